@@ -1,0 +1,40 @@
+"""nnue-infer: exact, fast CPU inference of chess NNUE networks from Python.
+
+Quick start::
+
+    import chess, nnue_infer
+    nnue_infer.evaluate(chess.Board())      # 69: internal units, side to move (361 = 1 pawn)
+
+See :class:`Evaluator` for traces and centipawns, :func:`load` for network files.
+"""
+
+from .errors import NetworkFormatError, NetworkNotFoundError, NnueError, PositionError, QuantisationRangeError
+from .evaluator import Evaluator, evaluate
+from .formats import load
+from .formats.stockfish import extract_network, read_stockfish, write_stockfish
+from .network import Architecture, HiddenLayer, Network, stockfish_15_1_architecture
+from .resources import default_network, stockfish_15_1_network_path
+from .trace import Trace
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Architecture",
+    "Evaluator",
+    "HiddenLayer",
+    "Network",
+    "NetworkFormatError",
+    "NetworkNotFoundError",
+    "NnueError",
+    "PositionError",
+    "QuantisationRangeError",
+    "Trace",
+    "default_network",
+    "evaluate",
+    "extract_network",
+    "load",
+    "read_stockfish",
+    "stockfish_15_1_architecture",
+    "stockfish_15_1_network_path",
+    "write_stockfish",
+]

@@ -1,0 +1,29 @@
+"""Exception classes of nnue-infer.
+
+They subclass builtins, so ``except ValueError`` keeps working for callers who
+do not care about the details.
+"""
+
+
+class NnueError(Exception):
+    """Base class of every error raised by nnue-infer."""
+
+
+class NetworkFormatError(NnueError, ValueError):
+    """A network file is malformed: bad magic, version, hash, size, tensor or trailing bytes.
+
+    The message names the file, the section and the byte offset, with expected
+    and found values.
+    """
+
+
+class NetworkNotFoundError(NnueError, FileNotFoundError):
+    """No network file was given and none could be found or extracted; the message says how to get one."""
+
+
+class PositionError(NnueError, ValueError):
+    """A position cannot be represented by the network's features (kings, piece count, pawn ranks)."""
+
+
+class QuantisationRangeError(NnueError, ValueError):
+    """Quantised parameters or activations would overflow their integer type."""

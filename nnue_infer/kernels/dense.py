@@ -1,0 +1,131 @@
+"""Dense-layer kernels: int8 x uint8 -> int32 affine transforms and the whole layer stack.
+
+Source: Stockfish 15.1, ``nnue/layers/affine_transform.h`` and ``nnue/nnue_architecture.h``
+(``propagate``: fc_0 -> [SqrClippedReLU | ClippedReLU] -> fc_1 -> ClippedReLU -> fc_2, plus
+the forward skip from fc_0's last output).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .activation import ACT_NONE, activate
+
+#: Columns of the ``layers`` table given to :func:`propagate_layer_stack`.
+COL_IN, COL_OUT, COL_ACT, COL_N_ACT, COL_W_OFFSET, COL_W_STRIDE, COL_B_OFFSET, COL_B_STRIDE = range(8)
+LAYER_TABLE_COLUMNS = 8
+
+
+@njit(cache=True)
+def tdiv(a, b):
+    """C integer division: truncates toward zero (-7 / 2 == -3), unlike Python's ``//``."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+@njit(cache=True)
+def wrap_int32(x):
+    """Wrap an integer to the signed 32-bit range, as C's int32 arithmetic does."""
+    return ((x + 2147483648) & 0xFFFFFFFF) - 2147483648
+
+
+@njit(cache=True)
+def affine_sparse_input(x, n_in, weights_t, w_offset, biases, b_offset, n_out, z):
+    """``z = biases + W @ x`` for a mostly-zero uint8 input, weights stored transposed.
+
+    ``weights_t`` is a flat int8 buffer holding W^T (``[n_in, n_out]``, row-major) at
+    ``w_offset``; only non-zero inputs are visited (after the pairwise multiplication
+    most of them are zero).  Sums are exact int64 stored as int32.
+    """
+    acc = np.empty(n_out, np.int64)
+    for i in range(n_out):
+        acc[i] = biases[b_offset + i]
+    for j in range(n_in):
+        xj = np.int64(x[j])
+        if xj != 0:
+            row = w_offset + j * n_out
+            for i in range(n_out):
+                acc[i] += xj * weights_t[row + i]
+    for i in range(n_out):
+        z[i] = wrap_int32(acc[i])
+
+
+@njit(cache=True)
+def affine_dense(x, n_in, weights, w_offset, biases, b_offset, n_out, z):
+    """``z = biases + W @ x`` with W stored row-major ``[n_out, n_in]`` (int8), x uint8, z int32."""
+    for i in range(n_out):
+        s = np.int64(biases[b_offset + i])
+        row = w_offset + i * n_in
+        for j in range(n_in):
+            s += np.int64(x[j]) * weights[row + j]
+        z[i] = wrap_int32(s)
+
+
+@njit(cache=True)
+def propagate_layer_stack(ft_out, bucket, weights, biases, layers, shift, skip_index, skip_num, skip_den):
+    """Run one layer stack (output bucket) on the transformed features.
+
+    Parameters
+    ----------
+    ft_out : uint8[n_in of layer 0]
+        Feature-transformer output, side to move's half first.
+    bucket : int
+        Layer stack to use.
+    weights : int8[total]
+        All dense weights, flat.  Layer 0 is stored transposed (``[n_in, n_out]``) for
+        the sparse kernel, later layers row-major ``[n_out, n_in]``.
+    biases : int32[total]
+        All dense biases, flat.
+    layers : int64[n_layers, 8]
+        Per layer: padded inputs, outputs, activation code, number of outputs activated,
+        weight offset and per-bucket stride, bias offset and per-bucket stride.  The last
+        layer has activation ``ACT_NONE`` and one output.
+    shift : int
+        WeightScaleBits (6 for Stockfish 15.1).
+    skip_index, skip_num, skip_den : int
+        Forward skip: layer 0's raw output ``skip_index`` (-1 for none) contributes
+        ``tdiv(wrap32(z * skip_num), skip_den)`` to the result.
+
+    Returns
+    -------
+    int
+        The layer stack's output ("positional" in Stockfish's trace), int32 range, in
+        internal units times OutputScale.
+    """
+    n_layers = layers.shape[0]
+    width = 0
+    for l in range(n_layers):
+        width = max(width, layers[l, 1], layers[l, 0])
+    z = np.empty(width, np.int32)
+    x = np.zeros(width, np.uint8)
+    skip = 0
+    out = 0
+    for l in range(n_layers):
+        n_in = layers[l, 0]
+        n_out = layers[l, 1]
+        w_off = layers[l, 4] + bucket * layers[l, 5]
+        b_off = layers[l, 6] + bucket * layers[l, 7]
+        if l == 0:
+            affine_sparse_input(ft_out, n_in, weights, w_off, biases, b_off, n_out, z)
+            if skip_index >= 0:
+                skip = tdiv(wrap_int32(np.int64(z[skip_index]) * skip_num), skip_den)
+        else:
+            affine_dense(x, n_in, weights, w_off, biases, b_off, n_out, z)
+        code = layers[l, 2]
+        if code == ACT_NONE:
+            out = np.int64(z[0])
+            break
+        written = activate(z, layers[l, 3], code, shift, x)
+        next_in = layers[l + 1, 0]
+        for i in range(written, next_in):
+            x[i] = 0
+    return wrap_int32(out + skip)
+
+
+@njit(cache=True)
+def psqt_term(psqt_acc, stm, bucket):
+    """PSQT contribution: ``tdiv(psqt[stm][bucket] - psqt[opp][bucket], 2)`` (int32[2, P] input)."""
+    if psqt_acc.shape[1] == 0:
+        return 0
+    return tdiv(np.int64(psqt_acc[stm, bucket]) - psqt_acc[1 - stm, bucket], 2)

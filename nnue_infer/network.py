@@ -1,0 +1,321 @@
+"""Network description and containers of quantised parameters.
+
+A :class:`Network` is an :class:`Architecture` (a declarative, JSON-serialisable
+description) plus integer arrays in their logical layout.  It validates shape,
+dtype and contiguity once and derives the flat compute layout the kernels use.
+Stockfish 15.1's network is one instance: :func:`stockfish_15_1_architecture`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from . import constants as C
+from .errors import NetworkFormatError
+from .kernels.activation import ACT_CRELU, ACT_NONE, ACT_SQR_CRELU, ACT_SQR_CRELU_AND_CRELU
+from .kernels.dense import LAYER_TABLE_COLUMNS
+
+#: Hidden-layer activation names and their kernel codes.
+HIDDEN_ACTIVATIONS = {
+    "none": ACT_NONE,
+    "crelu": ACT_CRELU,
+    "sqr_crelu": ACT_SQR_CRELU,
+    "sqr_crelu+crelu": ACT_SQR_CRELU_AND_CRELU,
+}
+#: Feature-transformer activations the quantised kernels implement.
+FT_ACTIVATIONS = ("pairwise",)
+#: Feature sets known to :mod:`nnue_infer.features`.
+FEATURE_SETS = ("HalfKAv2_hm",)
+
+
+def _pad32(n: int) -> int:
+    """Round up to a multiple of 32 (Stockfish pads dense-layer inputs so)."""
+    return (n + 31) // 32 * 32
+
+
+@dataclass(frozen=True)
+class HiddenLayer:
+    """One dense layer of a layer stack.
+
+    Attributes
+    ----------
+    outputs : int
+        Number of int32 outputs of the affine transform.
+    activation : str
+        ``"crelu"`` (ClippedReLU), ``"sqr_crelu"`` (SqrClippedReLU), ``"sqr_crelu+crelu"``
+        (both, concatenated: Stockfish 15.1's fc_0) or ``"none"`` (output layer).
+    activated : int
+        How many of the first outputs go through the activation (the rest, e.g. the
+        forward-skip neuron, are used raw).  Defaults to all outputs.
+    """
+
+    outputs: int
+    activation: str
+    activated: int | None = None
+
+    @property
+    def n_activated(self) -> int:
+        """Outputs that go through the activation."""
+        return self.outputs if self.activated is None else self.activated
+
+    @property
+    def activated_width(self) -> int:
+        """Width of the activation's uint8 output (before padding)."""
+        n = self.n_activated
+        return 2 * n if self.activation == "sqr_crelu+crelu" else n
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """Declarative description of a quantised pairwise NNUE network.
+
+    Attributes
+    ----------
+    feature_set : str
+        Input feature set, e.g. ``"HalfKAv2_hm"``.
+    ft_width : int
+        Accumulator width L1 per perspective (int16).
+    ft_activation : str
+        Feature-transformer activation; ``"pairwise"``: clamp(a, 0, QA) * clamp(b, 0, QA) >> shift
+        over the two halves, giving L1/2 uint8 per perspective.
+    ft_clamp : int
+        QA, the activation's clamp (127 in Stockfish 15.1).
+    ft_shift : int
+        Right shift after the pairwise product (7 in Stockfish 15.1).
+    psqt_buckets : int
+        Number of PSQT outputs of the feature transformer (0 for none).
+    output_buckets : int
+        Number of layer stacks; bucket = (pieces - 1) // (32 // output_buckets), pieces
+        counted with both kings.
+    layers : tuple of HiddenLayer
+        Dense layers of each layer stack, the last one with a single output.
+    skip_index : int
+        Raw output of the first dense layer added to the result (forward skip), -1 for none.
+    skip_numerator, skip_denominator : int
+        Scale of the forward skip: tdiv(wrap32(z * num), den).
+    weight_scale_bits : int
+        Right shift of dense sums before ClippedReLU (6 in Stockfish 15.1).
+    output_scale : int
+        Divisor from (psqt + positional) to internal units (16 in Stockfish 15.1).
+
+    Source: Stockfish 15.1, ``nnue/nnue_architecture.h``.
+    """
+
+    feature_set: str
+    ft_width: int
+    ft_activation: str
+    ft_clamp: int
+    ft_shift: int
+    psqt_buckets: int
+    output_buckets: int
+    layers: tuple[HiddenLayer, ...]
+    skip_index: int = -1
+    skip_numerator: int = 0
+    skip_denominator: int = 1
+    weight_scale_bits: int = C.WEIGHT_SCALE_BITS
+    output_scale: int = C.OUTPUT_SCALE
+
+    def __post_init__(self) -> None:
+        def bad(name: str, why: str) -> NetworkFormatError:
+            return NetworkFormatError(f"architecture field {name!r}: {why}")
+
+        if self.feature_set not in FEATURE_SETS:
+            raise bad("feature_set", f"unknown feature set {self.feature_set!r}, known: {FEATURE_SETS}")
+        if self.ft_activation not in FT_ACTIVATIONS:
+            raise bad("ft_activation", f"unknown activation {self.ft_activation!r}, known: {FT_ACTIVATIONS}")
+        if self.ft_width <= 0 or self.ft_width % 2:
+            raise bad("ft_width", f"must be a positive even number, got {self.ft_width}")
+        if not self.layers:
+            raise bad("layers", "at least one dense layer is needed")
+        for i, layer in enumerate(self.layers):
+            if layer.activation not in HIDDEN_ACTIVATIONS:
+                raise bad(f"layers[{i}].activation", f"unknown activation {layer.activation!r}")
+            if not 0 < layer.n_activated <= layer.outputs:
+                raise bad(f"layers[{i}].activated", f"must be in 1..{layer.outputs}")
+            last = i == len(self.layers) - 1
+            if last != (layer.activation == "none"):
+                raise bad(f"layers[{i}].activation", "only the last layer (and it alone) has activation 'none'")
+        if self.layers[-1].outputs != 1:
+            raise bad("layers[-1].outputs", "the output layer must have exactly one output")
+        if self.output_buckets <= 0 or 32 % self.output_buckets:
+            raise bad("output_buckets", f"must divide 32, got {self.output_buckets}")
+        if self.psqt_buckets not in (0, self.output_buckets):
+            raise bad("psqt_buckets", f"must be 0 or output_buckets ({self.output_buckets})")
+        if not -1 <= self.skip_index < self.layers[0].outputs or (
+            self.skip_index >= 0 and self.skip_index < self.layers[0].n_activated
+        ):
+            raise bad("skip_index", "must be -1 or a non-activated output of the first layer")
+        if self.skip_denominator <= 0:
+            raise bad("skip_denominator", "must be positive")
+
+    # -- derived dimensions -------------------------------------------------
+    @property
+    def ft_output_width(self) -> int:
+        """Width of the transformed features (both perspectives), the first dense layer's input."""
+        return self.ft_width  # pairwise halves each perspective: 2 * L1 / 2
+
+    def layer_inputs(self) -> list[int]:
+        """Padded input width of each dense layer (file and compute layout)."""
+        widths = [self.ft_output_width]
+        for layer in self.layers[:-1]:
+            widths.append(_pad32(layer.activated_width))
+        return widths
+
+    def bucket_of(self, piece_count: int) -> int:
+        """Layer stack / PSQT bucket for ``piece_count`` pieces (kings included)."""
+        return (piece_count - 1) // (32 // self.output_buckets)
+
+    def to_json(self) -> str:
+        """JSON text of this description (round-trips through :meth:`from_json`)."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Architecture:
+        """Build from a dict as produced by ``dataclasses.asdict``; unknown or missing fields raise."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise NetworkFormatError(f"architecture: unknown field(s) {sorted(unknown)}")
+        try:
+            layers = tuple(HiddenLayer(**layer) for layer in data["layers"])
+            return cls(**{**data, "layers": layers})
+        except (KeyError, TypeError) as exc:
+            raise NetworkFormatError(f"architecture: {exc}") from exc
+
+    @classmethod
+    def from_json(cls, text: str) -> Architecture:
+        """Inverse of :meth:`to_json`."""
+        return cls.from_dict(json.loads(text))
+
+
+def stockfish_15_1_architecture(ft_width: int = C.SF_L1) -> Architecture:
+    """The architecture of Stockfish 15.1's network (``nn-ad9b42354671.nnue``: ft_width 1024).
+
+    HalfKAv2_hm -> 2 x ft_width int16 (+8 PSQT) -> pairwise -> 8 layer stacks of
+    ft_width -> 16 (15 activated as [SqrClippedReLU | ClippedReLU], 1 forward skip)
+    -> 32 ClippedReLU -> 1.  Source: Stockfish 15.1, ``nnue/nnue_architecture.h``.
+    """
+    return Architecture(
+        feature_set="HalfKAv2_hm",
+        ft_width=ft_width,
+        ft_activation="pairwise",
+        ft_clamp=C.FT_CLAMP,
+        ft_shift=C.FT_SHIFT,
+        psqt_buckets=C.SF_BUCKETS,
+        output_buckets=C.SF_BUCKETS,
+        layers=(
+            HiddenLayer(C.SF_L2 + 1, "sqr_crelu+crelu", activated=C.SF_L2),
+            HiddenLayer(C.SF_L3, "crelu"),
+            HiddenLayer(1, "none"),
+        ),
+        skip_index=C.SF_L2,
+        skip_numerator=C.SF_SKIP_NUMERATOR,
+        skip_denominator=C.SF_SKIP_DENOMINATOR,
+    )
+
+
+def _check_array(name: str, arr: np.ndarray, dtype: type, shape: tuple[int, ...]) -> np.ndarray:
+    if not isinstance(arr, np.ndarray):
+        raise NetworkFormatError(f"tensor {name!r}: expected a numpy array, got {type(arr).__name__}")
+    if arr.dtype != np.dtype(dtype):
+        raise NetworkFormatError(f"tensor {name!r}: dtype {arr.dtype}, expected {np.dtype(dtype)}")
+    if arr.shape != shape:
+        raise NetworkFormatError(f"tensor {name!r}: shape {arr.shape}, expected {shape}")
+    if not (arr.flags.c_contiguous and arr.flags.writeable and arr.flags.aligned):
+        arr = np.array(arr, order="C", copy=True)  # one Numba signature: writeable, aligned, C
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """A quantised network: architecture plus integer parameters.
+
+    Attributes
+    ----------
+    architecture : Architecture
+        What the arrays mean.
+    ft_biases : int16[L1]
+        Feature-transformer biases.
+    ft_weights : int16[num_features, L1]
+        Feature-transformer weights, one row per feature index.
+    psqt_weights : int32[num_features, psqt_buckets]
+        PSQT weights (no bias).
+    layer_weights : tuple of int8[output_buckets, outputs, padded inputs]
+        Dense weights per layer, row = output neuron (Stockfish's file layout).
+    layer_biases : tuple of int32[output_buckets, outputs]
+        Dense biases per layer.
+    description : str
+        Free text stored with the network (Stockfish's description string).
+
+    Raises
+    ------
+    NetworkFormatError
+        A tensor's dtype or shape does not match the architecture.
+    """
+
+    architecture: Architecture
+    ft_biases: np.ndarray
+    ft_weights: np.ndarray
+    psqt_weights: np.ndarray
+    layer_weights: tuple[np.ndarray, ...]
+    layer_biases: tuple[np.ndarray, ...]
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        from .features import feature_set
+
+        arch = self.architecture
+        nf = feature_set(arch.feature_set).num_features
+        L1 = arch.ft_width
+        fix = lambda name, *a: object.__setattr__(self, name, _check_array(name, getattr(self, name), *a))  # noqa: E731
+        fix("ft_biases", np.int16, (L1,))
+        fix("ft_weights", np.int16, (nf, L1))
+        fix("psqt_weights", np.int32, (nf, arch.psqt_buckets))
+        if len(self.layer_weights) != len(arch.layers) or len(self.layer_biases) != len(arch.layers):
+            raise NetworkFormatError(
+                f"layers: architecture has {len(arch.layers)} dense layers, got "
+                f"{len(self.layer_weights)} weight and {len(self.layer_biases)} bias tensors"
+            )
+        weights, biases = [], []
+        for i, (layer, n_in) in enumerate(zip(arch.layers, arch.layer_inputs())):
+            B = arch.output_buckets
+            weights.append(_check_array(f"layers[{i}].weights", self.layer_weights[i], np.int8, (B, layer.outputs, n_in)))
+            biases.append(_check_array(f"layers[{i}].biases", self.layer_biases[i], np.int32, (B, layer.outputs)))
+        object.__setattr__(self, "layer_weights", tuple(weights))
+        object.__setattr__(self, "layer_biases", tuple(biases))
+
+    def __repr__(self) -> str:
+        a = self.architecture
+        return (
+            f"<Network {a.feature_set} -> {a.ft_width}x2 {a.ft_activation} -> "
+            f"{'/'.join(str(l.outputs) for l in a.layers)} x{a.output_buckets} buckets>"
+        )
+
+    @cached_property
+    def compute_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Flat dense parameters for :func:`nnue_infer.kernels.dense.propagate_layer_stack`.
+
+        Returns ``(weights int8[total], biases int32[total], layers int64[n_layers, 8])``;
+        layer 0 is stored transposed (``[bucket][input][output]``) for the sparse kernel.
+        """
+        arch = self.architecture
+        table = np.zeros((len(arch.layers), LAYER_TABLE_COLUMNS), np.int64)
+        w_parts, b_parts = [], []
+        w_off = b_off = 0
+        for i, (layer, w, b) in enumerate(zip(arch.layers, self.layer_weights, self.layer_biases)):
+            if i == 0:
+                w = np.ascontiguousarray(w.transpose(0, 2, 1))
+            B, n_out, n_in = self.layer_weights[i].shape
+            table[i] = (n_in, n_out, HIDDEN_ACTIVATIONS[layer.activation], layer.n_activated,
+                        w_off, n_out * n_in, b_off, n_out)
+            w_parts.append(w.reshape(-1))
+            b_parts.append(b.reshape(-1))
+            w_off += w.size
+            b_off += b.size
+        return np.concatenate(w_parts), np.concatenate(b_parts), table

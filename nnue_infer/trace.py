@@ -1,0 +1,131 @@
+"""The result of :meth:`Evaluator.trace` and its rendering as Stockfish 15.1's ``eval`` text.
+
+Source of every format: Stockfish 15.1, ``nnue/evaluate_nnue.cpp`` (``trace``,
+``format_cp_compact``, ``format_cp_aligned_dot``) and ``evaluate.cpp`` (``trace``);
+see ``shared/reference/stockfish-15.1-nnue.md`` section 6.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import chess
+
+from .constants import NORMALIZE_TO_PAWN_VALUE as PAWN
+
+
+def tdiv(a: int, b: int) -> int:
+    """C integer division (truncates toward zero), for Python ints."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def to_centipawns(value: int) -> int:
+    """Internal units to centipawns as Stockfish 15.1 does: ``tdiv(100 * value, 361)``."""
+    return tdiv(100 * value, PAWN)
+
+
+def _sign(x: int) -> str:
+    return "+" if x > 0 else "-" if x < 0 else " "
+
+
+def format_cp_compact(value: int) -> str:
+    """5-character piece value: sign then ``d.dd`` / ``dd.d`` / ``ddd `` (truncated centipawns)."""
+    cp = abs(to_centipawns(value))
+    if cp >= 10000:
+        body = f"{cp // 100:3d} "
+    elif cp >= 1000:
+        body = f"{cp // 100}.{cp // 10 % 10}"
+    else:
+        body = f"{cp // 100}.{cp % 100:02d}"
+    return _sign(value) + body
+
+
+def format_cp_aligned(value: int) -> str:
+    """7-character table cell: sign then C ``%6.2f`` of ``|value| / 361``."""
+    return _sign(value) + "%6.2f" % (abs(value) / PAWN)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Everything Stockfish 15.1's ``eval`` prints about the NNUE, as exact integers.
+
+    Attributes
+    ----------
+    fen : str
+        The position.
+    side_to_move : bool
+        ``chess.WHITE`` or ``chess.BLACK``.
+    psqt : tuple of int
+        Per bucket (bucket 0 first): ``tdiv(psqt_stm - psqt_opp, 2)``, internal units x
+        OutputScale (16), side to move's point of view.
+    positional : tuple of int
+        Per bucket: layer-stack output including the forward skip, same units and view.
+    bucket : int
+        The bucket used, ``(pieces - 1) // 4`` for Stockfish 15.1.
+    value : int
+        ``tdiv(psqt[bucket] + positional[bucket], 16)``: internal units (361 = one pawn),
+        side to move's point of view.
+    piece_values : dict of int to int
+        Square (a1 = 0) -> value of the piece there (kings excluded), internal units, White's
+        point of view: evaluation minus the evaluation without that piece.
+    output_scale : int
+        OutputScale of the network (16).
+    """
+
+    fen: str
+    side_to_move: bool
+    psqt: tuple[int, ...]
+    positional: tuple[int, ...]
+    bucket: int
+    value: int
+    piece_values: dict[int, int]
+    output_scale: int = 16
+
+    @property
+    def value_white(self) -> int:
+        """``value`` from White's point of view (internal units)."""
+        return self.value if self.side_to_move == chess.WHITE else -self.value
+
+    def format_stockfish(self) -> str:
+        """The NNUE part of Stockfish 15.1's ``eval`` output, byte for byte.
+
+        The piece-value board, the bucket table (side to move's view) and the
+        ``NNUE evaluation`` line (White's view), separated by blank lines as Stockfish
+        prints them, without a trailing newline.  Stockfish prints none of it when the
+        side to move is in check; this renders it anyway.
+        """
+        board = chess.Board(self.fen)
+        grid = [[" "] * 65 for _ in range(25)]
+        for r in range(8):
+            top = 3 * (7 - r)
+            for f in range(8):
+                grid[top][8 * f : 8 * f + 9] = "+-------+"
+                for line in (top + 1, top + 2):
+                    grid[line][8 * f] = grid[line][8 * f + 8] = "|"
+                sq = chess.square(f, r)
+                piece = board.piece_at(sq)
+                if piece is not None:
+                    grid[top + 1][8 * f + 4] = piece.symbol()
+                if sq in self.piece_values:
+                    grid[top + 2][8 * f + 2 : 8 * f + 7] = format_cp_compact(self.piece_values[sq])
+        grid[24] = list("+-------" * 8 + "+")
+        lines = [" NNUE derived piece values:", *("".join(row) for row in grid), ""]
+        border = "+------------+------------+------------+------------+"
+        color = "White" if self.side_to_move == chess.WHITE else "Black"
+        lines += [
+            f" NNUE network contributions ({color} to move)",
+            border,
+            "|   Bucket   |  Material  | Positional |   Total    |",
+            "|            |   (PSQT)   |  (Layers)  |            |",
+            border,
+        ]
+        for k, (p, q) in enumerate(zip(self.psqt, self.positional)):
+            pk, qk = tdiv(p, self.output_scale), tdiv(q, self.output_scale)
+            row = f"|  {k}         |  {format_cp_aligned(pk)}   |  {format_cp_aligned(qk)}   |  {format_cp_aligned(pk + qk)}   |"
+            lines.append(row + (" <-- this bucket is used" if k == self.bucket else ""))
+        lines += [border, "", "NNUE evaluation".ljust(23) + "%+.2f (white side)" % (self.value_white / PAWN)]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.format_stockfish()
