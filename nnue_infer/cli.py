@@ -1,0 +1,164 @@
+"""The ``nnue-infer`` command line: ``eval``, ``info``, ``extract``.
+
+``main(argv) -> int`` is the entry point; heavy imports happen inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+
+def _load_network(net: str | None):
+    from . import load
+    from .resources import default_network
+
+    return load(net) if net else default_network()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="nnue-infer")
+def cli() -> None:
+    """Exact, fast evaluation of chess positions with NNUE networks."""
+
+
+def _read_epd(path: str) -> list[str]:
+    """FENs from an EPD/FEN file: first four fields (plus counters if present), '#' comments skipped."""
+    fens = []
+    for line in Path(path).read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = line.split()
+        if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit():
+            fens.append(" ".join(fields[:6]))
+        else:
+            fens.append(" ".join(fields[:4]))
+    return fens
+
+
+@cli.command("eval")
+@click.argument("fens", nargs=-1)
+@click.option("--net", type=click.Path(dir_okay=False), help="Network file (default: Stockfish 15.1's net from Debian's stockfish).")
+@click.option("--fen", "fen_opts", multiple=True, help="A position in FEN (may be repeated).")
+@click.option("--epd", type=click.Path(exists=True, dir_okay=False), help="File with one FEN/EPD per line.")
+@click.option("--trace", is_flag=True, help="Print Stockfish 15.1's eval text for the NNUE (piece values, bucket table, NNUE line).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per position.")
+def eval_cmd(fens, net, fen_opts, epd, trace, as_json):
+    """Evaluate positions given as FEN arguments, --fen or --epd.
+
+    Prints, per position, the NNUE value in internal units and centipawns from the side to
+    move's point of view, and centipawns from White's.
+    """
+    import chess
+
+    from .errors import NnueError
+    from .evaluator import Evaluator
+
+    positions = list(fen_opts) + [" ".join(fens)] * bool(fens) + (_read_epd(epd) if epd else [])
+    if not positions:
+        raise click.UsageError("give a position: FEN arguments, --fen FEN or --epd FILE")
+    try:
+        ev = Evaluator(_load_network(net))
+    except (NnueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    status = 0
+    for fen in positions:
+        try:
+            board = chess.Board(fen)
+            if trace:
+                t = ev.trace(board)
+                if as_json:
+                    click.echo(json.dumps({"fen": fen, "bucket": t.bucket, "value": t.value, "psqt": t.psqt,
+                                           "positional": t.positional,
+                                           "piece_values": {chess.SQUARE_NAMES[s]: v for s, v in t.piece_values.items()}}))
+                else:
+                    click.echo(t.format_stockfish())
+                continue
+            value = ev.evaluate(board)
+        except ValueError as exc:
+            click.echo(f"error: {fen!r}: {exc}", err=True)
+            status = 1
+            continue
+        from .trace import to_centipawns
+
+        cp = to_centipawns(value)
+        white_cp = cp if board.turn == chess.WHITE else -cp
+        if as_json:
+            click.echo(json.dumps({"fen": fen, "value": value, "cp": cp, "cp_white": white_cp}))
+        else:
+            click.echo(f"{fen}\tvalue {value}\tcp {cp:+d} (side to move)\t{white_cp / 100:+.2f} (white side)")
+    sys.exit(status)
+
+
+@cli.command()
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+def info(file):
+    """Show a network file's format, architecture, dimensions, hashes and SHA-256."""
+    import dataclasses
+    import hashlib
+
+    from . import load
+    from .errors import NnueError
+    from .formats import detect_format
+    from .formats.stockfish import ft_hash, layer_stack_hash
+
+    try:
+        fmt = detect_format(file)
+        network = load(file)
+    except NnueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    arch = network.architecture
+    sha = hashlib.sha256(Path(file).read_bytes()).hexdigest()
+    click.echo(f"file:          {file}")
+    click.echo(f"format:        {fmt}")
+    click.echo(f"sha256:        {sha}")
+    click.echo(f"description:   {network.description}")
+    click.echo(f"architecture:  {network!r}")
+    for key, value in dataclasses.asdict(arch).items():
+        click.echo(f"  {key}: {value}")
+    click.echo(f"feature transformer: {network.ft_weights.shape[0]} features -> {arch.ft_width} int16 "
+               f"(+{arch.psqt_buckets} PSQT int32) per perspective")
+    if fmt == "stockfish":
+        l1 = arch.ft_width
+        click.echo(f"hashes:        network 0x{ft_hash(l1) ^ layer_stack_hash(l1):08X}, "
+                   f"feature transformer 0x{ft_hash(l1):08X}, layer stack 0x{layer_stack_hash(l1):08X}")
+
+
+@cli.command()
+@click.argument("binary", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the network.")
+def extract(binary, output):
+    """Extract the NNUE network embedded in an engine BINARY (e.g. /usr/games/stockfish)."""
+    from .errors import NnueError
+    from .formats.stockfish import extract_network
+
+    try:
+        digest = extract_network(binary, output)
+    except (NnueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"wrote {output} (sha256 {digest}, nn-{digest[:12]}.nnue)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    try:
+        cli.main(args=argv, prog_name="nnue-infer", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("Aborted!", err=True)
+        return 1
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
