@@ -1,4 +1,4 @@
-"""The ``nnue-infer`` command line: ``eval``, ``info``, ``extract``.
+"""The ``nnue-infer`` command line: ``eval``, ``info``, ``extract``, ``datagen``.
 
 ``main(argv) -> int`` is the entry point; heavy imports happen inside the commands.
 """
@@ -141,6 +141,39 @@ def extract(binary, output):
     except (NnueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"wrote {output} (sha256 {digest}, nn-{digest[:12]}.nnue)")
+
+
+@cli.command()
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Positions file to write (.npz).")
+@click.option("-n", "--positions", "n", type=click.IntRange(min=1), default=1_000_000, show_default=True,
+              help="Number of distinct positions.")
+@click.option("--seed", type=int, default=1, show_default=True, help="Random seed (same seed and inputs, same file).")
+@click.option("--games", type=click.Path(exists=True, dir_okay=False),
+              help="JSONL games (id, start_fen, moves) to start perturbation episodes from; without: playouts only.")
+@click.option("--exclude", type=click.Path(exists=True, dir_okay=False),
+              help="JSONL with a 'fen' field (or one FEN per line): positions never to emit, e.g. an evaluation corpus.")
+@click.option("--teacher", type=click.Path(dir_okay=False),
+              help="Network that labels the positions (default: Stockfish 15.1's net from Debian's stockfish).")
+@click.option("--holdout-fraction", type=float, default=0.25, show_default=True,
+              help="Share of games (by a hash of the game id) never used as starting points.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, quiet):
+    """Generate labelled training positions for distillation (see nnue_infer.datagen for the file format)."""
+    from . import datagen as D
+    from .errors import NnueError
+    from .resources import stockfish_15_1_network_path
+
+    try:
+        from . import load
+
+        net = load(teacher or stockfish_15_1_network_path())
+        data = D.generate(n, seed, net, D.read_games(games) if games else None,
+                          D.read_exclude(exclude) if exclude else None,
+                          D.GenerationSettings(holdout_fraction=holdout_fraction), progress=not quiet)
+        D.save(output, data)
+    except (NnueError, OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(json.dumps({"output": output, **D.summary(data), "meta": json.loads(str(data["meta"]))}, indent=1))
 
 
 def main(argv: list[str] | None = None) -> int:

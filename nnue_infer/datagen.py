@@ -1,0 +1,482 @@
+"""Training positions for distillation: diverse positions labelled by a teacher network.
+
+:func:`generate` plays *episodes* and records every position it visits:
+
+* **perturbation** episodes start from a position of a real game (a JSONL games file, e.g.
+  the project's dev games), play one uniformly random legal move (the perturbation), then
+  up to ``max_walk - 1`` more moves of the playout policy;
+* **playout** episodes start from the standard position, play 2..``opening_plies`` uniformly
+  random moves (the randomised opening), then follow the playout policy until the game ends
+  (mate, stalemate, insufficient material, 50-move rule) or ``max_game_plies`` plies.
+
+The **playout policy** is a cheap, capture-aware move chooser (python-chess only, no search):
+with probability ``greedy`` it takes the move with the best crude material score (value
+captured or promoted, minus the mover's value if the target square is attacked, plus half
+the mover's value if it leaves an attacked square; ties broken at random), otherwise a
+uniformly random legal move.  Material therefore stays roughly balanced for a while, as in
+real games, yet every phase, both sides to move, checks, castling and en-passant rights occur.
+
+Positions are de-duplicated on (piece placement, side to move), the only inputs of an NNUE
+network; positions the network cannot represent are skipped, as are positions listed in an
+``exclude`` file (so an evaluation corpus stays unseen).  Games whose id falls in the
+held-out fraction (:func:`is_held_out`) are never used as starting points.
+
+Everything is deterministic for a given seed and inputs: one ``random.Random(seed)`` drives
+all choices, in one process.
+
+File format (``.npz``, written by :func:`save`, read by :func:`load_positions`)
+-------------------------------------------------------------------------------
+A NumPy ``.npz`` archive (uncompressed; 74 bytes per position) with arrays of length ``n``:
+
+==============  ============  ===========================================================
+key             dtype, shape  meaning
+==============  ============  ===========================================================
+``format``      str, ()       ``"nnue-infer-positions-1"``
+``bitboards``   int64 [n, 8]  pawns, knights, bishops, rooks, queens, kings, white, black:
+                              python-chess bitboards (a1 = bit 0) viewed as int64
+``stm``         uint8 [n]     side to move: 0 White, 1 Black
+``castling``    uint8 [n]     castling rights: bit 0 K, 1 Q, 2 k, 3 q
+``ep_square``   int8 [n]      square of a legal en-passant capture, -1 if none
+``value``       int32 [n]     teacher's value, internal units (Stockfish 15.1: 361 = one
+                              pawn), **side to move's** point of view
+``source``      uint8 [n]     0 perturbation of a game position, 1 playout
+``meta``        str, ()       JSON: format version, seed, generator settings, teacher
+                              network's SHA-256, counts
+==============  ============  ===========================================================
+
+Halfmove clock and move number are not stored (networks do not read them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import chess
+import numpy as np
+
+from .errors import NnueError, PositionError
+from .features import board_bitboards
+
+FORMAT = "nnue-infer-positions-1"
+SOURCE_PERTURBATION, SOURCE_PLAYOUT = 0, 1
+
+#: Crude piece values (pawns) used by the playout policy, indexed by python-chess piece type.
+_VALUES = (0, 1, 3, 3, 5, 9, 0)
+
+
+class DatasetFormatError(NnueError, ValueError):
+    """A positions file is malformed (missing key, wrong dtype/shape, unknown format)."""
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """Knobs of :func:`generate` (stored in the file's ``meta``).
+
+    Attributes
+    ----------
+    perturbation_fraction : float
+        Target share of positions from perturbation episodes (0 without a games file).
+    max_walk : int
+        Moves per perturbation episode: uniform in 1..max_walk.
+    opening_plies : int
+        Random opening of playout episodes: uniform in 2..opening_plies plies.
+    max_game_plies : int
+        Playout episodes stop after this many plies.
+    greedy : float
+        Probability that the playout policy takes its best-scored move instead of a random one.
+    holdout_fraction : float
+        Share of games (by :func:`is_held_out` on the game id) never used as starting points.
+    keep_below_cp, keep_decay_cp : float
+        Balance filter: a position whose teacher value v (in centipawns, 100 * v / 361) has
+        |v| > keep_below_cp is kept only with probability exp(-(|v| - keep_below_cp) / keep_decay_cp),
+        so lopsided playout positions do not swamp the balanced ones real games are made of.
+        ``keep_decay_cp = inf`` keeps everything.
+    """
+
+    perturbation_fraction: float = 0.5
+    max_walk: int = 6
+    opening_plies: int = 10
+    max_game_plies: int = 200
+    greedy: float = 0.9
+    holdout_fraction: float = 0.25
+    keep_below_cp: float = 200.0
+    keep_decay_cp: float = 500.0
+
+
+def is_held_out(game_id: str, fraction: float) -> bool:
+    """Whether game ``game_id`` belongs to the held-out share ``fraction`` (stable SHA-1 rule)."""
+    h = int.from_bytes(hashlib.sha1(game_id.encode()).digest()[:4], "little")
+    return h < fraction * 2**32
+
+
+def position_key(board: chess.Board) -> tuple[int, ...]:
+    """What a network sees of ``board``: piece bitboards, colour bitboards and side to move."""
+    return (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
+            board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK], int(board.turn))
+
+
+def read_games(path: str | os.PathLike[str]) -> list[dict]:
+    """Games from a JSONL file with ``id``, ``start_fen`` and ``moves`` (UCI) per line.
+
+    Raises ``ValueError`` naming the line for malformed JSON, a missing field or an illegal move.
+    """
+    games = []
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                g = json.loads(line)
+                games.append({"id": str(g["id"]), "start_fen": g["start_fen"], "moves": list(g["moves"])})
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}: line {lineno}: not a game record ({exc})") from exc
+    return games
+
+
+def game_positions(games: list[dict], holdout_fraction: float) -> list[chess.Board]:
+    """Every position (ply 0 included) of the games not held out, as boards without move stacks."""
+    out = []
+    for g in games:
+        if is_held_out(g["id"], holdout_fraction):
+            continue
+        board = chess.Board(g["start_fen"])
+        out.append(board.copy(stack=False))
+        for ply, uci in enumerate(g["moves"], 1):
+            try:
+                move = chess.Move.from_uci(uci)
+            except ValueError as exc:
+                raise ValueError(f"game {g['id']}: ply {ply}: bad move {uci!r}") from exc
+            if not board.is_legal(move):
+                raise ValueError(f"game {g['id']}: ply {ply}: illegal move {uci} in {board.fen()}")
+            board.push(move)
+            out.append(board.copy(stack=False))
+    return out
+
+
+def read_exclude(path: str | os.PathLike[str]) -> set[tuple[int, ...]]:
+    """Position keys (:func:`position_key`) of a JSONL file with a ``fen`` field, or a FEN-per-line file."""
+    keys = set()
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                fen = json.loads(line)["fen"] if line.startswith("{") else line
+                keys.add(position_key(chess.Board(fen)))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}: line {lineno}: no FEN ({exc})") from exc
+    return keys
+
+
+def policy_move(board: chess.Board, rng: random.Random, greedy: float) -> chess.Move | None:
+    """A move of the playout policy (see the module docstring); ``None`` if there is none."""
+    moves = list(board.generate_legal_moves())
+    if not moves:
+        return None
+    if rng.random() >= greedy:
+        return moves[rng.randrange(len(moves))]
+    them = not board.turn
+    best, best_score = moves[0], -1e9
+    escape: dict[int, float] = {}
+    for move in moves:
+        mover = board.piece_type_at(move.from_square)
+        captured = board.piece_type_at(move.to_square)
+        score = _VALUES[captured] if captured else (1.0 if board.is_en_passant(move) else 0.0)
+        value = _VALUES[mover]
+        if move.promotion:
+            score += _VALUES[move.promotion] - 1
+            value = _VALUES[move.promotion]
+        if board.is_attacked_by(them, move.to_square):
+            score -= value
+        if move.from_square not in escape:
+            escape[move.from_square] = 0.5 * _VALUES[mover] if board.is_attacked_by(them, move.from_square) else 0.0
+        score += escape[move.from_square] + 0.5 * rng.random()
+        if score > best_score:
+            best, best_score = move, score
+    return best
+
+
+def _castling_bits(board: chess.Board) -> int:
+    cr = board.castling_rights
+    return (bool(cr & chess.BB_H1) | bool(cr & chess.BB_A1) << 1 | bool(cr & chess.BB_H8) << 2
+            | bool(cr & chess.BB_A8) << 3)
+
+
+class _Recorder:
+    """Collects de-duplicated, labelled positions into preallocated arrays."""
+
+    def __init__(self, n: int, evaluator, exclude: set, progress, rng: random.Random,
+                 settings: GenerationSettings) -> None:
+        self.n = n
+        self.count = 0
+        self.bitboards = np.zeros((n, 8), np.int64)
+        self.stm = np.zeros(n, np.uint8)
+        self.castling = np.zeros(n, np.uint8)
+        self.ep_square = np.full(n, -1, np.int8)
+        self.value = np.zeros(n, np.int32)
+        self.source = np.zeros(n, np.uint8)
+        self.seen = set(exclude)
+        self.evaluator = evaluator
+        self.progress = progress
+        self.rng = rng
+        self.keep_below = settings.keep_below_cp * 361 / 100
+        self.keep_decay = settings.keep_decay_cp * 361 / 100
+        self.skipped = {"duplicate": 0, "unrepresentable": 0, "balance_filter": 0}
+        self.in_check = 0
+
+    @property
+    def full(self) -> bool:
+        return self.count >= self.n
+
+    def add(self, board: chess.Board, source: int) -> None:
+        if self.full:
+            return
+        key = position_key(board)
+        if key in self.seen:
+            self.skipped["duplicate"] += 1
+            return
+        self.seen.add(key)
+        i = self.count
+        try:
+            board_bitboards(board, self.bitboards[i])
+        except PositionError:
+            self.skipped["unrepresentable"] += 1
+            return
+        value = self.evaluator.evaluate(board)
+        excess = abs(value) - self.keep_below
+        if excess > 0 and self.rng.random() >= math.exp(-excess / self.keep_decay):
+            self.skipped["balance_filter"] += 1
+            return
+        self.value[i] = value
+        self.stm[i] = 0 if board.turn == chess.WHITE else 1
+        self.castling[i] = _castling_bits(board)
+        if board.ep_square is not None and board.has_legal_en_passant():
+            self.ep_square[i] = board.ep_square
+        self.source[i] = source
+        self.in_check += board.is_check()
+        self.count += 1
+        if self.progress is not None:
+            self.progress.update(1)
+
+
+def _game_over(board: chess.Board) -> bool:
+    return board.halfmove_clock >= 100 or board.is_insufficient_material()
+
+
+def generate(n: int, seed: int, teacher, games: list[dict] | None = None,
+             exclude: set[tuple[int, ...]] | None = None, settings: GenerationSettings = GenerationSettings(),
+             progress: bool = True) -> dict[str, np.ndarray]:
+    """Generate ``n`` distinct labelled positions (see the module docstring).
+
+    Parameters
+    ----------
+    n : int
+        Number of positions.
+    seed : int
+        Seed of the one random generator: same seed and inputs, same positions in the same order.
+    teacher : Network
+        Network whose values label the positions (normally Stockfish 15.1's).
+    games : list of dict, optional
+        Games from :func:`read_games` for perturbation episodes; ``None``: playouts only.
+    exclude : set, optional
+        Position keys (:func:`position_key`) never to emit, e.g. an evaluation corpus.
+    settings : GenerationSettings
+        Generator knobs.
+    progress : bool
+        Show a tqdm progress bar on stderr.
+
+    Returns
+    -------
+    dict of str to ndarray
+        The arrays of the file format (module docstring), ``meta`` as a JSON string.
+
+    Raises
+    ------
+    ValueError
+        ``n`` not positive, a bad setting, or a games file that yields no usable position.
+    """
+    from tqdm import tqdm
+
+    from .evaluator import Evaluator
+
+    if n <= 0:
+        raise ValueError(f"n: number of positions must be positive, got {n}")
+    s = settings
+    if not 0 <= s.perturbation_fraction <= 1 or not 0 <= s.greedy <= 1 or not 0 <= s.holdout_fraction < 1:
+        raise ValueError(f"settings: fractions must lie in [0, 1] (holdout_fraction < 1): {s}")
+    if not s.keep_below_cp >= 0 or not s.keep_decay_cp > 0:
+        raise ValueError(f"settings: need keep_below_cp >= 0 and keep_decay_cp > 0: {s}")
+    if s.max_walk < 1 or s.opening_plies < 2 or s.max_game_plies < s.opening_plies:
+        raise ValueError(f"settings: need max_walk >= 1, 2 <= opening_plies <= max_game_plies: {s}")
+    rng = random.Random(seed)
+    starts = game_positions(games, s.holdout_fraction) if games else []
+    if games and not starts:
+        raise ValueError("games: every game is held out; lower holdout_fraction")
+    frac = s.perturbation_fraction if starts else 0.0
+    bar = tqdm(total=n, unit="pos", smoothing=0.05, disable=not progress)
+    rec = _Recorder(n, Evaluator(teacher), exclude or set(), bar, rng, s)
+    counts = [0, 0]
+    episodes = [0, 0]
+    stall = 0
+    try:
+        while not rec.full:
+            before = rec.count
+            if frac > 0 and (rec.count == 0 or counts[SOURCE_PERTURBATION] < frac * rec.count):
+                src = SOURCE_PERTURBATION
+                board = starts[rng.randrange(len(starts))].copy()
+                rec.add(board, src)
+                for step in range(rng.randint(1, s.max_walk)):
+                    moves = list(board.generate_legal_moves())
+                    if not moves:
+                        break
+                    move = moves[rng.randrange(len(moves))] if step == 0 else policy_move(board, rng, s.greedy)
+                    board.push(move)
+                    rec.add(board, src)
+            else:
+                src = SOURCE_PLAYOUT
+                board = chess.Board()
+                for _ in range(rng.randint(2, s.opening_plies)):
+                    moves = list(board.generate_legal_moves())
+                    board.push(moves[rng.randrange(len(moves))])
+                rec.add(board, src)
+                while board.ply() < s.max_game_plies and not _game_over(board) and not rec.full:
+                    move = policy_move(board, rng, s.greedy)
+                    if move is None:
+                        break
+                    board.push(move)
+                    rec.add(board, src)
+            counts[src] += rec.count - before
+            episodes[src] += 1
+            stall = stall + 1 if rec.count == before else 0
+            if stall > 100_000:
+                raise ValueError(f"generator stalled at {rec.count} positions: every new position is a duplicate")
+    finally:
+        bar.close()
+    meta = {
+        "format": FORMAT,
+        "seed": seed,
+        "n": n,
+        "settings": asdict(s),
+        "teacher": teacher.description or repr(teacher),
+        "teacher_sha256": _network_digest(teacher),
+        "games": len(games or []),
+        "start_positions": len(starts),
+        "excluded_positions": len(exclude or ()),
+        "positions_by_source": {"perturbation": counts[0], "playout": counts[1]},
+        "episodes_by_source": {"perturbation": episodes[0], "playout": episodes[1]},
+        "skipped": rec.skipped,
+        "in_check": rec.in_check,
+    }
+    return {"format": np.array(FORMAT), "bitboards": rec.bitboards, "stm": rec.stm, "castling": rec.castling,
+            "ep_square": rec.ep_square, "value": rec.value, "source": rec.source, "meta": np.array(json.dumps(meta))}
+
+
+def _network_digest(network) -> str:
+    """SHA-256 over a network's integer parameters (identifies the teacher in ``meta``)."""
+    h = hashlib.sha256()
+    for arr in (network.ft_biases, network.ft_weights, network.psqt_weights, *network.layer_weights,
+                *network.layer_biases):
+        h.update(np.ascontiguousarray(arr).tobytes())
+    return h.hexdigest()
+
+
+_SCHEMA = {
+    "bitboards": (np.int64, 2),
+    "stm": (np.uint8, 1),
+    "castling": (np.uint8, 1),
+    "ep_square": (np.int8, 1),
+    "value": (np.int32, 1),
+    "source": (np.uint8, 1),
+}
+
+
+def save(path: str | os.PathLike[str], data: dict[str, np.ndarray]) -> None:
+    """Write ``data`` (as returned by :func:`generate`) to ``path`` in the ``.npz`` format above."""
+    _validate(data, str(path))
+    with open(path, "wb") as f:  # an open file keeps numpy from appending ".npz"
+        np.savez(f, **data)
+
+
+def load_positions(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Read a positions file written by :func:`save`.
+
+    Returns the arrays of the format (module docstring); ``meta`` is decoded to a dict.
+
+    Raises
+    ------
+    DatasetFormatError
+        Not an ``.npz`` archive, unknown ``format``, a missing key, or a dtype/shape mismatch
+        (the message names the key).
+    """
+    path = str(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise DatasetFormatError(f"{path}: not a positions file (.npz): {exc}") from exc
+    _validate(data, path)
+    data["meta"] = json.loads(str(data["meta"]))
+    return data
+
+
+def _validate(data: dict, path: str) -> None:
+    fmt = str(data.get("format", ""))
+    if fmt != FORMAT:
+        raise DatasetFormatError(f"{path}: key 'format' is {fmt!r}, expected {FORMAT!r}")
+    if "meta" not in data:
+        raise DatasetFormatError(f"{path}: key 'meta' missing")
+    n = None
+    for key, (dtype, ndim) in _SCHEMA.items():
+        if key not in data:
+            raise DatasetFormatError(f"{path}: key {key!r} missing")
+        arr = data[key]
+        if arr.dtype != dtype or arr.ndim != ndim or (ndim == 2 and arr.shape[1] != 8):
+            raise DatasetFormatError(f"{path}: key {key!r}: dtype {arr.dtype} shape {arr.shape}, "
+                                     f"expected {np.dtype(dtype)} with {ndim} dimension(s)")
+        if n is None:
+            n = arr.shape[0]
+        elif arr.shape[0] != n:
+            raise DatasetFormatError(f"{path}: key {key!r}: {arr.shape[0]} rows, 'bitboards' has {n}")
+
+
+def to_board(data: dict[str, np.ndarray], i: int) -> chess.Board:
+    """Rebuild position ``i`` of a positions file as a ``chess.Board`` (clocks 0 and 1)."""
+    bb = data["bitboards"][i].view(np.uint64).tolist()
+    board = chess.Board.empty()
+    for pt, mask in enumerate(bb[:6], 1):
+        for sq in chess.scan_forward(mask):
+            board.set_piece_at(sq, chess.Piece(pt, bool(bb[6] >> sq & 1)))
+    board.turn = chess.WHITE if data["stm"][i] == 0 else chess.BLACK
+    c = int(data["castling"][i])
+    board.castling_rights = ((chess.BB_H1 if c & 1 else 0) | (chess.BB_A1 if c & 2 else 0)
+                             | (chess.BB_H8 if c & 4 else 0) | (chess.BB_A8 if c & 8 else 0))
+    ep = int(data["ep_square"][i])
+    board.ep_square = ep if ep >= 0 else None
+    return board
+
+
+def summary(data: dict[str, np.ndarray]) -> dict:
+    """Coverage figures of a positions file: counts by source, side to move, piece count, rights."""
+    bb = data["bitboards"].view(np.uint64)
+    pieces = np.bitwise_count(bb[:, 6] | bb[:, 7]) if hasattr(np, "bitwise_count") else np.array(
+        [bin(int(x)).count("1") for x in (bb[:, 6] | bb[:, 7])])
+    v = data["value"].astype(np.int64)
+    return {
+        "positions": int(len(v)),
+        "by_source": {"perturbation": int((data["source"] == 0).sum()), "playout": int((data["source"] == 1).sum())},
+        "black_to_move": int(data["stm"].sum()),
+        "with_castling_rights": int((data["castling"] != 0).sum()),
+        "with_legal_en_passant": int((data["ep_square"] >= 0).sum()),
+        "piece_count_histogram": {int(k): int(c) for k, c in zip(*np.unique(pieces, return_counts=True))},
+        "value_abs_percentiles_cp": {p: int(np.percentile(np.abs(v), p) * 100 / 361) for p in (25, 50, 75, 90, 99)},
+    }
+

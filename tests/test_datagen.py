@@ -1,0 +1,121 @@
+"""Position generation for distillation (nnue_infer.datagen, `nnue-infer datagen`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import chess
+import numpy as np
+import pytest
+
+from nnue_infer import Evaluator, datagen, load, stockfish_15_1_network_path
+from nnue_infer.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = next((p / "shared" / "data" for p in (REPO.parent, REPO.parent.parent) if (p / "shared" / "data").is_dir()), None)
+needs_shared = pytest.mark.skipif(SHARED is None, reason="shared/data (dev corpus) not beside the checkout")
+
+
+@pytest.fixture(scope="module")
+def teacher():
+    return load(stockfish_15_1_network_path())
+
+
+@pytest.fixture(scope="module")
+def games():
+    return datagen.read_games(SHARED / "games-dev.jsonl") if SHARED else None
+
+
+@pytest.fixture(scope="module")
+def sample(teacher, games):
+    exclude = datagen.read_exclude(SHARED / "positions-dev.jsonl") if SHARED else None
+    return datagen.generate(3000, 7, teacher, games, exclude, progress=False), exclude
+
+
+def test_deterministic_per_seed(teacher, games):
+    a = datagen.generate(400, 11, teacher, games, progress=False)
+    b = datagen.generate(400, 11, teacher, games, progress=False)
+    c = datagen.generate(400, 12, teacher, games, progress=False)
+    for key in ("bitboards", "stm", "castling", "ep_square", "value", "source"):
+        assert np.array_equal(a[key], b[key]), key
+    assert not np.array_equal(a["bitboards"], c["bitboards"])
+
+
+def test_labels_are_the_teachers_values_from_the_side_to_move(sample, teacher):
+    data, _ = sample
+    ev = Evaluator(teacher)
+    rng = np.random.default_rng(0)
+    for i in rng.choice(len(data["value"]), 200, replace=False):
+        board = datagen.to_board(data, int(i))
+        assert board.is_valid(), board.fen()
+        assert ev.evaluate(board) == data["value"][i], board.fen()
+
+
+def test_positions_distinct_and_cover_phases_sides_checks_rights(sample):
+    data, exclude = sample
+    keys = {tuple(row) + (s,) for row, s in zip(data["bitboards"].tolist(), data["stm"].tolist())}
+    assert len(keys) == len(data["value"]) == 3000
+    s = datagen.summary(data)
+    assert 0.3 < s["black_to_move"] / 3000 < 0.7
+    assert s["with_castling_rights"] > 0 and s["with_legal_en_passant"] > 0
+    hist = s["piece_count_histogram"]
+    assert min(hist) <= 6 and max(hist) == 32
+    boards = [datagen.to_board(data, i) for i in range(3000)]
+    assert any(b.is_check() for b in boards)
+    if exclude:
+        assert not {datagen.position_key(b) for b in boards} & exclude
+        assert s["by_source"]["perturbation"] > 1000 and s["by_source"]["playout"] > 1000
+
+
+@needs_shared
+def test_held_out_games_never_start_an_episode(games):
+    starts = {datagen.position_key(b) for b in datagen.game_positions(games, 0.25)}
+    held = [g for g in games if datagen.is_held_out(g["id"], 0.25)]
+    assert 0.1 * len(games) < len(held) < 0.4 * len(games)
+    board = chess.Board(held[0]["start_fen"])
+    for uci in held[0]["moves"][:30]:
+        board.push_uci(uci)
+    assert datagen.position_key(board) not in starts
+
+
+def test_save_load_round_trip_and_errors(sample, tmp_path):
+    data, _ = sample
+    path = tmp_path / "pos.npz"
+    datagen.save(path, data)
+    back = datagen.load_positions(path)
+    for key in ("bitboards", "stm", "castling", "ep_square", "value", "source"):
+        assert np.array_equal(back[key], data[key]) and back[key].dtype == data[key].dtype
+    assert back["meta"]["seed"] == 7 and back["meta"]["format"] == datagen.FORMAT
+    bad = dict(data, value=data["value"].astype(np.int16))
+    with pytest.raises(datagen.DatasetFormatError, match="'value'"):
+        datagen.save(tmp_path / "bad.npz", bad)
+    short = {k: v for k, v in data.items() if k != "stm"}
+    with open(tmp_path / "short.npz", "wb") as f:
+        np.savez(f, **short)
+    with pytest.raises(datagen.DatasetFormatError, match="'stm' missing"):
+        datagen.load_positions(tmp_path / "short.npz")
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="not a positions file"):
+        datagen.load_positions(tmp_path / "junk.npz")
+
+
+def test_bad_arguments(teacher, tmp_path):
+    with pytest.raises(ValueError, match="positive"):
+        datagen.generate(0, 1, teacher, progress=False)
+    with pytest.raises(ValueError, match="fractions"):
+        datagen.generate(10, 1, teacher, settings=datagen.GenerationSettings(greedy=1.5), progress=False)
+    bad = tmp_path / "games.jsonl"
+    bad.write_text('{"id": "x", "start_fen": "8/8/8/8/8/8/8/K6k w - - 0 1", "moves": ["a1a3"]}\n')
+    with pytest.raises(ValueError, match="game x: ply 1: illegal move a1a3"):
+        datagen.generate(10, 1, teacher, datagen.read_games(bad), progress=False,
+                         settings=datagen.GenerationSettings(holdout_fraction=0.0))
+
+
+def test_cli_datagen(tmp_path, capsys):
+    out = tmp_path / "cli.npz"
+    assert main(["datagen", "-o", str(out), "-n", "300", "--seed", "5", "--quiet"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["positions"] == 300 and report["by_source"]["playout"] == 300
+    assert len(datagen.load_positions(out)["value"]) == 300
+    assert main(["datagen", "-o", str(out), "-n", "0"]) != 0
