@@ -1,0 +1,116 @@
+"""Session fixtures: Stockfish 15.1 (the oracle), its network, an Evaluator and the dev corpus.
+
+Nothing here skips: CI installs Debian's ``stockfish`` package and puts ``shared/`` beside the
+clone, so a missing engine or corpus is a failure with a message saying what to do.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sys
+from pathlib import Path
+
+import chess
+import numpy as np
+import pytest
+
+import nnue_infer
+from nnue_infer import constants as C
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/reference.py
+
+import reference  # noqa: E402
+
+
+def shared_dir() -> Path:
+    """The project's ``shared/`` directory (reference specs and data).
+
+    Looked up as ``$NNUE_INFER_SHARED``, else ``<repo>/../shared`` (CI puts a copy of
+    ``shared/`` beside the clone), else ``/work/shared``.
+    """
+    env = os.environ.get("NNUE_INFER_SHARED")
+    candidates = [Path(env)] if env else []
+    candidates += [REPO.parent / "shared", Path("/work/shared")]
+    for c in candidates:
+        if (c / "data" / "positions-dev.jsonl").is_file():
+            return c
+    pytest.fail(
+        "shared data not found: set NNUE_INFER_SHARED to the directory holding data/positions-dev.jsonl "
+        f"(looked in {', '.join(str(c) for c in candidates)})",
+        pytrace=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def stockfish_binary() -> Path:
+    """Debian's Stockfish 15.1 binary; the test fails (never skips) when it is missing."""
+    path = Path(C.DEBIAN_STOCKFISH)
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(
+            f"{path} not found: install Debian's stockfish package (apt-get install stockfish, "
+            "Stockfish 15.1); it is the test oracle and the source of the network",
+            pytrace=False,
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def network_path(stockfish_binary: Path) -> Path:
+    """``nn-ad9b42354671.nnue``, extracted from the binary into the cache on first use."""
+    return nnue_infer.stockfish_15_1_network_path(stockfish_binary)
+
+
+@pytest.fixture(scope="session")
+def network(network_path: Path) -> nnue_infer.Network:
+    return nnue_infer.load(network_path)
+
+
+@pytest.fixture(scope="session")
+def net_bytes(network_path: Path) -> bytes:
+    """The 47 MB network file's bytes, read once (tests write modified copies of it)."""
+    return network_path.read_bytes()
+
+
+@pytest.fixture(scope="session")
+def evaluator(network: nnue_infer.Network) -> nnue_infer.Evaluator:
+    return nnue_infer.Evaluator(network)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return shared_dir() / "data"
+
+
+@pytest.fixture(scope="session")
+def corpus(data_dir: Path) -> list[dict]:
+    """The 3,298 dev positions with Stockfish's printed strings (``sf``) and raw integers (``raw``)."""
+    with open(data_dir / "positions-dev.jsonl") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    assert len(rows) == 3298, f"expected 3298 dev positions, found {len(rows)}"
+    return rows
+
+
+@pytest.fixture(scope="session")
+def corpus_raw_lines(data_dir: Path) -> dict[str, list[str]]:
+    """FEN -> Stockfish's complete ``eval`` output, line by line."""
+    out = {}
+    with gzip.open(data_dir / "positions-dev-raw.jsonl.gz", "rt") as f:
+        for line in f:
+            if line.strip():
+                d = json.loads(line)
+                out[d["fen"]] = d["lines"]
+    return out
+
+
+@pytest.fixture(scope="session")
+def sample_boards() -> list[chess.Board]:
+    """Seeded positions not taken from the corpus: 120 random playouts (20 of them Chess960)
+    and 66 random placements (every piece count 2..32, twice, kings anywhere)."""
+    rng = np.random.default_rng(20261130)
+    boards = [reference.random_board(rng, chess960=i % 6 == 5) for i in range(120)]
+    boards += [reference.random_placement(rng, n) for n in range(2, 33) for _ in range(2)]
+    boards += [chess.Board(), chess.Board("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1")]
+    return boards

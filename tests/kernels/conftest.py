@@ -1,0 +1,54 @@
+"""Fixtures for kernel tests: the network's compute layout and buffers typed exactly as the
+Evaluator types them (so every kernel keeps one compiled signature)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from nnue_infer.features import feature_set
+from nnue_infer.kernels import forward as K
+
+
+@pytest.fixture(scope="session")
+def halfka():
+    return feature_set("HalfKAv2_hm")
+
+
+@pytest.fixture(scope="session")
+def params(network, halfka) -> np.ndarray:
+    """The ``params`` int64 array of :mod:`nnue_infer.kernels.forward` for Stockfish 15.1's net."""
+    arch = network.architecture
+    p = np.zeros(K.N_PARAMS, np.int64)
+    p[K.P_FT_CLAMP] = 127
+    p[K.P_FT_SHIFT] = 7
+    p[K.P_WEIGHT_SHIFT] = 6
+    p[K.P_SKIP_INDEX] = 15
+    p[K.P_SKIP_NUM] = 9600
+    p[K.P_SKIP_DEN] = 8128
+    p[K.P_OUTPUT_SCALE] = 16
+    p[K.P_NUM_SLOTS] = 11
+    p[K.P_MIRROR] = 1
+    p[K.P_BUCKET_DIVISOR] = 4
+    assert arch.skip_index == 15 and arch.output_buckets == 8
+    return p
+
+
+@pytest.fixture(scope="session")
+def layout(network):
+    """(weights int8[total], biases int32[total], layers int64[3, 8]) as the dense kernels read them."""
+    return network.compute_layout
+
+
+def make_buffers(l1: int = 1024, psqt: int = 8) -> SimpleNamespace:
+    """Scratch buffers with the Evaluator's dtypes and shapes."""
+    return SimpleNamespace(
+        bb=np.empty(8, np.int64),
+        feats=np.empty((2, 32), np.int32),
+        counts=np.empty(2, np.int64),
+        acc=np.empty((2, l1), np.int16),
+        psqt=np.empty((2, psqt), np.int32),
+        ft_out=np.empty(l1, np.uint8),
+    )

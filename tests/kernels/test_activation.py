@@ -1,0 +1,120 @@
+"""Pairwise multiplication, ClippedReLU and SqrClippedReLU against the reference, edge values included."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import reference as R
+from nnue_infer.kernels.activation import (
+    ACT_CRELU,
+    ACT_SQR_CRELU,
+    ACT_SQR_CRELU_AND_CRELU,
+    activate,
+    clipped_relu,
+    pairwise_clamp_mul,
+    sqr_clipped_relu,
+)
+
+I16_EDGES = [-32768, -32767, -1000, -128, -127, -1, 0, 1, 2, 64, 126, 127, 128, 129, 255, 1000, 32766, 32767]
+I32_EDGES = [-(2**31), -(2**31) + 1, -600_000, -46_341, -46_340, -8_129, -8_128, -65, -64, -63, -1, 0, 1, 63, 64,
+             65, 8_127, 8_128, 8_191, 8_192, 46_339, 46_340, 46_341, 46_342, 100_000, 334_556, 600_000, 2**31 - 1]
+
+
+def edge_pairs_accumulator(l1: int) -> np.ndarray:
+    """int16[2, l1] holding every (a, b) pair of edge values at (j, j + l1/2), in both perspectives."""
+    pairs = list(itertools.product(I16_EDGES, repeat=2))
+    half = l1 // 2
+    assert len(pairs) <= 2 * half
+    acc = np.zeros((2, l1), np.int16)
+    for k, (a, b) in enumerate(pairs):
+        p, j = divmod(k, half)
+        acc[p, j], acc[p, j + half] = a, b
+    return acc
+
+
+@pytest.mark.parametrize("stm", [0, 1])
+def test_pairwise_edges(stm):
+    acc = edge_pairs_accumulator(1024)
+    out = np.empty(1024, np.uint8)
+    pairwise_clamp_mul(acc, stm, 127, 7, out)
+    np.testing.assert_array_equal(out, R.pairwise(acc[stm], acc[1 - stm]))
+    assert out.max() == 126  # (127 * 127) >> 7: the output never reaches 127
+    # spot checks by hand: clamp to [0, 127] before multiplying, floor shift
+    half = 512
+    a, b = acc[stm].astype(int), acc[stm].astype(int)
+    for j in range(half):
+        x, y = min(max(a[j], 0), 127), min(max(b[j + half], 0), 127)
+        assert out[j] == (x * y) >> 7
+
+
+def test_pairwise_random_full_int16_range():
+    rng = np.random.default_rng(3)
+    out = np.empty(1024, np.uint8)
+    for _ in range(20):
+        acc = rng.integers(-32768, 32768, size=(2, 1024), dtype=np.int16)
+        for stm in (0, 1):
+            pairwise_clamp_mul(acc, stm, 127, 7, out)
+            np.testing.assert_array_equal(out, R.pairwise(acc[stm], acc[1 - stm]))
+
+
+def test_pairwise_other_clamp_and_shift():
+    """The kernel takes QA and the shift as parameters (e.g. QA = 255, >> 9 stays within uint8)."""
+    acc = edge_pairs_accumulator(1024)
+    out = np.empty(1024, np.uint8)
+    pairwise_clamp_mul(acc, 0, 255, 9, out)
+    a = np.clip(acc.astype(np.int64), 0, 255)
+    want = np.concatenate([(a[p, :512] * a[p, 512:]) >> 9 for p in (0, 1)])
+    np.testing.assert_array_equal(out, want)
+    assert out.max() == (255 * 255) >> 9
+
+
+def test_clipped_relu_edges():
+    z = np.array(I32_EDGES, np.int32)
+    out = np.full(len(z) + 3, 77, np.uint8)
+    clipped_relu(z, len(z), 6, out, 3)
+    np.testing.assert_array_equal(out[3:], R.crelu(z))
+    assert (out[:3] == 77).all()  # writes start at the offset
+    assert out[3 + I32_EDGES.index(-1)] == 0  # -1 >> 6 == -1 -> 0 (arithmetic shift)
+    assert out[3 + I32_EDGES.index(8_128)] == 127 and out[3 + I32_EDGES.index(8_127)] == 126
+
+
+def test_sqr_clipped_relu_edges():
+    z = np.array(I32_EDGES, np.int32)
+    out = np.empty(len(z), np.uint8)
+    sqr_clipped_relu(z, len(z), 6, out, 0)
+    want = [min(127, (int(v) * int(v)) >> 19) for v in I32_EDGES]
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(out, R.sqr_crelu(z))
+    # |z| > 46340: z*z overflows int32; an int32 square would go negative and give garbage.
+    for v in (46_341, -46_341, 334_556, 600_000, -600_000):
+        assert out[I32_EDGES.index(v)] == 127
+    assert R.wrap32(46_341 * 46_341) < 0  # so an int32 square would clamp to a garbage value
+    # /128 after the 2 x 6-bit shift, not /127: 8191**2 >> 19 == 127 but 8000**2 >> 19 == 122
+    assert out[I32_EDGES.index(8_191)] == (8191 * 8191) >> 19 == 127
+
+
+def test_sqr_clipped_relu_random():
+    rng = np.random.default_rng(11)
+    z = rng.integers(-(2**31), 2**31, size=4096, dtype=np.int64).astype(np.int32)
+    z[:2048] //= 4096  # plenty of values in the unsaturated range
+    out = np.empty(4096, np.uint8)
+    sqr_clipped_relu(z, 4096, 6, out, 0)
+    np.testing.assert_array_equal(out, R.sqr_crelu(z))
+    clipped_relu(z, 4096, 6, out, 0)
+    np.testing.assert_array_equal(out, R.crelu(z))
+
+
+def test_activate_codes():
+    z = np.array(I32_EDGES[:15] + [123_456], np.int32)
+    out = np.full(32, 200, np.uint8)
+    assert activate(z, 15, ACT_SQR_CRELU_AND_CRELU, 6, out) == 30
+    np.testing.assert_array_equal(out[:15], R.sqr_crelu(z[:15]))
+    np.testing.assert_array_equal(out[15:30], R.crelu(z[:15]))
+    assert (out[30:] == 200).all()  # neuron 15 (the skip) is not activated; padding left to the caller
+    assert activate(z, 16, ACT_CRELU, 6, out) == 16
+    np.testing.assert_array_equal(out[:16], R.crelu(z))
+    assert activate(z, 16, ACT_SQR_CRELU, 6, out) == 16
+    np.testing.assert_array_equal(out[:16], R.sqr_crelu(z))

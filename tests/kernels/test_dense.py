@@ -1,0 +1,138 @@
+"""Dense kernels (affine, tdiv, wrap_int32, psqt_term, the whole layer stack) against the reference."""
+
+from __future__ import annotations
+
+import math
+
+import chess
+import numpy as np
+import pytest
+
+import reference as R
+from nnue_infer.kernels.dense import (
+    affine_dense,
+    affine_sparse_input,
+    propagate_layer_stack,
+    psqt_term,
+    tdiv,
+    wrap_int32,
+)
+
+SKIP = (15, 9600, 8128)
+
+
+def test_tdiv_truncates_toward_zero():
+    values = [0, 1, 2, 3, 7, 15, 16, 17, 31, 32, 127, 128, 360, 361, 409, 1665 * 9600, 2**31 - 1, 2**40 + 3]
+    for a in values + [-v for v in values]:
+        for b in (1, 2, 3, 16, 127, 361, 8128, -2, -16):
+            assert tdiv(a, b) == R.tdiv(a, b) == (abs(a) // abs(b)) * (1 if (a >= 0) == (b > 0) else -1)
+            if abs(a) < 2**50:
+                assert tdiv(a, b) == math.trunc(a / b)
+    assert tdiv(-7, 2) == -3 and -7 // 2 == -4
+    assert tdiv(-409, 2) == -204  # spec 4
+    assert tdiv(-834, 16) == -52  # spec 8, after 1.e4
+
+
+def test_wrap_int32():
+    for x in (0, 1, -1, 2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**32, 2**32 + 5, 334_556 * 9600,
+              -334_556 * 9600, 223_696 * 9600, 223_697 * 9600, 2**62, -(2**62)):
+        assert wrap_int32(x) == R.wrap32(x) == int(np.array(x & 0xFFFFFFFF, np.uint64).astype(np.uint32).view(np.int32))
+    assert wrap_int32(223_697 * 9600) < 0  # first |z15| that overflows the skip product
+
+
+@pytest.fixture(scope="module")
+def rng():
+    return np.random.default_rng(5)
+
+
+def test_affine_dense_random(rng):
+    for n_in, n_out in ((32, 32), (32, 1), (1024, 16), (64, 8)):
+        w = rng.integers(-128, 128, size=3 * n_in * n_out, dtype=np.int8)
+        b = rng.integers(-(2**20), 2**20, size=3 * n_out, dtype=np.int32)
+        x = rng.integers(0, 256, size=n_in, dtype=np.uint8)
+        z = np.empty(n_out, np.int32)
+        for k in range(3):
+            affine_dense(x, n_in, w, k * n_in * n_out, b, k * n_out, n_out, z)
+            W = w[k * n_in * n_out : (k + 1) * n_in * n_out].reshape(n_out, n_in).astype(np.int64)
+            np.testing.assert_array_equal(z, b[k * n_out : (k + 1) * n_out] + W @ x.astype(np.int64))
+
+
+def test_affine_sparse_input_random(rng):
+    for n_in, n_out in ((1024, 16), (64, 32)):
+        w = rng.integers(-128, 128, size=2 * n_in * n_out, dtype=np.int8)
+        b = rng.integers(-(2**20), 2**20, size=2 * n_out, dtype=np.int32)
+        x = rng.integers(0, 127, size=n_in, dtype=np.uint8)
+        x[rng.random(n_in) < 0.8] = 0
+        z = np.empty(n_out, np.int32)
+        for k in range(2):
+            affine_sparse_input(x, n_in, w, k * n_in * n_out, b, k * n_out, n_out, z)
+            Wt = w[k * n_in * n_out : (k + 1) * n_in * n_out].reshape(n_in, n_out).astype(np.int64)
+            np.testing.assert_array_equal(z, b[k * n_out : (k + 1) * n_out] + x.astype(np.int64) @ Wt)
+
+
+def test_affine_extremes_wrap_int32():
+    """int8 extremes times uint8 255 over 1024 inputs, and biases at the int32 edges (sums wrap as in C)."""
+    n_in, n_out = 1024, 4
+    w = np.full(n_in * n_out, -128, np.int8)
+    w[n_in : 2 * n_in] = 127
+    b = np.array([-(2**31), 2**31 - 1, 0, 5], np.int32)
+    x = np.full(n_in, 255, np.uint8)
+    z = np.empty(n_out, np.int32)
+    affine_dense(x, n_in, w, 0, b, 0, n_out, z)
+    want = [R.wrap32(int(b[i]) + int(w[i * n_in : (i + 1) * n_in].astype(np.int64).sum()) * 255) for i in range(n_out)]
+    np.testing.assert_array_equal(z, want)
+    wt = np.ascontiguousarray(w.reshape(n_out, n_in).T).reshape(-1)
+    affine_sparse_input(x, n_in, wt, 0, b, 0, n_out, z)
+    np.testing.assert_array_equal(z, want)
+
+
+def test_psqt_term():
+    acc = np.array([[0, -409, 409, 5, -5, 7, 2**31 - 1, -(2**31)], [0, 0, 0, 10, -10, -8, -(2**31), 2**31 - 1]], np.int32)
+    for stm in (0, 1):
+        for k in range(8):
+            want = R.tdiv(int(acc[stm, k]) - int(acc[1 - stm, k]), 2)
+            assert psqt_term(acc, stm, k) == want
+    assert psqt_term(acc, 1, 1) == 204 and psqt_term(acc, 0, 1) == -204
+
+
+def test_layer_stack_matches_reference_on_real_inputs(network, layout, sample_boards):
+    weights, biases, layers = layout
+    for board in sample_boards[::3]:
+        e = R.evaluate(network, board)
+        x = e.transformed.astype(np.uint8)
+        for k in range(8):
+            got = propagate_layer_stack(x, k, weights, biases, layers, 6, *SKIP)
+            assert got == e.positional[k], (board.fen(), k)
+
+
+def test_layer_stack_random_dense_inputs(network, layout, rng):
+    """Dense random inputs reach large |z| (SqrClippedReLU saturation, big skip terms)."""
+    weights, biases, layers = layout
+    for _ in range(40):
+        x = rng.integers(0, 127, size=1024, dtype=np.uint8)
+        x[rng.random(1024) < rng.random()] = 0
+        k = int(rng.integers(8))
+        st = R.layer_stack(network, k, x)
+        assert propagate_layer_stack(x, k, weights, biases, layers, 6, *SKIP) == st.positional
+
+
+def test_layer_stack_skip_wraps(network, layout):
+    """An input maximising fc_0 neuron 15 makes z[15] * 9600 overflow int32: the kernel wraps like C."""
+    weights, biases, layers = layout
+    for k in range(1, 8):  # bucket 0's neuron-15 weights are too small to overflow (|z15| <= 42,670)
+        w15 = network.layer_weights[0][k, 15].astype(np.int64)
+        for sign in (1, -1):
+            x = np.where(sign * w15 > 0, 126, 0).astype(np.uint8)
+            st = R.layer_stack(network, k, x)
+            z15 = int(st.z[15])
+            assert abs(z15) > 223_696, z15
+            unwrapped = R.layer_stack(network, k, x, wrap_skip=False)
+            assert unwrapped.positional != st.positional
+            assert propagate_layer_stack(x, k, weights, biases, layers, 6, *SKIP) == st.positional
+
+
+def test_layer_stack_without_skip(network, layout):
+    weights, biases, layers = layout
+    x = R.evaluate(network, chess.Board()).transformed.astype(np.uint8)
+    st = R.layer_stack(network, 7, x)
+    assert propagate_layer_stack(x, 7, weights, biases, layers, 6, -1, 9600, 8128) == st.o

@@ -1,0 +1,52 @@
+"""Each kernel compiles exactly one signature: the Evaluator and the tests pass the same types.
+
+Runs after the other kernel tests (file order) and drives the Evaluator too, so a caller that
+passes a read-only, non-contiguous or differently typed array shows up as a second signature.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import chess
+import pytest
+from numba.core.registry import CPUDispatcher
+
+import nnue_infer.kernels
+
+# The kernels exercised by tests/kernels/*.py: each must have compiled exactly once.
+TESTED = {
+    "accumulator": ["refresh_accumulator", "update_accumulator"],
+    "activation": ["pairwise_clamp_mul", "clipped_relu", "sqr_clipped_relu", "activate"],
+    "dense": ["tdiv", "wrap_int32", "affine_sparse_input", "affine_dense", "propagate_layer_stack", "psqt_term"],
+    "features": ["orientation", "king_square", "feature_index", "active_features"],
+    "forward": ["forward_bucket", "refresh_both", "evaluate_bitboards", "trace_buckets"],
+}
+
+
+def kernel_modules():
+    for info in pkgutil.iter_modules(nnue_infer.kernels.__path__):
+        yield info.name, importlib.import_module(f"nnue_infer.kernels.{info.name}")
+
+
+def test_one_signature_per_kernel(evaluator, sample_boards):
+    if not isinstance(nnue_infer.kernels.dense.tdiv, CPUDispatcher):
+        pytest.skip("NUMBA_DISABLE_JIT is set: no compiled signatures to check")
+    for board in sample_boards[:5]:
+        evaluator.evaluate(board)
+        evaluator.trace(board)
+    evaluator.evaluate(chess.Board().fen())
+    problems = []
+    for name, module in kernel_modules():
+        for attr, obj in vars(module).items():
+            if not isinstance(obj, CPUDispatcher) or obj.py_func.__module__ != module.__name__:
+                continue
+            n = len(obj.signatures)
+            if n > 1 or (attr in TESTED.get(name, ()) and n != 1):
+                problems.append(f"{name}.{attr}: {n} signatures {obj.signatures}")
+    for name, kernels in TESTED.items():
+        module = importlib.import_module(f"nnue_infer.kernels.{name}")
+        for k in kernels:
+            assert isinstance(getattr(module, k), CPUDispatcher), f"{name}.{k} is not an @njit kernel"
+    assert not problems, "\n".join(problems)
