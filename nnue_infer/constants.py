@@ -48,9 +48,12 @@ WEIGHT_SCALE_BITS = 6
 #: Feature-transformer activation clamp (QA) and the shift after the pairwise product.
 FT_CLAMP = 127
 FT_SHIFT = 7
+#: Internal units per 1.0 of the float network's output: the 600 of the forward skip below and
+#: nnue-pytorch's ``nnue2score`` (``serialize.py``/``model.py``), with which Stockfish 15.1's nets were trained.
+SF_OUTPUT_UNITS = 600
 #: Forward skip: ``fwdOut = z[15] * (600 * OutputScale) / (127 * (1 << WeightScaleBits))``
 #: (``nnue_architecture.h``: ``propagate``).
-SF_SKIP_NUMERATOR = 600 * OUTPUT_SCALE
+SF_SKIP_NUMERATOR = SF_OUTPUT_UNITS * OUTPUT_SCALE
 SF_SKIP_DENOMINATOR = 127 * (1 << WEIGHT_SCALE_BITS)
 
 #: Internal units per pawn in the printed output (``uci.h``: ``NormalizeToPawnValue``).

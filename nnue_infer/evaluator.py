@@ -13,7 +13,7 @@ import threading
 import chess
 import numpy as np
 
-from .features import MAX_PIECES, board_bitboards, feature_set
+from .features import MAX_PIECES, architecture_features, board_bitboards
 from .kernels import forward as K
 from .network import Network
 from .trace import Trace, to_centipawns
@@ -53,7 +53,7 @@ class Evaluator:
             network = default_network()
         self.network = network
         arch = network.architecture
-        fs = feature_set(arch.feature_set)
+        fs = architecture_features(arch)
         self._slot_table = fs.slot_table
         self._king_buckets = fs.king_buckets
         params = np.zeros(K.N_PARAMS, np.int64)
@@ -67,6 +67,7 @@ class Evaluator:
         params[K.P_NUM_SLOTS] = fs.num_slots
         params[K.P_MIRROR] = int(fs.mirror)
         params[K.P_BUCKET_DIVISOR] = 32 // arch.output_buckets
+        params[K.P_FT_ACTIVATION] = arch.ft.code
         self._params = params
         self._weights, self._biases, self._layers = network.compute_layout
         L1 = arch.ft_width
@@ -75,7 +76,7 @@ class Evaluator:
         self._counts = np.empty(2, np.int64)
         self._acc = np.empty((2, L1), np.int16)
         self._psqt = np.empty((2, arch.psqt_buckets), np.int32)
-        self._ft_out = np.empty(arch.ft_output_width, np.uint8)
+        self._ft_out = np.empty(arch.ft_output_width, np.int16)
 
     def __repr__(self) -> str:
         return f"Evaluator({self.network!r})"

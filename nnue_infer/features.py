@@ -37,15 +37,16 @@ class FeatureSet:
         Slots per king bucket (64 features each).
     king_buckets : int32[64]
         King bucket of the perspective's own king by its oriented square.
-    mirror : bool
-        Mirror files so the own king is always on files e-h.
+    mirror : int
+        0 no mirroring; 1 mirror files so the own king is always on files e-h (HalfKAv2_hm);
+        2 so it is always on files a-d (bullet's ``ChessBucketsMirrored``).
     """
 
     name: str
     slot_table: np.ndarray
     num_slots: int
     king_buckets: np.ndarray
-    mirror: bool
+    mirror: int
 
     @property
     def num_features(self) -> int:
@@ -70,16 +71,41 @@ def _halfkav2_hm() -> FeatureSet:
     slots = np.array([[0, 2, 4, 6, 8, 10], [1, 3, 5, 7, 9, 10]], np.int32)
     # Oriented king square (file e-h after mirroring) -> 4 * (7 - rank) + (7 - file).
     buckets = np.array([4 * (7 - sq // 8) + (7 - max(sq % 8, 7 - sq % 8)) for sq in range(64)], np.int32)
-    return FeatureSet("HalfKAv2_hm", slots, 11, buckets, True)
+    return FeatureSet("HalfKAv2_hm", slots, 11, buckets, 1)
+
+
+def _chess768(king_buckets: tuple[int, ...] | None, mirror: int) -> FeatureSet:
+    # Own P..K take slots 0-5, their P..K slots 6-11 (bullet's Chess768: 384 * side + 64 * piece + square).
+    slots = np.array([[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]], np.int32)
+    buckets = np.zeros(64, np.int32) if king_buckets is None else np.array(king_buckets, np.int32)
+    return FeatureSet("Chess768", slots, 12, buckets, mirror)
+
+
+#: Kernel codes of the mirroring modes (see :data:`nnue_infer.network.MIRROR_MODES`).
+_MIRROR_CODES = {"none": 0, "e-h": 1, "a-d": 2}
 
 
 @lru_cache(maxsize=None)
-def feature_set(name: str) -> FeatureSet:
-    """The :class:`FeatureSet` called ``name``; ``ValueError`` if unknown."""
-    makers = {"HalfKAv2_hm": _halfkav2_hm}
-    if name not in makers:
-        raise ValueError(f"unknown feature set {name!r}; known: {sorted(makers)}")
-    return makers[name]()
+def feature_set(name: str, king_buckets: tuple[int, ...] | None = None, mirror: str | None = None) -> FeatureSet:
+    """The :class:`FeatureSet` called ``name``, with a king-bucket table and mirroring for Chess768.
+
+    ``king_buckets`` (64 ints, by oriented king square) and ``mirror`` (``"none"``, ``"e-h"``,
+    ``"a-d"``) are ``None`` for the feature set's defaults.  ``ValueError`` if unknown.
+    """
+    if name == "HalfKAv2_hm":
+        if king_buckets is not None or mirror not in (None, "e-h"):
+            raise ValueError("HalfKAv2_hm has a fixed king-bucket table and mirroring")
+        return _halfkav2_hm()
+    if name == "Chess768":
+        if mirror not in (None, *_MIRROR_CODES):
+            raise ValueError(f"unknown mirror mode {mirror!r}; known: {sorted(_MIRROR_CODES)}")
+        return _chess768(king_buckets, _MIRROR_CODES[mirror or "none"])
+    raise ValueError(f"unknown feature set {name!r}; known: ['Chess768', 'HalfKAv2_hm']")
+
+
+def architecture_features(arch) -> FeatureSet:  # arch: nnue_infer.network.Architecture
+    """The :class:`FeatureSet` an :class:`~nnue_infer.network.Architecture` describes."""
+    return feature_set(arch.feature_set, arch.king_buckets, arch.mirror)
 
 
 def check_position(board: chess.Board) -> None:

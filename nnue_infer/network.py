@@ -18,6 +18,7 @@ import numpy as np
 
 from . import constants as C
 from .errors import NetworkFormatError
+from .kernels import activation as A
 from .kernels.activation import ACT_CRELU, ACT_NONE, ACT_SQR_CRELU, ACT_SQR_CRELU_AND_CRELU
 from .kernels.dense import LAYER_TABLE_COLUMNS
 
@@ -28,10 +29,63 @@ HIDDEN_ACTIVATIONS = {
     "sqr_crelu": ACT_SQR_CRELU,
     "sqr_crelu+crelu": ACT_SQR_CRELU_AND_CRELU,
 }
-#: Feature-transformer activations the quantised kernels implement.
-FT_ACTIVATIONS = ("pairwise",)
+#: Integer value of a hidden activation's 1.0 (ClippedReLU's upper bound, Stockfish 15.1).
+HIDDEN_ONE = 127
+
+
+@dataclass(frozen=True)
+class FtActivation:
+    """How a feature-transformer activation maps accumulators to the first dense layer's input.
+
+    Attributes
+    ----------
+    code : int
+        Kernel code (``kernels.activation.FT_*``).
+    paired : bool
+        Multiplies the two halves of each perspective's accumulator (output L1/2 per
+        perspective) instead of acting element-wise (output L1 per perspective).
+    degree : int
+        Degree of the integer product before the shift: the output is at most
+        ``QA**degree >> shift`` in magnitude and 1.0 in float maps to ``QA**degree / 2**shift``.
+    signed : bool
+        Output may be negative (stored as int8 values, otherwise uint8 values).
+    lipschitz : float
+        Largest slope of the float function on its domain (used by error bounds).
+    """
+
+    code: int
+    paired: bool
+    degree: int
+    signed: bool
+    lipschitz: float
+
+    @property
+    def max_output(self) -> int:
+        """Largest output magnitude the first dense layer's input type holds (127 or 255)."""
+        return 127 if self.signed else 255
+
+
+#: Feature-transformer activations: float definitions (a, b = the two halves, 1.0 = QA)
+#:
+#: * ``crelu``           clamp(a, 0, 1)                          (element-wise)
+#: * ``screlu``          clamp(a, 0, 1)**2                       (element-wise)
+#: * ``pairwise``        clamp(a, 0, 1) * clamp(b, 0, 1)         (Stockfish, Viridithas)
+#: * ``pairwise_screlu`` clamp(a, 0, 1)**2 * clamp(b, 0, 1)**2
+#: * ``glu``             clamp(a, 0, 1) * clamp(b, -1, 1)        (gate activated, value only bounded)
+#: * ``bilinear``        clamp(a, -1, 1) * clamp(b, -1, 1)       (neither activated)
+FT_ACTIVATIONS = {
+    "crelu": FtActivation(A.FT_CRELU, False, 1, False, 1.0),
+    "screlu": FtActivation(A.FT_SCRELU, False, 2, False, 2.0),
+    "pairwise": FtActivation(A.FT_PAIRWISE, True, 2, False, 2.0),
+    "pairwise_screlu": FtActivation(A.FT_PAIRWISE_SCRELU, True, 4, False, 4.0),
+    "glu": FtActivation(A.FT_GLU, True, 2, True, 2.0),
+    "bilinear": FtActivation(A.FT_BILINEAR, True, 2, True, 2.0),
+}
 #: Feature sets known to :mod:`nnue_infer.features`.
-FEATURE_SETS = ("HalfKAv2_hm",)
+FEATURE_SETS = ("HalfKAv2_hm", "Chess768")
+#: Horizontal mirroring modes: none, own king moved to files e-h (HalfKAv2_hm), or to files a-d
+#: (bullet's ``ChessBucketsMirrored``).
+MIRROR_MODES = {"none": 0, "e-h": 1, "a-d": 2}
 
 
 def _pad32(n: int) -> int:
@@ -73,23 +127,26 @@ class HiddenLayer:
 
 @dataclass(frozen=True)
 class Architecture:
-    """Declarative description of a quantised pairwise NNUE network.
+    """Declarative description of a pairwise-NNUE-family network (float or quantised).
 
     Attributes
     ----------
     feature_set : str
-        Input feature set, e.g. ``"HalfKAv2_hm"``.
+        Input feature set: ``"HalfKAv2_hm"`` (Stockfish; 32 king buckets x 11 slots x 64) or
+        ``"Chess768"`` (12 piece slots x 64 squares, own pieces in slots 0-5, theirs 6-11,
+        squares flipped vertically for Black; optionally king-bucketed and mirrored).
     ft_width : int
-        Accumulator width L1 per perspective (int16).
+        Accumulator width L1 per perspective.
     ft_activation : str
-        Feature-transformer activation; ``"pairwise"``: clamp(a, 0, QA) * clamp(b, 0, QA) >> shift
-        over the two halves, giving L1/2 uint8 per perspective.
+        Feature-transformer activation, one of :data:`FT_ACTIVATIONS` (``crelu``, ``screlu``,
+        ``pairwise``, ``pairwise_screlu``, ``glu``, ``bilinear``).
     ft_clamp : int
-        QA, the activation's clamp (127 in Stockfish 15.1).
+        QA: the integer that stands for the float 1.0 in the accumulator (127 in Stockfish 15.1).
     ft_shift : int
-        Right shift after the pairwise product (7 in Stockfish 15.1).
+        Right shift applied to the activation's integer product (7 in Stockfish 15.1); the
+        output is ``act_int(acc) >> ft_shift`` with 1.0 = ``QA**degree / 2**ft_shift``.
     psqt_buckets : int
-        Number of PSQT outputs of the feature transformer (0 for none).
+        Number of PSQT outputs of the feature transformer (0 for none, else output_buckets).
     output_buckets : int
         Number of layer stacks; bucket = (pieces - 1) // (32 // output_buckets), pieces
         counted with both kings.
@@ -98,13 +155,30 @@ class Architecture:
     skip_index : int
         Raw output of the first dense layer added to the result (forward skip), -1 for none.
     skip_numerator, skip_denominator : int
-        Scale of the forward skip: tdiv(wrap32(z * num), den).
+        Integer scale of the forward skip: tdiv(wrap32(z * num), den).  The quantiser sets
+        ``num / den = output_units * output_scale / (127 * 2**weight_scale_bits)``.
     weight_scale_bits : int
-        Right shift of dense sums before ClippedReLU (6 in Stockfish 15.1).
+        Right shift of dense sums before ClippedReLU (6 in Stockfish 15.1); hidden weights are
+        quantised with QB = 2**weight_scale_bits.
     output_scale : int
         Divisor from (psqt + positional) to internal units (16 in Stockfish 15.1).
+    king_buckets : tuple of int, optional
+        64 entries: king bucket of the perspective's own king by its oriented square (a1 = 0,
+        after the rank flip for Black and the mirror).  ``None``: the feature set's default
+        (HalfKAv2_hm's fixed table; a single bucket for Chess768).  Only Chess768 accepts a table.
+    mirror : str, optional
+        ``"none"``, ``"e-h"`` (mirror files so the own king is on files e-h, HalfKAv2_hm) or
+        ``"a-d"`` (own king on files a-d, bullet's ``ChessBucketsMirrored``).  ``None``: the
+        feature set's default (``"e-h"`` for HalfKAv2_hm, ``"none"`` for Chess768).
+    output_units : int
+        Internal units per 1.0 of the float network's output (600 for Stockfish 15.1, which is
+        nnue-pytorch's ``nnue2score``; bullet's ``SCALE``, e.g. 400, for bullet networks).
+    units_per_pawn : int
+        Internal units per pawn, for centipawn conversion (361 for Stockfish 15.1, 100 for
+        networks whose output is already in centipawns).
 
-    Source: Stockfish 15.1, ``nnue/nnue_architecture.h``.
+    Source: Stockfish 15.1, ``nnue/nnue_architecture.h``; nnue-pytorch ``model.py``
+    (float semantics); bullet ``inputs`` (Chess768, king buckets, mirroring).
     """
 
     feature_set: str
@@ -120,6 +194,10 @@ class Architecture:
     skip_denominator: int = 1
     weight_scale_bits: int = C.WEIGHT_SCALE_BITS
     output_scale: int = C.OUTPUT_SCALE
+    king_buckets: tuple[int, ...] | None = None
+    mirror: str | None = None
+    output_units: int = C.SF_OUTPUT_UNITS
+    units_per_pawn: int = C.NORMALIZE_TO_PAWN_VALUE
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> NetworkFormatError:
@@ -128,14 +206,42 @@ class Architecture:
         if self.feature_set not in FEATURE_SETS:
             raise bad("feature_set", f"unknown feature set {self.feature_set!r}, known: {FEATURE_SETS}")
         if self.ft_activation not in FT_ACTIVATIONS:
-            raise bad("ft_activation", f"unknown activation {self.ft_activation!r}, known: {FT_ACTIVATIONS}")
+            raise bad("ft_activation", f"unknown activation {self.ft_activation!r}, known: {tuple(FT_ACTIVATIONS)}")
         if self.ft_width <= 0 or self.ft_width % 2:
             raise bad("ft_width", f"must be a positive even number, got {self.ft_width}")
+        if self.king_buckets is not None:
+            if self.feature_set != "Chess768":
+                raise bad("king_buckets", f"{self.feature_set} has a fixed king-bucket table; leave it None")
+            kb = tuple(self.king_buckets)
+            if len(kb) != 64 or any(not isinstance(k, int) or k < 0 for k in kb):
+                raise bad("king_buckets", "must be 64 non-negative integers (one per oriented king square)")
+            used = sorted(set(kb))
+            if used != list(range(len(used))):
+                raise bad("king_buckets", f"buckets must be numbered 0..n-1 without gaps, got {used}")
+            object.__setattr__(self, "king_buckets", kb)
+        if self.mirror is not None:
+            if self.mirror not in MIRROR_MODES:
+                raise bad("mirror", f"unknown mode {self.mirror!r}, known: {tuple(MIRROR_MODES)}")
+            if self.feature_set == "HalfKAv2_hm" and self.mirror != "e-h":
+                raise bad("mirror", "HalfKAv2_hm always mirrors to files e-h; leave it None")
+        if not 0 < self.ft_clamp <= 32767:
+            raise bad("ft_clamp", f"QA must be in 1..32767 (int16 accumulator), got {self.ft_clamp}")
+        if not 0 <= self.ft_shift < 63:
+            raise bad("ft_shift", f"must be in 0..62, got {self.ft_shift}")
+        act = self.ft
+        top = self.ft_clamp**act.degree >> self.ft_shift
+        if top > act.max_output:
+            raise bad("ft_shift", f"{self.ft_activation} with QA={self.ft_clamp} and shift {self.ft_shift} gives "
+                      f"outputs up to {top}, above {act.max_output} ({'int8' if act.signed else 'uint8'}) by "
+                      f"{top - act.max_output}")
         if not self.layers:
             raise bad("layers", "at least one dense layer is needed")
         for i, layer in enumerate(self.layers):
             if layer.activation not in HIDDEN_ACTIVATIONS:
-                raise bad(f"layers[{i}].activation", f"unknown activation {layer.activation!r}")
+                raise bad(f"layers[{i}].activation", f"unknown activation {layer.activation!r}, known: "
+                          f"{tuple(HIDDEN_ACTIVATIONS)}")
+            if layer.outputs <= 0:
+                raise bad(f"layers[{i}].outputs", f"must be positive, got {layer.outputs}")
             if not 0 < layer.n_activated <= layer.outputs:
                 raise bad(f"layers[{i}].activated", f"must be in 1..{layer.outputs}")
             last = i == len(self.layers) - 1
@@ -151,14 +257,39 @@ class Architecture:
             self.skip_index >= 0 and self.skip_index < self.layers[0].n_activated
         ):
             raise bad("skip_index", "must be -1 or a non-activated output of the first layer")
+        if self.skip_index >= 0 and len(self.layers) < 2:
+            raise bad("skip_index", "a forward skip needs at least two dense layers")
         if self.skip_denominator <= 0:
             raise bad("skip_denominator", "must be positive")
+        for name in ("weight_scale_bits",):
+            if not 0 <= getattr(self, name) < 31:
+                raise bad(name, f"must be in 0..30, got {getattr(self, name)}")
+        for name in ("output_scale", "output_units", "units_per_pawn"):
+            if getattr(self, name) <= 0:
+                raise bad(name, f"must be positive, got {getattr(self, name)}")
+
+    @property
+    def ft(self) -> FtActivation:
+        """The feature-transformer activation's properties."""
+        return FT_ACTIVATIONS[self.ft_activation]
+
+    @property
+    def ft_scale(self) -> float:
+        """Integer value of the float 1.0 at the feature transformer's output: QA**degree / 2**shift."""
+        return self.ft_clamp**self.ft.degree / 2**self.ft_shift
+
+    @property
+    def mirror_mode(self) -> str:
+        """The effective mirroring mode (the feature set's default when :attr:`mirror` is None)."""
+        if self.mirror is not None:
+            return self.mirror
+        return "e-h" if self.feature_set == "HalfKAv2_hm" else "none"
 
     # -- derived dimensions -------------------------------------------------
     @property
     def ft_output_width(self) -> int:
         """Width of the transformed features (both perspectives), the first dense layer's input."""
-        return self.ft_width  # pairwise halves each perspective: 2 * L1 / 2
+        return self.ft_width if self.ft.paired else 2 * self.ft_width
 
     def layer_inputs(self) -> list[int]:
         """Padded input width of each dense layer (file and compute layout)."""
@@ -184,14 +315,21 @@ class Architecture:
             raise NetworkFormatError(f"architecture: unknown field(s) {sorted(unknown)}")
         try:
             layers = tuple(HiddenLayer(**layer) for layer in data["layers"])
-            return cls(**{**data, "layers": layers})
-        except (KeyError, TypeError) as exc:
+            kb = data.get("king_buckets")
+            return cls(**{**data, "layers": layers, "king_buckets": None if kb is None else tuple(kb)})
+        except (KeyError, TypeError, AttributeError) as exc:
             raise NetworkFormatError(f"architecture: {exc}") from exc
 
     @classmethod
     def from_json(cls, text: str) -> Architecture:
-        """Inverse of :meth:`to_json`."""
-        return cls.from_dict(json.loads(text))
+        """Inverse of :meth:`to_json`; :class:`NetworkFormatError` for bad JSON or fields."""
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise NetworkFormatError(f"architecture: invalid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise NetworkFormatError("architecture: JSON must be an object")
+        return cls.from_dict(data)
 
 
 def stockfish_15_1_architecture(ft_width: int = C.SF_L1) -> Architecture:
@@ -268,10 +406,10 @@ class Network:
     description: str = ""
 
     def __post_init__(self) -> None:
-        from .features import feature_set
+        from .features import architecture_features
 
         arch = self.architecture
-        nf = feature_set(arch.feature_set).num_features
+        nf = architecture_features(arch).num_features
         L1 = arch.ft_width
         fix = lambda name, *a: object.__setattr__(self, name, _check_array(name, getattr(self, name), *a))  # noqa: E731
         fix("ft_biases", np.int16, (L1,))

@@ -1,5 +1,11 @@
-"""Activation kernels: the feature transformer's pairwise multiplication and the
-hidden layers' ClippedReLU / SqrClippedReLU.
+"""Activation kernels: the feature transformer's activations (pairwise multiplication and its
+gated-unit family, element-wise clamps) and the hidden layers' ClippedReLU / SqrClippedReLU.
+
+Every feature-transformer activation reads int16 accumulators clamped to [-QA, QA] (or
+[0, QA]) and writes int16 values whose range the architecture guarantees to be uint8
+(0..255) or int8 (-127..127): ``|output| <= QA**degree >> shift``, checked when the
+:class:`~nnue_infer.network.Architecture` is built.  Products are formed in int32 (degree 2:
+QA**2 <= 32767**2 < 2**31) or int64 (degree 4), so none can overflow.
 
 Source: Stockfish 15.1, ``nnue/nnue_feature_transformer.h`` (``transform``),
 ``nnue/layers/clipped_relu.h``, ``nnue/layers/sqr_clipped_relu.h``.
@@ -17,12 +23,22 @@ ACT_SQR_CRELU = 2  #: SqrClippedReLU: min(127, z*z >> (2*shift + 7))
 ACT_SQR_CRELU_AND_CRELU = 3  #: [SqrClippedReLU(z), ClippedReLU(z)] concatenated (Stockfish 15.1 fc_0)
 
 
+#: Feature-transformer activation codes (see ``network.FT_ACTIVATIONS`` for the float definitions).
+FT_CRELU = 0  #: clamp(a, 0, QA) >> shift
+FT_SCRELU = 1  #: clamp(a, 0, QA)**2 >> shift
+FT_PAIRWISE = 2  #: clamp(a, 0, QA) * clamp(b, 0, QA) >> shift
+FT_PAIRWISE_SCRELU = 3  #: clamp(a, 0, QA)**2 * clamp(b, 0, QA)**2 >> shift  (int64 product)
+FT_GLU = 4  #: clamp(a, 0, QA) * clamp(b, -QA, QA) >> shift  (signed)
+FT_BILINEAR = 5  #: clamp(a, -QA, QA) * clamp(b, -QA, QA) >> shift  (signed)
+
+
 @njit(cache=True)
-def pairwise_clamp_mul(acc, stm, clamp_max, shift, out):
+def pairwise_clamp_mul(acc, stm, lo_a, lo_b, clamp_max, shift, out):
     """Pairwise multiplication of both perspectives' accumulators.
 
-    For half h = 0 (side to move ``stm``) and h = 1 (the other side) and
-    j < L/2: ``out[h*L/2 + j] = (clamp(A[j], 0, QA) * clamp(A[j + L/2], 0, QA)) >> shift``.
+    For half h = 0 (side to move ``stm``) and h = 1 (the other side) and j < L/2:
+    ``out[h*L/2 + j] = (clamp(A[j], lo_a, QA) * clamp(A[j + L/2], lo_b, QA)) >> shift``
+    (arithmetic shift: floors negative products).
 
     Parameters
     ----------
@@ -30,21 +46,79 @@ def pairwise_clamp_mul(acc, stm, clamp_max, shift, out):
         Accumulators, row 0 White's perspective, row 1 Black's.
     stm : int
         Side to move, 0 White, 1 Black; its half comes first.
+    lo_a, lo_b : int
+        Lower clamps of the first and second half: 0 (activated) or -QA (only bounded).
+        ``pairwise`` uses (0, 0), ``glu`` (0, -QA), ``bilinear`` (-QA, -QA).
     clamp_max : int
-        QA (127 for Stockfish 15.1).
+        QA (127 for Stockfish 15.1); |product| <= QA**2 <= 2**30 fits int32.
     shift : int
         Right shift of the product (7 for Stockfish 15.1), so outputs are 0..(QA*QA >> shift).
-    out : uint8[L]
-        Output.
+    out : int16[L]
+        Output, values in uint8 range (``pairwise``) or int8 range (``glu``, ``bilinear``).
     """
     half = acc.shape[1] // 2
     for h in range(2):
         row = acc[stm ^ h]
         base = h * half
         for j in range(half):
-            a = min(max(row[j], 0), clamp_max)
-            b = min(max(row[j + half], 0), clamp_max)
+            a = min(max(row[j], lo_a), clamp_max)
+            b = min(max(row[j + half], lo_b), clamp_max)
             out[base + j] = (a * b) >> shift
+
+
+@njit(cache=True)
+def pairwise_sqr_clamp_mul(acc, stm, clamp_max, shift, out):
+    """``pairwise_screlu``: ``out[h*L/2 + j] = (clamp(a, 0, QA)**2 * clamp(b, 0, QA)**2) >> shift``.
+
+    Same layout as :func:`pairwise_clamp_mul`.  The product (at most QA**4 <= 2**60) is
+    formed in int64, so it cannot overflow; the shift brings it into uint8 range.
+    """
+    half = acc.shape[1] // 2
+    for h in range(2):
+        row = acc[stm ^ h]
+        base = h * half
+        for j in range(half):
+            a = np.int64(min(max(row[j], 0), clamp_max))
+            b = np.int64(min(max(row[j + half], 0), clamp_max))
+            out[base + j] = (a * a * b * b) >> shift
+
+
+@njit(cache=True)
+def clamp_ft(acc, stm, clamp_max, square, shift, out):
+    """Element-wise ``crelu`` (``square`` false) or ``screlu`` (``square`` true).
+
+    ``out[h*L + j] = clamp(A[j], 0, QA)**(1 or 2) >> shift`` for both perspectives (side to
+    move first): ``acc`` int16[2, L], ``out`` int16[2L].  The square is at most
+    QA**2 <= 2**30 (int32 range).
+    """
+    width = acc.shape[1]
+    for h in range(2):
+        row = acc[stm ^ h]
+        base = h * width
+        for j in range(width):
+            a = min(max(row[j], 0), clamp_max)
+            if square:
+                a = a * a
+            out[base + j] = a >> shift
+
+
+@njit(cache=True)
+def ft_activate(acc, stm, code, clamp_max, shift, out):
+    """Feature-transformer activation ``code`` (``FT_*``) of both accumulators into ``out``.
+
+    ``acc`` int16[2, L1]; ``out`` int16[L1] for the paired activations, int16[2 * L1] for
+    ``crelu``/``screlu``; side to move's half first.
+    """
+    if code == FT_PAIRWISE:
+        pairwise_clamp_mul(acc, stm, 0, 0, clamp_max, shift, out)
+    elif code == FT_GLU:
+        pairwise_clamp_mul(acc, stm, 0, -clamp_max, clamp_max, shift, out)
+    elif code == FT_BILINEAR:
+        pairwise_clamp_mul(acc, stm, -clamp_max, -clamp_max, clamp_max, shift, out)
+    elif code == FT_PAIRWISE_SCRELU:
+        pairwise_sqr_clamp_mul(acc, stm, clamp_max, shift, out)
+    else:
+        clamp_ft(acc, stm, clamp_max, code == FT_SCRELU, shift, out)
 
 
 @njit(cache=True)

@@ -32,7 +32,7 @@ def wrap_int32(x):
 
 @njit(cache=True)
 def affine_sparse_input(x, n_in, weights_t, w_offset, biases, b_offset, n_out, z):
-    """``z = biases + W @ x`` for a mostly-zero uint8 input, weights stored transposed.
+    """``z = biases + W @ x`` for a mostly-zero int16 input (uint8 or int8 values), weights stored transposed.
 
     ``weights_t`` is a flat int8 buffer holding W^T (``[n_in, n_out]``, row-major) at
     ``w_offset``; only non-zero inputs are visited (after the pairwise multiplication
@@ -68,8 +68,8 @@ def propagate_layer_stack(ft_out, bucket, weights, biases, layers, shift, skip_i
 
     Parameters
     ----------
-    ft_out : uint8[n_in of layer 0]
-        Feature-transformer output, side to move's half first.
+    ft_out : int16[n_in of layer 0]
+        Feature-transformer output (values in uint8 or int8 range), side to move's half first.
     bucket : int
         Layer stack to use.
     weights : int8[total]

@@ -6,12 +6,14 @@ One mechanism covers every feature set of the form
 
 where, per perspective P with own king square K:
 
-* ``orientation`` is 56 for Black (rank flip) XOR 7 when ``mirror`` is set and K
-  is on files a-d (so the own king always lands on files e-h);
+* ``orientation`` is 56 for Black (rank flip) XOR 7 when mirroring applies: ``mirror`` 1
+  mirrors when K is on files a-d (the own king always lands on files e-h, HalfKAv2_hm),
+  ``mirror`` 2 when K is on files e-h (it lands on files a-d, bullet's mirrored buckets);
 * ``slot`` comes from ``slot_table[own_or_their, piece_type]``;
 * ``king_bucket`` is ``king_buckets[K ^ orientation]``.
 
-Source: Stockfish 15.1, ``nnue/features/half_ka_v2_hm.{h,cpp}`` (HalfKAv2_hm).
+Source: Stockfish 15.1, ``nnue/features/half_ka_v2_hm.{h,cpp}`` (HalfKAv2_hm); bullet,
+``inputs`` (``Chess768``: own pieces 0-5, theirs 6-11; ``ChessBucketsMirrored``).
 """
 
 from __future__ import annotations
@@ -24,10 +26,14 @@ BB_PAWNS, BB_KNIGHTS, BB_BISHOPS, BB_ROOKS, BB_QUEENS, BB_KINGS, BB_WHITE, BB_BL
 
 
 @njit(cache=True)
-def orientation(king_square: int, perspective: int, mirror: bool) -> int:
-    """Square XOR mask for ``perspective`` (0 White, 1 Black) whose own king is on ``king_square``."""
+def orientation(king_square: int, perspective: int, mirror: int) -> int:
+    """Square XOR mask for ``perspective`` (0 White, 1 Black) whose own king is on ``king_square``.
+
+    ``mirror``: 0 never, 1 when the king is on files a-d, 2 when it is on files e-h.
+    """
     o = 56 * perspective
-    if mirror and (king_square & 7) < 4:
+    left = (king_square & 7) < 4
+    if (mirror == 1 and left) or (mirror == 2 and not left):
         o ^= 7
     return o
 
@@ -61,8 +67,8 @@ def active_features(bitboards, slot_table, king_buckets, mirror, num_slots, out,
         Slot of own (row 0) and their (row 1) pieces by piece type P, N, B, R, Q, K.
     king_buckets : int32[64]
         King bucket of the own king's oriented square.
-    mirror : bool
-        Mirror files so the own king stands on files e-h.
+    mirror : int
+        0 no mirroring, 1 mirror files so the own king stands on files e-h, 2 on files a-d.
     num_slots : int
         Slots per king bucket (11 for HalfKAv2_hm, 12 for Chess768).
     out : int32[2, >= 32]

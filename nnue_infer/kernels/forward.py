@@ -1,4 +1,4 @@
-"""Whole-network kernels: accumulators -> pairwise multiplication -> layer stack -> value.
+"""Whole-network kernels: accumulators -> feature-transformer activation -> layer stack -> value.
 
 Scalar parameters travel in one int64 array (see ``P_*`` below) so a call unboxes few
 arguments.  Source: Stockfish 15.1, ``nnue/evaluate_nnue.cpp`` (``evaluate``, ``trace_evaluate``).
@@ -10,14 +10,14 @@ import numpy as np
 from numba import njit
 
 from .accumulator import refresh_accumulator
-from .activation import pairwise_clamp_mul
+from .activation import ft_activate
 from .dense import propagate_layer_stack, psqt_term, tdiv
 from .features import active_features
 
 #: Indices into the ``params`` int64 array.
 (P_FT_CLAMP, P_FT_SHIFT, P_WEIGHT_SHIFT, P_SKIP_INDEX, P_SKIP_NUM, P_SKIP_DEN, P_OUTPUT_SCALE,
- P_NUM_SLOTS, P_MIRROR, P_BUCKET_DIVISOR) = range(10)
-N_PARAMS = 10
+ P_NUM_SLOTS, P_MIRROR, P_BUCKET_DIVISOR, P_FT_ACTIVATION) = range(11)
+N_PARAMS = 11
 
 
 @njit(cache=True)
@@ -25,10 +25,10 @@ def forward_bucket(acc, psqt_acc, stm, bucket, params, ft_out, weights, biases, 
     """PSQT term and layer-stack output ("positional") for one bucket.
 
     ``acc`` int16[2, L1] and ``psqt_acc`` int32[2, P] are both perspectives' accumulators
-    (row 0 White); ``ft_out`` uint8[L1] is scratch.  Returns ``(psqt, positional)`` in
+    (row 0 White); ``ft_out`` int16[ft_output_width] is scratch.  Returns ``(psqt, positional)`` in
     internal units times OutputScale, side to move's point of view.
     """
-    pairwise_clamp_mul(acc, stm, params[P_FT_CLAMP], params[P_FT_SHIFT], ft_out)
+    ft_activate(acc, stm, params[P_FT_ACTIVATION], params[P_FT_CLAMP], params[P_FT_SHIFT], ft_out)
     positional = propagate_layer_stack(ft_out, bucket, weights, biases, layers, params[P_WEIGHT_SHIFT],
                                        params[P_SKIP_INDEX], params[P_SKIP_NUM], params[P_SKIP_DEN])
     return psqt_term(psqt_acc, stm, bucket), positional
@@ -41,7 +41,7 @@ def refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_bia
 
     Returns the number of pieces on the board.
     """
-    active_features(bitboards, slot_table, king_buckets, params[P_MIRROR] != 0, params[P_NUM_SLOTS], feats, counts)
+    active_features(bitboards, slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], feats, counts)
     for p in range(2):
         refresh_accumulator(ft_weights, ft_biases, psqt_weights, feats[p], counts[p], acc[p], psqt_acc[p])
     return counts[0]
@@ -55,7 +55,7 @@ def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weig
     Parameters are the validated bitboards (int64[8], see ``kernels.features``), the side
     to move (0 White, 1 Black), the feature set's tables, ``params`` (int64[N_PARAMS]),
     the network's arrays (compute layout) and scratch buffers: ``feats`` int32[2, 32],
-    ``counts`` int64[2], ``acc`` int16[2, L1], ``psqt_acc`` int32[2, P], ``ft_out`` uint8[L1].
+    ``counts`` int64[2], ``acc`` int16[2, L1], ``psqt_acc`` int32[2, P], ``ft_out`` int16[ft_output_width].
 
     Returns the value ``tdiv(psqt + positional, OutputScale)`` in internal units from the
     side to move's point of view (Stockfish's ``NNUE::evaluate(pos, false)``).

@@ -1,0 +1,321 @@
+"""Float networks: the trainer's view of an :class:`~nnue_infer.network.Architecture`, and the
+numpy forward pass that is the ground truth for the quantised kernels.
+
+Float semantics (every tensor is float32; computations run in float64)
+-----------------------------------------------------------------------
+Let ``F`` be the active features of a perspective (:mod:`nnue_infer.features`) and ``B`` the
+output bucket ``(pieces - 1) // (32 // output_buckets)``.
+
+1. **Accumulator** (per perspective, ``[L1]``): ``acc = ft_biases + sum(ft_weights[F])``.
+   Unit: the feature-transformer activation's clamp point; 1.0 is the integer QA
+   (``ft_clamp``) in the quantised network.
+2. **Feature-transformer activation**: for the side to move's accumulator first, then the
+   other side's, with ``a = acc[:L1/2]`` and ``b = acc[L1/2:]`` for the paired activations::
+
+       crelu            clamp(acc, 0, 1)                 -> L1 values per perspective
+       screlu           clamp(acc, 0, 1)**2              -> L1
+       pairwise         clamp(a, 0, 1) * clamp(b, 0, 1)  -> L1/2
+       pairwise_screlu  clamp(a, 0, 1)**2 * clamp(b, 0, 1)**2
+       glu              clamp(a, 0, 1) * clamp(b, -1, 1)
+       bilinear         clamp(a, -1, 1) * clamp(b, -1, 1)
+
+   Output in [0, 1] (or [-1, 1] for glu/bilinear); 1.0 is ``QA**degree / 2**ft_shift`` in
+   the quantised network (``Architecture.ft_scale``; 126.0078125 for Stockfish 15.1).
+3. **Dense layers** of bucket ``B``: ``z = layer_weights[i][B] @ x + layer_biases[i][B]``
+   (x zero-padded to the layer's padded input width).  Hidden activations on the first
+   ``activated`` outputs, 1.0 being the integer 127 of ClippedReLU::
+
+       crelu            clamp(z, 0, 1)
+       sqr_crelu        min(z**2 * 127/128, 1)     (Stockfish's SqrClippedReLU: z**2 >> (2*6 + 7))
+       sqr_crelu+crelu  [sqr_crelu(z), crelu(z)]
+
+   The output layer (activation ``none``) gives one float ``y``.
+4. **Forward skip** (``skip_index >= 0``): ``y += z0[skip_index]`` (the first layer's raw output).
+5. **PSQT**: ``psqt = (sum(psqt_weights[F_stm])[B] - sum(psqt_weights[F_opp])[B]) / 2``, in the
+   same unit as ``y``.
+6. **Value** in internal units, side to move's point of view:
+   ``(psqt + y) * output_units`` (600 for Stockfish 15.1: nnue-pytorch's ``nnue2score``).
+   Centipawns: ``value * 100 / units_per_pawn``.
+
+The quantised network computes the same function with integers (see
+:mod:`nnue_infer.quantise` for the scales) up to rounding of weights and truncating shifts.
+
+Source: nnue-pytorch ``model.py`` (float forward pass, 127/128 of the squared ClippedReLU,
+``nnue2score``), Stockfish 15.1 ``nnue/nnue_architecture.h``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import chess
+import numpy as np
+
+from .errors import NetworkFormatError
+from .network import Architecture, _check_array
+
+
+@dataclass(frozen=True, eq=False)
+class FloatNetwork:
+    """A float network: architecture plus float32 parameters with :class:`Network`'s shapes.
+
+    Attributes
+    ----------
+    architecture : Architecture
+        What the arrays mean; its quantisation fields (``ft_clamp``, ``ft_shift``,
+        ``weight_scale_bits``, ``output_scale``, skip numerator/denominator) are ignored by
+        :func:`forward_float` and replaced by :func:`nnue_infer.quantise.quantise`.
+    ft_biases : float32[L1]
+        Feature-transformer biases (unit: 1.0 = the activation's clamp point).
+    ft_weights : float32[num_features, L1]
+        Feature-transformer weights, one row per feature index.
+    psqt_weights : float32[num_features, psqt_buckets]
+        PSQT weights, unit of the output ``y`` (``output_units`` internal units).
+    layer_weights : tuple of float32[output_buckets, outputs, padded inputs]
+        Dense weights per layer (row = output neuron); columns beyond a layer's real inputs
+        multiply inputs that are always zero.
+    layer_biases : tuple of float32[output_buckets, outputs]
+        Dense biases per layer (unit: 1.0 = the activation's clamp point; output layer: ``y``).
+    description : str
+        Free text.
+
+    Raises
+    ------
+    NetworkFormatError
+        A tensor's dtype or shape does not match the architecture (the message names it).
+    """
+
+    architecture: Architecture
+    ft_biases: np.ndarray
+    ft_weights: np.ndarray
+    psqt_weights: np.ndarray
+    layer_weights: tuple[np.ndarray, ...]
+    layer_biases: tuple[np.ndarray, ...]
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        from .features import architecture_features
+
+        arch = self.architecture
+        if not isinstance(arch, Architecture):
+            raise NetworkFormatError(f"architecture: expected an Architecture, got {type(arch).__name__}")
+        nf = architecture_features(arch).num_features
+        L1 = arch.ft_width
+        for name, shape in (("ft_biases", (L1,)), ("ft_weights", (nf, L1)), ("psqt_weights", (nf, arch.psqt_buckets))):
+            object.__setattr__(self, name, _check_array(name, getattr(self, name), np.float32, shape))
+        if len(self.layer_weights) != len(arch.layers) or len(self.layer_biases) != len(arch.layers):
+            raise NetworkFormatError(
+                f"layers: architecture has {len(arch.layers)} dense layers, got "
+                f"{len(self.layer_weights)} weight and {len(self.layer_biases)} bias tensors"
+            )
+        weights, biases = [], []
+        B = arch.output_buckets
+        for i, (layer, n_in) in enumerate(zip(arch.layers, arch.layer_inputs())):
+            weights.append(_check_array(f"layers[{i}].weights", self.layer_weights[i], np.float32, (B, layer.outputs, n_in)))
+            biases.append(_check_array(f"layers[{i}].biases", self.layer_biases[i], np.float32, (B, layer.outputs)))
+        object.__setattr__(self, "layer_weights", tuple(weights))
+        object.__setattr__(self, "layer_biases", tuple(biases))
+        for name, arr in self.tensors().items():
+            if not np.all(np.isfinite(arr)):
+                raise NetworkFormatError(f"tensor {name!r}: contains NaN or infinity")
+
+    def __repr__(self) -> str:
+        a = self.architecture
+        return (
+            f"<FloatNetwork {a.feature_set} -> {a.ft_width}x2 {a.ft_activation} -> "
+            f"{'/'.join(str(l.outputs) for l in a.layers)} x{a.output_buckets} buckets>"
+        )
+
+    def tensors(self) -> dict[str, np.ndarray]:
+        """Every tensor by its canonical name (``ft.biases``, ``layers.0.weights``, ...)."""
+        return network_tensors(self)
+
+    @classmethod
+    def from_tensors(cls, architecture: Architecture, tensors: dict[str, np.ndarray], description: str = "") -> FloatNetwork:
+        """Build from canonical tensor names (see :func:`network_tensors`); names the missing tensor."""
+        return cls(architecture, description=description, **_from_tensors(architecture, tensors))
+
+    @classmethod
+    def random(cls, architecture: Architecture, seed: int = 0, ft_std: float = 0.1) -> FloatNetwork:
+        """A randomly initialised network with realistic scales (for tests and benchmarks).
+
+        Feature-transformer weights ~ N(0, ft_std), biases ~ U(0, 0.5) so a fair share of the
+        accumulator sits inside the clamp; dense weights ~ U(+-1/sqrt(inputs)), biases ~ N(0, 0.1);
+        PSQT weights ~ N(0, 0.05).  Deterministic for a given ``seed``.
+        """
+        from .features import architecture_features
+
+        rng = np.random.default_rng(seed)
+        nf = architecture_features(architecture).num_features
+        L1 = architecture.ft_width
+        B = architecture.output_buckets
+        f32 = np.float32
+        layer_w, layer_b = [], []
+        real_inputs = [architecture.ft_output_width] + [l.activated_width for l in architecture.layers[:-1]]
+        for layer, n_in, n_real in zip(architecture.layers, architecture.layer_inputs(), real_inputs):
+            w = np.zeros((B, layer.outputs, n_in), f32)
+            bound = 1.0 / np.sqrt(n_real)
+            w[:, :, :n_real] = rng.uniform(-bound, bound, (B, layer.outputs, n_real))
+            layer_w.append(w)
+            layer_b.append(rng.normal(0.0, 0.1, (B, layer.outputs)).astype(f32))
+        return cls(
+            architecture,
+            ft_biases=rng.uniform(0.0, 0.5, L1).astype(f32),
+            ft_weights=rng.normal(0.0, ft_std, (nf, L1)).astype(f32),
+            psqt_weights=rng.normal(0.0, 0.05, (nf, architecture.psqt_buckets)).astype(f32),
+            layer_weights=tuple(layer_w),
+            layer_biases=tuple(layer_b),
+            description=f"random (seed {seed})",
+        )
+
+
+def network_tensors(network) -> dict[str, np.ndarray]:  # Network or FloatNetwork
+    """Canonical names of a (float or quantised) network's tensors, in storage order.
+
+    ``ft.biases`` [L1], ``ft.weights`` [F, L1], ``ft.psqt_weights`` [F, P], then per dense
+    layer i ``layers.{i}.weights`` [buckets, outputs, padded inputs] and ``layers.{i}.biases``
+    [buckets, outputs].
+    """
+    out = {"ft.biases": network.ft_biases, "ft.weights": network.ft_weights, "ft.psqt_weights": network.psqt_weights}
+    for i, (w, b) in enumerate(zip(network.layer_weights, network.layer_biases)):
+        out[f"layers.{i}.weights"] = w
+        out[f"layers.{i}.biases"] = b
+    return out
+
+
+def _from_tensors(arch: Architecture, tensors: dict[str, np.ndarray]) -> dict:
+    names = ["ft.biases", "ft.weights", "ft.psqt_weights"]
+    for i in range(len(arch.layers)):
+        names += [f"layers.{i}.weights", f"layers.{i}.biases"]
+    missing = [n for n in names if n not in tensors]
+    if missing:
+        raise NetworkFormatError(f"missing tensor(s) {missing}")
+    extra = sorted(set(tensors) - set(names))
+    if extra:
+        raise NetworkFormatError(f"unexpected tensor(s) {extra} for an architecture with {len(arch.layers)} dense layers")
+    n = len(arch.layers)
+    return {
+        "ft_biases": tensors["ft.biases"],
+        "ft_weights": tensors["ft.weights"],
+        "psqt_weights": tensors["ft.psqt_weights"],
+        "layer_weights": tuple(tensors[f"layers.{i}.weights"] for i in range(n)),
+        "layer_biases": tuple(tensors[f"layers.{i}.biases"] for i in range(n)),
+    }
+
+
+#: Gain of the squared ClippedReLU in float: Stockfish computes z**2 >> (2 * WeightScaleBits + 7)
+#: at scale 127 * 2**WeightScaleBits, i.e. 127 * z**2 * 127/128 (nnue-pytorch: ``* (127 / 128)``).
+SQR_CRELU_GAIN = 127.0 / 128.0
+
+
+def ft_activation_float(name: str, acc_stm: np.ndarray, acc_opp: np.ndarray) -> np.ndarray:
+    """The float feature-transformer activation ``name`` of both perspectives (side to move first).
+
+    ``acc_*`` float64[L1]; returns float64[L1] (paired activations) or float64[2 * L1].
+    """
+    out = []
+    for acc in (acc_stm, acc_opp):
+        h = acc.shape[0] // 2
+        a, b = acc[:h], acc[h:]
+        if name == "crelu":
+            out.append(np.clip(acc, 0.0, 1.0))
+        elif name == "screlu":
+            out.append(np.clip(acc, 0.0, 1.0) ** 2)
+        elif name == "pairwise":
+            out.append(np.clip(a, 0.0, 1.0) * np.clip(b, 0.0, 1.0))
+        elif name == "pairwise_screlu":
+            out.append(np.clip(a, 0.0, 1.0) ** 2 * np.clip(b, 0.0, 1.0) ** 2)
+        elif name == "glu":
+            out.append(np.clip(a, 0.0, 1.0) * np.clip(b, -1.0, 1.0))
+        elif name == "bilinear":
+            out.append(np.clip(a, -1.0, 1.0) * np.clip(b, -1.0, 1.0))
+        else:
+            raise ValueError(f"unknown feature-transformer activation {name!r}")
+    return np.concatenate(out)
+
+
+def hidden_activation_float(name: str, z: np.ndarray) -> np.ndarray:
+    """Float hidden-layer activation ``name`` (``crelu``, ``sqr_crelu``, ``sqr_crelu+crelu``) of ``z``."""
+    if name == "crelu":
+        return np.clip(z, 0.0, 1.0)
+    if name == "sqr_crelu":
+        return np.minimum(z * z * SQR_CRELU_GAIN, 1.0)
+    if name == "sqr_crelu+crelu":
+        return np.concatenate([np.minimum(z * z * SQR_CRELU_GAIN, 1.0), np.clip(z, 0.0, 1.0)])
+    raise ValueError(f"unknown hidden activation {name!r}")
+
+
+@dataclass(frozen=True)
+class FloatEval:
+    """Result of :func:`forward_float_trace`: float64 numbers, side to move's point of view.
+
+    Attributes
+    ----------
+    bucket : int
+        Output bucket used.
+    psqt : float
+        PSQT term in output units (1.0 = ``output_units`` internal units).
+    positional : float
+        Layer-stack output ``y`` including the forward skip, output units.
+    value : float
+        ``(psqt + positional) * output_units``: internal units.
+    """
+
+    bucket: int
+    psqt: float
+    positional: float
+    value: float
+
+
+def forward_float_trace(network: FloatNetwork, board: chess.Board | str) -> FloatEval:
+    """:func:`forward_float` with the PSQT and positional parts (see the module docstring)."""
+    from .features import architecture_features
+
+    if isinstance(board, str):
+        board = chess.Board(board)
+    arch = network.architecture
+    white, black = architecture_features(arch).active(board)  # raises PositionError
+    stm_f, opp_f = (white, black) if board.turn == chess.WHITE else (black, white)
+    w = network.ft_weights
+    acc_stm = network.ft_biases.astype(np.float64) + w[stm_f].astype(np.float64).sum(0)
+    acc_opp = network.ft_biases.astype(np.float64) + w[opp_f].astype(np.float64).sum(0)
+    bucket = arch.bucket_of(len(white))
+    psqt = 0.0
+    if arch.psqt_buckets:
+        p = network.psqt_weights.astype(np.float64)
+        psqt = (p[stm_f].sum(0)[bucket] - p[opp_f].sum(0)[bucket]) / 2.0
+    x = ft_activation_float(arch.ft_activation, acc_stm, acc_opp)
+    skip = 0.0
+    y = 0.0
+    inputs = arch.layer_inputs()
+    for i, layer in enumerate(arch.layers):
+        W = network.layer_weights[i][bucket].astype(np.float64)
+        padded = np.zeros(inputs[i])
+        padded[: x.shape[0]] = x
+        z = W @ padded + network.layer_biases[i][bucket]
+        if i == 0 and arch.skip_index >= 0:
+            skip = float(z[arch.skip_index])
+        if layer.activation == "none":
+            y = float(z[0])
+            break
+        x = hidden_activation_float(layer.activation, z[: layer.n_activated])
+    positional = y + skip
+    return FloatEval(bucket, float(psqt), positional, (float(psqt) + positional) * arch.output_units)
+
+
+def forward_float(network: FloatNetwork, board: chess.Board | str) -> float:
+    """Evaluate ``board`` with the float network in numpy (float64 arithmetic).
+
+    Returns
+    -------
+    float
+        Internal units from the side to move's point of view, unrounded: the quantised
+        network's :meth:`~nnue_infer.Evaluator.evaluate` approximates it.
+
+    Raises
+    ------
+    PositionError
+        The position cannot be represented by the feature set (kings, > 32 pieces, pawns on
+        the first or last rank); ``ValueError`` for a bad FEN.
+    """
+    return forward_float_trace(network, board).value

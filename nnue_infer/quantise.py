@@ -1,0 +1,340 @@
+"""Quantisation: float networks to integer :class:`~nnue_infer.network.Network` s and back.
+
+Scales (integer per float 1.0), all derived from the activation bounds of the float
+semantics in :mod:`nnue_infer.float_network`:
+
+====================================  =========================================  ========
+tensor                                scale                                      type
+====================================  =========================================  ========
+feature-transformer weights, biases   QA (``ft_clamp``: the accumulator's 1.0)   int16
+feature-transformer output            ``S_ft = QA**degree / 2**ft_shift``        uint8/int8 values
+hidden activation (ClippedReLU 1.0)   127                                        uint8
+first dense layer weights             ``127 * 2**wsb / S_ft``                    int8
+later hidden dense layer weights      ``2**wsb`` (QB; 64 for wsb = 6)            int8
+hidden dense biases                   ``127 * 2**wsb`` (input scale x weight)    int32
+output layer weights                  ``output_units * output_scale / 127``      int8
+output layer bias, PSQT weights       ``output_units * output_scale``            int32
+forward skip                          ``num / den = output_units * output_scale / (127 * 2**wsb)``
+====================================  =========================================  ========
+
+(``wsb`` = ``weight_scale_bits``; the first dense layer's input scale is ``S_ft`` instead of 127
+when the layer stack reads the feature transformer; Stockfish 15.1: QA = 127, shift 7, so
+``S_ft = 126.0078125`` and the first layer's weight scale is 64.5 ...)
+
+Rounding is to nearest (ties to even, ``numpy.rint``); values beyond the integer type
+saturate and every clipped tensor is reported (:class:`ClipRecord`).  Schemes whose worst
+case can overflow int16 (accumulator) or int32 (PSQT, dense sums, final sum) are refused with
+:class:`~nnue_infer.errors.QuantisationRangeError` naming the layer and the excess.
+
+Source: nnue-pytorch ``serialize.py``/``model.py`` (scales: ``nnue2score``, ``weight_scale_hidden``,
+``weight_scale_out``, ``quantized_one``), Stockfish 15.1 ``nnue/`` (integer pipeline).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import QuantisationRangeError
+from .float_network import FloatNetwork, network_tensors
+from .network import FT_ACTIVATIONS, HIDDEN_ONE, Architecture, Network
+
+INT32_MAX = 2**31 - 1
+INT16_MAX = 2**15 - 1
+#: Most active features per perspective (32 pieces, kings included).
+MAX_ACTIVE = 32
+
+
+@dataclass(frozen=True)
+class QuantisationScheme:
+    """Integer scales of a quantised network.
+
+    Attributes
+    ----------
+    qa : int
+        QA: the accumulator integer of the float 1.0 (127 Stockfish, 255 bullet-style).
+    ft_shift : int, optional
+        Right shift after the feature-transformer activation; ``None`` picks the smallest shift
+        keeping outputs <= 127 (so uint8 x int8 pairs cannot saturate an int16 SIMD lane:
+        2 * 127 * 127 = 32258): 7 for pairwise with QA = 127, 9 for QA = 255, 1 for crelu with 255.
+    weight_scale_bits : int
+        log2 QB: hidden weights are quantised with QB = 2**weight_scale_bits (6: QB = 64).
+    output_scale : int
+        Divisor from (psqt + positional) to internal units (16 in Stockfish 15.1).
+    """
+
+    qa: int = 127
+    ft_shift: int | None = None
+    weight_scale_bits: int = 6
+    output_scale: int = 16
+
+    def shift_for(self, ft_activation: str) -> int:
+        """The feature-transformer shift for ``ft_activation`` (explicit or the smallest keeping <= 127)."""
+        if self.ft_shift is not None:
+            return self.ft_shift
+        top = self.qa ** FT_ACTIVATIONS[ft_activation].degree
+        shift = 0
+        while top >> shift > 127:
+            shift += 1
+        return shift
+
+
+#: Named schemes: Stockfish 15.1's (QA = 127, shift 7 for pairwise, QB = 64, OutputScale 16) and
+#: the common QA = 255 / QB = 64 scheme (shift 9 for pairwise).
+SCHEMES = {
+    "stockfish": QuantisationScheme(127, None, 6, 16),
+    "qa255-qb64": QuantisationScheme(255, None, 6, 16),
+}
+
+
+@dataclass(frozen=True)
+class ClipRecord:
+    """Parameters of one tensor that did not fit their integer type and were saturated.
+
+    Attributes
+    ----------
+    tensor : str
+        Canonical tensor name (``ft.weights``, ``layers.0.weights``, ...).
+    count : int
+        Number of clipped parameters.
+    worst : float
+        The float value that was furthest out of range.
+    limit : float
+        Largest float magnitude the integer type holds at this tensor's scale.
+    """
+
+    tensor: str
+    count: int
+    worst: float
+    limit: float
+
+    def __str__(self) -> str:
+        return f"{self.tensor}: {self.count} clipped, worst {self.worst:+.6g} (representable +-{self.limit:.6g})"
+
+
+@dataclass
+class QuantisationReport:
+    """What :func:`quantise_with_report` did: the scheme, clipped tensors, and notes.
+
+    ``overflow_risks`` lists worst cases that exceed Stockfish's own int32 arithmetic in places
+    where Stockfish 15.1's network exceeds it too (the forward skip's ``z * 9600``) and that are
+    therefore reported, not refused.
+    """
+
+    architecture: Architecture
+    clipped: list[ClipRecord] = field(default_factory=list)
+    overflow_risks: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [f"quantised with QA={self.architecture.ft_clamp}, shift {self.architecture.ft_shift}, "
+                 f"QB=2**{self.architecture.weight_scale_bits}, output scale {self.architecture.output_scale}"]
+        lines += [f"  clipped {c}" for c in self.clipped] or ["  no parameter clipped"]
+        lines += [f"  note: {r}" for r in self.overflow_risks]
+        return "\n".join(lines)
+
+
+def tensor_scales(arch: Architecture) -> dict[str, float]:
+    """Integer per float 1.0 of every tensor of ``arch`` (canonical names, see the module table)."""
+    final = float(arch.output_units * arch.output_scale)
+    hidden_out = float(HIDDEN_ONE * 2**arch.weight_scale_bits)
+    scales = {"ft.biases": float(arch.ft_clamp), "ft.weights": float(arch.ft_clamp), "ft.psqt_weights": final}
+    for i, layer in enumerate(arch.layers):
+        s_in = arch.ft_scale if i == 0 else float(HIDDEN_ONE)
+        s_out = final if layer.activation == "none" else hidden_out
+        scales[f"layers.{i}.weights"] = s_out / s_in
+        scales[f"layers.{i}.biases"] = s_out
+    return scales
+
+
+def _dtypes(arch: Architecture) -> dict[str, type]:
+    out: dict[str, type] = {"ft.biases": np.int16, "ft.weights": np.int16, "ft.psqt_weights": np.int32}
+    for i in range(len(arch.layers)):
+        out[f"layers.{i}.weights"] = np.int8
+        out[f"layers.{i}.biases"] = np.int32
+    return out
+
+
+def quantised_architecture(arch: Architecture, scheme: QuantisationScheme) -> Architecture:
+    """``arch`` with the scheme's integer fields (QA, shift, QB, output scale, skip scale).
+
+    Raises
+    ------
+    QuantisationRangeError
+        QA does not fit int16, or the activation's outputs exceed the first dense layer's
+        input type (uint8 / int8) with this shift; the message says by how much.
+    """
+    act = FT_ACTIVATIONS[arch.ft_activation]
+    shift = scheme.shift_for(arch.ft_activation)
+    if not 0 < scheme.qa <= INT16_MAX:
+        raise QuantisationRangeError(f"feature transformer: QA={scheme.qa} does not fit the int16 accumulator "
+                                     f"(max {INT16_MAX}, over by {scheme.qa - INT16_MAX})")
+    top = scheme.qa**act.degree >> shift
+    if top > act.max_output:
+        raise QuantisationRangeError(
+            f"feature transformer activation {arch.ft_activation!r}: QA={scheme.qa}, shift {shift} gives outputs up to "
+            f"{top}, exceeding the {'int8' if act.signed else 'uint8'} input of layers[0] ({act.max_output}) by "
+            f"{top - act.max_output}"
+        )
+    hidden_out = HIDDEN_ONE * 2**scheme.weight_scale_bits
+    return dataclasses.replace(
+        arch, ft_clamp=scheme.qa, ft_shift=shift, weight_scale_bits=scheme.weight_scale_bits,
+        output_scale=scheme.output_scale,
+        skip_numerator=arch.output_units * scheme.output_scale if arch.skip_index >= 0 else 0,
+        skip_denominator=hidden_out if arch.skip_index >= 0 else 1,
+    )
+
+
+def quantise_with_report(network: FloatNetwork, scheme: QuantisationScheme = SCHEMES["stockfish"],
+                         clip: str = "saturate") -> tuple[Network, QuantisationReport]:
+    """Quantise ``network`` with ``scheme``; returns the integer network and a report.
+
+    Parameters
+    ----------
+    network : FloatNetwork
+        The float network (its architecture's integer fields are replaced).
+    scheme : QuantisationScheme
+        Integer scales; see :data:`SCHEMES`.
+    clip : {"saturate", "error"}
+        What to do with parameters beyond their integer type: saturate them (and list them in
+        the report) or raise :class:`QuantisationRangeError` listing them.
+
+    Raises
+    ------
+    QuantisationRangeError
+        The scheme can overflow: QA or the activation output range (see
+        :func:`quantised_architecture`), the int16 accumulator, the int32 PSQT accumulator, a
+        dense layer's int32 sum or the final int32 sum on the worst case over positions (at
+        most 32 pieces, one per square); the message names the layer and the excess.  Also for
+        clipped parameters when ``clip="error"``.
+    """
+    if clip not in ("saturate", "error"):
+        raise ValueError(f"clip must be 'saturate' or 'error', got {clip!r}")
+    arch = quantised_architecture(network.architecture, scheme)
+    scales = tensor_scales(arch)
+    dtypes = _dtypes(arch)
+    report = QuantisationReport(arch)
+    ints: dict[str, np.ndarray] = {}
+    for name, arr in network_tensors(network).items():
+        info = np.iinfo(dtypes[name])
+        q = np.rint(arr.astype(np.float64) * scales[name])
+        over = (q > info.max) | (q < info.min)
+        if over.any():
+            vals = arr[over]
+            worst = float(vals[np.argmax(np.abs(vals))])
+            report.clipped.append(ClipRecord(name, int(over.sum()), worst, info.max / scales[name]))
+            q = np.clip(q, info.min, info.max)
+        ints[name] = q.astype(dtypes[name])
+    if report.clipped and clip == "error":
+        raise QuantisationRangeError("parameters out of range: " + "; ".join(str(c) for c in report.clipped))
+    n = len(arch.layers)
+    qnet = Network(
+        architecture=arch,
+        ft_biases=ints["ft.biases"], ft_weights=ints["ft.weights"], psqt_weights=ints["ft.psqt_weights"],
+        layer_weights=tuple(ints[f"layers.{i}.weights"] for i in range(n)),
+        layer_biases=tuple(ints[f"layers.{i}.biases"] for i in range(n)),
+        description=network.description,
+    )
+    report.overflow_risks.extend(check_ranges(qnet))
+    return qnet, report
+
+
+def quantise(network: FloatNetwork, scheme: QuantisationScheme = SCHEMES["stockfish"]) -> Network:
+    """Quantise ``network`` with ``scheme`` (saturating); see :func:`quantise_with_report`."""
+    return quantise_with_report(network, scheme)[0]
+
+
+def dequantise(network: Network) -> FloatNetwork:
+    """The float network a quantised ``network`` stands for: every integer divided by its scale.
+
+    ``quantise(dequantise(q), scheme)`` reproduces every integer of ``q`` when ``scheme`` has
+    ``q``'s QA, shift, QB and output scale (and no integer exceeds 2**23, float32's exact range).
+    """
+    arch = network.architecture
+    scales = tensor_scales(arch)
+    f = {name: (arr.astype(np.float64) / scales[name]).astype(np.float32) for name, arr in network_tensors(network).items()}
+    return FloatNetwork.from_tensors(arch, f, network.description)
+
+
+def scheme_of(arch: Architecture) -> QuantisationScheme:
+    """The :class:`QuantisationScheme` a quantised architecture was built with."""
+    return QuantisationScheme(arch.ft_clamp, arch.ft_shift, arch.weight_scale_bits, arch.output_scale)
+
+
+def _worst_active_sum(absw: np.ndarray, num_slots: int) -> np.ndarray:
+    """Per column, the largest sum of ``MAX_ACTIVE`` rows of ``absw`` [F, C] that one position can activate.
+
+    Rows are ``square + 64 * slot + 64 * num_slots * king_bucket``; a position has one king
+    bucket per perspective and at most one piece per square, so the bound is, per king bucket,
+    the sum of the 32 largest per-square maxima over slots.
+    """
+    F, Cn = absw.shape
+    per_square = absw.reshape(F // (64 * num_slots), num_slots, 64, Cn).max(axis=1)
+    k = min(MAX_ACTIVE, 64)
+    top = -np.partition(-per_square, k - 1, axis=1)[:, :k]
+    return top.sum(axis=1).max(axis=0)
+
+
+def check_ranges(network: Network) -> list[str]:
+    """Refuse integer parameters whose worst case overflows; returns the reported-only risks.
+
+    Checks, over every position a feature set can encode (<= 32 pieces, one per square):
+    the int16 accumulator (|bias| + worst active rows), the int32 PSQT accumulator and the
+    stm - opp difference, each dense layer's int32 sum (|bias| + sum |w| * max input), and the
+    final int32 ``psqt + positional``.  The forward skip's ``z * num`` (computed in wrapping int32
+    as Stockfish does) is only reported: Stockfish 15.1's own network exceeds it 5.7-fold on the
+    worst case, which real positions never reach.
+
+    Raises
+    ------
+    QuantisationRangeError
+        Naming the layer, the worst-case value, the limit and the excess.
+    """
+    from .features import architecture_features
+
+    arch = network.architecture
+    fs = architecture_features(arch)
+    risks: list[str] = []
+    acc = np.abs(network.ft_biases.astype(np.int64)) + _worst_active_sum(np.abs(network.ft_weights.astype(np.int32)), fs.num_slots)
+    j = int(np.argmax(acc))
+    if acc[j] > INT16_MAX:
+        raise QuantisationRangeError(
+            f"feature transformer: worst-case accumulator |bias| + {MAX_ACTIVE} largest active weights = {int(acc[j])} "
+            f"in column {j} exceeds int16 max {INT16_MAX} by {int(acc[j]) - INT16_MAX}"
+        )
+    psqt_bound = 0
+    if arch.psqt_buckets:
+        p = _worst_active_sum(np.abs(network.psqt_weights.astype(np.int64)), fs.num_slots)
+        psqt_bound = int(p.max())
+        if 2 * psqt_bound > INT32_MAX:
+            raise QuantisationRangeError(
+                f"PSQT: worst-case stm - opp accumulator difference {2 * psqt_bound} exceeds int32 max {INT32_MAX} "
+                f"by {2 * psqt_bound - INT32_MAX}"
+            )
+    act = arch.ft
+    max_in = arch.ft_clamp**act.degree >> arch.ft_shift
+    positional = 0
+    for i, (layer, w, b) in enumerate(zip(arch.layers, network.layer_weights, network.layer_biases)):
+        bound = np.abs(b.astype(np.int64)) + np.abs(w.astype(np.int64)).sum(axis=2) * max_in
+        worst = int(bound.max())
+        if worst > INT32_MAX:
+            raise QuantisationRangeError(
+                f"layers[{i}]: worst-case int32 sum |bias| + sum |w| * {max_in} = {worst} exceeds {INT32_MAX} "
+                f"by {worst - INT32_MAX}"
+            )
+        if i == 0 and arch.skip_index >= 0:
+            z = int(bound[:, arch.skip_index].max())
+            skip = z * arch.skip_numerator
+            if skip > INT32_MAX:
+                risks.append(f"forward skip: worst case |z| * {arch.skip_numerator} = {skip} exceeds int32 "
+                             f"({skip / INT32_MAX:.1f}x); Stockfish wraps there too")
+            positional += z * arch.skip_numerator // arch.skip_denominator
+        if layer.activation == "none":
+            positional += worst
+        max_in = HIDDEN_ONE
+    total = psqt_bound + positional
+    if total > INT32_MAX:
+        raise QuantisationRangeError(f"output: worst-case psqt + positional = {total} exceeds int32 max {INT32_MAX} "
+                                     f"by {total - INT32_MAX}")
+    return risks

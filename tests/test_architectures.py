@@ -1,0 +1,102 @@
+"""Architecture descriptions: JSON round trips, feature sets, and bad descriptions naming the field."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import chess
+import numpy as np
+import pytest
+
+from nnue_infer.errors import NetworkFormatError
+from nnue_infer.features import architecture_features, feature_set
+from nnue_infer.network import FT_ACTIVATIONS, Architecture, HiddenLayer, stockfish_15_1_architecture
+
+#: bullet-style mirrored king buckets: 4 buckets by rank pair, indexed by the oriented king square.
+RANK_PAIR_BUCKETS = tuple(sq // 16 for sq in range(64))
+
+
+def small_arch(**kw) -> Architecture:
+    base = dict(feature_set="Chess768", ft_width=64, ft_activation="pairwise", ft_clamp=127, ft_shift=7,
+                psqt_buckets=0, output_buckets=1, layers=(HiddenLayer(1, "none"),))
+    base.update(kw)
+    return Architecture(**base)
+
+
+@pytest.mark.parametrize("arch", [
+    stockfish_15_1_architecture(),
+    small_arch(),
+    small_arch(king_buckets=RANK_PAIR_BUCKETS, mirror="a-d", ft_activation="glu", output_units=400, units_per_pawn=100),
+    small_arch(ft_activation="screlu", ft_clamp=255, ft_shift=9, output_buckets=8,
+               layers=(HiddenLayer(16, "crelu"), HiddenLayer(1, "none"))),
+])
+def test_json_round_trip(arch):
+    assert Architecture.from_json(arch.to_json()) == arch
+
+
+@pytest.mark.parametrize("field,value,fragment", [
+    ("ft_activation", "swish", "ft_activation"),
+    ("feature_set", "HalfKP", "feature_set"),
+    ("ft_width", 63, "ft_width"),
+    ("mirror", "left", "mirror"),
+    ("king_buckets", (0,) * 63, "king_buckets"),
+    ("king_buckets", (0,) * 63 + (2,), "king_buckets"),
+    ("ft_shift", 6, "ft_shift"),       # 127 * 127 >> 6 = 252 fits uint8 ... but:
+    ("ft_clamp", 40000, "ft_clamp"),
+    ("output_buckets", 3, "output_buckets"),
+    ("psqt_buckets", 2, "psqt_buckets"),
+])
+def test_bad_description_names_field(field, value, fragment):
+    if field == "ft_shift":  # glu is signed: 252 exceeds int8
+        with pytest.raises(NetworkFormatError, match=fragment):
+            small_arch(ft_activation="glu", ft_shift=value)
+        return
+    with pytest.raises(NetworkFormatError, match=fragment):
+        small_arch(**{field: value})
+
+
+def test_bad_layers_name_field():
+    with pytest.raises(NetworkFormatError, match=r"layers\[0\].activation"):
+        small_arch(layers=(HiddenLayer(8, "gelu"), HiddenLayer(1, "none")))
+    with pytest.raises(NetworkFormatError, match=r"layers\[-1\].outputs"):
+        small_arch(layers=(HiddenLayer(8, "crelu"), HiddenLayer(2, "none")))
+    with pytest.raises(NetworkFormatError, match="unknown field"):
+        Architecture.from_dict({**dataclasses.asdict(small_arch()), "colour": 1})
+    with pytest.raises(NetworkFormatError, match="invalid JSON"):
+        Architecture.from_json("{")
+
+
+def test_halfkav2_hm_rejects_custom_buckets():
+    with pytest.raises(NetworkFormatError, match="king_buckets"):
+        dataclasses.replace(stockfish_15_1_architecture(), king_buckets=RANK_PAIR_BUCKETS)
+
+
+def test_ft_output_width():
+    for name, act in FT_ACTIVATIONS.items():
+        shift = {1: 0, 2: 7, 4: 21}[act.degree]
+        arch = small_arch(ft_activation=name, ft_shift=shift)
+        assert arch.ft_output_width == (64 if act.paired else 128)
+
+
+def test_chess768_indices_follow_bullet_layout():
+    # bullet Chess768: 384 * (piece colour != perspective) + 64 * piece type + (square, flipped for Black).
+    fs = feature_set("Chess768")
+    board = chess.Board("4k3/8/8/8/8/8/3P4/4K3 w - - 0 1")
+    white, black = fs.active(board)
+    d2, e1, e8 = chess.D2, chess.E1, chess.E8
+    assert white == sorted([0 * 64 + d2, 5 * 64 + e1, 384 + 5 * 64 + e8])
+    assert black == sorted([384 + 0 * 64 + (d2 ^ 56), 384 + 5 * 64 + (e1 ^ 56), 5 * 64 + (e8 ^ 56)])
+
+
+def test_mirrored_king_buckets():
+    arch = small_arch(king_buckets=RANK_PAIR_BUCKETS, mirror="a-d")
+    fs = architecture_features(arch)
+    assert fs.num_features == 4 * 768
+    # White king on g1 (file g >= e): mirrored to b1 (square 1, bucket 0); Black king on b8 stays (b8^56 = b1).
+    board = chess.Board("1k6/8/8/8/8/8/8/6K1 w - - 0 1")
+    white, black = fs.active(board)
+    assert white == sorted([5 * 64 + (chess.G1 ^ 7), 384 + 5 * 64 + (chess.B8 ^ 7)])
+    assert black == sorted([5 * 64 + (chess.B8 ^ 56), 384 + 5 * 64 + (chess.G1 ^ 56)])
+    # Kings on the 4th/5th rank use bucket 1 (oriented squares 16..31).
+    white, _ = fs.active(chess.Board("8/8/8/1k6/6K1/8/8/8 w - - 0 1"))
+    assert min(white) >= 768 and max(white) < 2 * 768

@@ -1,0 +1,83 @@
+"""Quantiser: Stockfish round trip, scheme checks and float-vs-quantised agreement."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from nnue_infer import Evaluator
+from nnue_infer.errors import QuantisationRangeError
+from nnue_infer.float_network import FloatNetwork, forward_float, network_tensors
+from nnue_infer.network import Architecture, HiddenLayer
+from nnue_infer.quantise import SCHEMES, QuantisationScheme, dequantise, quantise, quantise_with_report
+
+
+def test_stockfish_dequantise_quantise_reproduces_every_integer(network):
+    q, report = quantise_with_report(dequantise(network), SCHEMES["stockfish"])
+    assert q.architecture == network.architecture
+    assert not report.clipped
+    for (name, a), b in zip(network_tensors(network).items(), network_tensors(q).values()):
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+def test_stockfish_float_semantics_match_integers(network, corpus):
+    # The dequantised Stockfish net in float agrees with the integer evaluation up to truncations.
+    fn = dequantise(network)
+    ev = Evaluator(network)
+    floats = np.array([forward_float(fn, f) for f in [r["fen"] for r in corpus[:60]]])
+    ints = np.array([ev.evaluate(f) for f in [r["fen"] for r in corpus[:60]]])
+    assert np.corrcoef(floats, ints)[0, 1] > 0.999
+    assert np.abs(floats - ints).mean() < 0.02 * np.abs(ints).mean()
+
+
+def arch_for(activation: str, **kw) -> Architecture:
+    base = dict(feature_set="HalfKAv2_hm", ft_width=128, ft_activation=activation, ft_clamp=127, ft_shift=7,
+                psqt_buckets=8, output_buckets=8,
+                layers=(HiddenLayer(16, "sqr_crelu+crelu", activated=15), HiddenLayer(32, "crelu"), HiddenLayer(1, "none")),
+                skip_index=15)
+    if activation == "crelu":
+        base["ft_shift"] = 0
+    if activation == "pairwise_screlu":
+        base["ft_shift"] = 21
+    base.update(kw)
+    return Architecture(**base)
+
+
+@pytest.mark.parametrize("scheme", ["stockfish", "qa255-qb64"])
+def test_named_schemes(scheme):
+    fn = FloatNetwork.random(arch_for("pairwise"), seed=3)
+    q = quantise(fn, SCHEMES[scheme])
+    assert (q.architecture.ft_clamp, q.architecture.ft_shift) == {"stockfish": (127, 7), "qa255-qb64": (255, 9)}[scheme]
+    assert q.architecture.skip_numerator * 127 * 64 == q.architecture.skip_denominator * 600 * 16
+
+
+def test_activation_overflow_scheme_rejected():
+    fn = FloatNetwork.random(arch_for("glu"), seed=3)
+    with pytest.raises(QuantisationRangeError, match=r"'glu'.*exceeding the int8 input of layers\[0\] \(127\) by 381"):
+        quantise(fn, QuantisationScheme(qa=255, ft_shift=7))
+    with pytest.raises(QuantisationRangeError, match="QA=40000"):
+        quantise(fn, QuantisationScheme(qa=40000))
+
+
+def test_accumulator_overflow_rejected():
+    fn = FloatNetwork.random(arch_for("pairwise"), seed=3)
+    w = fn.ft_weights.copy()
+    w[:, 5] = 9.0  # 32 pieces * 9 * 127 = 36576 > 32767
+    bad = dataclasses.replace(fn, ft_weights=w)
+    with pytest.raises(QuantisationRangeError, match=r"feature transformer: .* column 5 exceeds int16 max 32767 by"):
+        quantise(bad)
+
+
+def test_clipped_parameters_reported():
+    fn = FloatNetwork.random(arch_for("pairwise"), seed=3)
+    w = [x.copy() for x in fn.layer_weights]
+    w[1][2, 3, 4] = 5.0   # 5 * 64 = 320 > 127
+    w[1][0, 0, 0] = -7.0
+    bad = dataclasses.replace(fn, layer_weights=tuple(w))
+    q, report = quantise_with_report(bad)
+    assert [(c.tensor, c.count, c.worst) for c in report.clipped] == [("layers.1.weights", 2, -7.0)]
+    assert q.layer_weights[1][2, 3, 4] == 127 and q.layer_weights[1][0, 0, 0] == -128
+    with pytest.raises(QuantisationRangeError, match="layers.1.weights: 2 clipped"):
+        quantise_with_report(bad, clip="error")
