@@ -24,9 +24,9 @@ ACT_SQR_CRELU_AND_CRELU = 3  #: [SqrClippedReLU(z), ClippedReLU(z)] concatenated
 
 
 #: Feature-transformer activation codes (see ``network.FT_ACTIVATIONS`` for the float definitions).
-FT_CRELU = 0  #: clamp(a, 0, QA) >> shift
-FT_SCRELU = 1  #: clamp(a, 0, QA)**2 >> shift
-FT_PAIRWISE = 2  #: clamp(a, 0, QA) * clamp(b, 0, QA) >> shift
+FT_PAIRWISE = 0  #: clamp(a, 0, QA) * clamp(b, 0, QA) >> shift  (Stockfish 15.1; code 0 by design)
+FT_CRELU = 1  #: clamp(a, 0, QA) >> shift
+FT_SCRELU = 2  #: clamp(a, 0, QA)**2 >> shift
 FT_PAIRWISE_SCRELU = 3  #: clamp(a, 0, QA)**2 * clamp(b, 0, QA)**2 >> shift  (int64 product)
 FT_GLU = 4  #: clamp(a, 0, QA) * clamp(b, -QA, QA) >> shift  (signed)
 FT_BILINEAR = 5  #: clamp(a, -QA, QA) * clamp(b, -QA, QA) >> shift  (signed)

@@ -10,6 +10,7 @@ import pytest
 
 from nnue_infer.features import feature_set
 from nnue_infer.kernels import forward as K
+from nnue_infer.kernels.activation import FT_PAIRWISE
 
 
 @pytest.fixture(scope="session")
@@ -32,6 +33,7 @@ def params(network, halfka) -> np.ndarray:
     p[K.P_NUM_SLOTS] = 11
     p[K.P_MIRROR] = 1
     p[K.P_BUCKET_DIVISOR] = 4
+    p[K.P_FT_ACTIVATION] = FT_PAIRWISE
     assert arch.skip_index == 15 and arch.output_buckets == 8
     return p
 
@@ -50,5 +52,5 @@ def make_buffers(l1: int = 1024, psqt: int = 8) -> SimpleNamespace:
         counts=np.empty(2, np.int64),
         acc=np.empty((2, l1), np.int16),
         psqt=np.empty((2, psqt), np.int32),
-        ft_out=np.empty(l1, np.uint8),
+        ft_out=np.empty(l1, np.int16),
     )

@@ -38,8 +38,8 @@ def edge_pairs_accumulator(l1: int) -> np.ndarray:
 @pytest.mark.parametrize("stm", [0, 1])
 def test_pairwise_edges(stm):
     acc = edge_pairs_accumulator(1024)
-    out = np.empty(1024, np.uint8)
-    pairwise_clamp_mul(acc, stm, 127, 7, out)
+    out = np.empty(1024, np.int16)
+    pairwise_clamp_mul(acc, stm, 0, 0, 127, 7, out)
     np.testing.assert_array_equal(out, R.pairwise(acc[stm], acc[1 - stm]))
     assert out.max() == 126  # (127 * 127) >> 7: the output never reaches 127
     # spot checks by hand: clamp to [0, 127] before multiplying, floor shift
@@ -52,19 +52,19 @@ def test_pairwise_edges(stm):
 
 def test_pairwise_random_full_int16_range():
     rng = np.random.default_rng(3)
-    out = np.empty(1024, np.uint8)
+    out = np.empty(1024, np.int16)
     for _ in range(20):
         acc = rng.integers(-32768, 32768, size=(2, 1024), dtype=np.int16)
         for stm in (0, 1):
-            pairwise_clamp_mul(acc, stm, 127, 7, out)
+            pairwise_clamp_mul(acc, stm, 0, 0, 127, 7, out)
             np.testing.assert_array_equal(out, R.pairwise(acc[stm], acc[1 - stm]))
 
 
 def test_pairwise_other_clamp_and_shift():
     """The kernel takes QA and the shift as parameters (e.g. QA = 255, >> 9 stays within uint8)."""
     acc = edge_pairs_accumulator(1024)
-    out = np.empty(1024, np.uint8)
-    pairwise_clamp_mul(acc, 0, 255, 9, out)
+    out = np.empty(1024, np.int16)
+    pairwise_clamp_mul(acc, 0, 0, 0, 255, 9, out)
     a = np.clip(acc.astype(np.int64), 0, 255)
     want = np.concatenate([(a[p, :512] * a[p, 512:]) >> 9 for p in (0, 1)])
     np.testing.assert_array_equal(out, want)

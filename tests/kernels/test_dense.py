@@ -61,7 +61,7 @@ def test_affine_sparse_input_random(rng):
     for n_in, n_out in ((1024, 16), (64, 32)):
         w = rng.integers(-128, 128, size=2 * n_in * n_out, dtype=np.int8)
         b = rng.integers(-(2**20), 2**20, size=2 * n_out, dtype=np.int32)
-        x = rng.integers(0, 127, size=n_in, dtype=np.uint8)
+        x = rng.integers(0, 127, size=n_in, dtype=np.int16)  # the feature transformer's int16 output buffer
         x[rng.random(n_in) < 0.8] = 0
         z = np.empty(n_out, np.int32)
         for k in range(2):
@@ -82,7 +82,7 @@ def test_affine_extremes_wrap_int32():
     want = [R.wrap32(int(b[i]) + int(w[i * n_in : (i + 1) * n_in].astype(np.int64).sum()) * 255) for i in range(n_out)]
     np.testing.assert_array_equal(z, want)
     wt = np.ascontiguousarray(w.reshape(n_out, n_in).T).reshape(-1)
-    affine_sparse_input(x, n_in, wt, 0, b, 0, n_out, z)
+    affine_sparse_input(x.astype(np.int16), n_in, wt, 0, b, 0, n_out, z)
     np.testing.assert_array_equal(z, want)
 
 
@@ -99,7 +99,7 @@ def test_layer_stack_matches_reference_on_real_inputs(network, layout, sample_bo
     weights, biases, layers = layout
     for board in sample_boards[::3]:
         e = R.evaluate(network, board)
-        x = e.transformed.astype(np.uint8)
+        x = e.transformed.astype(np.int16)
         for k in range(8):
             got = propagate_layer_stack(x, k, weights, biases, layers, 6, *SKIP)
             assert got == e.positional[k], (board.fen(), k)
@@ -109,7 +109,7 @@ def test_layer_stack_random_dense_inputs(network, layout, rng):
     """Dense random inputs reach large |z| (SqrClippedReLU saturation, big skip terms)."""
     weights, biases, layers = layout
     for _ in range(40):
-        x = rng.integers(0, 127, size=1024, dtype=np.uint8)
+        x = rng.integers(0, 127, size=1024, dtype=np.int16)
         x[rng.random(1024) < rng.random()] = 0
         k = int(rng.integers(8))
         st = R.layer_stack(network, k, x)
@@ -122,7 +122,7 @@ def test_layer_stack_skip_wraps(network, layout):
     for k in range(1, 8):  # bucket 0's neuron-15 weights are too small to overflow (|z15| <= 42,670)
         w15 = network.layer_weights[0][k, 15].astype(np.int64)
         for sign in (1, -1):
-            x = np.where(sign * w15 > 0, 126, 0).astype(np.uint8)
+            x = np.where(sign * w15 > 0, 126, 0).astype(np.int16)
             st = R.layer_stack(network, k, x)
             z15 = int(st.z[15])
             assert abs(z15) > 223_696, z15
@@ -133,6 +133,6 @@ def test_layer_stack_skip_wraps(network, layout):
 
 def test_layer_stack_without_skip(network, layout):
     weights, biases, layers = layout
-    x = R.evaluate(network, chess.Board()).transformed.astype(np.uint8)
+    x = R.evaluate(network, chess.Board()).transformed.astype(np.int16)
     st = R.layer_stack(network, 7, x)
     assert propagate_layer_stack(x, 7, weights, biases, layers, 6, -1, 9600, 8128) == st.o

@@ -18,7 +18,7 @@ PERFT3 = chess.Board("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1")
 
 def kernel_features(board, halfka):
     buf = make_buffers()
-    active_features(board_bitboards(board, buf.bb), halfka.slot_table, halfka.king_buckets, True, 11,
+    active_features(board_bitboards(board, buf.bb), halfka.slot_table, halfka.king_buckets, halfka.mirror, 11,
                     buf.feats, buf.counts)
     return [sorted(buf.feats[p, : buf.counts[p]].tolist()) for p in range(2)]
 
@@ -82,8 +82,9 @@ def test_scalar_feature_kernels(halfka):
     assert king_square(bb, 0) == chess.A5 and king_square(bb, 1) == chess.H4
     for ksq in range(64):
         for p, color in ((0, chess.WHITE), (1, chess.BLACK)):
-            assert orientation(ksq, p, True) == R.orientation_mask(ksq, color)
-    assert orientation(chess.A1, 1, False) == 56  # no mirroring: rank flip only
+            assert orientation(ksq, p, 1) == R.orientation_mask(ksq, color)
+    assert orientation(chess.A1, 1, 0) == 56  # no mirroring: rank flip only
+    assert orientation(chess.G1, 0, 2) == 7 and orientation(chess.B1, 0, 2) == 0  # bullet: king to files a-d
     # Pg2 from White's view in perft position 3: square g2, pawn, own, mask 7, bucket 12.
     assert feature_index(chess.G2, 0, 1, 7, 12 * 704, halfka.slot_table) == 8457
     # any king (own or not) takes slot 10
