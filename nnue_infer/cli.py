@@ -1,4 +1,4 @@
-"""The ``nnue-infer`` command line: ``eval``, ``info``, ``extract``, ``datagen``.
+"""The ``nnue-infer`` command line: ``eval``, ``info``, ``extract``, ``datagen``, ``convert``, ``quantise``, ``crosscheck``.
 
 ``main(argv) -> int`` is the entry point; heavy imports happen inside the commands.
 """
@@ -174,6 +174,115 @@ def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, quiet):
     except (NnueError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(json.dumps({"output": output, **D.summary(data), "meta": json.loads(str(data["meta"]))}, indent=1))
+
+
+@cli.command()
+@click.argument("source", type=click.Path(exists=True, dir_okay=False))
+@click.argument("dest", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["stockfish", "safetensors"]),
+              help="Output format (default: from DEST's extension, .nnue or .safetensors).")
+def convert(source, dest, fmt):
+    """Convert a network between Stockfish 15.1's .nnue format and the native .safetensors format (lossless)."""
+    import hashlib
+
+    from .errors import NnueError
+    from .formats import detect_format, format_for_path, load, save
+
+    try:
+        fmt = fmt or format_for_path(dest)
+        network = load(source)
+        save(network, dest, fmt)
+    except (NnueError, ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    sha = hashlib.sha256(Path(dest).read_bytes()).hexdigest()
+    click.echo(f"{source} ({detect_format(source)}) -> {dest} ({fmt}), {Path(dest).stat().st_size} bytes, sha256 {sha}")
+
+
+@cli.command()
+@click.argument("source", type=click.Path(exists=True, dir_okay=False))
+@click.argument("dest", type=click.Path(dir_okay=False))
+@click.option("--scheme", type=click.Choice(["stockfish", "qa255-qb64"]), default="stockfish", show_default=True,
+              help="Integer scales: stockfish = QA 127 (shift 7 for pairwise), QB 64; qa255-qb64 = QA 255 (shift 9).")
+@click.option("--qa", type=int, help="Override QA.")
+@click.option("--shift", type=int, help="Override the feature-transformer shift (default: smallest keeping outputs <= 127).")
+@click.option("--strict", is_flag=True, help="Fail instead of saturating parameters that do not fit.")
+@click.option("--format", "fmt", type=click.Choice(["stockfish", "safetensors"]), help="Output format (default: from DEST).")
+def quantise(source, dest, scheme, qa, shift, strict, fmt):
+    """Quantise a float network (native .safetensors, kind float) and write it; prints what was clipped."""
+    import dataclasses
+
+    from .errors import NnueError
+    from .float_network import FloatNetwork
+    from .formats import load, save
+    from .quantise import SCHEMES, quantise_with_report
+
+    try:
+        network = load(source)
+        if not isinstance(network, FloatNetwork):
+            raise click.ClickException(f"{source} holds a quantised network; quantise needs a float one")
+        sch = SCHEMES[scheme]
+        if qa is not None:
+            sch = dataclasses.replace(sch, qa=qa)
+        if shift is not None:
+            sch = dataclasses.replace(sch, ft_shift=shift)
+        q, report = quantise_with_report(network, sch, clip="error" if strict else "saturate")
+        save(q, dest, fmt)
+    except (NnueError, ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(str(report))
+    click.echo(f"wrote {dest}")
+
+
+@cli.command()
+@click.option("--float", "float_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Float network (native .safetensors); a quantised file is dequantised.")
+@click.option("--quantised", "quant_path", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Quantised network (.nnue or .safetensors).")
+@click.option("--positions", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="Positions: JSON lines with a 'fen' field, or EPD/FEN lines.")
+@click.option("--plot", type=click.Path(dir_okay=False), default="crosscheck.png", show_default=True,
+              help="Where to write the error histogram (PNG).")
+@click.option("--worst", type=int, default=5, show_default=True, help="How many worst positions to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+def crosscheck(float_path, quant_path, positions, plot, worst, as_json):
+    """Compare a float network with its quantised version over many positions (errors in centipawns)."""
+    from .crosscheck import crosscheck as run, plot_histogram, read_positions
+    from .errors import NnueError
+    from .float_network import FloatNetwork
+    from .formats import load
+    from .quantise import dequantise
+
+    try:
+        fnet = load(float_path)
+        if not isinstance(fnet, FloatNetwork):
+            fnet = dequantise(fnet)
+        qnet = load(quant_path)
+        if isinstance(qnet, FloatNetwork):
+            raise click.ClickException(f"{quant_path} holds a float network; --quantised needs a quantised one")
+        fens = read_positions(positions)
+        result = run(fnet, qnet, fens, progress=not as_json)
+    except (NnueError, ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    s = result.summary()
+    if plot:
+        plot_histogram(result, plot)
+    if as_json:
+        click.echo(json.dumps({**s, "worst": [dict(zip(("fen", "float_cp", "quantised_cp", "error_cp"), w))
+                                              for w in result.worst(worst)], "plot": plot}))
+        return
+    click.echo(f"positions:   {s['positions']} ({s['skipped']} skipped)")
+    click.echo(f"error (quantised - float), centipawns: mean |e| {s['mae_cp']:.3f}, max |e| {s['max_abs_cp']:.3f}, "
+               f"rmse {s['rmse_cp']:.3f}, bias {s['bias_cp']:+.3f}")
+    click.echo(f"|e| percentiles: 50% {s['p50_abs_cp']:.3f}, 90% {s['p90_abs_cp']:.3f}, 99% {s['p99_abs_cp']:.3f}")
+    click.echo(f"correlation: {s['correlation']:.6f}")
+    click.echo("distribution:")
+    for lo, hi, c in result.histogram(8):
+        click.echo(f"  [{lo:+8.2f}, {hi:+8.2f})  {c:6d}  {'#' * round(50 * c / max(1, s['positions']))}")
+    click.echo("worst positions:")
+    for fen, f, q, e in result.worst(worst):
+        click.echo(f"  {e:+8.2f} cp  float {f:+9.2f}  quantised {q:+9.2f}  {fen}")
+    if plot:
+        click.echo(f"histogram:   {plot}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,43 +1,92 @@
 """Network file formats: each module reads and writes a :class:`~nnue_infer.network.Network`.
 
-:func:`load` picks the format from the file's first bytes.
+:func:`load` picks the format from the file's first bytes; :func:`save` from the path's
+extension (``.nnue``: Stockfish 15.1; ``.safetensors``: native, quantised or float).
 """
 
 from __future__ import annotations
 
 import os
 import struct
+from typing import TYPE_CHECKING
 
 from .. import constants as C
 from ..errors import NetworkFormatError
 from ..network import Network
 
+if TYPE_CHECKING:
+    from ..float_network import FloatNetwork
+
+
+#: Formats by name and the file extension that selects them in :func:`save`.
+FORMAT_EXTENSIONS = {"stockfish": ".nnue", "safetensors": ".safetensors"}
+
 
 def detect_format(path: str | os.PathLike[str]) -> str:
-    """``"stockfish"`` (``.nnue``, Stockfish 15.1) from the file's magic bytes.
+    """``"stockfish"`` (``.nnue``, Stockfish 15.1) or ``"safetensors"`` (native) from the file's magic bytes.
 
     Raises :class:`NetworkFormatError` naming the path when the format is unknown or the
     file is empty, and ``OSError`` when it cannot be read.
     """
+    from .safetensors import is_safetensors
+
     with open(path, "rb") as f:
-        head = f.read(8)
+        head = f.read(9)
     if len(head) >= 4 and struct.unpack("<I", head[:4])[0] == C.SF_FILE_VERSION:
         return "stockfish"
+    if is_safetensors(head):
+        return "safetensors"
     if not head:
         raise NetworkFormatError(f"{os.fspath(path)}: empty file, not a network")
     raise NetworkFormatError(
         f"{os.fspath(path)}: unknown network format (first bytes {head.hex(' ')}); "
-        f"expected a Stockfish 15.1 .nnue file (version 0x{C.SF_FILE_VERSION:08X})"
+        f"expected a Stockfish 15.1 .nnue file (version 0x{C.SF_FILE_VERSION:08X}) or an nnue-infer .safetensors file"
     )
 
 
-def load(path: str | os.PathLike[str]) -> Network:
+def load(path: str | os.PathLike[str]) -> Network | FloatNetwork:
     """Load a network file, choosing the reader from its magic bytes.
 
+    Returns a :class:`Network`, or a :class:`~nnue_infer.float_network.FloatNetwork` for a
+    native file holding float tensors (``kind = float``).
+
     Raises :class:`NetworkFormatError` (a ``ValueError``) for malformed files, naming the
-    section and byte offset, and ``OSError``/``FileNotFoundError`` when unreadable.
+    section and byte offset (or tensor / metadata key), and ``OSError``/``FileNotFoundError``
+    when unreadable.
     """
     fmt = detect_format(path)
+    from .safetensors import read_safetensors
     from .stockfish import read_stockfish
 
-    return {"stockfish": read_stockfish}[fmt](path)
+    return {"stockfish": read_stockfish, "safetensors": read_safetensors}[fmt](path)
+
+
+def format_for_path(path: str | os.PathLike[str]) -> str:
+    """The format a path's extension selects (``ValueError`` naming the extension if none does)."""
+    ext = os.path.splitext(os.fspath(path))[1].lower()
+    for name, e in FORMAT_EXTENSIONS.items():
+        if ext == e:
+            return name
+    raise ValueError(f"cannot tell the format from the extension {ext!r} of {os.fspath(path)}; "
+                     f"use {' or '.join(FORMAT_EXTENSIONS.values())} or give the format explicitly")
+
+
+def save(network: Network | FloatNetwork, path: str | os.PathLike[str], format: str | None = None) -> None:
+    """Write ``network`` as ``format`` (``"stockfish"`` or ``"safetensors"``; default: from the extension).
+
+    Raises ``ValueError`` for an unknown format, a float network or a non-Stockfish
+    architecture written as ``.nnue``; ``OSError`` when the file cannot be written.
+    """
+    from ..float_network import FloatNetwork
+    from .safetensors import write_safetensors
+    from .stockfish import write_stockfish
+
+    fmt = format or format_for_path(path)
+    if fmt not in FORMAT_EXTENSIONS:
+        raise ValueError(f"unknown format {fmt!r}; known: {sorted(FORMAT_EXTENSIONS)}")
+    if fmt == "stockfish":
+        if isinstance(network, FloatNetwork):
+            raise ValueError("a float network cannot be written as .nnue: quantise it first")
+        write_stockfish(network, path)
+    else:
+        write_safetensors(network, path)

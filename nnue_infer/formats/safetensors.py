@@ -1,0 +1,131 @@
+"""nnue-infer's native format: a safetensors file with the architecture as JSON metadata.
+
+Layout: a standard safetensors file (8-byte little-endian header length, JSON header, raw
+little-endian tensor data) holding every tensor under its canonical name
+(:func:`nnue_infer.float_network.network_tensors`: ``ft.biases``, ``ft.weights``,
+``ft.psqt_weights``, ``layers.{i}.weights``, ``layers.{i}.biases``) in the logical layout of
+:class:`~nnue_infer.network.Network` (quantised: int16/int32/int8) or
+:class:`~nnue_infer.float_network.FloatNetwork` (float32).  String metadata:
+
+* ``format``: ``"nnue-infer"``
+* ``format_version``: ``"1"`` (:data:`FORMAT_VERSION`)
+* ``kind``: ``"quantised"`` or ``"float"``
+* ``architecture``: :meth:`Architecture.to_json <nnue_infer.network.Architecture.to_json>`
+* ``description``: free text (Stockfish's description string for converted ``.nnue`` files)
+
+Source: the safetensors format, https://github.com/huggingface/safetensors (``safetensors.numpy``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+
+import numpy as np
+
+from ..errors import NetworkFormatError
+from ..float_network import FloatNetwork, _from_tensors, network_tensors
+from ..network import Architecture, Network
+
+#: Value of the ``format`` metadata key.
+FORMAT_NAME = "nnue-infer"
+#: Version of this layout, stored as ``format_version``; readers refuse other versions.
+FORMAT_VERSION = 1
+#: Largest JSON header accepted when sniffing a file (safetensors itself caps it at 100 MB).
+_MAX_HEADER = 100_000_000
+
+
+def is_safetensors(head: bytes) -> bool:
+    """Whether the first bytes of a file look like safetensors: a plausible u64 header length then ``{``."""
+    if len(head) < 9:
+        return False
+    (n,) = struct.unpack("<Q", head[:8])
+    return 2 <= n <= _MAX_HEADER and head[8:9] == b"{"
+
+
+def write_safetensors(network: Network | FloatNetwork, path: str | os.PathLike[str]) -> None:
+    """Write a quantised or float network in the native format (see the module docstring).
+
+    Raises ``OSError`` when ``path`` cannot be written.
+    """
+    from safetensors.numpy import save_file
+
+    kind = "float" if isinstance(network, FloatNetwork) else "quantised"
+    tensors = {name: np.ascontiguousarray(arr) for name, arr in network_tensors(network).items()}
+    metadata = {
+        "format": FORMAT_NAME,
+        "format_version": str(FORMAT_VERSION),
+        "kind": kind,
+        "architecture": network.architecture.to_json(),
+        "description": network.description,
+    }
+    save_file(tensors, os.fspath(path), metadata=metadata)
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The string metadata of a safetensors file (``NetworkFormatError`` if the header is unreadable)."""
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise NetworkFormatError(f"{path}: truncated safetensors header length (offset 0)")
+        (n,) = struct.unpack("<Q", head)
+        if n > _MAX_HEADER:
+            raise NetworkFormatError(f"{path}: safetensors header length {n} at offset 0 is implausible")
+        raw = f.read(n)
+    if len(raw) != n:
+        raise NetworkFormatError(f"{path}: safetensors header truncated: needs {n} bytes at offset 8, {len(raw)} left")
+    try:
+        header = json.loads(raw)
+    except ValueError as exc:
+        raise NetworkFormatError(f"{path}: safetensors header at offset 8 is not JSON: {exc}") from exc
+    meta = header.get("__metadata__") if isinstance(header, dict) else None
+    return dict(meta) if isinstance(meta, dict) else {}
+
+
+def read_safetensors(path: str | os.PathLike[str]) -> Network | FloatNetwork:
+    """Read a native network file: a :class:`Network` (``kind = quantised``) or a :class:`FloatNetwork`.
+
+    Raises
+    ------
+    NetworkFormatError
+        Not an nnue-infer safetensors file, unknown ``format_version``, missing or malformed
+        metadata (the message names the key), missing or unexpected tensors, or a tensor whose
+        dtype or shape does not match the architecture (the message names the tensor).
+    OSError
+        The file cannot be read.
+    """
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    path = os.fspath(path)
+    meta = read_metadata(path)
+    if meta.get("format") != FORMAT_NAME:
+        raise NetworkFormatError(f"{path}: metadata 'format' is {meta.get('format')!r}, expected {FORMAT_NAME!r} "
+                                 "(a safetensors file not written by nnue-infer)")
+    if meta.get("format_version") != str(FORMAT_VERSION):
+        raise NetworkFormatError(f"{path}: metadata 'format_version' is {meta.get('format_version')!r}, this reader "
+                                 f"supports {FORMAT_VERSION}")
+    kind = meta.get("kind")
+    if kind not in ("quantised", "float"):
+        raise NetworkFormatError(f"{path}: metadata 'kind' is {kind!r}, expected 'quantised' or 'float'")
+    if "architecture" not in meta:
+        raise NetworkFormatError(f"{path}: metadata 'architecture' is missing")
+    try:
+        arch = Architecture.from_json(meta["architecture"])
+    except NetworkFormatError as exc:
+        raise NetworkFormatError(f"{path}: metadata 'architecture': {exc}") from exc
+    try:
+        tensors = load_file(path)
+    except (SafetensorError, OSError, ValueError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise NetworkFormatError(f"{path}: unreadable safetensors data: {exc}") from exc
+    try:
+        fields = _from_tensors(arch, tensors)
+        cls = FloatNetwork if kind == "float" else Network
+        return cls(architecture=arch, description=meta.get("description", ""), **fields)
+    except NetworkFormatError as exc:
+        raise NetworkFormatError(f"{path}: {exc} (architecture from the metadata: {arch.feature_set}, "
+                                 f"ft_width {arch.ft_width}, {len(arch.layers)} dense layers)") from exc

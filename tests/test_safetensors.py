@@ -1,0 +1,147 @@
+"""Native safetensors format, format detection and ``nnue-infer convert``: lossless round trips and bad files."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import struct
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+import nnue_infer
+from nnue_infer.cli import main
+from nnue_infer.errors import NetworkFormatError
+from nnue_infer.float_network import FloatNetwork, forward_float, network_tensors
+from nnue_infer.formats import detect_format, load, save
+from nnue_infer.formats.safetensors import FORMAT_VERSION, read_metadata
+from nnue_infer.network import Architecture, HiddenLayer
+from nnue_infer.quantise import quantise
+
+SMALL = Architecture(feature_set="Chess768", ft_width=64, ft_activation="glu", ft_clamp=127, ft_shift=7,
+                     psqt_buckets=4, output_buckets=4, layers=(HiddenLayer(8, "crelu"), HiddenLayer(1, "none")),
+                     king_buckets=tuple(sq // 32 for sq in range(64)), mirror="a-d", output_units=400, units_per_pawn=100)
+
+
+def test_stockfish_native_stockfish_byte_identical(network_path, tmp_path, capsys):
+    native, back = tmp_path / "sf.safetensors", tmp_path / "sf.nnue"
+    assert main(["convert", str(network_path), str(native)]) == 0
+    assert detect_format(native) == "safetensors"
+    assert main(["convert", str(native), str(back)]) == 0
+    assert hashlib.sha256(back.read_bytes()).hexdigest() == nnue_infer.constants.SF15_1_NET_SHA256
+    out = capsys.readouterr().out
+    assert "(stockfish) ->" in out and "(safetensors) ->" in out
+    meta = read_metadata(native)
+    assert meta["format"] == "nnue-infer" and meta["format_version"] == str(FORMAT_VERSION) and meta["kind"] == "quantised"
+    assert Architecture.from_json(meta["architecture"]) == nnue_infer.stockfish_15_1_architecture()
+
+
+def test_explicit_format_overrides_extension(network, tmp_path):
+    path = tmp_path / "net.bin"
+    assert main(["convert", "--format", "safetensors", str(tmp_path / "missing.nnue"), str(path)]) != 0
+    save(network, tmp_path / "a.nnue")
+    assert main(["convert", "--format", "safetensors", str(tmp_path / "a.nnue"), str(path)]) == 0
+    assert detect_format(path) == "safetensors"
+    assert main(["convert", str(tmp_path / "a.nnue"), str(tmp_path / "x.bin")]) == 1  # no format from '.bin'
+
+
+def test_native_evaluations_identical(network, tmp_path, corpus):
+    save(network, tmp_path / "n.safetensors")
+    loaded = load(tmp_path / "n.safetensors")
+    a, b = nnue_infer.Evaluator(network), nnue_infer.Evaluator(loaded)
+    for r in corpus[::40]:
+        assert a.evaluate(r["fen"]) == b.evaluate(r["fen"]) == r["raw"]["value"]
+
+
+def test_float_and_quantised_round_trip(tmp_path, corpus):
+    fn = FloatNetwork.random(SMALL, seed=5)
+    save(fn, tmp_path / "f.safetensors")
+    back = load(tmp_path / "f.safetensors")
+    assert isinstance(back, FloatNetwork) and back.architecture == SMALL and back.description == fn.description
+    for (name, x), y in zip(fn.tensors().items(), back.tensors().values()):
+        assert y.dtype == np.float32 and np.array_equal(x, y), name
+    fen = corpus[7]["fen"]
+    assert forward_float(back, fen) == forward_float(fn, fen)
+    q = quantise(fn)
+    save(q, tmp_path / "q.safetensors")
+    q2 = load(tmp_path / "q.safetensors")
+    assert isinstance(q2, nnue_infer.Network)
+    assert nnue_infer.Evaluator(q2).evaluate(fen) == nnue_infer.Evaluator(q).evaluate(fen)
+    with pytest.raises(ValueError, match="float network cannot be written as .nnue"):
+        save(fn, tmp_path / "f.nnue")
+    with pytest.raises(ValueError, match="only Stockfish 15.1's architecture"):
+        save(q, tmp_path / "q.nnue")
+
+
+def _write(path, tensors, **meta):
+    base = {"format": "nnue-infer", "format_version": "1", "kind": "quantised", "architecture": SMALL.to_json(),
+            "description": ""}
+    base.update(meta)
+    save_file(tensors, str(path), metadata={k: v for k, v in base.items() if v is not None})
+
+
+@pytest.fixture()
+def q_tensors():
+    return {k: np.ascontiguousarray(v) for k, v in network_tensors(quantise(FloatNetwork.random(SMALL, seed=1))).items()}
+
+
+def test_bad_files_name_the_field(tmp_path, q_tensors):
+    p = tmp_path / "bad.safetensors"
+    _write(p, q_tensors)
+    assert isinstance(load(p), nnue_infer.Network)  # the baseline is valid
+
+    t = dict(q_tensors)
+    t["layers.0.weights"] = t["layers.0.weights"].astype(np.int16)
+    _write(p, t)
+    with pytest.raises(NetworkFormatError, match=r"'layers\[0\].weights': dtype int16, expected int8"):
+        load(p)
+
+    t = dict(q_tensors)
+    del t["ft.psqt_weights"]
+    _write(p, t)
+    with pytest.raises(NetworkFormatError, match=r"missing tensor\(s\) \['ft.psqt_weights'\]"):
+        load(p)
+
+    t = dict(q_tensors, extra=np.zeros(3, np.int8))
+    _write(p, t)
+    with pytest.raises(NetworkFormatError, match=r"unexpected tensor\(s\) \['extra'\]"):
+        load(p)
+
+    # metadata not matching the tensors: an architecture with a wider feature transformer
+    _write(p, q_tensors, architecture=dataclasses.replace(SMALL, ft_width=128).to_json())
+    with pytest.raises(NetworkFormatError, match=r"'ft_biases': shape \(64,\), expected \(128,\)"):
+        load(p)
+
+    _write(p, q_tensors, kind="float")
+    with pytest.raises(NetworkFormatError, match="'ft_biases': dtype int16, expected float32"):
+        load(p)
+
+    bad_arch = json.loads(SMALL.to_json())
+    bad_arch["ft_activation"] = "swish"
+    _write(p, q_tensors, architecture=json.dumps(bad_arch))
+    with pytest.raises(NetworkFormatError, match="metadata 'architecture'.*'ft_activation'.*swish"):
+        load(p)
+
+    for key, value, msg in (("format_version", "2", "format_version"), ("format", None, "'format'"),
+                            ("architecture", None, "'architecture' is missing"), ("kind", "int4", "'kind'")):
+        _write(p, q_tensors, **{key: value})
+        with pytest.raises(NetworkFormatError, match=msg):
+            load(p)
+
+
+def test_corrupt_safetensors(tmp_path, q_tensors):
+    p = tmp_path / "c.safetensors"
+    _write(p, q_tensors)
+    data = p.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    p.write_bytes(data[: 8 + n + 10])  # tensor data cut off
+    with pytest.raises(NetworkFormatError, match="unreadable safetensors data"):
+        load(p)
+    p.write_bytes(data[:8] + b"{" + b"x" * (n - 1) + data[8 + n:])
+    with pytest.raises(NetworkFormatError, match="not JSON"):
+        load(p)
+    p.write_bytes(b"\x00" * 16)
+    with pytest.raises(NetworkFormatError, match="unknown network format"):
+        load(p)
