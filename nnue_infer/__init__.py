@@ -8,8 +8,8 @@ Quick start::
 See :class:`Evaluator` for traces and centipawns, :func:`load` for network files.
 """
 
-from .errors import NetworkFormatError, NetworkNotFoundError, NnueError, PositionError, QuantisationRangeError
-from .evaluator import Evaluator, evaluate
+from .errors import FenError, NetworkFormatError, NetworkNotFoundError, NnueError, PositionError, QuantisationRangeError
+from .evaluator import Evaluator, evaluate, evaluate_batch
 from .formats import load
 from .formats.stockfish import extract_network, read_stockfish, write_stockfish
 from .network import Architecture, HiddenLayer, Network, stockfish_15_1_architecture
@@ -21,6 +21,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Architecture",
     "Evaluator",
+    "FenError",
     "HiddenLayer",
     "Network",
     "NetworkFormatError",
@@ -31,6 +32,7 @@ __all__ = [
     "Trace",
     "default_network",
     "evaluate",
+    "evaluate_batch",
     "extract_network",
     "load",
     "read_stockfish",

@@ -27,3 +27,10 @@ class PositionError(NnueError, ValueError):
 
 class QuantisationRangeError(NnueError, ValueError):
     """Quantised parameters or activations would overflow their integer type."""
+
+
+class FenError(NnueError, ValueError):
+    """A FEN string is malformed (placement, side to move, castling, en passant or counters).
+
+    For a batch, the message names the row index, the field and the character offset.
+    """

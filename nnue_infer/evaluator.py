@@ -9,12 +9,15 @@ accumulators (int16 ``[2, L1]`` + int32 PSQT ``[2, P]``) -> pairwise multiplicat
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 import chess
 import numpy as np
 
+from .batch import PARALLEL_LOCK, as_sequence, n_chunks, raise_position_error, to_bitboards
 from .features import MAX_PIECES, architecture_features, board_bitboards
 from .kernels import forward as K
+from .kernels.batch import evaluate_batch as _evaluate_batch_kernel
 from .network import Network
 from .trace import Trace, to_centipawns
 
@@ -112,6 +115,48 @@ class Evaluator:
                                         self._weights, self._biases, self._layers,
                                         self._feats, self._counts, self._acc, self._psqt, self._ft_out))
 
+    def evaluate_batch(self, positions: Iterable[chess.Board | str]) -> np.ndarray:
+        """Evaluate many positions on all cores; the same numbers as :meth:`evaluate`, row by row.
+
+        Parameters
+        ----------
+        positions : sequence of chess.Board, or sequence of str
+            All boards or all FEN strings.  FENs are parsed and checked in compiled code
+            (placement and side to move are used; castling, en passant and the counters are
+            only checked, as they do not change the NNUE value).
+
+        Returns
+        -------
+        numpy.ndarray
+            int32[n]: internal units, each from its **side to move's** point of view.
+
+        Raises
+        ------
+        FenError
+            A malformed FEN; the message names the row index, the problem and its offset.
+        PositionError
+            A position the network cannot represent; the message names the row index.
+        TypeError
+            Rows of mixed or unsupported types (the message names the row).
+
+        Notes
+        -----
+        Work is spread over Numba's threads (``numba.set_num_threads`` limits them); each
+        thread has its own scratch buffers, so calls from several threads are safe.
+        """
+        positions = as_sequence(positions)
+        bitboards, stm = to_bitboards(positions)
+        n = len(positions)
+        values = np.empty(n, np.int32)
+        codes = np.empty(n, np.int32)
+        net = self.network
+        with PARALLEL_LOCK:
+            _evaluate_batch_kernel(bitboards, stm, self._slot_table, self._king_buckets, self._params,
+                                   net.ft_weights, net.ft_biases, net.psqt_weights, self._weights, self._biases,
+                                   self._layers, MAX_PIECES, self._ft_out.shape[0], n_chunks(), values, codes)
+        raise_position_error(positions, codes)
+        return values
+
     def evaluate_cp(self, board: chess.Board | str, white_pov: bool = False) -> int:
         """:meth:`evaluate` in centipawns, ``tdiv(100 * value, 361)`` (Stockfish 15.1's conversion).
 
@@ -155,12 +200,8 @@ class Evaluator:
 _local = threading.local()
 
 
-def evaluate(board: chess.Board | str, network: Network | None = None) -> int:
-    """Evaluate ``board`` with ``network`` (default: :func:`nnue_infer.resources.default_network`).
-
-    Internal units from the side to move's point of view, as :meth:`Evaluator.evaluate`.
-    Thread-safe: each thread gets its own cached :class:`Evaluator` per network.
-    """
+def _thread_evaluator(network: Network | None) -> Evaluator:
+    """This thread's cached :class:`Evaluator` for ``network`` (default: the default network)."""
     from .resources import default_network
 
     net = network if network is not None else default_network()
@@ -170,4 +211,22 @@ def evaluate(board: chess.Board | str, network: Network | None = None) -> int:
     ev = cache.get(id(net))
     if ev is None or ev.network is not net:
         ev = cache[id(net)] = Evaluator(net)
-    return ev.evaluate(board)
+    return ev
+
+
+def evaluate(board: chess.Board | str, network: Network | None = None) -> int:
+    """Evaluate ``board`` with ``network`` (default: :func:`nnue_infer.resources.default_network`).
+
+    Internal units from the side to move's point of view, as :meth:`Evaluator.evaluate`.
+    Thread-safe: each thread gets its own cached :class:`Evaluator` per network.
+    """
+    return _thread_evaluator(network).evaluate(board)
+
+
+def evaluate_batch(positions: Iterable[chess.Board | str], network: Network | None = None) -> np.ndarray:
+    """Evaluate many boards or FEN strings with ``network`` (default: the default network), on all cores.
+
+    Returns int32[n] in internal units, each from its side to move's point of view, exactly
+    as :func:`evaluate` row by row.  Raises as :meth:`Evaluator.evaluate_batch`.  Thread-safe.
+    """
+    return _thread_evaluator(network).evaluate_batch(positions)

@@ -1,0 +1,183 @@
+"""Batches of positions as arrays: FEN strings or python-chess boards -> bitboards.
+
+FEN strings are joined and encoded once and parsed by a compiled kernel
+(:mod:`nnue_infer.kernels.fen`); boards are read through their bitboards, one tuple
+per board.  Either way the result is int64 ``[n, 8]`` bitboards plus the side to move,
+ready for :func:`nnue_infer.kernels.batch.evaluate_batch`.  Errors name the row.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+
+import chess
+import numba
+import numpy as np
+
+from .errors import FenError, PositionError
+from .features import check_position
+from .kernels import batch as KB
+from .kernels import fen as KF
+
+#: Held around every parallel kernel call: Numba's fallback "workqueue" threading layer
+#: aborts the process when two threads launch parallel kernels at once.
+PARALLEL_LOCK = threading.Lock()
+#: Chunks of rows per thread in the batch kernels: a few, so uneven rows still balance.
+CHUNKS_PER_THREAD = 4
+
+
+def n_chunks() -> int:
+    """Number of row chunks for the batch kernels with Numba's current thread count."""
+    return CHUNKS_PER_THREAD * numba.get_num_threads()
+
+
+_FEN_PROBLEMS = {
+    KF.FEN_EMPTY: "empty FEN",
+    KF.FEN_BAD_CHARACTER: "invalid character {char!r} in the placement field",
+    KF.FEN_TWO_DIGITS: "two digits in a row in the placement field",
+    KF.FEN_BAD_TILDE: "'~' not after a piece in the placement field",
+    KF.FEN_RANK_LENGTH: "rank {rank} of the placement field does not have 8 squares",
+    KF.FEN_RANK_COUNT: "the placement field does not have 8 ranks",
+    KF.FEN_SIDE_TO_MOVE: "side to move must be 'w' or 'b', found {field!r}",
+    KF.FEN_CASTLING: "invalid castling field {field!r}",
+    KF.FEN_EN_PASSANT: "invalid en passant field {field!r}",
+    KF.FEN_HALFMOVE: "half-move clock must be a non-negative integer, found {field!r}",
+    KF.FEN_FULLMOVE: "full-move number must be a non-negative integer, found {field!r}",
+    KF.FEN_EXTRA_FIELDS: "more than 6 fields, found {field!r}",
+}
+
+_POSITION_PROBLEMS = {
+    KB.POS_WHITE_KINGS: "White must have exactly one king",
+    KB.POS_BLACK_KINGS: "Black must have exactly one king",
+    KB.POS_TOO_MANY_PIECES: "more than 32 pieces on the board",
+    KB.POS_BACK_RANK_PAWN: "pawn on the first or last rank",
+    KB.POS_INCONSISTENT: "bitboards contradict each other (a square with two pieces or colours)",
+}
+
+
+def as_sequence(positions: Iterable[chess.Board | str]) -> Sequence[chess.Board | str]:
+    """``positions`` as a list or tuple (iterators and generators are consumed once)."""
+    return positions if isinstance(positions, (list, tuple)) else list(positions)
+
+
+def _first_not(positions: Sequence[object], kind: type) -> int:
+    return next(i for i, p in enumerate(positions) if not isinstance(p, kind))
+
+
+def fen_buffer(fens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The FENs' UTF-8 bytes joined by newlines, and where each row starts.
+
+    Returns
+    -------
+    buf : uint8[total]
+        ``"\\n".join(fens) + "\\n"``, encoded (one copy, no per-row Python work for ASCII input).
+    offsets : int64[n + 1]
+        Row ``i`` is ``buf[offsets[i]:offsets[i + 1]]``, its trailing newline included.
+
+    Raises
+    ------
+    TypeError
+        An element is not a ``str`` (the message names its row).
+    """
+    n = len(fens)
+    try:
+        text = "\n".join(fens)
+    except TypeError:
+        i = _first_not(fens, str)
+        raise TypeError(f"row {i}: expected a FEN string like the rows before, got {type(fens[i]).__name__}") from None
+    buf = np.frombuffer(bytearray(text + "\n", "utf-8"), np.uint8)
+    lengths = np.fromiter(map(len, fens), np.int64, n)
+    if int(lengths.sum()) + n != buf.size:  # non-ASCII characters: count bytes, not characters
+        lengths = np.fromiter((len(f.encode()) for f in fens), np.int64, n)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths + 1, out=offsets[1:])
+    return buf, offsets
+
+
+def parse_fens(fens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Bitboards and side to move of FEN strings, parsed and checked in compiled code.
+
+    Returns
+    -------
+    bitboards : int64[n, 8]
+        Pawns, knights, bishops, rooks, queens, kings, white, black (a1 = bit 0).
+    stm : uint8[n]
+        Side to move, 0 White, 1 Black (White when the field is absent, as python-chess).
+
+    Raises
+    ------
+    FenError
+        The first malformed row: ``"row 7: invalid character 'x' in the placement field
+        at character 12 of 'rnbqkbnr/...'"``.
+    TypeError
+        An element is not a ``str``.
+    """
+    buf, offsets = fen_buffer(fens)
+    n = len(fens)
+    bitboards = np.empty((n, 8), np.int64)
+    stm = np.empty(n, np.uint8)
+    codes = np.empty(n, np.int32)
+    where = np.empty(n, np.int64)
+    with PARALLEL_LOCK:
+        KF.parse_fens(buf, offsets, bitboards, stm, codes, where)
+    bad = np.flatnonzero(codes)
+    if bad.size:
+        i = int(bad[0])
+        raise FenError(f"row {i}: {fen_problem(fens[i], int(codes[i]), int(where[i]))}")
+    return bitboards, stm
+
+
+def fen_problem(fen: str, code: int, offset: int) -> str:
+    """Human-readable description of :func:`nnue_infer.kernels.fen.parse_fen`'s ``code`` at ``offset``.
+
+    Everything before a problem is ASCII, so the byte ``offset`` is also a character offset.
+    """
+    rest = fen[offset:]
+    details = {
+        "char": rest[:1] or "end of field",
+        "rank": 8 - fen[:offset].count("/"),
+        "field": (rest.split() or [""])[0],
+    }
+    return f"{_FEN_PROBLEMS[code].format(**details)} at character {offset} of {fen!r}"
+
+
+def board_bitboards_batch(boards: Sequence[chess.Board]) -> tuple[np.ndarray, np.ndarray]:
+    """Bitboards and side to move of python-chess boards (not validated: the kernel checks them).
+
+    Returns int64[n, 8] bitboards (as :func:`nnue_infer.features.board_bitboards`) and
+    uint8[n] side to move (0 White, 1 Black).  Raises ``TypeError`` naming the first row
+    that is not a ``chess.Board``.
+    """
+    try:
+        rows = [(b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings, b.occupied_co[1], b.occupied_co[0],
+                 b.turn) for b in boards]
+    except AttributeError:
+        i = _first_not(boards, chess.Board)
+        raise TypeError(f"row {i}: expected a chess.Board like the rows before, got {type(boards[i]).__name__}") from None
+    table = np.array(rows, np.uint64).reshape(len(boards), 9)
+    bitboards = np.ascontiguousarray(table[:, :8]).view(np.int64)
+    stm = (table[:, 8] == 0).astype(np.uint8)
+    return bitboards, stm
+
+
+def to_bitboards(positions: Sequence[chess.Board | str]) -> tuple[np.ndarray, np.ndarray]:
+    """Bitboards and side to move of FEN strings (all rows) or boards (all rows)."""
+    if len(positions) and isinstance(positions[0], str):
+        return parse_fens(positions)  # type: ignore[arg-type]
+    return board_bitboards_batch(positions)  # type: ignore[arg-type]
+
+
+def raise_position_error(positions: Sequence[chess.Board | str], codes: np.ndarray) -> None:
+    """Raise :class:`PositionError` for the first row whose kernel ``codes`` entry is not ``POS_OK``."""
+    bad = np.flatnonzero(codes)
+    if not bad.size:
+        return
+    i = int(bad[0])
+    position = positions[i]
+    board = chess.Board(position) if isinstance(position, str) else position
+    try:
+        check_position(board)
+    except PositionError as exc:
+        raise PositionError(f"row {i}: {exc}: {board.fen()!r}") from None
+    raise PositionError(f"row {i}: {_POSITION_PROBLEMS[int(codes[i])]}")

@@ -1,0 +1,250 @@
+"""Batch evaluation: ``Evaluator.evaluate_batch`` / ``nnue_infer.evaluate_batch``.
+
+The batch path (compiled FEN parser or board bitboards, parallel kernel) must give exactly
+the numbers of single evaluation and of Stockfish 15.1 (the corpus' ``raw`` values), and
+reject every bad row with an error naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import chess
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import nnue_infer
+from nnue_infer import FenError, PositionError
+
+DATA = Path(os.environ.get("NNUE_INFER_SHARED", Path(__file__).resolve().parents[1].parent / "shared")) / "data"
+if not DATA.is_dir():
+    DATA = Path("/work/shared/data")
+
+
+@pytest.fixture(scope="module")
+def evaluator() -> nnue_infer.Evaluator:
+    return nnue_infer.Evaluator()
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[dict]:
+    with open(DATA / "positions-dev.jsonl") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    assert len(rows) == 3298
+    return rows
+
+
+def random_boards(seed: int, count: int, chess960: bool = False) -> list[chess.Board]:
+    """Positions of seeded random legal playouts (all move kinds occur: castling, e.p., promotions)."""
+    rng = random.Random(seed)
+    boards = []
+    for _ in range(count):
+        board = chess.Board.from_chess960_pos(rng.randrange(960)) if chess960 else chess.Board()
+        for _ in range(rng.randrange(0, 160)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+        boards.append(board)
+    return boards
+
+
+def test_dev_corpus_equals_stockfish_and_single(evaluator, corpus):
+    fens = [row["fen"] for row in corpus]
+    expected = np.array([row["raw"]["value"] for row in corpus], np.int32)
+    from_fens = evaluator.evaluate_batch(fens)
+    from_boards = evaluator.evaluate_batch([chess.Board(f) for f in fens])
+    assert from_fens.dtype == np.int32 and from_fens.shape == (len(fens),)
+    np.testing.assert_array_equal(from_fens, expected)
+    np.testing.assert_array_equal(from_boards, expected)
+    single = np.array([evaluator.evaluate(f) for f in fens[::7]], np.int32)
+    np.testing.assert_array_equal(single, expected[::7])
+
+
+def test_module_function_matches_evaluator(evaluator, corpus):
+    fens = [row["fen"] for row in corpus[:50]]
+    np.testing.assert_array_equal(nnue_infer.evaluate_batch(fens), evaluator.evaluate_batch(fens))
+    np.testing.assert_array_equal(nnue_infer.evaluate_batch(fens, network=evaluator.network),
+                                  evaluator.evaluate_batch(fens))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), chess960=st.booleans())
+def test_random_games_equal_single_evaluation(evaluator, seed, chess960):
+    boards = random_boards(seed, 12, chess960)
+    single = [evaluator.evaluate(b) for b in boards]
+    assert evaluator.evaluate_batch(boards).tolist() == single
+    assert evaluator.evaluate_batch([b.fen() for b in boards]).tolist() == single
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_thread_counts_give_the_same_numbers(evaluator, threads):
+    import numba
+
+    boards = random_boards(7, 300)
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        got = evaluator.evaluate_batch(boards)
+    finally:
+        numba.set_num_threads(before)
+    assert got.tolist() == [evaluator.evaluate(b) for b in boards]
+
+
+def test_inputs_of_any_size_and_iterables(evaluator):
+    empty = evaluator.evaluate_batch([])
+    assert empty.dtype == np.int32 and empty.shape == (0,)
+    start = evaluator.evaluate(chess.Board())
+    assert evaluator.evaluate_batch([chess.STARTING_FEN]).tolist() == [start]
+    assert evaluator.evaluate_batch(iter([chess.Board()] * 3)).tolist() == [start] * 3
+    assert evaluator.evaluate_batch((f for f in [chess.STARTING_FEN] * 5)).tolist() == [start] * 5
+
+
+@pytest.mark.parametrize("fen", [
+    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR",  # placement only: White to move
+    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR b",
+    "  rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR\tb  KQkq -  0 1 ",
+    "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq e3 0 1",
+    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w HAha - 17 42",
+    "rnbqkbnr~/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w Kq - 0 0",  # '~' marks a promoted piece
+    "4k3/8/8/8/8/8/8/4K3 b - - 100 200",
+])
+def test_unusual_but_valid_fens_match_python_chess(evaluator, fen):
+    assert evaluator.evaluate_batch([chess.STARTING_FEN, fen]).tolist() == [
+        evaluator.evaluate(chess.STARTING_FEN), evaluator.evaluate(chess.Board(fen))]
+
+
+GOOD = chess.STARTING_FEN
+
+
+@pytest.mark.parametrize("fen, message", [
+    ("", "empty FEN"),
+    ("   ", "empty FEN"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNX w KQkq - 0 1", "invalid character 'X' in the placement field at character 42"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBN\u00e9 w - - 0 1", "invalid character '\u00e9'"),
+    ("rnbqkbnr/pppppppp/44/8/8/8/PPPPPPPP/RNBQKBNR w - - 0 1", "two digits in a row"),
+    ("rnbqkbnr/pppppppp/~8/8/8/8/PPPPPPPP/RNBQKBNR w - - 0 1", "'~' not after a piece"),
+    ("rnbqkbnr/ppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w - - 0 1", "rank 7 of the placement field does not have 8 squares"),
+    ("rnbqkbnr/pppppppp/9/8/8/8/PPPPPPPP/RNBQKBNR w - - 0 1", "invalid character '9'"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNRR w - - 0 1", "rank 1 of the placement field does not have 8 squares"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP w - - 0 1", "does not have 8 ranks"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR/8 w - - 0 1", "does not have 8 ranks"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR x KQkq - 0 1", "side to move must be 'w' or 'b', found 'x'"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR white - - 0 1", "side to move must be 'w' or 'b', found 'white'"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkqK - 0 1", "invalid castling field 'KQkqK'"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w kK - 0 1", "invalid castling field 'kK'"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq e9 0 1", "invalid en passant field 'e9'"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - x 1", "half-move clock"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 -1", "full-move number"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1 extra", "more than 6 fields, found 'extra'"),
+])
+def test_bad_fen_names_row_and_problem(evaluator, fen, message):
+    with pytest.raises(FenError) as info:
+        evaluator.evaluate_batch([GOOD, GOOD, fen, GOOD])
+    assert str(info.value).startswith("row 2: ")
+    assert message in str(info.value)
+    with pytest.raises(ValueError):  # python-chess agrees the FEN is bad
+        chess.Board(fen)
+
+
+@pytest.mark.parametrize("fen, message", [
+    ("8/8/8/8/8/8/8/8 w - - 0 1", "White must have exactly one king"),
+    ("4k3/8/8/8/8/8/8/8 w - - 0 1", "White must have exactly one king"),
+    ("4k3/8/8/8/8/8/8/3KK3 w - - 0 1", "White must have exactly one king, found 2 (d1, e1)"),
+    ("8/8/8/8/8/8/8/4K3 b - - 0 1", "Black must have exactly one king"),
+    ("4k3/8/8/8/8/8/8/P3K3 w - - 0 1", "pawn on the first or last rank: a1"),
+    ("4k2p/8/8/8/8/8/8/4K3 w - - 0 1", "pawn on the first or last rank: h8"),
+    ("rnbqkbnr/pppppppp/pppppppp/8/8/8/PPPPPPPP/RNBQKBNR w - - 0 1", "40 pieces on the board"),
+])
+def test_unrepresentable_position_names_row(evaluator, fen, message):
+    for rows in ([GOOD, fen], [chess.Board(GOOD), chess.Board(fen)]):
+        with pytest.raises(PositionError) as info:
+            evaluator.evaluate_batch(rows)
+        assert str(info.value).startswith("row 1: ")
+        assert message in str(info.value)
+
+
+def test_first_bad_row_is_reported(evaluator):
+    rows = [GOOD] * 10
+    rows[7] = "8/8/8/8/8/8/8/8 w - - 0 1"
+    rows[4] = "8/8/8/8/8/8/8/8 w - - 0 1"
+    with pytest.raises(PositionError, match=r"^row 4: "):
+        evaluator.evaluate_batch(rows)
+
+
+def test_mixed_or_wrong_types_raise_type_error(evaluator):
+    with pytest.raises(TypeError, match=r"row 1: expected a FEN string.*Board"):
+        evaluator.evaluate_batch([GOOD, chess.Board()])
+    with pytest.raises(TypeError, match=r"row 2: expected a chess.Board.*str"):
+        evaluator.evaluate_batch([chess.Board(), chess.Board(), GOOD])
+    with pytest.raises(TypeError, match=r"row 0"):
+        evaluator.evaluate_batch([42])
+
+
+def test_evaluator_usable_after_errors(evaluator):
+    with pytest.raises(FenError):
+        evaluator.evaluate_batch(["garbage"])
+    with pytest.raises(PositionError):
+        evaluator.evaluate_batch(["8/8/8/8/8/8/8/8 w - - 0 1"])
+    assert evaluator.evaluate_batch([GOOD]).tolist() == [evaluator.evaluate(GOOD)]
+
+
+FEN_ALPHABET = "pnbrqkPNBRQK12345678/ wb-KQkqaceh~09x"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mutated_fens_agree_with_python_chess(evaluator, data):
+    """Random edits of real FENs: the compiled parser accepts exactly what python-chess accepts
+    (with a representable position), with the same value."""
+    base = data.draw(st.sampled_from([GOOD, "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+                                      "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1", "4k3/8/8/8/8/8/8/4K3 b - e3 5 9"]))
+    chars = list(base)
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.integers(0, len(chars)))
+        op = data.draw(st.sampled_from(["insert", "delete", "replace"]))
+        c = data.draw(st.sampled_from(FEN_ALPHABET))
+        if op == "insert":
+            chars.insert(i, c)
+        elif chars and i < len(chars):
+            if op == "delete":
+                del chars[i]
+            else:
+                chars[i] = c
+    fen = "".join(chars)
+    try:
+        expected = evaluator.evaluate(chess.Board(fen))
+    except ValueError:
+        expected = None
+    if expected is None:
+        with pytest.raises((FenError, PositionError), match=r"^row 0: "):
+            evaluator.evaluate_batch([fen])
+    else:
+        assert evaluator.evaluate_batch([fen]).tolist() == [expected]
+
+
+def test_concurrent_batches_from_threads(evaluator, corpus):
+    from concurrent.futures import ThreadPoolExecutor
+
+    fens = [row["fen"] for row in corpus[:400]]
+    expected = evaluator.evaluate_batch(fens)
+    network = evaluator.network
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda k: nnue_infer.evaluate_batch(fens[k:] + fens[:k], network), range(8)))
+    for k, got in enumerate(results):
+        np.testing.assert_array_equal(got, np.roll(expected, -k))
+
+
+def test_batch_kernels_compile_once(evaluator):
+    from nnue_infer.kernels import batch as KB
+    from nnue_infer.kernels import fen as KF
+
+    evaluator.evaluate_batch([GOOD, GOOD])
+    evaluator.evaluate_batch([chess.Board()])
+    assert len(KB.evaluate_batch.signatures) == 1
+    assert len(KF.parse_fens.signatures) == 1
