@@ -2,15 +2,13 @@
 
 The batch path (compiled FEN parser or board bitboards, parallel kernel) must give exactly
 the numbers of single evaluation and of Stockfish 15.1 (the corpus' ``raw`` values), and
-reject every bad row with an error naming it.
+reject every bad row with an error naming it.  Fixtures ``evaluator`` and ``corpus`` come
+from ``conftest.py``.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import random
-from pathlib import Path
 
 import chess
 import numpy as np
@@ -20,23 +18,6 @@ from hypothesis import strategies as st
 
 import nnue_infer
 from nnue_infer import FenError, PositionError
-
-DATA = Path(os.environ.get("NNUE_INFER_SHARED", Path(__file__).resolve().parents[1].parent / "shared")) / "data"
-if not DATA.is_dir():
-    DATA = Path("/work/shared/data")
-
-
-@pytest.fixture(scope="module")
-def evaluator() -> nnue_infer.Evaluator:
-    return nnue_infer.Evaluator()
-
-
-@pytest.fixture(scope="module")
-def corpus() -> list[dict]:
-    with open(DATA / "positions-dev.jsonl") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    assert len(rows) == 3298
-    return rows
 
 
 def random_boards(seed: int, count: int, chess960: bool = False) -> list[chess.Board]:
