@@ -42,9 +42,12 @@ def test_one_signature_per_kernel(evaluator, sample_boards):
         for attr, obj in vars(module).items():
             if not isinstance(obj, CPUDispatcher) or obj.py_func.__module__ != module.__name__:
                 continue
-            n = len(obj.signatures)
+            # Calls from other kernels with constant arguments compile extra Literal[int]
+            # specialisations inside the caller; only signatures reachable from Python count.
+            sigs = [sig for sig in obj.signatures if "Literal" not in str(sig)]
+            n = len(sigs)
             if n > 1 or (attr in TESTED.get(name, ()) and n != 1):
-                problems.append(f"{name}.{attr}: {n} signatures {obj.signatures}")
+                problems.append(f"{name}.{attr}: {n} signatures {sigs}")
     for name, kernels in TESTED.items():
         module = importlib.import_module(f"nnue_infer.kernels.{name}")
         for k in kernels:
