@@ -46,7 +46,7 @@ Source: nnue-pytorch ``model.py`` (float forward pass, 127/128 of the squared Cl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import chess
 import numpy as np
@@ -136,12 +136,16 @@ class FloatNetwork:
         return cls(architecture, description=description, **_from_tensors(architecture, tensors))
 
     @classmethod
-    def random(cls, architecture: Architecture, seed: int = 0, ft_std: float = 0.1) -> FloatNetwork:
+    def random(cls, architecture: Architecture, seed: int = 0, ft_std: float = 0.1, first_gain: float = 4.0,
+               psqt_std: float = 0.02) -> FloatNetwork:
         """A randomly initialised network with realistic scales (for tests and benchmarks).
 
         Feature-transformer weights ~ N(0, ft_std), biases ~ U(0, 0.5) so a fair share of the
-        accumulator sits inside the clamp; dense weights ~ U(+-1/sqrt(inputs)), biases ~ N(0, 0.1);
-        PSQT weights ~ N(0, 0.05).  Deterministic for a given ``seed``.
+        accumulator sits inside the clamp; dense weights ~ U(+-1/sqrt(inputs)), times
+        ``first_gain`` in the first layer (its inputs are sparse and in [0, 1]: the gain lets
+        them reach the hidden clamps, as in trained networks), biases ~ N(0, 0.02); PSQT
+        weights ~ N(0, psqt_std).  The feature transformer, not the biases or the PSQT, then
+        carries most of the evaluation.  Deterministic for a given ``seed``.
         """
         from .features import architecture_features
 
@@ -152,17 +156,17 @@ class FloatNetwork:
         f32 = np.float32
         layer_w, layer_b = [], []
         real_inputs = [architecture.ft_output_width] + [l.activated_width for l in architecture.layers[:-1]]
-        for layer, n_in, n_real in zip(architecture.layers, architecture.layer_inputs(), real_inputs):
+        for i, (layer, n_in, n_real) in enumerate(zip(architecture.layers, architecture.layer_inputs(), real_inputs)):
             w = np.zeros((B, layer.outputs, n_in), f32)
-            bound = 1.0 / np.sqrt(n_real)
+            bound = (first_gain if i == 0 else 1.0) / np.sqrt(n_real)
             w[:, :, :n_real] = rng.uniform(-bound, bound, (B, layer.outputs, n_real))
             layer_w.append(w)
-            layer_b.append(rng.normal(0.0, 0.1, (B, layer.outputs)).astype(f32))
+            layer_b.append(rng.normal(0.0, 0.02, (B, layer.outputs)).astype(f32))
         return cls(
             architecture,
             ft_biases=rng.uniform(0.0, 0.5, L1).astype(f32),
             ft_weights=rng.normal(0.0, ft_std, (nf, L1)).astype(f32),
-            psqt_weights=rng.normal(0.0, 0.05, (nf, architecture.psqt_buckets)).astype(f32),
+            psqt_weights=rng.normal(0.0, psqt_std, (nf, architecture.psqt_buckets)).astype(f32),
             layer_weights=tuple(layer_w),
             layer_biases=tuple(layer_b),
             description=f"random (seed {seed})",
@@ -259,12 +263,24 @@ class FloatEval:
         Layer-stack output ``y`` including the forward skip, output units.
     value : float
         ``(psqt + positional) * output_units``: internal units.
+    features : tuple of (list of int, list of int)
+        Active features of the side to move and of the other side.
+    accumulators : float64[2, L1]
+        Accumulators, side to move first.
+    inputs : tuple of float64[padded inputs]
+        Input of each dense layer (the first is the feature-transformer output).
+    outputs : tuple of float64[outputs]
+        Affine output ``z`` of each dense layer (before its activation).
     """
 
     bucket: int
     psqt: float
     positional: float
     value: float
+    features: tuple[list[int], list[int]] = field(default=([], []), repr=False)
+    accumulators: np.ndarray | None = field(default=None, repr=False)
+    inputs: tuple[np.ndarray, ...] = field(default=(), repr=False)
+    outputs: tuple[np.ndarray, ...] = field(default=(), repr=False)
 
 
 def forward_float_trace(network: FloatNetwork, board: chess.Board | str) -> FloatEval:
@@ -287,12 +303,15 @@ def forward_float_trace(network: FloatNetwork, board: chess.Board | str) -> Floa
     x = ft_activation_float(arch.ft_activation, acc_stm, acc_opp)
     skip = 0.0
     y = 0.0
-    inputs = arch.layer_inputs()
+    widths = arch.layer_inputs()
+    inputs, outputs = [], []
     for i, layer in enumerate(arch.layers):
         W = network.layer_weights[i][bucket].astype(np.float64)
-        padded = np.zeros(inputs[i])
+        padded = np.zeros(widths[i])
         padded[: x.shape[0]] = x
         z = W @ padded + network.layer_biases[i][bucket]
+        inputs.append(padded)
+        outputs.append(z)
         if i == 0 and arch.skip_index >= 0:
             skip = float(z[arch.skip_index])
         if layer.activation == "none":
@@ -300,7 +319,8 @@ def forward_float_trace(network: FloatNetwork, board: chess.Board | str) -> Floa
             break
         x = hidden_activation_float(layer.activation, z[: layer.n_activated])
     positional = y + skip
-    return FloatEval(bucket, float(psqt), positional, (float(psqt) + positional) * arch.output_units)
+    return FloatEval(bucket, float(psqt), positional, (float(psqt) + positional) * arch.output_units,
+                     (stm_f, opp_f), np.stack([acc_stm, acc_opp]), tuple(inputs), tuple(outputs))
 
 
 def forward_float(network: FloatNetwork, board: chess.Board | str) -> float:

@@ -338,3 +338,133 @@ def check_ranges(network: Network) -> list[str]:
         raise QuantisationRangeError(f"output: worst-case psqt + positional = {total} exceeds int32 max {INT32_MAX} "
                                      f"by {total - INT32_MAX}")
     return risks
+
+
+class ErrorBound:
+    """Per-position bound on ``|quantised - float|`` (internal units) for a quantised network.
+
+    Derivation (float units, first order).  The integer pipeline differs from the float one by
+    (a) rounding of the parameters and (b) the floors of its shifts and truncating divisions.
+    (a) is modelled as independent zero-mean errors with each tensor's measured mean square
+    ``s2 = mean((dequantised - float)**2)`` (``1 / (12 * scale**2)`` without clipping); (b) as
+    ``-q/2 + U(-q/2, q/2)`` for a floor of step ``q``: a known mean (bias) plus a uniform part.
+    Every stage carries per element a bound ``B`` on the absolute mean error and a variance ``V``:
+
+    * accumulator: ``B = 0``, ``V = n_active * s2(ft.weights) + s2(ft.biases)``;
+    * feature-transformer activation: ``V = g_a**2 V + g_b**2 V + q**2/12`` and ``B = q/2`` with
+      ``q = 1/S_ft`` wherever the integer output can be non-zero (0 where a clamp is certain),
+      ``g`` the largest slope of the float function within ``k`` standard deviations of the float
+      accumulator (``pairwise``: ``g_a = clamp(b)``, ``screlu``: ``2 clamp(a)``, ...);
+    * dense layer: ``V = W**2 @ V + s2(W) * sum(x**2) + s2(b)``; ``B = |W @ B|`` after the
+      feature transformer (all its floor means have the same sign), ``|W| @ B`` later; hidden
+      activations multiply by their local slope (ClippedReLU 1, SqrClippedReLU ``2 |z| 127/128``)
+      and add ``q = 1/127`` (their shift's floor) to B (q/2) and V (q**2/12);
+    * the forward skip, the PSQT and the final divisions add one integer unit each to B.
+
+    The bound is ``output_units * (B_y + B_skip + k * (sigma_y + sigma_skip + sigma_psqt)) + 1``
+    internal units, ``k`` standard deviations (default 6: a normal error exceeds it with
+    probability 2e-9).  Per activation it grows with the slope and with the number of non-zero
+    outputs, each carrying a floor error: ``crelu``/``screlu`` (all L1 outputs of both
+    perspectives, slopes 1 / 2) > ``bilinear``/``glu`` (L1/2 outputs, never exactly zero for
+    bilinear) > ``pairwise`` (zero wherever a clamp at 0 is certain) > ``pairwise_screlu``
+    (small slope near 0).
+
+    Parameters
+    ----------
+    float_network : FloatNetwork
+        The reference.
+    network : Network
+        ``quantise(float_network, scheme)`` (same architecture apart from the integer fields).
+    sigmas : float
+        ``k`` above.
+    """
+
+    def __init__(self, float_network: FloatNetwork, network: Network, sigmas: float = 6.0) -> None:
+        self.float_network = float_network
+        self.network = network
+        self.sigmas = sigmas
+        arch = network.architecture
+        scales = tensor_scales(arch)
+        ref = network_tensors(float_network)
+        self.s2 = {}
+        for name, q in network_tensors(network).items():
+            d = q.astype(np.float64) / scales[name] - ref[name].astype(np.float64)
+            self.s2[name] = float(np.mean(d * d)) if d.size else 0.0
+
+    def _ft(self, a: np.ndarray, V: float) -> tuple[np.ndarray, np.ndarray]:
+        """(B, V) of one perspective's feature-transformer output from its float accumulator ``a``."""
+        arch = self.network.architecture
+        name = arch.ft_activation
+        m = self.sigmas * np.sqrt(V)
+        q = 1.0 / arch.ft_scale
+
+        def reach(x, lo):  # the neighbourhood meets the linear region (lo, 1)
+            return ((x + m > lo) & (x - m < 1)).astype(np.float64)
+
+        def cmax(x, lo):  # largest |clamp| in the neighbourhood
+            return np.maximum(np.abs(np.clip(x - m, lo, 1)), np.abs(np.clip(x + m, lo, 1)))
+
+        if name in ("crelu", "screlu"):
+            g = reach(a, 0) * (1.0 if name == "crelu" else 2 * cmax(a, 0))
+            live = a + m > 0
+        else:
+            h = a.shape[0] // 2
+            x, y = a[:h], a[h:]
+            lo_x = -1.0 if name == "bilinear" else 0.0
+            lo_y = -1.0 if name in ("glu", "bilinear") else 0.0
+            cx, cy = cmax(x, lo_x), cmax(y, lo_y)
+            if name == "pairwise_screlu":
+                gx, gy = reach(x, 0) * 2 * cx * cy * cy, reach(y, 0) * 2 * cy * cx * cx
+            else:
+                gx, gy = reach(x, lo_x) * cy, reach(y, lo_y) * cx
+            g = np.sqrt(gx * gx + gy * gy)
+            live = ((x + m > 0) | (lo_x < 0)) & ((y + m > 0) | (lo_y < 0))
+        return np.where(live, q / 2, 0.0), g * g * V + np.where(live, q * q / 12, 0.0)
+
+    def __call__(self, board) -> float:
+        """The bound for ``board`` (``chess.Board`` or FEN), internal units."""
+        from .float_network import forward_float_trace
+
+        arch = self.network.architecture
+        k = self.sigmas
+        fe = forward_float_trace(self.float_network, board)
+        stm_f, opp_f = fe.features
+        parts = [self._ft(fe.accumulators[p], len(f) * self.s2["ft.weights"] + self.s2["ft.biases"])
+                 for p, f in enumerate((stm_f, opp_f))]
+        B = np.concatenate([parts[0][0], parts[1][0]])
+        V = np.concatenate([parts[0][1], parts[1][1]])
+        B_skip = V_skip = 0.0
+        qh = 1.0 / HIDDEN_ONE
+        for i, layer in enumerate(arch.layers):
+            n_in = fe.inputs[i].shape[0]
+            Bx, Vx = np.zeros(n_in), np.zeros(n_in)
+            Bx[: B.shape[0]], Vx[: V.shape[0]] = B, V
+            W = self.float_network.layer_weights[i][fe.bucket].astype(np.float64)
+            x = np.abs(fe.inputs[i]) + Bx + k * np.sqrt(Vx)
+            Bz = np.abs(W @ Bx) if i == 0 else np.abs(W) @ Bx
+            Vz = (W * W) @ Vx + self.s2[f"layers.{i}.weights"] * float(x @ x) + self.s2[f"layers.{i}.biases"]
+            z = fe.outputs[i]
+            if i == 0 and arch.skip_index >= 0:
+                B_skip, V_skip = float(Bz[arch.skip_index]), float(Vz[arch.skip_index])
+            if layer.activation == "none":
+                B_y, V_y = float(Bz[0]), float(Vz[0])
+                break
+            n = layer.n_activated
+            z, Bz, Vz = z[:n], Bz[:n], Vz[:n]
+            m = Bz + k * np.sqrt(Vz)
+            crelu_g = ((z + m > 0) & (z - m < 1)).astype(np.float64)
+            live = z + m > 0
+            crelu = (np.where(live, crelu_g * Bz + qh / 2, 0.0), crelu_g**2 * Vz + np.where(live, qh * qh / 12, 0.0))
+            sqr_g = np.where(np.abs(z) - m < 1 / np.sqrt(127 / 128), 2 * (np.abs(z) + m) * 127 / 128, 0.0)
+            sqr = (sqr_g * Bz + qh / 2, sqr_g**2 * Vz + qh * qh / 12)
+            if layer.activation == "crelu":
+                B, V = crelu
+            elif layer.activation == "sqr_crelu":
+                B, V = sqr
+            else:
+                B, V = np.concatenate([sqr[0], crelu[0]]), np.concatenate([sqr[1], crelu[1]])
+        unit = 1.0 / (arch.output_units * arch.output_scale)
+        V_psqt = (len(stm_f) + len(opp_f)) * self.s2["ft.psqt_weights"] / 4 if arch.psqt_buckets else 0.0
+        B_total = B_y + B_skip + (unit if arch.skip_index >= 0 else 0.0) + (unit if arch.psqt_buckets else 0.0)
+        sigma = np.sqrt(V_y) + np.sqrt(V_skip) + np.sqrt(V_psqt)
+        return float(arch.output_units * (B_total + k * sigma) + 1.0)

@@ -1,0 +1,90 @@
+"""Feature-transformer activation kernels against a plain NumPy integer reference, edge values included."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from nnue_infer.kernels.activation import (
+    FT_BILINEAR,
+    FT_CRELU,
+    FT_GLU,
+    FT_PAIRWISE,
+    FT_PAIRWISE_SCRELU,
+    FT_SCRELU,
+    ft_activate,
+)
+
+EDGES = [-32768, -32767, -256, -255, -254, -128, -127, -126, -1, 0, 1, 2, 126, 127, 128, 254, 255, 256, 32767]
+
+
+def reference(code: int, acc: np.ndarray, stm: int, qa: int, shift: int) -> np.ndarray:
+    """int64 NumPy version of each activation's integer definition (network.FT_ACTIVATIONS)."""
+    out = []
+    for p in (stm, 1 - stm):
+        a = acc[p].astype(np.int64)
+        h = a.shape[0] // 2
+        x, y = a[:h], a[h:]
+        pos = lambda v: np.clip(v, 0, qa)  # noqa: E731
+        sym = lambda v: np.clip(v, -qa, qa)  # noqa: E731
+        prod = {
+            FT_CRELU: pos(a),
+            FT_SCRELU: pos(a) ** 2,
+            FT_PAIRWISE: pos(x) * pos(y),
+            FT_PAIRWISE_SCRELU: pos(x) ** 2 * pos(y) ** 2,
+            FT_GLU: pos(x) * sym(y),
+            FT_BILINEAR: sym(x) * sym(y),
+        }[code]
+        out.append(prod >> shift)  # arithmetic shift: floor
+    return np.concatenate(out)
+
+
+CASES = [  # (code, qa, shift, paired, max |output|)
+    (FT_CRELU, 127, 0, False, 127), (FT_CRELU, 255, 1, False, 127),
+    (FT_SCRELU, 127, 7, False, 126), (FT_SCRELU, 255, 9, False, 127),
+    (FT_PAIRWISE, 127, 7, True, 126), (FT_PAIRWISE, 255, 9, True, 127),
+    (FT_PAIRWISE_SCRELU, 127, 21, True, 124), (FT_PAIRWISE_SCRELU, 255, 25, True, 126),
+    (FT_GLU, 127, 7, True, 127), (FT_GLU, 255, 9, True, 128),
+    (FT_BILINEAR, 127, 7, True, 127), (FT_BILINEAR, 255, 9, True, 128),
+]
+
+
+def edge_accumulator(l1: int) -> np.ndarray:
+    pairs = list(itertools.product(EDGES, repeat=2))
+    acc = np.zeros((2, l1), np.int16)
+    h = l1 // 2
+    for k, (a, b) in enumerate(pairs):
+        p, j = divmod(k, h)
+        acc[p, j], acc[p, j + h] = a, b
+    return acc
+
+
+@pytest.mark.parametrize("code,qa,shift,paired,top", CASES)
+def test_ft_activation_edges_and_random(code, qa, shift, paired, top):
+    rng = np.random.default_rng(code * 1000 + qa)
+    l1 = 1024
+    out = np.empty(l1 if paired else 2 * l1, np.int16)
+    accs = [edge_accumulator(l1)] + [rng.integers(-32768, 32768, (2, l1), dtype=np.int16) for _ in range(3)]
+    accs += [rng.integers(-2 * qa, 2 * qa, (2, l1), dtype=np.int16)]  # mostly inside the clamp
+    for acc in accs:
+        for stm in (0, 1):
+            ft_activate(acc, stm, code, qa, shift, out)
+            np.testing.assert_array_equal(out, reference(code, acc, stm, qa, shift))
+    # the extremes are reached and stay within the first dense layer's input type
+    ft_activate(accs[0], 0, code, qa, shift, out)
+    assert np.abs(out.astype(np.int64)).max() == top
+    signed = code in (FT_GLU, FT_BILINEAR)
+    assert out.min() < 0 if signed else out.min() == 0
+
+
+def test_signed_floor_semantics():
+    """glu/bilinear shift negative products arithmetically (floor), e.g. -1 * 1 >> 7 == -1."""
+    acc = np.zeros((2, 4), np.int16)
+    acc[0] = [1, -1, -1, 1]  # pairs (1, -1), (-1, 1)
+    out = np.empty(4, np.int16)
+    ft_activate(acc, 0, FT_BILINEAR, 127, 7, out)
+    assert out.tolist() == [-1, -1, 0, 0]
+    ft_activate(acc, 0, FT_GLU, 127, 7, out)
+    assert out.tolist() == [-1, 0, 0, 0]  # the gate clamps -1 to 0
