@@ -8,8 +8,16 @@ Quick start::
 See :class:`Evaluator` for traces and centipawns, :func:`load` for network files.
 """
 
-from .errors import FenError, NetworkFormatError, NetworkNotFoundError, NnueError, PositionError, QuantisationRangeError
-from .evaluator import Evaluator, evaluate, evaluate_batch
+from .errors import (
+    FenError,
+    IllegalMoveError,
+    NetworkFormatError,
+    NetworkNotFoundError,
+    NnueError,
+    PositionError,
+    QuantisationRangeError,
+)
+from .evaluator import Evaluator, evaluate, evaluate_batch, evaluate_game
 from .formats import load
 from .formats.stockfish import extract_network, read_stockfish, write_stockfish
 from .network import Architecture, HiddenLayer, Network, stockfish_15_1_architecture
@@ -23,6 +31,7 @@ __all__ = [
     "Evaluator",
     "FenError",
     "HiddenLayer",
+    "IllegalMoveError",
     "Network",
     "NetworkFormatError",
     "NetworkNotFoundError",
@@ -33,6 +42,7 @@ __all__ = [
     "default_network",
     "evaluate",
     "evaluate_batch",
+    "evaluate_game",
     "extract_network",
     "load",
     "read_stockfish",

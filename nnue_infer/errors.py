@@ -34,3 +34,8 @@ class FenError(NnueError, ValueError):
 
     For a batch, the message names the row index, the field and the character offset.
     """
+
+
+class IllegalMoveError(NnueError, ValueError):
+    """A move is illegal (or malformed) in the evaluator's current position; the message names
+    the move, the position and, for a whole game, the move's index."""

@@ -4,10 +4,15 @@ Data flow: board -> validated bitboards -> feature indices per perspective ->
 accumulators (int16 ``[2, L1]`` + int32 PSQT ``[2, P]``) -> pairwise multiplication
 (uint8 ``[L1]``, side to move first) -> layer stack of the position's bucket -> int value
 (internal units, side to move's point of view) -> centipawns at the edge only.
+
+Incremental evaluation (:meth:`Evaluator.push` / :meth:`Evaluator.pop` /
+:meth:`Evaluator.evaluate`) keeps one accumulator pair per ply and a refresh cache; see
+:class:`Evaluator` and :func:`nnue_infer.kernels.forward.evaluate_stack`.
 """
 
 from __future__ import annotations
 
+import struct
 import threading
 from collections.abc import Iterable
 
@@ -15,11 +20,20 @@ import chess
 import numpy as np
 
 from .batch import PARALLEL_LOCK, as_sequence, n_chunks, raise_position_error, to_bitboards
-from .features import MAX_PIECES, architecture_features, board_bitboards
+from .errors import IllegalMoveError, PositionError
+from .features import MAX_PIECES, architecture_features, board_bitboards, check_position
 from .kernels import forward as K
 from .kernels.batch import evaluate_batch as _evaluate_batch_kernel
+from .kernels.accumulator import STATE_COLUMNS
+from .kernels.forward import INVALID_POSITION, evaluate_stack
 from .network import Network
 from .trace import Trace, to_centipawns
+
+#: A position's 8 bitboards as native-endian uint64, written straight into the ``state``
+#: array (python-chess bitboards reach 2**64 - 1, which Numba would not take as int64).
+_BITBOARDS = struct.Struct("=8Q")
+_PAIR_BYTES = 2 * STATE_COLUMNS * 8
+_INITIAL_PLIES = 256
 
 
 def _as_board(board: chess.Board | str) -> chess.Board:
@@ -35,7 +49,7 @@ def _as_board(board: chess.Board | str) -> chess.Board:
 
 
 class Evaluator:
-    """Evaluates positions with one network.
+    """Evaluates positions with one network, from scratch or incrementally along moves.
 
     Parameters
     ----------
@@ -44,9 +58,23 @@ class Evaluator:
 
     Notes
     -----
-    An ``Evaluator`` owns scratch buffers and is **not thread-safe**: use one per thread
-    (the module-level :func:`nnue_infer.evaluate` does so).  The network's arrays are
-    shared read-only and can back any number of evaluators.
+    Two ways to evaluate:
+
+    * ``evaluate(board)`` scores any board or FEN with a full refresh (nothing is kept).
+    * ``set_position(board)``, ``push(move)``, ``pop()`` and ``evaluate()`` (no argument)
+      follow a game like ``chess.Board`` does.  ``push`` only plays the move on the internal
+      board; ``evaluate()`` brings the accumulators up to date lazily, per perspective, from
+      the nearest evaluated ancestor on the stack: the difference of the two piece sets (at
+      most 4 features per ply, whatever the kind of move) is subtracted and added.  If a
+      perspective's own king moved, that perspective is refreshed through a refresh cache
+      ("Finny tables": per perspective and king frame, i.e. king bucket and mirroring, the
+      last accumulator and its piece set), which again applies only the difference.
+      Results equal ``evaluate(board)`` bit for bit.
+
+    An ``Evaluator`` owns its buffers and is **not thread-safe**: use one per thread (the
+    module-level :func:`nnue_infer.evaluate` does so).  The network's arrays are shared
+    read-only and can back any number of evaluators.  Assigning :attr:`network` rebinds the
+    evaluator (the refresh cache and all accumulators are rebuilt, the board is kept).
     """
 
     def __init__(self, network: Network | None = None) -> None:
@@ -54,7 +82,19 @@ class Evaluator:
             from .resources import default_network
 
             network = default_network()
+        self._board = chess.Board()
         self.network = network
+
+    @property
+    def network(self) -> Network:
+        """The network; assigning another one invalidates every accumulator and the refresh cache."""
+        return self._network
+
+    @network.setter
+    def network(self, network: Network) -> None:
+        if not isinstance(network, Network):
+            raise TypeError(f"expected a Network, got {type(network).__name__}")
+        self._network = network
         arch = network.architecture
         fs = architecture_features(arch)
         self._slot_table = fs.slot_table
@@ -71,8 +111,16 @@ class Evaluator:
         params[K.P_MIRROR] = int(fs.mirror)
         params[K.P_BUCKET_DIVISOR] = 32 // arch.output_buckets
         params[K.P_FT_ACTIVATION] = arch.ft.code
+        params[K.P_CACHE_PAIRS] = fs.num_king_frames
+        params[K.P_MAX_PIECES] = MAX_PIECES
         self._params = params
         self._weights, self._biases, self._layers = network.compute_layout
+        self._cfg = np.concatenate([
+            params,
+            fs.slot_table.astype(np.int32).reshape(-1).view(np.int64),
+            fs.king_buckets.astype(np.int32).view(np.int64),
+            self._layers.reshape(-1),
+        ])
         L1 = arch.ft_width
         self._bb = np.empty(8, np.int64)
         self._feats = np.empty((2, MAX_PIECES), np.int32)
@@ -80,18 +128,137 @@ class Evaluator:
         self._acc = np.empty((2, L1), np.int16)
         self._psqt = np.empty((2, arch.psqt_buckets), np.int32)
         self._ft_out = np.empty(arch.ft_output_width, np.int16)
+        # Incremental state: pairs [0, frames) refresh cache, pair `frames` scratch (evaluate_game),
+        # then one pair per ply (index = ply + _stack_base).
+        self._cache_pairs = fs.num_king_frames
+        self._stack_base = self._cache_pairs + 1
+        self._allocate(self._stack_base + _INITIAL_PLIES)
+        self.refresh()
+
+    def _allocate(self, pairs: int) -> None:
+        """(Re)allocate the incremental arrays with room for ``pairs`` pairs, keeping their content."""
+        arch = self._network.architecture
+        accs = np.zeros((pairs, 2, arch.ft_width), np.int16)
+        psqts = np.zeros((pairs, 2, arch.psqt_buckets), np.int32)
+        state = np.zeros((pairs, 2, STATE_COLUMNS), np.int64)
+        old = getattr(self, "_accs", None)
+        if old is not None and old.shape[1:] == accs.shape[1:]:
+            n = min(len(old), pairs)
+            accs[:n], psqts[:n], state[:n] = old[:n], self._psqts[:n], self._state[:n]
+        self._accs, self._psqts, self._state = accs, psqts, state
+        self._pairs = pairs
+        net = self._network
+        self._kernel_args = (net.ft_weights, net.psqt_weights, self._weights, self._biases, self._cfg,
+                             accs, psqts, state, self._ft_out)
+
+    def refresh(self) -> None:
+        """Forget every computed accumulator and empty the refresh cache.
+
+        The next :meth:`evaluate` recomputes the current position from the biases.  Never
+        needed for correctness unless the network's arrays were modified in place.
+        """
+        frames = self._cache_pairs
+        self._accs[:frames] = self._network.ft_biases
+        self._psqts[:frames] = 0
+        self._state[:] = 0
+        self._trusted = 0  # plies below this have trustworthy "computed" flags
 
     def __repr__(self) -> str:
-        return f"Evaluator({self.network!r})"
+        return f"Evaluator({self._network!r}, fen={self._board.fen()!r})"
+
+    # -- incremental API -------------------------------------------------------------
+    @property
+    def board(self) -> chess.Board:
+        """A copy of the current position, with its move stack."""
+        return self._board.copy()
+
+    def set_position(self, board: chess.Board | str) -> None:
+        """Start following ``board`` (a ``chess.Board`` or FEN; copied, move stack included).
+
+        :meth:`pop` can take back the moves already on the board's stack; pass
+        ``board.copy(stack=False)`` to start with an empty stack.
+
+        Raises
+        ------
+        ValueError
+            Bad FEN; :class:`~nnue_infer.errors.PositionError` for a position the network
+            cannot represent, or a chess variant other than standard chess / Chess960.
+            The evaluator is unchanged then.
+        """
+        board = _as_board(board)
+        if board.uci_variant != "chess":
+            raise PositionError(f"unsupported chess variant {board.uci_variant!r}; only standard chess and Chess960")
+        check_position(board)
+        self._board = board.copy()
+        self._trusted = 0
+
+    def push(self, move: chess.Move) -> None:
+        """Play ``move`` (a legal ``chess.Move`` or ``chess.Move.null()``) on the current position.
+
+        Costs python-chess's legality check and ``Board.push``; the accumulators are updated
+        later, by :meth:`evaluate`, only if needed.  Castling may be given as king-to-target
+        (``e1g1``) or, as python-chess stores it, king-takes-rook (also Chess960).
+
+        Raises
+        ------
+        IllegalMoveError
+            (a ``ValueError``) the move is not legal here (or would capture a king, which
+            python-chess allows in impossible positions); nothing changes.
+        TypeError
+            ``move`` is not a ``chess.Move``.
+        """
+        board = self._board
+        if not isinstance(move, chess.Move):
+            raise TypeError(f"expected a chess.Move, got {type(move).__name__}")
+        if move and (not board.is_legal(move) or board.kings & chess.BB_SQUARES[move.to_square]):
+            raise IllegalMoveError(f"illegal move {move.uci()} in {board.fen()}")
+        board.push(move)
+        ply = len(board.move_stack)
+        if ply < self._trusted:
+            self._trusted = ply
+
+    def pop(self) -> chess.Move:
+        """Take back the last move and return it, like ``chess.Board.pop``.
+
+        Raises
+        ------
+        IndexError
+            The move stack is empty.
+        """
+        if not self._board.move_stack:
+            raise IndexError("pop from an empty move stack")
+        return self._board.pop()
+
+    def _evaluate_current(self) -> int:
+        board = self._board
+        ply = len(board.move_stack)
+        pair = self._stack_base + ply
+        if pair >= self._pairs:
+            self._allocate(2 * pair)
+        occupied_co = board.occupied_co
+        _BITBOARDS.pack_into(self._state, pair * _PAIR_BYTES, board.pawns, board.knights, board.bishops,
+                             board.rooks, board.queens, board.kings, occupied_co[1], occupied_co[0])
+        value = evaluate_stack(ply, 0 if board.turn else 1, self._trusted, *self._kernel_args)
+        if value == INVALID_POSITION:
+            check_position(board)
+            raise PositionError(f"position not representable: {board.fen()}")
+        self._trusted = ply + 1
+        return value
 
     def _refresh(self, board: chess.Board) -> int:
         board_bitboards(board, self._bb)
+        net = self._network
         return int(K.refresh_both(self._bb, self._slot_table, self._king_buckets, self._params,
-                                  self.network.ft_weights, self.network.ft_biases, self.network.psqt_weights,
+                                  net.ft_weights, net.ft_biases, net.psqt_weights,
                                   self._feats, self._counts, self._acc, self._psqt))
 
-    def evaluate(self, board: chess.Board | str) -> int:
-        """NNUE value of ``board`` (a ``chess.Board`` or FEN) with a full refresh.
+    def evaluate(self, board: chess.Board | str | None = None) -> int:
+        """NNUE value of the current position, or of ``board`` (a ``chess.Board`` or FEN) with a full refresh.
+
+        Without ``board``, the position reached by :meth:`set_position` and :meth:`push` /
+        :meth:`pop` (the standard start position by default) is evaluated with incremental
+        updates; with ``board``, that board alone is evaluated from scratch and the
+        incremental state is left untouched.  Both give identical numbers.
 
         Returns
         -------
@@ -105,11 +272,13 @@ class Evaluator:
         ValueError
             Bad FEN string; :class:`~nnue_infer.errors.PositionError` (a ``ValueError``) for a
             position the network cannot represent (kings, more than 32 pieces, pawns on the
-            first or last rank), raised before any kernel runs.
+            first or last rank), raised before any accumulator changes.
         """
+        if board is None:
+            return self._evaluate_current()
         board = _as_board(board)
         board_bitboards(board, self._bb)
-        net = self.network
+        net = self._network
         return int(K.evaluate_bitboards(self._bb, 0 if board.turn else 1, self._slot_table, self._king_buckets,
                                         self._params, net.ft_weights, net.ft_biases, net.psqt_weights,
                                         self._weights, self._biases, self._layers,
@@ -157,16 +326,84 @@ class Evaluator:
         raise_position_error(positions, codes)
         return values
 
-    def evaluate_cp(self, board: chess.Board | str, white_pov: bool = False) -> int:
+    def evaluate_cp(self, board: chess.Board | str | None = None, white_pov: bool = False) -> int:
         """:meth:`evaluate` in centipawns, ``tdiv(100 * value, 361)`` (Stockfish 15.1's conversion).
 
-        Side to move's point of view, or White's when ``white_pov`` is true.
+        Current position (or ``board``), side to move's point of view, or White's when
+        ``white_pov`` is true.
         """
-        board = _as_board(board)
-        v = self.evaluate(board)
-        if white_pov and board.turn == chess.BLACK:
+        if board is None:
+            v, turn = self._evaluate_current(), self._board.turn
+        else:
+            board = _as_board(board)
+            v, turn = self.evaluate(board), board.turn
+        if white_pov and turn == chess.BLACK:
             v = -v
         return to_centipawns(v)
+
+    def evaluate_game(self, board: chess.Board | str, moves: Iterable[chess.Move | str]) -> np.ndarray:
+        """Values of a game's start position and of the position after each move.
+
+        Parameters
+        ----------
+        board : chess.Board or str
+            Start position (board or FEN; not modified).
+        moves : iterable of chess.Move or str
+            The moves, as ``chess.Move`` or UCI strings (``e1g1`` or king-takes-rook
+            castling, ``e7e8q``, ``0000`` for a null move).
+
+        Returns
+        -------
+        numpy.ndarray
+            int32[len(moves) + 1]: internal units, each from the side to move's point of view
+            in that position, as :meth:`evaluate`.
+
+        Raises
+        ------
+        IllegalMoveError
+            (a ``ValueError``) ``moves[i]`` is malformed or illegal; the message names ``i``.
+        PositionError
+            The start position cannot be represented.
+
+        Notes
+        -----
+        Incremental (one compiled call for the whole game after python-chess has played the
+        moves); uses the refresh cache and a scratch accumulator pair, so the incremental
+        state (:meth:`set_position`, :meth:`push`, :meth:`pop`) is not disturbed.
+        """
+        b = _as_board(board).copy(stack=False)
+        check_position(b)
+        moves = list(moves)
+        n = len(moves) + 1
+        bitboards = np.empty((n, 8), np.int64)
+        turns = bytearray(n)
+        pack = _BITBOARDS.pack_into
+        squares = chess.BB_SQUARES
+        for i in range(n):
+            if i:
+                move = moves[i - 1]
+                try:
+                    if isinstance(move, str):
+                        move = b.parse_uci(move)
+                    elif not isinstance(move, chess.Move):
+                        raise TypeError(f"moves[{i - 1}]: expected a chess.Move or a UCI string, got {type(move).__name__}")
+                    elif move and not b.is_legal(move):
+                        raise ValueError(f"illegal move {move.uci()}")
+                    if move and b.kings & squares[move.to_square]:
+                        raise ValueError(f"move {move.uci()} captures a king")
+                except ValueError as exc:
+                    raise IllegalMoveError(f"moves[{i - 1}] ({moves[i - 1]!r}) in {b.fen()}: {exc}") from exc
+                b.push(move)
+            occupied_co = b.occupied_co
+            pack(bitboards, 64 * i, b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings,
+                 occupied_co[1], occupied_co[0])
+            turns[i] = not b.turn
+        out = np.empty(n, np.int32)
+        stms = np.frombuffer(turns, np.uint8).astype(np.int64)
+        bad = K.evaluate_sequence(bitboards, stms, out, *self._kernel_args)
+        if bad >= 0:  # unreachable after python-chess's checks; kept as a guard
+            raise PositionError(f"position after moves[{bad - 1}] cannot be represented")
+        return out
 
     def trace(self, board: chess.Board | str) -> Trace:
         """Per-bucket PSQT and positional integers, the value and the derived piece values.
@@ -230,3 +467,12 @@ def evaluate_batch(positions: Iterable[chess.Board | str], network: Network | No
     as :func:`evaluate` row by row.  Raises as :meth:`Evaluator.evaluate_batch`.  Thread-safe.
     """
     return _thread_evaluator(network).evaluate_batch(positions)
+
+
+def evaluate_game(board: chess.Board | str, moves: Iterable[chess.Move | str], network: Network | None = None) -> np.ndarray:
+    """Values of a game's start position and of the position after each move (int32 array).
+
+    See :meth:`Evaluator.evaluate_game`; ``network`` defaults to
+    :func:`nnue_infer.resources.default_network`.  Thread-safe like :func:`evaluate`.
+    """
+    return _thread_evaluator(network).evaluate_game(board, moves)

@@ -49,9 +49,21 @@ class FeatureSet:
     mirror: int
 
     @property
+    def num_king_buckets(self) -> int:
+        """Number of king buckets."""
+        return int(self.king_buckets.max()) + 1
+
+    @property
     def num_features(self) -> int:
         """Features per perspective: 64 * num_slots * number of king buckets."""
-        return 64 * self.num_slots * (int(self.king_buckets.max()) + 1)
+        return 64 * self.num_slots * self.num_king_buckets
+
+    @property
+    def num_king_frames(self) -> int:
+        """King frames (king bucket x mirrored or not) per perspective: the refresh cache's
+        entries.  Within one frame every piece keeps its feature index, so accumulators of the
+        same frame differ only by the pieces that differ (see ``kernels.features.king_frame``)."""
+        return 2 * self.num_king_buckets
 
     def active(self, board: chess.Board) -> tuple[list[int], list[int]]:
         """Active feature indices (White's perspective, Black's) of ``board``, sorted.

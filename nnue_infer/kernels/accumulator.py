@@ -12,6 +12,13 @@ from __future__ import annotations
 
 from numba import njit
 
+from .features import changed_features, count_changes, king_frame, king_square
+
+#: Last axis of the ``state`` array that goes with an accumulator array (see
+#: :func:`update_perspective`): the piece set's 8 bitboards, then a "computed" flag.
+STATE_FLAG = 8
+STATE_COLUMNS = 9
+
 
 @njit(cache=True)
 def refresh_accumulator(weights, biases, psqt_weights, features, count, acc, psqt):
@@ -69,3 +76,60 @@ def update_accumulator(weights, psqt_weights, src_acc, src_psqt, added, n_added,
         prow = psqt_weights[added[k]]
         for j in range(psqt.shape[0]):
             psqt[j] += prow[j]
+
+
+@njit(cache=True)
+def update_perspective(new, p, src, dst, accs, psqts, state, weights, psqt_weights, slot_table, king_buckets,
+                       mirror, num_slots, added, removed):
+    """Bring perspective ``p``'s accumulator of pair ``dst`` to the piece set ``new``.
+
+    Accumulators live in pairs (one per perspective): ``accs`` int16[pairs, 2, L],
+    ``psqts`` int32[pairs, 2, P] and ``state`` int64[pairs, 2, STATE_COLUMNS] (the piece set,
+    as 8 bitboards, each accumulator was computed for, and a flag).  Pairs
+    ``0 .. 2 * n_buckets - 1`` are the **refresh cache** ("Finny tables", Stockfish's
+    ``AccumulatorCaches``): entry ``key`` of :func:`~nnue_infer.kernels.features.king_frame`
+    holds the last accumulator computed in that king frame and its piece set.
+
+    Rule: if ``src >= 0`` and ``p``'s own king stands on the same square in ``src`` and in
+    ``new``, ``dst = src + (features of new) - (features of src)`` (incremental update),
+    unless the cache entry is closer to ``new``.  Otherwise (``p``'s king moved, or no
+    computed ancestor) the cache entry of ``new``'s king frame is brought to ``new`` the same
+    way (a refresh that applies only the difference; a fresh entry holds the biases and an
+    empty piece set) and copied to ``dst``.  ``src`` may equal ``dst``.
+
+    Parameters
+    ----------
+    new : int64[8]
+        Bitboards of the target position (see ``kernels.features``).
+    p : int
+        Perspective, 0 White, 1 Black.
+    src, dst : int
+        Pair of the computed ancestor (-1 for none) and of the target.
+    weights, psqt_weights : int16[F, L], int32[F, P]
+        The feature transformer.
+    slot_table, king_buckets, mirror, num_slots
+        The feature set (see :func:`~nnue_infer.kernels.features.active_features`).
+    added, removed : int32[>= 32]
+        Scratch.
+
+    Source: Stockfish 15.1 ``nnue/nnue_feature_transformer.h`` (``update_accumulator``) and
+    Stockfish 16's ``AccumulatorCaches`` (``update_accumulator_refresh_cache``).
+    """
+    ksq = king_square(new, p)
+    orient, base, key = king_frame(ksq, p, king_buckets, mirror, num_slots)
+    cached = state[key, p]
+    if src >= 0:
+        old = state[src, p]
+        if king_square(old, p) == ksq and count_changes(old, new) <= count_changes(cached, new):
+            n_added, n_removed = changed_features(old, new, p, orient, base, slot_table, added, removed)
+            update_accumulator(weights, psqt_weights, accs[src, p], psqts[src, p], added, n_added,
+                               removed, n_removed, accs[dst, p], psqts[dst, p])
+            state[dst, p, :8] = new
+            return
+    n_added, n_removed = changed_features(cached, new, p, orient, base, slot_table, added, removed)
+    update_accumulator(weights, psqt_weights, accs[key, p], psqts[key, p], added, n_added, removed, n_removed,
+                       accs[key, p], psqts[key, p])
+    cached[:8] = new
+    accs[dst, p] = accs[key, p]
+    psqts[dst, p] = psqts[key, p]
+    state[dst, p, :8] = new

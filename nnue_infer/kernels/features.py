@@ -23,6 +23,8 @@ from numba import njit
 
 #: Index of each bitboard in the ``bitboards`` argument (python-chess order of piece types).
 BB_PAWNS, BB_KNIGHTS, BB_BISHOPS, BB_ROOKS, BB_QUEENS, BB_KINGS, BB_WHITE, BB_BLACK = range(8)
+#: Ranks 1 and 8, where no pawn may stand.
+BACK_RANKS = 0xFF000000000000FF - (1 << 64)
 
 
 @njit(cache=True)
@@ -39,13 +41,109 @@ def orientation(king_square: int, perspective: int, mirror: int) -> int:
 
 
 @njit(cache=True)
+def popcount(b):
+    """Number of set bits of an int64 bitboard (SWAR; every mask keeps bit 63 clear, so
+    arithmetic right shifts of negative values do no harm)."""
+    b = b - ((b >> 1) & 0x5555555555555555)
+    b = (b & 0x3333333333333333) + ((b >> 2) & 0x3333333333333333)
+    b = (b + (b >> 4)) & 0x0F0F0F0F0F0F0F0F
+    return (b * 0x0101010101010101) >> 56
+
+
+@njit(cache=True)
+def lowest_square(b):
+    """Square of the lowest set bit of a non-zero int64 bitboard (a1 = 0, h8 = 63)."""
+    return popcount((b & -b) - 1)
+
+
+@njit(cache=True)
 def king_square(bitboards, perspective):
     """Square (0..63, a1 = 0) of ``perspective``'s king; -1 if there is none."""
     kings = bitboards[BB_KINGS] & bitboards[BB_WHITE + perspective]
-    for sq in range(64):
-        if (kings >> sq) & 1:
-            return sq
-    return -1
+    if kings == 0:
+        return -1
+    return lowest_square(kings)
+
+
+@njit(cache=True)
+def representable(bitboards, max_pieces):
+    """True if the position has one king per side, at most ``max_pieces`` pieces and no pawn
+    on the first or last rank (what every king-bucketed feature set needs)."""
+    kings = bitboards[BB_KINGS]
+    if popcount(kings & bitboards[BB_WHITE]) != 1 or popcount(kings & bitboards[BB_BLACK]) != 1:
+        return False
+    if popcount(bitboards[BB_WHITE] | bitboards[BB_BLACK]) > max_pieces:
+        return False
+    return (bitboards[BB_PAWNS] & BACK_RANKS) == 0
+
+
+@njit(cache=True)
+def king_frame(king_sq, perspective, king_buckets, mirror, num_slots):
+    """Orientation, feature base and refresh-cache key of a perspective whose own king is on ``king_sq``.
+
+    Returns ``(orient, base, key)``: every feature index of the perspective is
+    ``(square ^ orient) + 64 * slot + base``; ``key = 2 * king_bucket + mirrored`` names the
+    refresh-cache entry whose accumulators share this frame (same bucket, same mirroring).
+    """
+    orient = orientation(king_sq, perspective, mirror)
+    bucket = king_buckets[king_sq ^ orient]
+    return orient, 64 * num_slots * bucket, 2 * bucket + ((orient & 7) != 0)
+
+
+@njit(cache=True)
+def count_changes(old, new):
+    """Number of (piece, square) pairs that differ between two piece sets (int64[8] bitboards each)."""
+    n = 0
+    for c in range(2):
+        old_c = old[BB_WHITE + c]
+        new_c = new[BB_WHITE + c]
+        for pt in range(6):
+            n += popcount((old[pt] & old_c) ^ (new[pt] & new_c))
+    return n
+
+
+@njit(cache=True)
+def changed_features(old, new, perspective, orient, base, slot_table, added, removed):
+    """Feature indices that leave (``removed``) and enter (``added``) between piece sets ``old`` and ``new``.
+
+    Both piece sets are seen from ``perspective`` in one king frame (``orient``, ``base`` from
+    :func:`king_frame`), so this is valid only when that perspective's king frame is the same
+    for both.  Every kind of move (castling in Chess960, en passant, promotions, null moves,
+    several plies at once) reduces to this difference of bitboards.
+
+    Parameters
+    ----------
+    old, new : int64[8]
+        Bitboards as in :func:`active_features`.
+    added, removed : int32[>= 32]
+        Outputs.
+
+    Returns
+    -------
+    (int, int)
+        Number of indices written to ``added`` and to ``removed``.
+    """
+    n_added = 0
+    n_removed = 0
+    for c in range(2):  # c = 0: the perspective's own pieces, 1: theirs
+        colour = perspective ^ c
+        old_c = old[BB_WHITE + colour]
+        new_c = new[BB_WHITE + colour]
+        for pt in range(6):
+            o = old[pt] & old_c
+            n = new[pt] & new_c
+            offset = 64 * slot_table[c, pt] + base
+            gone = o & ~n
+            while gone:
+                removed[n_removed] = (lowest_square(gone) ^ orient) + offset
+                n_removed += 1
+                gone &= gone - 1
+            came = n & ~o
+            while came:
+                added[n_added] = (lowest_square(came) ^ orient) + offset
+                n_added += 1
+                came &= came - 1
+    return n_added, n_removed
 
 
 @njit(cache=True)

@@ -9,15 +9,27 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .accumulator import refresh_accumulator
+from .accumulator import STATE_FLAG, refresh_accumulator, update_perspective
 from .activation import ft_activate
-from .dense import propagate_layer_stack, psqt_term, tdiv
-from .features import active_features
+from .dense import LAYER_TABLE_COLUMNS, propagate_layer_stack, psqt_term, tdiv
+from .features import BB_BLACK, BB_WHITE, active_features, popcount, representable
 
-#: Indices into the ``params`` int64 array.
+#: Indices into the ``params`` int64 array.  ``P_CACHE_PAIRS``: refresh-cache entries per
+#: perspective (pairs ``0 .. P_CACHE_PAIRS - 1`` of the incremental kernels' arrays).
 (P_FT_CLAMP, P_FT_SHIFT, P_WEIGHT_SHIFT, P_SKIP_INDEX, P_SKIP_NUM, P_SKIP_DEN, P_OUTPUT_SCALE,
- P_NUM_SLOTS, P_MIRROR, P_BUCKET_DIVISOR, P_FT_ACTIVATION) = range(11)
-N_PARAMS = 11
+ P_NUM_SLOTS, P_MIRROR, P_BUCKET_DIVISOR, P_FT_ACTIVATION, P_CACHE_PAIRS, P_MAX_PIECES) = range(13)
+N_PARAMS = 13
+
+#: Layout of the ``cfg`` int64 array of the incremental kernels (one array instead of four,
+#: because Numba's call overhead grows with the number of array arguments): ``params``, then
+#: the feature set's ``slot_table`` int32[2, 6] (6 words) and ``king_buckets`` int32[64]
+#: (32 words) stored as raw int32 pairs, then the layer table int64[n_layers, 8].
+CFG_SLOT_TABLE = N_PARAMS
+CFG_KING_BUCKETS = N_PARAMS + 6
+CFG_LAYERS = N_PARAMS + 38
+
+#: Returned by :func:`evaluate_stack` for a position the network cannot represent.
+INVALID_POSITION = -(1 << 62)
 
 
 @njit(cache=True)
@@ -74,3 +86,101 @@ def trace_buckets(acc, psqt_acc, stm, params, ft_out, weights, biases, layers, o
         psqt, positional = forward_bucket(acc, psqt_acc, stm, b, params, ft_out, weights, biases, layers)
         out[b, 0] = psqt
         out[b, 1] = positional
+
+
+@njit(cache=True)
+def unpack_config(cfg):
+    """Views ``(params, slot_table, king_buckets, layers)`` into a ``cfg`` array (see ``CFG_*``)."""
+    params = cfg[:N_PARAMS]
+    slot_table = cfg[CFG_SLOT_TABLE:CFG_SLOT_TABLE + 6].view(np.int32).reshape((2, 6))
+    king_buckets = cfg[CFG_KING_BUCKETS:CFG_KING_BUCKETS + 32].view(np.int32)
+    n_layers = (cfg.shape[0] - CFG_LAYERS) // LAYER_TABLE_COLUMNS
+    layers = cfg[CFG_LAYERS:].reshape((n_layers, LAYER_TABLE_COLUMNS))
+    return params, slot_table, king_buckets, layers
+
+
+@njit(cache=True)
+def evaluate_pair(new, pair, stm, params, accs, psqts, ft_out, weights, biases, layers):
+    """Value of the position ``new`` (int64[8]) whose accumulators are pair ``pair``; see :func:`evaluate_bitboards`."""
+    pieces = popcount(new[BB_WHITE] | new[BB_BLACK])
+    bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
+    psqt, positional = forward_bucket(accs[pair], psqts[pair], stm, bucket, params, ft_out, weights, biases, layers)
+    return tdiv(np.int64(psqt) + positional, params[P_OUTPUT_SCALE])
+
+
+@njit(cache=True)
+def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases, cfg, accs, psqts, state, ft_out):
+    """Evaluate the position at ``ply`` of an accumulator stack, updating lazily.
+
+    Pairs of ``accs`` int16[pairs, 2, L1], ``psqts`` int32[pairs, 2, P] and ``state``
+    int64[pairs, 2, STATE_COLUMNS] (see :func:`~nnue_infer.kernels.accumulator.update_perspective`)
+    are: the refresh cache (``params[P_CACHE_PAIRS]`` pairs), one scratch pair, then one pair
+    per ply.  The caller has written the position's bitboards to ``state[pair, 0, :8]``
+    where ``pair = P_CACHE_PAIRS + 1 + ply``.  Plies below ``trusted`` have correct
+    "computed" flags; the others are stale and ignored.
+
+    Per perspective, the nearest computed ancestor ply is found and the accumulator is
+    brought up to date from it (or refreshed through the cache); the pair is then flagged
+    computed, flags of the plies in between are cleared (so the caller may set
+    ``trusted = ply + 1``) and the layer stack runs.
+
+    Returns
+    -------
+    int
+        Internal units, side to move's point of view (as :func:`evaluate_bitboards`), or
+        ``INVALID_POSITION`` if the bitboards are not representable (nothing is modified).
+    """
+    params, slot_table, king_buckets, layers = unpack_config(cfg)
+    stack = params[P_CACHE_PAIRS] + 1
+    dst = stack + ply
+    new = state[dst, 0, :8].copy()
+    if not representable(new, params[P_MAX_PIECES]):
+        return INVALID_POSITION
+    added = np.empty(64, np.int32)
+    removed = np.empty(64, np.int32)
+    top = min(ply, trusted - 1)
+    for p in range(2):
+        src = -1
+        for i in range(top, -1, -1):
+            if state[stack + i, p, STATE_FLAG] != 0:
+                src = stack + i
+                break
+        if src != dst:
+            update_perspective(new, p, src, dst, accs, psqts, state, ft_weights, psqt_weights, slot_table,
+                               king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], added, removed)
+            state[dst, p, STATE_FLAG] = 1
+    for i in range(max(trusted, 0), ply):
+        state[stack + i, 0, STATE_FLAG] = 0
+        state[stack + i, 1, STATE_FLAG] = 0
+    return evaluate_pair(new, dst, stm, params, accs, psqts, ft_out, weights, biases, layers)
+
+
+@njit(cache=True)
+def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights, biases, cfg, accs, psqts, state,
+                      ft_out):
+    """Evaluate consecutive positions (e.g. every ply of a game) with incremental updates.
+
+    ``bitboards`` int64[n, 8] and ``stms`` int64[n] (0 White, 1 Black to move) describe the
+    positions; ``out`` int32[n] receives the values (internal units, side to move's point
+    of view).  Uses the scratch pair and the refresh cache of the arrays described in
+    :func:`evaluate_stack` (so any stack state stays valid).
+
+    Returns
+    -------
+    int
+        -1 on success, else the index of the first position the network cannot represent
+        (``out`` is then filled only before it).
+    """
+    params, slot_table, king_buckets, layers = unpack_config(cfg)
+    work = params[P_CACHE_PAIRS]
+    added = np.empty(64, np.int32)
+    removed = np.empty(64, np.int32)
+    for i in range(bitboards.shape[0]):
+        new = bitboards[i]
+        if not representable(new, params[P_MAX_PIECES]):
+            return i
+        for p in range(2):
+            update_perspective(new, p, work if i > 0 else -1, work, accs, psqts, state, ft_weights, psqt_weights,
+                               slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], added, removed)
+        out[i] = evaluate_pair(new, work, stms[i], params, accs, psqts, ft_out, weights, biases, layers)
+    return -1

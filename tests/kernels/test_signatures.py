@@ -21,7 +21,8 @@ TESTED = {
     "activation": ["pairwise_clamp_mul", "clipped_relu", "sqr_clipped_relu", "activate"],
     "dense": ["tdiv", "wrap_int32", "affine_sparse_input", "affine_dense", "propagate_layer_stack", "psqt_term"],
     "features": ["orientation", "king_square", "feature_index", "active_features"],
-    "forward": ["forward_bucket", "refresh_both", "evaluate_bitboards", "trace_buckets"],
+    "forward": ["forward_bucket", "refresh_both", "evaluate_bitboards", "trace_buckets", "evaluate_stack",
+                "evaluate_sequence"],
 }
 
 
@@ -37,6 +38,12 @@ def test_one_signature_per_kernel(evaluator, sample_boards):
         evaluator.evaluate(board)
         evaluator.trace(board)
     evaluator.evaluate(chess.Board().fen())
+    moves = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "e1e2", "e8e7")]
+    evaluator.evaluate_game(chess.Board(), moves)  # incremental API: evaluate_sequence, evaluate_stack
+    evaluator.set_position(chess.Board())
+    for move in moves:
+        evaluator.push(move)
+        evaluator.evaluate()
     problems = []
     for name, module in kernel_modules():
         for attr, obj in vars(module).items():
