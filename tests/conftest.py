@@ -114,3 +114,13 @@ def sample_boards() -> list[chess.Board]:
     boards += [reference.random_placement(rng, n) for n in range(2, 33) for _ in range(2)]
     boards += [chess.Board(), chess.Board("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1")]
     return boards
+
+
+@pytest.fixture(scope="session")
+def stockfish(stockfish_binary: Path):
+    """One live Stockfish 15.1 process for the whole session (see tests/stockfish_uci.py)."""
+    from stockfish_uci import Stockfish
+
+    engine = Stockfish(stockfish_binary)
+    yield engine
+    engine.close()

@@ -90,10 +90,17 @@ def crelu(z: np.ndarray) -> np.ndarray:
     return np.clip(np.asarray(z, np.int64) >> WEIGHT_SCALE_BITS, 0, 127)
 
 
-def sqr_crelu(z: np.ndarray) -> np.ndarray:
-    """SqrClippedReLU: min(127, z*z >> 19) with a 64-bit square."""
+def sqr_crelu(z: np.ndarray, int32_square: bool = False) -> np.ndarray:
+    """SqrClippedReLU: min(127, z*z >> 19) with a 64-bit square.
+
+    ``int32_square`` computes the square in wrapping int32 instead (the pitfall, for tests
+    that show it matters), clamping negative results to 0 as a uint8 store would not.
+    """
     z = np.asarray(z, np.int64)
-    return np.minimum((z * z) >> (2 * WEIGHT_SCALE_BITS + 7), 127)
+    sq = z * z
+    if int32_square:
+        sq = np.array([wrap32(v) for v in sq], np.int64)
+    return np.clip(sq >> (2 * WEIGHT_SCALE_BITS + 7), 0, 127)
 
 
 @dataclass
@@ -109,8 +116,11 @@ class StackTrace:
     positional: int
 
 
-def layer_stack(net, bucket: int, x: np.ndarray, wrap_skip: bool = True) -> StackTrace:
-    """Spec 5, steps 1-9, for layer stack ``bucket`` on the transformed features ``x`` (1024)."""
+def layer_stack(net, bucket: int, x: np.ndarray, wrap_skip: bool = True, int32_square: bool = False) -> StackTrace:
+    """Spec 5, steps 1-9, for layer stack ``bucket`` on the transformed features ``x`` (1024).
+
+    ``wrap_skip=False`` and ``int32_square=True`` reproduce two pitfalls (for tests only).
+    """
     W0 = net.layer_weights[0][bucket].astype(np.int64)
     B0 = net.layer_biases[0][bucket].astype(np.int64)
     W1 = net.layer_weights[1][bucket].astype(np.int64)
@@ -120,7 +130,7 @@ def layer_stack(net, bucket: int, x: np.ndarray, wrap_skip: bool = True) -> Stac
     x = np.asarray(x, np.int64)
     z = B0 + W0 @ x
     fc1_in = np.zeros(W1.shape[1], np.int64)
-    fc1_in[:15] = sqr_crelu(z[:15])
+    fc1_in[:15] = sqr_crelu(z[:15], int32_square)
     fc1_in[15:30] = crelu(z[:15])
     y = B1 + W1 @ fc1_in
     a = crelu(y)
@@ -150,10 +160,15 @@ class Evaluation:
         return tdiv(100 * self.value, PAWN)
 
 
-def evaluate(net, board: chess.Board, wrap_skip: bool = True) -> Evaluation:
-    """Every number of spec sections 4-5 for ``board`` (full refresh, all 8 buckets)."""
+def evaluate(net, board: chess.Board, wrap_skip: bool = True, int32_square: bool = False,
+             features_fn=None) -> Evaluation:
+    """Every number of spec sections 4-5 for ``board`` (full refresh, all 8 buckets).
+
+    ``features_fn(board, perspective)`` replaces :func:`features` (tests use it to show that
+    a wrong feature computation changes the numbers); the other flags as in :func:`layer_stack`.
+    """
     stm = board.turn
-    feats = {c: features(board, c) for c in (chess.WHITE, chess.BLACK)}
+    feats = {c: (features_fn or features)(board, c) for c in (chess.WHITE, chess.BLACK)}
     acc, ps = {}, {}
     for c in (chess.WHITE, chess.BLACK):
         acc[c], ps[c] = accumulate(net, feats[c])
@@ -161,7 +176,7 @@ def evaluate(net, board: chess.Board, wrap_skip: bool = True) -> Evaluation:
     n = len(board.piece_map())
     bucket = tdiv(n - 1, 4)
     psqt = [tdiv(int(ps[stm][k]) - int(ps[not stm][k]), 2) for k in range(8)]
-    stacks = [layer_stack(net, k, x, wrap_skip) for k in range(8)]
+    stacks = [layer_stack(net, k, x, wrap_skip, int32_square) for k in range(8)]
     positional = [s.positional for s in stacks]
     value = tdiv(psqt[bucket] + positional[bucket], OUTPUT_SCALE)
     return Evaluation((feats[chess.WHITE], feats[chess.BLACK]), (acc[chess.WHITE], acc[chess.BLACK]),
@@ -187,8 +202,13 @@ def piece_values(net, board: chess.Board) -> dict[int, int]:
     return out
 
 
-def random_board(rng: np.random.Generator, max_plies: int = 150, chess960: bool = False) -> chess.Board:
-    """A position after a seeded random legal playout (stops early at game end)."""
+def random_board(rng: np.random.Generator, max_plies: int = 150, chess960: bool = False,
+                 capture_bias: float = 0.0) -> chess.Board:
+    """A position after a seeded random legal playout of 0..max_plies plies (stops at game end).
+
+    With ``capture_bias`` p, a capture (if any) is played with probability p, so material
+    comes off quickly and low piece counts are covered too.
+    """
     if chess960:
         board = chess.Board.from_chess960_pos(int(rng.integers(960)))
     else:
@@ -197,6 +217,9 @@ def random_board(rng: np.random.Generator, max_plies: int = 150, chess960: bool 
         moves = list(board.legal_moves)
         if not moves:
             break
+        captures = [m for m in moves if board.is_capture(m)]
+        if captures and rng.random() < capture_bias:
+            moves = captures
         board.push(moves[int(rng.integers(len(moves)))])
     return board
 

@@ -14,6 +14,7 @@ import pytest
 
 import nnue_infer
 from nnue_infer.trace import format_cp_aligned, format_cp_compact, tdiv
+from stockfish_uci import INFO_LINE, nnue_part
 
 #: Checksum of the corpus's raw integers (``checksum()`` below over ``raw`` of every position, in
 #: file order), computed from positions-dev.jsonl on 2026-11-30.  Quote it when behaviour changes
@@ -95,23 +96,12 @@ def test_printed_fields(corpus, traces):
     assert not bad, report(bad, checked, "printed fields")
 
 
-def nnue_part(lines: list[str]) -> list[str]:
-    """The NNUE part of an ``eval`` output as Trace.format_stockfish renders it: from the piece-value
-    board to the bucket table's bottom border, a blank line, then the ``NNUE evaluation`` line."""
-    start = lines.index(" NNUE derived piece values:")
-    head = next(i for i, line in enumerate(lines) if line.startswith(" NNUE network contributions ("))
-    end = head + 5 + 8  # title, border, 2 header lines, border, 8 bucket rows
-    assert lines[end].startswith("+----"), lines[end]
-    nnue_line = next(line for line in lines if line.startswith("NNUE evaluation"))
-    return lines[start : end + 1] + ["", nnue_line]
-
-
 def test_format_stockfish_line_for_line(corpus, traces, corpus_raw_lines):
     bad = []
     checked = 0
     for row, t in zip(corpus, traces):
         lines = corpus_raw_lines[row["fen"]]
-        assert lines[0] == "info string NNUE evaluation using nn-ad9b42354671.nnue enabled"
+        assert lines[0] == INFO_LINE
         if row["in_check"]:
             assert "Final evaluation: none (in check)" in lines
             continue

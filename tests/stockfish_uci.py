@@ -1,0 +1,79 @@
+"""A minimal UCI client for Debian's Stockfish 15.1 and a parser of its ``eval`` output.
+
+One long-lived process, fed ``position fen <fen>`` / ``eval`` / ``isready`` (the way the dev
+corpus was produced, see ``shared/data/README.md``).  ``eval`` is not part of UCI proper, so
+python-chess's engine module cannot run it; a plain pipe does.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+INFO_LINE = "info string NNUE evaluation using nn-ad9b42354671.nnue enabled"
+
+
+class Stockfish:
+    """``Stockfish(path)``; ``eval_lines(fen)`` returns every line ``eval`` printed."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.proc = subprocess.Popen([str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.id_lines = self._command("uci", "uciok")
+        self.chess960 = False
+
+    def _command(self, text: str, until: str) -> list[str]:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+        lines = []
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"stockfish exited while waiting for {until!r} after {text!r}")
+            line = line.rstrip("\n")
+            if line == until:
+                return lines
+            lines.append(line)
+
+    def set_chess960(self, on: bool) -> None:
+        if on != self.chess960:
+            self._command(f"setoption name UCI_Chess960 value {'true' if on else 'false'}\nisready", "readyok")
+            self.chess960 = on
+
+    def eval_lines(self, fen: str, chess960: bool = False) -> list[str]:
+        self.set_chess960(chess960)
+        return self._command(f"position fen {fen}\neval\nisready", "readyok")
+
+    def close(self) -> None:
+        assert self.proc.stdin and self.proc.stdout
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+
+
+def nnue_part(lines: list[str]) -> list[str] | None:
+    """The NNUE part of ``eval`` output as :meth:`Trace.format_stockfish` renders it.
+
+    From `` NNUE derived piece values:`` to the bucket table's bottom border, a blank line, then
+    the ``NNUE evaluation`` line.  ``None`` when Stockfish printed no NNUE numbers (in check).
+    """
+    if "Final evaluation: none (in check)" in lines:
+        return None
+    start = lines.index(" NNUE derived piece values:")
+    head = next(i for i, line in enumerate(lines) if line.startswith(" NNUE network contributions ("))
+    end = head + 5 + 8  # title, border, 2 header lines, border, 8 bucket rows
+    assert lines[end].startswith("+------------+"), lines[end]
+    nnue_line = next(line for line in lines if line.startswith("NNUE evaluation "))
+    return lines[start : end + 1] + ["", nnue_line]
+
+
+def nnue_line(lines: list[str]) -> str | None:
+    """The ``NNUE evaluation ... (white side)`` line, or ``None`` in check."""
+    return next((line for line in lines if line.startswith("NNUE evaluation ")), None)
