@@ -1,0 +1,137 @@
+"""Positions the network cannot represent, malformed FENs, Chess960, and symmetry properties."""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import nnue_infer
+import reference as R
+from nnue_infer import PositionError
+from stockfish_uci import nnue_part
+
+START = chess.STARTING_FEN
+
+
+@pytest.mark.parametrize("fen,fragments", [
+    ("8/8/8/8/8/8/8/4K3 w - - 0 1", ["Black", "king", "none"]),
+    ("4k3/8/8/8/8/8/8/8 w - - 0 1", ["White", "king", "none"]),
+    ("4k3/8/8/8/8/8/8/K3K3 w - - 0 1", ["White", "king", "2", "a1", "e1"]),
+    ("k3k3/8/8/8/8/8/8/4K3 b - - 0 1", ["Black", "king", "2", "a8", "e8"]),
+    ("rnbqkbnr/pppppppp/8/8/8/N7/PPPPPPPP/RNBQKBNR w KQkq - 0 1", ["33 pieces", "32"]),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w - - 0 1".replace("8/8/8/8", "QQQQ4/qqqq4/QQQQ4/qqqq4"),
+     ["48 pieces"]),
+    ("4k3/8/8/8/8/8/8/P3K3 w - - 0 1", ["pawn", "a1"]),
+    ("4k2p/8/8/8/8/8/8/4K3 w - - 0 1", ["pawn", "h8"]),
+    ("p3k3/8/8/8/8/8/8/3PK2P w - - 0 1", ["pawn", "d1", "h1", "a8"]),
+])
+def test_unrepresentable_positions(evaluator, fen, fragments):
+    board = chess.Board(fen)
+    for call in (evaluator.evaluate, evaluator.trace, evaluator.evaluate_cp, nnue_infer.evaluate):
+        with pytest.raises(PositionError) as info:
+            call(board)
+        for fragment in fragments:
+            assert fragment in str(info.value), (fragment, str(info.value))
+        assert isinstance(info.value, ValueError)
+    with pytest.raises(PositionError):
+        evaluator.evaluate(fen)  # the same from a FEN string
+    assert evaluator.evaluate(START) == 69  # no corrupted state after the error
+
+
+@pytest.mark.parametrize("fen,fragment", [
+    ("garbage", "expected 8 rows"),
+    ("", "empty fen"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP w KQkq - 0 1", "expected 8 rows"),
+    ("rnbqkbnr/pppppppp/9/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "invalid character"),
+    ("rnbqkxnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "invalid character"),
+    (START + " extra", "more parts"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR x KQkq - 0 1", "turn part"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w XYZ - 0 1", "castling part"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq e9 0 1", "en passant part"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - -1 1", "half-move clock"),
+])
+def test_malformed_fen_strings(evaluator, fen, fragment):
+    for call in (evaluator.evaluate, evaluator.trace, evaluator.evaluate_cp, nnue_infer.evaluate):
+        with pytest.raises(ValueError) as info:
+            call(fen)
+        assert fragment in str(info.value) and "invalid FEN" in str(info.value), str(info.value)
+    assert evaluator.evaluate(START) == 69
+
+
+def test_wrong_argument_type(evaluator):
+    with pytest.raises(TypeError, match="chess.Board or a FEN"):
+        evaluator.evaluate(12345)
+
+
+def test_fen_string_and_board_agree(evaluator, corpus):
+    for row in corpus[::50]:
+        assert evaluator.evaluate(row["fen"]) == evaluator.evaluate(chess.Board(row["fen"])) == row["raw"]["value"]
+
+
+def test_only_placement_and_side_to_move_matter(evaluator):
+    """Spec 3: castling rights, e.p. square, counters never influence any NNUE number."""
+    a = chess.Board("r3k2r/8/8/3pP3/8/8/8/R3K2R w KQkq d6 0 1")
+    b = chess.Board("r3k2r/8/8/3pP3/8/8/8/R3K2R w - - 99 150")
+    assert evaluator.trace(a).psqt == evaluator.trace(b).psqt
+    assert evaluator.trace(a).positional == evaluator.trace(b).positional
+
+
+@pytest.mark.parametrize("n", [0, 1, 100, 518, 959])
+def test_chess960_start_positions(evaluator, network, stockfish, n):
+    """Chess960 boards (X-FEN/Shredder castling) evaluate right: reference and live Stockfish."""
+    board = chess.Board.from_chess960_pos(n)
+    e = R.evaluate(network, board)
+    assert evaluator.evaluate(board) == e.value
+    assert evaluator.evaluate(board.fen()) == e.value
+    assert evaluator.trace(board).format_stockfish().split("\n") == nnue_part(
+        stockfish.eval_lines(board.fen(), chess960=True))
+
+
+def boards_from_seeds():
+    return st.integers(0, 2**32 - 1).map(lambda s: R.random_board(np.random.default_rng(s), max_plies=120))
+
+
+def placements():
+    return st.tuples(st.integers(0, 2**32 - 1), st.integers(2, 32)).map(
+        lambda t: R.random_placement(np.random.default_rng(t[0]), t[1]))
+
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(board=st.one_of(boards_from_seeds(), placements()))
+def test_colour_mirror_evaluates_identically(evaluator, board):
+    """board.mirror() swaps colours, flips ranks and the side to move: same value, stm's view."""
+    assert evaluator.evaluate(board) == evaluator.evaluate(board.mirror())
+
+
+@FAST
+@given(board=st.one_of(boards_from_seeds(), placements()))
+def test_horizontal_flip_evaluates_identically(evaluator, board):
+    """HalfKAv2_hm mirrors files so the own king is on e-h: a file flip changes no feature."""
+    flipped = board.transform(chess.flip_horizontal)
+    assert evaluator.evaluate(board) == evaluator.evaluate(flipped)
+
+
+@FAST
+@given(board=placements())
+def test_random_placements_match_reference(evaluator, network, board):
+    t = evaluator.trace(board)
+    e = R.evaluate(network, board)
+    assert (list(t.psqt), list(t.positional), t.value) == (e.psqt, e.positional, e.value)
+    assert t.piece_values == R.piece_values(network, board)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.one_of(st.text(max_size=80),
+                      st.text(alphabet="pnbrqkPNBRQK12345678/ wb-KQkqa1h8e3e6", max_size=90)))
+def test_arbitrary_text_gives_value_or_value_error(evaluator, text):
+    try:
+        v = evaluator.evaluate(text)
+    except ValueError:
+        return
+    assert isinstance(v, int) and abs(v) < 2**31
