@@ -110,9 +110,9 @@ def ft_activate(acc, stm, code, clamp_max, shift, out):
     ``crelu``/``screlu``; side to move's half first.
     """
     if code == FT_PAIRWISE:
-        pairwise_clamp_mul(acc, stm, 0, 0, clamp_max, shift, out)
+        pairwise_clamp_mul(acc, stm, np.int64(0), np.int64(0), clamp_max, shift, out)
     elif code == FT_GLU:
-        pairwise_clamp_mul(acc, stm, 0, -clamp_max, clamp_max, shift, out)
+        pairwise_clamp_mul(acc, stm, np.int64(0), -clamp_max, clamp_max, shift, out)
     elif code == FT_BILINEAR:
         pairwise_clamp_mul(acc, stm, -clamp_max, -clamp_max, clamp_max, shift, out)
     elif code == FT_PAIRWISE_SCRELU:
@@ -146,11 +146,11 @@ def activate(z, n_act, code, shift, out):
     Returns the number of outputs written (``2 * n_act`` for the concatenated form).
     """
     if code == ACT_CRELU:
-        clipped_relu(z, n_act, shift, out, 0)
+        clipped_relu(z, n_act, shift, out, np.int64(0))
         return n_act
     if code == ACT_SQR_CRELU:
-        sqr_clipped_relu(z, n_act, shift, out, 0)
+        sqr_clipped_relu(z, n_act, shift, out, np.int64(0))
         return n_act
-    sqr_clipped_relu(z, n_act, shift, out, 0)
+    sqr_clipped_relu(z, n_act, shift, out, np.int64(0))
     clipped_relu(z, n_act, shift, out, n_act)
     return 2 * n_act

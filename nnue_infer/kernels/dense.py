@@ -128,4 +128,4 @@ def psqt_term(psqt_acc, stm, bucket):
     """PSQT contribution: ``tdiv(psqt[stm][bucket] - psqt[opp][bucket], 2)`` (int32[2, P] input)."""
     if psqt_acc.shape[1] == 0:
         return 0
-    return tdiv(np.int64(psqt_acc[stm, bucket]) - psqt_acc[1 - stm, bucket], 2)
+    return tdiv(np.int64(psqt_acc[stm, bucket]) - psqt_acc[1 - stm, bucket], np.int64(2))
