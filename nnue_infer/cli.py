@@ -14,8 +14,11 @@ import click
 
 def _load_network(net: str | None):
     from . import load
-    from .resources import default_network
+    from .errors import NetworkNotFoundError
+    from .resources import HOW_TO_GET, default_network
 
+    if net and not Path(net).is_file():
+        raise NetworkNotFoundError(f"network file {net} does not exist. {HOW_TO_GET}")
     return load(net) if net else default_network()
 
 
