@@ -18,9 +18,11 @@ from .errors import (
     QuantisationRangeError,
 )
 from .evaluator import Evaluator, evaluate, evaluate_batch, evaluate_game
-from .formats import load
+from .float_network import FloatNetwork, forward_float
+from .formats import load, save
 from .formats.stockfish import extract_network, read_stockfish, write_stockfish
 from .network import Architecture, HiddenLayer, Network, stockfish_15_1_architecture
+from .quantise import QuantisationScheme, dequantise, quantise
 from .resources import default_network, stockfish_15_1_network_path
 from .trace import Trace
 
@@ -30,6 +32,7 @@ __all__ = [
     "Architecture",
     "Evaluator",
     "FenError",
+    "FloatNetwork",
     "HiddenLayer",
     "IllegalMoveError",
     "Network",
@@ -38,14 +41,19 @@ __all__ = [
     "NnueError",
     "PositionError",
     "QuantisationRangeError",
+    "QuantisationScheme",
     "Trace",
     "default_network",
+    "dequantise",
     "evaluate",
     "evaluate_batch",
     "evaluate_game",
     "extract_network",
+    "forward_float",
     "load",
+    "quantise",
     "read_stockfish",
+    "save",
     "stockfish_15_1_architecture",
     "stockfish_15_1_network_path",
     "write_stockfish",

@@ -1,0 +1,108 @@
+"""Import float networks from named arrays: a PyTorch ``state_dict`` converted to numpy, or a ``.npz``.
+
+:func:`float_network_from_arrays` maps source names to the canonical tensors of a
+:class:`~nnue_infer.float_network.FloatNetwork` and accepts the layouts trainers use:
+
+* ``ft.weights`` as ``[num_features, L1]`` or as a ``torch.nn.Linear`` weight ``[L1, num_features]``;
+* ``ft.psqt_weights`` as ``[num_features, P]`` or ``[P, num_features]`` (may be absent when P = 0);
+* ``layers.{i}.weights`` as ``[buckets, outputs, inputs]``, or a ``Linear(inputs, outputs * buckets)``
+  weight ``[outputs * buckets, inputs]`` (nnue-pytorch's layer stacks), with ``inputs`` either the
+  padded width or the real one (zero-padded here);
+* ``layers.{i}.biases`` as ``[buckets, outputs]`` or ``[outputs * buckets]``.
+
+Values are taken as they are: they must follow the float semantics of
+:mod:`nnue_infer.float_network` (accumulator 1.0 = the clamp point, output in units of
+``output_units``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..errors import NetworkFormatError
+from ..float_network import FloatNetwork
+from ..network import Architecture
+
+
+def _layout(name: str, arr: np.ndarray, shape: tuple[int, ...], real_in: int | None = None) -> np.ndarray:
+    arr = np.asarray(arr)
+    if not np.issubdtype(arr.dtype, np.floating):
+        raise NetworkFormatError(f"tensor {name!r}: dtype {arr.dtype}, expected a floating-point type")
+    a = arr.astype(np.float32)
+    if a.shape == shape:
+        return np.ascontiguousarray(a)
+    if len(shape) == 2 and a.shape == shape[::-1] and name.startswith("ft."):
+        return np.ascontiguousarray(a.T)
+    if len(shape) == 2 and name.endswith("biases") and a.shape == (shape[0] * shape[1],):
+        return np.ascontiguousarray(a.reshape(shape))
+    if len(shape) == 3:
+        B, out, n_in = shape
+        for cand_in in {n_in, real_in}:
+            if cand_in is None:
+                continue
+            for cand in ((B, out, cand_in), (B * out, cand_in)):
+                if a.shape == cand:
+                    w = np.zeros(shape, np.float32)
+                    w[:, :, :cand_in] = a.reshape(B, out, cand_in)
+                    return w
+            if B == 1 and a.shape == (out, cand_in):
+                w = np.zeros(shape, np.float32)
+                w[0, :, :cand_in] = a
+                return w
+    raise NetworkFormatError(f"tensor {name!r}: shape {a.shape} does not fit the architecture, expected {shape}"
+                             + (f" (or with {real_in} real inputs)" if real_in else ""))
+
+
+def float_network_from_arrays(architecture: Architecture, arrays: Mapping[str, np.ndarray] | str | os.PathLike[str],
+                              names: Mapping[str, str] | None = None, description: str = "") -> FloatNetwork:
+    """Build a :class:`FloatNetwork` from named float arrays.
+
+    Parameters
+    ----------
+    architecture : Architecture
+        What the arrays mean.
+    arrays : mapping of str to ndarray, or path of a ``.npz`` file
+        Source arrays (e.g. ``{k: v.numpy() for k, v in model.state_dict().items()}``).
+    names : mapping, optional
+        Canonical name (``ft.weights``, ``ft.biases``, ``ft.psqt_weights``,
+        ``layers.{i}.weights``, ``layers.{i}.biases``) to source name; identity by default.
+    description : str
+        Stored with the network.
+
+    Raises
+    ------
+    NetworkFormatError
+        A tensor is missing (naming canonical and source names), not floating point, or its
+        shape fits none of the accepted layouts (naming the tensor and the expected shape).
+    """
+    from ..features import architecture_features
+
+    if not isinstance(arrays, Mapping):
+        with np.load(os.fspath(arrays), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    names = dict(names or {})
+    arch = architecture
+    nf = architecture_features(arch).num_features
+    B = arch.output_buckets
+    expected: dict[str, tuple[tuple[int, ...], int | None]] = {
+        "ft.biases": ((arch.ft_width,), None),
+        "ft.weights": ((nf, arch.ft_width), None),
+        "ft.psqt_weights": ((nf, arch.psqt_buckets), None),
+    }
+    real_inputs = [arch.ft_output_width] + [l.activated_width for l in arch.layers[:-1]]
+    for i, (layer, n_in, real) in enumerate(zip(arch.layers, arch.layer_inputs(), real_inputs)):
+        expected[f"layers.{i}.weights"] = ((B, layer.outputs, n_in), real)
+        expected[f"layers.{i}.biases"] = ((B, layer.outputs), None)
+    out: dict[str, np.ndarray] = {}
+    for canon, (shape, real) in expected.items():
+        src = names.get(canon, canon)
+        if src not in arrays:
+            if canon == "ft.psqt_weights" and arch.psqt_buckets == 0:
+                out[canon] = np.zeros(shape, np.float32)
+                continue
+            raise NetworkFormatError(f"missing tensor {canon!r} (source name {src!r}); available: {sorted(arrays)[:20]}")
+        out[canon] = _layout(canon, arrays[src], shape, real)
+    return FloatNetwork.from_tensors(arch, out, description)
