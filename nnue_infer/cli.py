@@ -28,46 +28,202 @@ def cli() -> None:
     """Exact, fast evaluation of chess positions with NNUE networks."""
 
 
-def _read_epd(path: str) -> list[str]:
-    """FENs from an EPD/FEN file: first four fields (plus counters if present), '#' comments skipped."""
-    fens = []
-    for line in Path(path).read_text().splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        fields = line.split()
-        if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit():
-            fens.append(" ".join(fields[:6]))
+def _read_epd(path: str) -> tuple[list[str], list[int]]:
+    """FENs from an EPD/FEN file and their line numbers (1-based).
+
+    Keeps the first four fields (plus the counters if present); blank lines and lines
+    starting with ``#`` are skipped.
+    """
+    fens, lines = [], []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            fields = line.split()
+            if not fields or fields[0].startswith("#"):
+                continue
+            keep = 6 if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit() else 4
+            fens.append(" ".join(fields[:keep]))
+            lines.append(number)
+    return fens, lines
+
+
+#: Rows per batch call in file mode (progress-bar granularity).
+_CHUNK = 8192
+
+
+def _progress_bar(total: int, unit: str, enabled: bool | None):
+    """A tqdm bar on stderr, shown when ``enabled`` (``--progress``) or stderr is a terminal."""
+    from tqdm import tqdm
+
+    show = enabled or sys.stderr.isatty()
+    return tqdm(total=total, unit=unit, unit_scale=unit == "B", file=sys.stderr, disable=not show, dynamic_ncols=True)
+
+
+class _RowWriter:
+    """Writes result rows as CSV with a header (default) or as JSON lines."""
+
+    def __init__(self, out, columns: tuple[str, ...], as_json: bool) -> None:
+        import csv
+
+        self._out, self._columns, self._json = out, columns, as_json
+        self._csv = None if as_json else csv.writer(out, lineterminator="\n")
+        if self._csv is not None:
+            self._csv.writerow(columns)
+
+    def write(self, rows) -> None:
+        if self._csv is not None:
+            self._csv.writerows(rows)
         else:
-            fens.append(" ".join(fields[:4]))
-    return fens
+            self._out.writelines(json.dumps(dict(zip(self._columns, row))) + "\n" for row in rows)
+
+
+def _centipawns(values, black_to_move):
+    """(cp side to move, cp White) int64 arrays from int values: ``tdiv(100 * v, 361)``, as ``to_centipawns``."""
+    import numpy as np
+
+    from .trace import PAWN
+
+    v = np.asarray(values, np.int64)
+    cp = np.sign(v) * (np.abs(100 * v) // PAWN)
+    return cp, np.where(black_to_move, -cp, cp)
+
+
+def _eval_epd(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
+    """Batch-evaluate an EPD file in chunks; bad rows go to stderr (file:line) and give status 1."""
+    import numpy as np
+
+    from .errors import FenError, PositionError
+
+    fens, lines = _read_epd(path)
+    status = 0
+    with _progress_bar(len(fens), "pos", progress) as bar:
+        for lo in range(0, len(fens), _CHUNK):
+            chunk, numbers = fens[lo:lo + _CHUNK], lines[lo:lo + _CHUNK]
+            try:
+                values = ev.evaluate_batch(chunk)
+            except (FenError, PositionError):  # rare: redo this chunk row by row to report every bad row
+                values, kept, kept_numbers = [], [], []
+                for fen, number in zip(chunk, numbers):
+                    try:
+                        values.append(ev.evaluate(fen))
+                    except ValueError as exc:
+                        bar.write(f"error: {path}:{number}: {exc}", file=sys.stderr)
+                        status = 1
+                        continue
+                    kept.append(fen)
+                    kept_numbers.append(number)
+                chunk = kept
+            black = np.array([f.split()[1:2] == ["b"] for f in chunk], bool)
+            cp, cp_white = _centipawns(values, black)
+            writer.write(zip(chunk, np.asarray(values).tolist(), cp.tolist(), cp_white.tolist()))
+            bar.update(len(numbers))
+    return status
+
+
+def _eval_pgn(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
+    """Every position of every game's mainline, scored incrementally with ``Evaluator.evaluate_game``."""
+    import os
+
+    import chess
+    import chess.pgn
+    import numpy as np
+
+    status = 0
+    with open(path, encoding="utf-8-sig", errors="replace") as f, \
+            _progress_bar(os.path.getsize(path), "B", progress) as bar:
+        number = 0
+        while True:
+            game = chess.pgn.read_game(f)
+            if game is None:
+                break
+            number += 1
+            for err in game.errors:
+                bar.write(f"error: {path}: game {number}: {err}", file=sys.stderr)
+                status = 1
+            board = game.board()
+            moves = list(game.mainline_moves())
+            try:
+                values = ev.evaluate_game(board, moves)
+            except ValueError as exc:
+                bar.write(f"error: {path}: game {number}: {exc}", file=sys.stderr)
+                status = 1
+                continue
+            fens, black = [board.fen()], [board.turn == chess.BLACK]
+            for move in moves:
+                board.push(move)
+                fens.append(board.fen())
+                black.append(board.turn == chess.BLACK)
+            cp, cp_white = _centipawns(values, np.array(black))
+            ucis = [""] + [m.uci() for m in moves]
+            writer.write(zip([number] * len(fens), range(len(fens)), ucis, fens, values.tolist(), cp.tolist(),
+                             cp_white.tolist()))
+            bar.update(f.buffer.tell() - bar.n)
+    return status
 
 
 @cli.command("eval")
 @click.argument("fens", nargs=-1)
 @click.option("--net", type=click.Path(dir_okay=False), help="Network file (default: Stockfish 15.1's net from Debian's stockfish).")
 @click.option("--fen", "fen_opts", multiple=True, help="A position in FEN (may be repeated).")
-@click.option("--epd", type=click.Path(exists=True, dir_okay=False), help="File with one FEN/EPD per line.")
+@click.option("--epd", type=click.Path(exists=True, dir_okay=False),
+              help="File with one FEN/EPD per line: batch evaluation on all cores, CSV (or --json) output.")
+@click.option("--pgn", type=click.Path(exists=True, dir_okay=False),
+              help="PGN file: every position of every game's mainline, incremental; CSV (or --json) output.")
 @click.option("--trace", is_flag=True, help="Print Stockfish 15.1's eval text for the NNUE (piece values, bucket table, NNUE line).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per position.")
-def eval_cmd(fens, net, fen_opts, epd, trace, as_json):
-    """Evaluate positions given as FEN arguments, --fen or --epd.
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write results to this file instead of stdout.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Threads for batch evaluation (default: all cores).")
+@click.option("--progress", is_flag=True, default=None, help="Show a progress bar on stderr even when it is not a terminal.")
+def eval_cmd(fens, net, fen_opts, epd, pgn, trace, as_json, output, jobs, progress):
+    """Evaluate positions given as FEN arguments, --fen, or files (--epd, --pgn).
 
-    Prints, per position, the NNUE value in internal units and centipawns from the side to
-    move's point of view, and centipawns from White's.
+    FEN arguments and --fen print, per position, the NNUE value in internal units and
+    centipawns from the side to move's point of view, and centipawns from White's (--trace:
+    Stockfish's eval text).  --epd and --pgn write CSV rows (--json: JSON lines): for EPD
+    ``fen,value,cp,cp_white``; for PGN ``game,ply,move,fen,value,cp,cp_white`` (ply 0 is the
+    start position, ``move`` the UCI move that led to the position).
     """
-    import chess
-
     from .errors import NnueError
     from .evaluator import Evaluator
 
-    positions = list(fen_opts) + [" ".join(fens)] * bool(fens) + (_read_epd(epd) if epd else [])
-    if not positions:
-        raise click.UsageError("give a position: FEN arguments, --fen FEN or --epd FILE")
+    if (epd or pgn) and (fens or fen_opts):
+        raise click.UsageError("give FEN arguments / --fen, or a file (--epd / --pgn), not both")
+    if epd and pgn:
+        raise click.UsageError("give one of --epd and --pgn")
+    if pgn and trace:
+        raise click.UsageError("--trace works with FEN arguments, --fen and --epd, not --pgn")
+    if jobs is not None:
+        import numba
+
+        if jobs > numba.config.NUMBA_NUM_THREADS:
+            raise click.BadParameter(f"at most {numba.config.NUMBA_NUM_THREADS} (this machine's threads)",
+                                     param_hint="--jobs")
+        numba.set_num_threads(jobs)
+    positions = list(fen_opts) + [" ".join(fens)] * bool(fens) + (_read_epd(epd)[0] if epd and trace else [])
+    if not positions and not (epd or pgn):
+        raise click.UsageError("give a position: FEN arguments, --fen FEN, --epd FILE or --pgn FILE")
     try:
         ev = Evaluator(_load_network(net))
     except (NnueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
+    out = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
+    try:
+        if (epd or pgn) and not trace:
+            if pgn:
+                columns = ("game", "ply", "move", "fen", "value", "cp", "cp_white")
+                sys.exit(_eval_pgn(ev, pgn, _RowWriter(out, columns, as_json), progress))
+            sys.exit(_eval_epd(ev, epd, _RowWriter(out, ("fen", "value", "cp", "cp_white"), as_json), progress))
+        sys.exit(_eval_positions(ev, positions, trace, as_json, out))
+    finally:
+        if output:
+            out.close()
+
+
+def _eval_positions(ev, positions: list[str], trace: bool, as_json: bool, out) -> int:
+    """One position at a time: text lines, JSON objects or Stockfish-style traces."""
+    import chess
+
+    from .trace import to_centipawns
+
     status = 0
     for fen in positions:
         try:
@@ -77,24 +233,23 @@ def eval_cmd(fens, net, fen_opts, epd, trace, as_json):
                 if as_json:
                     click.echo(json.dumps({"fen": fen, "bucket": t.bucket, "value": t.value, "psqt": t.psqt,
                                            "positional": t.positional,
-                                           "piece_values": {chess.SQUARE_NAMES[s]: v for s, v in t.piece_values.items()}}))
+                                           "piece_values": {chess.SQUARE_NAMES[s]: v for s, v in t.piece_values.items()}}),
+                               file=out)
                 else:
-                    click.echo(t.format_stockfish())
+                    click.echo(t.format_stockfish(), file=out)
                 continue
             value = ev.evaluate(board)
         except ValueError as exc:
             click.echo(f"error: {fen!r}: {exc}", err=True)
             status = 1
             continue
-        from .trace import to_centipawns
-
         cp = to_centipawns(value)
         white_cp = cp if board.turn == chess.WHITE else -cp
         if as_json:
-            click.echo(json.dumps({"fen": fen, "value": value, "cp": cp, "cp_white": white_cp}))
+            click.echo(json.dumps({"fen": fen, "value": value, "cp": cp, "cp_white": white_cp}), file=out)
         else:
-            click.echo(f"{fen}\tvalue {value}\tcp {cp:+d} (side to move)\t{white_cp / 100:+.2f} (white side)")
-    sys.exit(status)
+            click.echo(f"{fen}\tvalue {value}\tcp {cp:+d} (side to move)\t{white_cp / 100:+.2f} (white side)", file=out)
+    return status
 
 
 @cli.command()
