@@ -1,0 +1,21 @@
+"""Baselines on the same positions: plain NumPy (``numpy_baseline.py``) and Stockfish 15.1's ``eval`` over UCI.
+
+Compare with ``bench_evaluate.py::test_evaluate_board`` / ``test_evaluate_fen_string`` and the
+per-position time of ``bench_batch.py`` (``report.py`` prints the ratios).
+"""
+
+from __future__ import annotations
+
+from common import cycling
+
+
+def test_numpy_baseline_evaluate_board(benchmark, numpy_evaluator, evaluator, boards):
+    sample = boards[::10]
+    assert [numpy_evaluator.evaluate(b) for b in sample[:50]] == [evaluator.evaluate(b) for b in sample[:50]]
+    nxt = cycling(sample)
+    benchmark(lambda: numpy_evaluator.evaluate(nxt()))
+
+
+def test_stockfish_eval_over_uci(benchmark, stockfish, fens):
+    nxt = cycling(fens[::10])
+    benchmark(lambda: stockfish.eval(nxt()))

@@ -1,0 +1,121 @@
+"""Inputs and machine facts shared by the benchmarks and ``report.py``.
+
+Positions and games come from the dev corpus (``shared/data``: ``$NNUE_INFER_SHARED``,
+``<repo>/../shared`` or ``/work/shared``); without it, from seeded random legal playouts,
+so the benchmarks run anywhere the package and Debian's ``stockfish`` are installed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import platform
+import random
+from functools import lru_cache
+from pathlib import Path
+
+import chess
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def data_dir() -> Path | None:
+    """The corpus directory, or ``None`` when it is not on this machine."""
+    candidates = [Path(os.environ["NNUE_INFER_SHARED"])] if os.environ.get("NNUE_INFER_SHARED") else []
+    candidates += [REPO.parent / "shared", Path("/work/shared")]
+    for c in candidates:
+        if (c / "data" / "positions-dev.jsonl").is_file():
+            return c / "data"
+    return None
+
+
+def _playouts(seed: int, count: int) -> list[tuple[chess.Board, list[chess.Move]]]:
+    rng = random.Random(seed)
+    games = []
+    for _ in range(count):
+        board = chess.Board()
+        moves = []
+        for _ in range(rng.randrange(40, 160)):
+            legal = list(board.legal_moves)
+            if not legal:
+                break
+            moves.append(rng.choice(legal))
+            board.push(moves[-1])
+        games.append((chess.Board(), moves))
+    return games
+
+
+@lru_cache(maxsize=None)
+def positions() -> tuple[str, ...]:
+    """FENs of the 3,298 dev positions (or of 3,000 playout positions without the corpus)."""
+    d = data_dir()
+    if d is not None:
+        with open(d / "positions-dev.jsonl") as f:
+            return tuple(json.loads(line)["fen"] for line in f if line.strip())
+    fens = []
+    for start, moves in _playouts(1, 60):
+        board = start.copy()
+        for move in moves:
+            board.push(move)
+            fens.append(board.fen())
+    return tuple(fens[:3000])
+
+
+@lru_cache(maxsize=None)
+def games() -> tuple[tuple[chess.Board, tuple[chess.Move, ...]], ...]:
+    """The 264 dev games as (start board, moves) (or 100 seeded random playouts)."""
+    d = data_dir()
+    if d is None:
+        return tuple((b, tuple(m)) for b, m in _playouts(2, 100))
+    out = []
+    with open(d / "games-dev.jsonl") as f:
+        for line in f:
+            g = json.loads(line)
+            start = chess.Board(g["start_fen"])
+            out.append((start, tuple(chess.Move.from_uci(u) for u in g["moves"])))
+    return tuple(out)
+
+
+def cycling(items):
+    """A zero-argument callable returning the next item of ``items`` on each call, forever."""
+    return itertools.cycle(items).__next__
+
+
+def record_rate(benchmark, unit: str, count: int) -> None:
+    """Store ``count`` and ``count`` per second (median round) in a benchmark's ``extra_info``."""
+    benchmark.extra_info[unit] = count
+    if benchmark.stats is not None:  # None under --benchmark-disable
+        benchmark.extra_info[f"{unit}_per_s"] = round(count / benchmark.stats.stats.median)
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), or what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> str:
+    """One line: CPU model, logical cores, Numba threads, Python/NumPy/Numba/python-chess versions."""
+    import numba
+    import numpy
+
+    return (f"{cpu_model()}, {os.cpu_count()} logical cores, Numba threads {numba.get_num_threads()} "
+            f"({numba.threading_layer() if _parallel_ran() else 'layer not chosen yet'}); Python "
+            f"{platform.python_version()}, NumPy {numpy.__version__}, Numba {numba.__version__}, "
+            f"python-chess {chess.__version__}")
+
+
+def _parallel_ran() -> bool:
+    import numba
+
+    try:
+        numba.threading_layer()
+    except ValueError:
+        return False
+    return True
