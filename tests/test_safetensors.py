@@ -16,7 +16,7 @@ from nnue_infer.cli import main
 from nnue_infer.errors import NetworkFormatError
 from nnue_infer.float_network import FloatNetwork, forward_float, network_tensors
 from nnue_infer.formats import detect_format, load, save
-from nnue_infer.formats.safetensors import FORMAT_VERSION, read_metadata
+from nnue_infer.formats.safetensors import FORMAT_VERSION, read_info
 from nnue_infer.network import Architecture, HiddenLayer
 from nnue_infer.quantise import quantise
 
@@ -33,9 +33,12 @@ def test_stockfish_native_stockfish_byte_identical(network_path, tmp_path, capsy
     assert hashlib.sha256(back.read_bytes()).hexdigest() == nnue_infer.constants.SF15_1_NET_SHA256
     out = capsys.readouterr().out
     assert "(stockfish) ->" in out and "(safetensors) ->" in out
-    meta = read_metadata(native)
-    assert meta["format"] == "nnue-infer" and meta["format_version"] == str(FORMAT_VERSION) and meta["kind"] == "quantised"
-    assert Architecture.from_json(meta["architecture"]) == nnue_infer.stockfish_15_1_architecture()
+    info = read_info(native)
+    assert info["format_version"] == FORMAT_VERSION and info["kind"] == "quantised"
+    assert Architecture.from_dict(info["architecture"]) == nnue_infer.stockfish_15_1_architecture()
+    again = tmp_path / "again.safetensors"
+    assert main(["convert", str(back), str(again)]) == 0
+    assert again.read_bytes() == native.read_bytes()  # reproducible files
 
 
 def test_explicit_format_overrides_extension(network, tmp_path):
@@ -75,11 +78,11 @@ def test_float_and_quantised_round_trip(tmp_path, corpus):
         save(q, tmp_path / "q.nnue")
 
 
-def _write(path, tensors, **meta):
-    base = {"format": "nnue-infer", "format_version": "1", "kind": "quantised", "architecture": SMALL.to_json(),
-            "description": ""}
+def _write(path, tensors, raw=None, **meta):
+    base = {"format_version": 1, "kind": "quantised", "architecture": json.loads(SMALL.to_json()), "description": ""}
     base.update(meta)
-    save_file(tensors, str(path), metadata={k: v for k, v in base.items() if v is not None})
+    info = raw if raw is not None else json.dumps({k: v for k, v in base.items() if v is not None})
+    save_file(tensors, str(path), metadata={"nnue-infer": info})
 
 
 @pytest.fixture()
@@ -110,7 +113,7 @@ def test_bad_files_name_the_field(tmp_path, q_tensors):
         load(p)
 
     # metadata not matching the tensors: an architecture with a wider feature transformer
-    _write(p, q_tensors, architecture=dataclasses.replace(SMALL, ft_width=128).to_json())
+    _write(p, q_tensors, architecture=json.loads(dataclasses.replace(SMALL, ft_width=128).to_json()))
     with pytest.raises(NetworkFormatError, match=r"'ft_biases': shape \(64,\), expected \(128,\)"):
         load(p)
 
@@ -120,15 +123,21 @@ def test_bad_files_name_the_field(tmp_path, q_tensors):
 
     bad_arch = json.loads(SMALL.to_json())
     bad_arch["ft_activation"] = "swish"
-    _write(p, q_tensors, architecture=json.dumps(bad_arch))
+    _write(p, q_tensors, architecture=bad_arch)
     with pytest.raises(NetworkFormatError, match="metadata 'architecture'.*'ft_activation'.*swish"):
         load(p)
 
-    for key, value, msg in (("format_version", "2", "format_version"), ("format", None, "'format'"),
-                            ("architecture", None, "'architecture' is missing"), ("kind", "int4", "'kind'")):
+    for key, value, msg in (("format_version", 2, "format_version"), ("architecture", None, "'architecture' is missing"),
+                            ("kind", "int4", "'kind'")):
         _write(p, q_tensors, **{key: value})
         with pytest.raises(NetworkFormatError, match=msg):
             load(p)
+    _write(p, q_tensors, raw="{not json")
+    with pytest.raises(NetworkFormatError, match="'nnue-infer' is not JSON"):
+        load(p)
+    save_file(q_tensors, str(p), metadata={"format": "pt"})
+    with pytest.raises(NetworkFormatError, match="not written by nnue-infer"):
+        load(p)
 
 
 def test_corrupt_safetensors(tmp_path, q_tensors):

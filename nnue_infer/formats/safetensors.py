@@ -5,12 +5,14 @@ little-endian tensor data) holding every tensor under its canonical name
 (:func:`nnue_infer.float_network.network_tensors`: ``ft.biases``, ``ft.weights``,
 ``ft.psqt_weights``, ``layers.{i}.weights``, ``layers.{i}.biases``) in the logical layout of
 :class:`~nnue_infer.network.Network` (quantised: int16/int32/int8) or
-:class:`~nnue_infer.float_network.FloatNetwork` (float32).  String metadata:
+:class:`~nnue_infer.float_network.FloatNetwork` (float32).  The safetensors metadata has one
+key, ``nnue-infer``, whose value is a JSON object (keys sorted, so files are byte-for-byte
+reproducible; safetensors itself stores metadata keys in arbitrary order):
 
-* ``format``: ``"nnue-infer"``
-* ``format_version``: ``"1"`` (:data:`FORMAT_VERSION`)
+* ``format_version``: 1 (:data:`FORMAT_VERSION`)
 * ``kind``: ``"quantised"`` or ``"float"``
-* ``architecture``: :meth:`Architecture.to_json <nnue_infer.network.Architecture.to_json>`
+* ``architecture``: the :class:`~nnue_infer.network.Architecture` as an object
+  (:meth:`~nnue_infer.network.Architecture.to_json`)
 * ``description``: free text (Stockfish's description string for converted ``.nnue`` files)
 
 Source: the safetensors format, https://github.com/huggingface/safetensors (``safetensors.numpy``).
@@ -28,7 +30,7 @@ from ..errors import NetworkFormatError
 from ..float_network import FloatNetwork, _from_tensors, network_tensors
 from ..network import Architecture, Network
 
-#: Value of the ``format`` metadata key.
+#: The metadata key holding nnue-infer's JSON.
 FORMAT_NAME = "nnue-infer"
 #: Version of this layout, stored as ``format_version``; readers refuse other versions.
 FORMAT_VERSION = 1
@@ -53,14 +55,13 @@ def write_safetensors(network: Network | FloatNetwork, path: str | os.PathLike[s
 
     kind = "float" if isinstance(network, FloatNetwork) else "quantised"
     tensors = {name: np.ascontiguousarray(arr) for name, arr in network_tensors(network).items()}
-    metadata = {
-        "format": FORMAT_NAME,
-        "format_version": str(FORMAT_VERSION),
+    info = {
+        "format_version": FORMAT_VERSION,
         "kind": kind,
-        "architecture": network.architecture.to_json(),
+        "architecture": json.loads(network.architecture.to_json()),
         "description": network.description,
     }
-    save_file(tensors, os.fspath(path), metadata=metadata)
+    save_file(tensors, os.fspath(path), metadata={FORMAT_NAME: json.dumps(info, sort_keys=True)})
 
 
 def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -84,6 +85,32 @@ def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
     return dict(meta) if isinstance(meta, dict) else {}
 
 
+def read_info(path: str | os.PathLike[str]) -> dict:
+    """nnue-infer's metadata object of a native file, checked: ``format_version``, ``kind``, ``architecture``.
+
+    Raises :class:`NetworkFormatError` naming the missing or bad key.
+    """
+    path = os.fspath(path)
+    meta = read_metadata(path)
+    if FORMAT_NAME not in meta:
+        raise NetworkFormatError(f"{path}: no {FORMAT_NAME!r} metadata (a safetensors file not written by nnue-infer; "
+                                 f"metadata keys: {sorted(meta)})")
+    try:
+        info = json.loads(meta[FORMAT_NAME])
+    except ValueError as exc:
+        raise NetworkFormatError(f"{path}: metadata {FORMAT_NAME!r} is not JSON: {exc}") from exc
+    if not isinstance(info, dict):
+        raise NetworkFormatError(f"{path}: metadata {FORMAT_NAME!r} must be a JSON object")
+    if info.get("format_version") != FORMAT_VERSION:
+        raise NetworkFormatError(f"{path}: metadata 'format_version' is {info.get('format_version')!r}, this reader "
+                                 f"supports {FORMAT_VERSION}")
+    if info.get("kind") not in ("quantised", "float"):
+        raise NetworkFormatError(f"{path}: metadata 'kind' is {info.get('kind')!r}, expected 'quantised' or 'float'")
+    if not isinstance(info.get("architecture"), dict):
+        raise NetworkFormatError(f"{path}: metadata 'architecture' is missing or not an object")
+    return info
+
+
 def read_safetensors(path: str | os.PathLike[str]) -> Network | FloatNetwork:
     """Read a native network file: a :class:`Network` (``kind = quantised``) or a :class:`FloatNetwork`.
 
@@ -100,20 +127,10 @@ def read_safetensors(path: str | os.PathLike[str]) -> Network | FloatNetwork:
     from safetensors.numpy import load_file
 
     path = os.fspath(path)
-    meta = read_metadata(path)
-    if meta.get("format") != FORMAT_NAME:
-        raise NetworkFormatError(f"{path}: metadata 'format' is {meta.get('format')!r}, expected {FORMAT_NAME!r} "
-                                 "(a safetensors file not written by nnue-infer)")
-    if meta.get("format_version") != str(FORMAT_VERSION):
-        raise NetworkFormatError(f"{path}: metadata 'format_version' is {meta.get('format_version')!r}, this reader "
-                                 f"supports {FORMAT_VERSION}")
-    kind = meta.get("kind")
-    if kind not in ("quantised", "float"):
-        raise NetworkFormatError(f"{path}: metadata 'kind' is {kind!r}, expected 'quantised' or 'float'")
-    if "architecture" not in meta:
-        raise NetworkFormatError(f"{path}: metadata 'architecture' is missing")
+    info = read_info(path)
+    kind = info["kind"]
     try:
-        arch = Architecture.from_json(meta["architecture"])
+        arch = Architecture.from_dict(info["architecture"])
     except NetworkFormatError as exc:
         raise NetworkFormatError(f"{path}: metadata 'architecture': {exc}") from exc
     try:
@@ -125,7 +142,7 @@ def read_safetensors(path: str | os.PathLike[str]) -> Network | FloatNetwork:
     try:
         fields = _from_tensors(arch, tensors)
         cls = FloatNetwork if kind == "float" else Network
-        return cls(architecture=arch, description=meta.get("description", ""), **fields)
+        return cls(architecture=arch, description=str(info.get("description", "")), **fields)
     except NetworkFormatError as exc:
         raise NetworkFormatError(f"{path}: {exc} (architecture from the metadata: {arch.feature_set}, "
                                  f"ft_width {arch.ft_width}, {len(arch.layers)} dense layers)") from exc
