@@ -17,9 +17,15 @@ def _load_network(net: str | None):
     from .errors import NetworkNotFoundError
     from .resources import HOW_TO_GET, default_network
 
+    from .errors import NetworkFormatError
+    from .network import Network
+
     if net and not Path(net).is_file():
         raise NetworkNotFoundError(f"network file {net} does not exist. {HOW_TO_GET}")
-    return load(net) if net else default_network()
+    network = load(net) if net else default_network()
+    if not isinstance(network, Network):
+        raise NetworkFormatError(f"{net} holds a float network; quantise it first (nnue-infer quantise)")
+    return network
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -76,14 +82,12 @@ class _RowWriter:
             self._out.writelines(json.dumps(dict(zip(self._columns, row))) + "\n" for row in rows)
 
 
-def _centipawns(values, black_to_move):
-    """(cp side to move, cp White) int64 arrays from int values: ``tdiv(100 * v, 361)``, as ``to_centipawns``."""
+def _centipawns(values, black_to_move, per_pawn: int = 361):
+    """(cp side to move, cp White) int64 arrays from int values: ``tdiv(100 * v, per_pawn)``, as ``to_centipawns``."""
     import numpy as np
 
-    from .trace import PAWN
-
     v = np.asarray(values, np.int64)
-    cp = np.sign(v) * (np.abs(100 * v) // PAWN)
+    cp = np.sign(v) * (np.abs(100 * v) // per_pawn)
     return cp, np.where(black_to_move, -cp, cp)
 
 
@@ -113,7 +117,7 @@ def _eval_epd(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
                     kept_numbers.append(number)
                 chunk = kept
             black = np.array([f.split()[1:2] == ["b"] for f in chunk], bool)
-            cp, cp_white = _centipawns(values, black)
+            cp, cp_white = _centipawns(values, black, ev.network.architecture.units_per_pawn)
             writer.write(zip(chunk, np.asarray(values).tolist(), cp.tolist(), cp_white.tolist()))
             bar.update(len(numbers))
     return status
@@ -152,7 +156,7 @@ def _eval_pgn(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
                 board.push(move)
                 fens.append(board.fen())
                 black.append(board.turn == chess.BLACK)
-            cp, cp_white = _centipawns(values, np.array(black))
+            cp, cp_white = _centipawns(values, np.array(black), ev.network.architecture.units_per_pawn)
             ucis = [""] + [m.uci() for m in moves]
             writer.write(zip([number] * len(fens), range(len(fens)), ucis, fens, values.tolist(), cp.tolist(),
                              cp_white.tolist()))
@@ -243,7 +247,7 @@ def _eval_positions(ev, positions: list[str], trace: bool, as_json: bool, out) -
             click.echo(f"error: {fen!r}: {exc}", err=True)
             status = 1
             continue
-        cp = to_centipawns(value)
+        cp = to_centipawns(value, ev.network.architecture.units_per_pawn)
         white_cp = cp if board.turn == chess.WHITE else -cp
         if as_json:
             click.echo(json.dumps({"fen": fen, "value": value, "cp": cp, "cp_white": white_cp}), file=out)

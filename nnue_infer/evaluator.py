@@ -327,7 +327,7 @@ class Evaluator:
         return values
 
     def evaluate_cp(self, board: chess.Board | str | None = None, white_pov: bool = False) -> int:
-        """:meth:`evaluate` in centipawns, ``tdiv(100 * value, 361)`` (Stockfish 15.1's conversion).
+        """:meth:`evaluate` in centipawns, ``tdiv(100 * value, units_per_pawn)`` (361 for Stockfish 15.1).
 
         Current position (or ``board``), side to move's point of view, or White's when
         ``white_pov`` is true.
@@ -339,7 +339,7 @@ class Evaluator:
             v, turn = self.evaluate(board), board.turn
         if white_pov and turn == chess.BLACK:
             v = -v
-        return to_centipawns(v)
+        return to_centipawns(v, self._network.architecture.units_per_pawn)
 
     def evaluate_game(self, board: chess.Board | str, moves: Iterable[chess.Move | str]) -> np.ndarray:
         """Values of a game's start position and of the position after each move.

@@ -20,9 +20,12 @@ def tdiv(a: int, b: int) -> int:
     return q if (a < 0) == (b < 0) else -q
 
 
-def to_centipawns(value: int) -> int:
-    """Internal units to centipawns as Stockfish 15.1 does: ``tdiv(100 * value, 361)``."""
-    return tdiv(100 * value, PAWN)
+def to_centipawns(value: int, per_pawn: int = PAWN) -> int:
+    """Internal units to centipawns as Stockfish 15.1 does: ``tdiv(100 * value, 361)``.
+
+    ``per_pawn`` is the network's ``Architecture.units_per_pawn`` (361 for Stockfish 15.1).
+    """
+    return tdiv(100 * value, per_pawn)
 
 
 def _sign(x: int) -> str:

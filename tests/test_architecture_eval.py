@@ -74,3 +74,23 @@ def test_all_paths_identical(name, games):
         assert inc.evaluate() == full[-1]
         assert inc.evaluate_game(game["start_fen"], game["moves"]).tolist() == values
         assert np.array_equal(inc.evaluate_batch(fens), np.array(full[: len(fens)], np.int32))
+
+
+def test_centipawns_follow_units_per_pawn(tmp_path, capsys):
+    """A network whose internal unit is the centipawn (bullet-style) reports it unchanged."""
+    import dataclasses
+
+    from nnue_infer.cli import main
+    from nnue_infer.formats import save
+
+    net = ARCHITECTURES["chess768-glu"]()
+    cp_net = dataclasses.replace(net, architecture=dataclasses.replace(net.architecture, units_per_pawn=100))
+    fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R b KQkq - 3 3"
+    ev = Evaluator(cp_net)
+    value = ev.evaluate(fen)
+    assert ev.evaluate_cp(fen) == value and ev.evaluate_cp(fen, white_pov=True) == -value
+    assert Evaluator(net).evaluate_cp(fen) == int(100 * value / 361)
+    save(cp_net, tmp_path / "n.safetensors")
+    assert main(["eval", "--net", str(tmp_path / "n.safetensors"), "--json", fen]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["value"] == row["cp"] == value and row["cp_white"] == -value

@@ -73,3 +73,9 @@ def test_crosscheck_stockfish_against_its_dequantised_self(network, corpus):
     r = crosscheck(dequantise(network), network, [c["fen"] for c in corpus[::50]])
     s = r.summary()
     assert s["correlation"] > 0.999 and s["skipped"] == 0
+
+
+def test_eval_refuses_float_network(tmp_path, capsys):
+    save(FloatNetwork.random(ARCH, seed=1), tmp_path / "f.safetensors")
+    assert main(["eval", "--net", str(tmp_path / "f.safetensors"), "8/8/8/8/8/8/8/K1k5 w - - 0 1"]) == 1
+    assert "float network; quantise it first" in capsys.readouterr().err
