@@ -10,6 +10,7 @@ Source: Stockfish 15.1, ``nnue/nnue_feature_transformer.h`` (``update_accumulato
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from .features import changed_features, count_changes, king_frame, king_square
@@ -58,24 +59,50 @@ def update_accumulator(weights, psqt_weights, src_acc, src_psqt, added, n_added,
     ``src_acc``/``acc`` are int16[L], ``src_psqt``/``psqt`` int32[P]; ``added`` and
     ``removed`` are int32 feature indices of which the first ``n_added`` /
     ``n_removed`` are used.  ``acc`` may be the same array as ``src_acc``.
-    Bit-identical to a refresh because int16 addition wraps.
+    Bit-identical to a refresh because int16 addition wraps.  One pass over the
+    accumulator per added/removed pair (explicit loops: Numba's slice assignment
+    ``acc[:] = src`` costs several times more than the whole update).
     """
-    acc[:] = src_acc
-    psqt[:] = src_psqt
-    for k in range(n_removed):
-        row = weights[removed[k]]
-        for j in range(acc.shape[0]):
-            acc[j] -= row[j]
-        prow = psqt_weights[removed[k]]
-        for j in range(psqt.shape[0]):
-            psqt[j] -= prow[j]
-    for k in range(n_added):
-        row = weights[added[k]]
-        for j in range(acc.shape[0]):
-            acc[j] += row[j]
-        prow = psqt_weights[added[k]]
-        for j in range(psqt.shape[0]):
-            psqt[j] += prow[j]
+    L = acc.shape[0]
+    k = 0
+    if n_added > 0 and n_removed > 0:
+        a = weights[added[0]]
+        r = weights[removed[0]]
+        for j in range(L):
+            acc[j] = src_acc[j] + a[j] - r[j]
+        k = 1
+    else:
+        for j in range(L):
+            acc[j] = src_acc[j]
+    for i in range(k, min(n_added, n_removed)):
+        a = weights[added[i]]
+        r = weights[removed[i]]
+        for j in range(L):
+            acc[j] += a[j] - r[j]
+    for i in range(max(k, n_removed), n_added):
+        a = weights[added[i]]
+        for j in range(L):
+            acc[j] += a[j]
+    for i in range(max(k, n_added), n_removed):
+        r = weights[removed[i]]
+        for j in range(L):
+            acc[j] -= r[j]
+    for j in range(psqt.shape[0]):
+        v = np.int64(src_psqt[j])
+        for i in range(n_added):
+            v += psqt_weights[added[i], j]
+        for i in range(n_removed):
+            v -= psqt_weights[removed[i], j]
+        psqt[j] = v
+
+
+@njit(cache=True)
+def copy_accumulator(src_acc, src_psqt, acc, psqt):
+    """``acc = src_acc`` (int16[L]) and ``psqt = src_psqt`` (int32[P]), as explicit loops."""
+    for j in range(acc.shape[0]):
+        acc[j] = src_acc[j]
+    for j in range(psqt.shape[0]):
+        psqt[j] = src_psqt[j]
 
 
 @njit(cache=True)
@@ -124,12 +151,18 @@ def update_perspective(new, p, src, dst, accs, psqts, state, weights, psqt_weigh
             n_added, n_removed = changed_features(old, new, p, orient, base, slot_table, added, removed)
             update_accumulator(weights, psqt_weights, accs[src, p], psqts[src, p], added, n_added,
                                removed, n_removed, accs[dst, p], psqts[dst, p])
-            state[dst, p, :8] = new
+            set_piece_set(state, dst, p, new)
             return
     n_added, n_removed = changed_features(cached, new, p, orient, base, slot_table, added, removed)
     update_accumulator(weights, psqt_weights, accs[key, p], psqts[key, p], added, n_added, removed, n_removed,
                        accs[key, p], psqts[key, p])
-    cached[:8] = new
-    accs[dst, p] = accs[key, p]
-    psqts[dst, p] = psqts[key, p]
-    state[dst, p, :8] = new
+    set_piece_set(state, key, p, new)
+    copy_accumulator(accs[key, p], psqts[key, p], accs[dst, p], psqts[dst, p])
+    set_piece_set(state, dst, p, new)
+
+
+@njit(cache=True)
+def set_piece_set(state, pair, p, bitboards):
+    """``state[pair, p, :8] = bitboards`` (the piece set an accumulator was computed for)."""
+    for i in range(8):
+        state[pair, p, i] = bitboards[i]

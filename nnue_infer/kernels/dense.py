@@ -36,30 +36,34 @@ def affine_sparse_input(x, n_in, weights_t, w_offset, biases, b_offset, n_out, z
 
     ``weights_t`` is a flat int8 buffer holding W^T (``[n_in, n_out]``, row-major) at
     ``w_offset``; only non-zero inputs are visited (after the pairwise multiplication
-    most of them are zero).  Sums are exact int64 stored as int32.
+    most of them are zero).  Their indices are gathered first without branches (a branch
+    per input mispredicts often), then each one adds its weight row.  Sums wrap in int32,
+    which equals the exact sum wrapped to int32.
     """
-    acc = np.empty(n_out, np.int64)
-    for i in range(n_out):
-        acc[i] = biases[b_offset + i]
+    nonzero = np.empty(n_in + 1, np.int32)
+    k = 0
     for j in range(n_in):
-        xj = np.int64(x[j])
-        if xj != 0:
-            row = w_offset + j * n_out
-            for i in range(n_out):
-                acc[i] += xj * weights_t[row + i]
+        nonzero[k] = j
+        k += x[j] != 0
     for i in range(n_out):
-        z[i] = wrap_int32(acc[i])
+        z[i] = biases[b_offset + i]
+    for t in range(k):
+        j = nonzero[t]
+        xj = np.int32(x[j])
+        row = weights_t[w_offset + j * n_out:w_offset + (j + 1) * n_out]
+        for i in range(n_out):
+            z[i] += xj * np.int32(row[i])
 
 
 @njit(cache=True)
 def affine_dense(x, n_in, weights, w_offset, biases, b_offset, n_out, z):
-    """``z = biases + W @ x`` with W stored row-major ``[n_out, n_in]`` (int8), x uint8, z int32."""
+    """``z = biases + W @ x`` with W stored row-major ``[n_out, n_in]`` (int8), x uint8, z int32 (wrapping sums)."""
     for i in range(n_out):
-        s = np.int64(biases[b_offset + i])
-        row = w_offset + i * n_in
+        s = np.int32(biases[b_offset + i])
+        row = weights[w_offset + i * n_in:w_offset + (i + 1) * n_in]
         for j in range(n_in):
-            s += np.int64(x[j]) * weights[row + j]
-        z[i] = wrap_int32(s)
+            s += np.int32(x[j]) * np.int32(row[j])
+        z[i] = s
 
 
 @njit(cache=True)

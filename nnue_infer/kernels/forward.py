@@ -133,7 +133,9 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
     params, slot_table, king_buckets, layers = unpack_config(cfg)
     stack = params[P_CACHE_PAIRS] + 1
     dst = stack + ply
-    new = state[dst, 0, :8].copy()
+    new = np.empty(8, np.int64)
+    for i in range(8):
+        new[i] = state[dst, 0, i]
     if not representable(new, params[P_MAX_PIECES]):
         return INVALID_POSITION
     added = np.empty(64, np.int32)
