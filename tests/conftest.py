@@ -32,8 +32,11 @@ def shared_dir() -> Path:
     ``shared/`` beside the clone), else ``/work/shared``.
     """
     env = os.environ.get("NNUE_INFER_SHARED")
-    candidates = [Path(env)] if env else []
-    candidates += [REPO.parent / "shared", Path("/work/shared")]
+    if env:
+        if not (Path(env) / "data" / "positions-dev.jsonl").is_file():
+            pytest.fail(f"NNUE_INFER_SHARED={env} has no data/positions-dev.jsonl", pytrace=False)
+        return Path(env)
+    candidates = [REPO.parent / "shared", Path("/work/shared")]
     for c in candidates:
         if (c / "data" / "positions-dev.jsonl").is_file():
             return c

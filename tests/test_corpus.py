@@ -115,3 +115,13 @@ def test_format_stockfish_line_for_line(corpus, traces, corpus_raw_lines):
         assert str(t) == t.format_stockfish()
     assert checked == 3298 - 180
     assert not bad, report(bad, checked, "format_stockfish()")
+
+
+def test_module_level_evaluate_from_threads(corpus):
+    """nnue_infer.evaluate is documented thread-safe (one Evaluator per thread): values stay exact."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rows = corpus[::8]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(lambda row: nnue_infer.evaluate(row["fen"]), rows))
+    assert got == [row["raw"]["value"] for row in rows]
