@@ -192,3 +192,35 @@ def active_features(bitboards, slot_table, king_buckets, mirror, num_slots, out,
                 out[p, n] = feature_index(sq, pt, own, orient, base, slot_table)
                 n += 1
         counts[p] = n
+
+
+@njit(cache=True)
+def active_features_batch(bitboards, stm, slot_table, king_buckets, mirror, num_slots, pad, out, counts):
+    """Active feature indices of many positions, side to move's perspective first (for training).
+
+    Parameters
+    ----------
+    bitboards : int64[n, 8]
+        Per position, the bitboards of :func:`active_features`.
+    stm : uint8[n]
+        Side to move: 0 White, 1 Black.
+    slot_table, king_buckets, mirror, num_slots
+        As in :func:`active_features`.
+    pad : int
+        Value written to unused entries (e.g. the number of features, an embedding's padding row).
+    out : int16 or int32 [n, 2, 32]
+        Output: row 0 the side to move's features, row 1 the other side's, then ``pad``.
+    counts : int64[n]
+        Output: number of pieces of each position (kings included).
+
+    The caller guarantees exactly one king per side and at most 32 pieces per position.
+    """
+    tmp = np.empty((2, 32), np.int32)
+    c = np.empty(2, np.int64)
+    for i in range(bitboards.shape[0]):
+        active_features(bitboards[i], slot_table, king_buckets, mirror, num_slots, tmp, c)
+        for p in range(2):
+            src = p ^ stm[i]
+            for j in range(32):
+                out[i, p, j] = tmp[src, j] if j < c[src] else pad
+        counts[i] = c[0]

@@ -1,0 +1,547 @@
+"""Distillation trainer: fit a float network of any :class:`~nnue_infer.network.Architecture` to
+teacher values (a positions file from :mod:`nnue_infer.datagen`), with PyTorch on the CPU.
+
+Needs the optional extra ``train`` (``pip install 'nnue-infer[train]'``: PyTorch); the rest of
+the package never imports torch.
+
+Model
+-----
+The PyTorch model computes exactly the float semantics of :mod:`nnue_infer.float_network`
+(accumulator, feature-transformer activation, per-bucket dense layers, forward skip, PSQT,
+value = (psqt + y) * ``output_units`` internal units from the side to move's point of view),
+so :meth:`Trainer.float_network` hands over a :class:`~nnue_infer.float_network.FloatNetwork`
+that :func:`~nnue_infer.quantise.quantise` turns into an integer network.  Inputs are sparse:
+each perspective's (at most 32) active feature indices go through ``embedding_bag`` sums, so
+the feature transformer costs O(pieces x width) per position whatever the number of features.
+The dense layers run per output bucket on the positions of that bucket (the batch is sorted
+by bucket), so each position pays for one layer stack only.  After every optimiser step the dense weights are
+clamped to what their integer type holds at the quantisation scale (int8 / scale), so
+quantisation never saturates.
+
+Loss
+----
+Mean squared error in win-probability space: ``(sigmoid(cp_student / S) - sigmoid(cp_teacher / S))**2``
+with centipawns ``cp = 100 * value / units_per_pawn`` (361 internal units per pawn for Stockfish
+15.1) and the scale ``S = 400`` cp by default (``TrainConfig.sigmoid_scale_cp``), i.e. a 400 cp
+advantage maps to a win probability of sigmoid(1) = 0.73.  It weighs errors on balanced
+positions more than on decided ones.
+
+Schedule and outputs
+--------------------
+Adam with a cosine learning-rate decay from ``lr`` to ``lr * lr_final_fraction`` over all epochs;
+a held-out validation split (a seeded random ``val_fraction`` of the positions); after every
+epoch a checkpoint (``checkpoint.pt``, resumable), a line in ``loss.jsonl`` and the plot
+``loss.png`` (training and validation loss per epoch).
+
+Source: nnue-pytorch ``model.py`` (sparse feature transformer, bucketed layer stacks, weight
+clipping to the quantisable range, sigmoid-scaled loss), Stockfish 15.1 ``nnue/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import NnueError
+from .network import Architecture
+
+try:
+    import torch
+except ImportError as _exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("nnue_infer.train needs PyTorch: pip install 'nnue-infer[train]'") from _exc
+
+
+class TrainingError(NnueError, ValueError):
+    """Training cannot proceed: bad configuration, unusable data or a diverged loss."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyper-parameters of a training run (stored with checkpoints and in ``loss.jsonl``).
+
+    Attributes
+    ----------
+    epochs : int
+        Passes over the training split.
+    batch_size : int
+        Positions per optimiser step.
+    lr : float
+        Initial Adam learning rate.
+    lr_final_fraction : float
+        The cosine schedule ends at ``lr * lr_final_fraction``.
+    weight_decay : float
+        Adam weight decay on the dense layers (not on the feature transformer).
+    val_fraction : float
+        Share of positions held out for validation (at most ``max_val`` positions).
+    max_val : int
+        Cap on the validation split.
+    sigmoid_scale_cp : float
+        S of the loss: win probability = sigmoid(centipawns / S).
+    seed : int
+        Seeds the split, the initialisation and the batch order.
+    threads : int
+        PyTorch intra-op threads.
+    """
+
+    epochs: int = 10
+    batch_size: int = 16384
+    lr: float = 1e-3
+    lr_final_fraction: float = 0.02
+    weight_decay: float = 0.0
+    val_fraction: float = 0.01
+    max_val: int = 50_000
+    sigmoid_scale_cp: float = 400.0
+    seed: int = 1
+    threads: int = 1
+
+
+#: Crude piece values (pawns) that initialise the PSQT weights, by piece type P, N, B, R, Q, K.
+_PSQT_INIT_PAWNS = (1.0, 3.0, 3.2, 5.0, 9.0, 0.0)
+
+
+def prepare_features(data: dict, arch: Architecture) -> tuple[np.ndarray, np.ndarray]:
+    """Feature indices of every position of a positions file for ``arch``'s feature set.
+
+    Returns
+    -------
+    features : int16 or int32 [n, 2, 32]
+        Side to move's active features, then the other side's; unused entries hold the number
+        of features (the embedding's padding row).  int16 when the indices fit.
+    buckets : int64[n]
+        Output bucket of each position.
+
+    Raises
+    ------
+    TrainingError
+        A position has not exactly one king per side or more than 32 pieces (names the row).
+    """
+    from .features import architecture_features
+    from .kernels.features import active_features_batch
+
+    bb = np.ascontiguousarray(data["bitboards"], dtype=np.int64)
+    stm = np.ascontiguousarray(data["stm"], dtype=np.uint8)
+    u = bb.view(np.uint64)
+    occupied = u[:, 6] | u[:, 7]
+    for name, mask in (("white king", u[:, 5] & u[:, 6]), ("black king", u[:, 5] & u[:, 7]), ("pieces", occupied)):
+        n = _popcount(mask)
+        bad = np.flatnonzero(n > 32) if name == "pieces" else np.flatnonzero(n != 1)
+        if bad.size:
+            raise TrainingError(f"positions: row {int(bad[0])}: {name} count {int(n[bad[0]])} is not representable")
+    fs = architecture_features(arch)
+    nf = fs.num_features
+    out = np.empty((len(bb), 2, 32), np.int16 if nf < 2**15 else np.int32)
+    counts = np.empty(len(bb), np.int64)
+    active_features_batch(bb, stm, fs.slot_table, fs.king_buckets, fs.mirror, fs.num_slots, nf, out, counts)
+    buckets = (counts - 1) // (32 // arch.output_buckets)
+    return out, buckets
+
+
+def _popcount(x: np.ndarray) -> np.ndarray:
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x).astype(np.int64)
+    x = x.astype(np.uint64)
+    n = np.zeros(x.shape, np.int64)
+    for shift in range(0, 64, 8):
+        n += np.unpackbits(((x >> np.uint64(shift)) & np.uint64(255)).astype(np.uint8)[..., None], axis=-1).sum(-1)
+    return n
+
+
+class _FeatureSum(torch.autograd.Function):
+    """Sum of the weight rows of each position's active features
+    (:func:`nnue_infer.kernels.sparse.sum_rows`, backward ``scatter_add_rows``)."""
+
+    @staticmethod
+    def forward(ctx, weight: torch.Tensor, indices: torch.Tensor, pad: int) -> torch.Tensor:
+        from .kernels.sparse import sum_rows
+
+        ctx.save_for_backward(indices)
+        ctx.pad = pad
+        ctx.weight_shape = tuple(weight.shape)
+        out = np.empty((indices.shape[0], weight.shape[1]), np.float32)
+        sum_rows(indices.numpy(), pad, np.ascontiguousarray(weight.detach().numpy()), out)
+        return torch.from_numpy(out)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        from .kernels.sparse import scatter_add_rows
+
+        (indices,) = ctx.saved_tensors
+        out = np.zeros(ctx.weight_shape, np.float32)
+        scatter_add_rows(indices.numpy(), ctx.pad, np.ascontiguousarray(grad.numpy(), dtype=np.float32), out)
+        return torch.from_numpy(out), None, None
+
+
+class _PairwiseFeatureTransformer(torch.autograd.Function):
+    """Accumulators plus the pairwise activation in one pass
+    (:func:`nnue_infer.kernels.sparse.pairwise_ft_forward` / ``pairwise_ft_backward``)."""
+
+    @staticmethod
+    def forward(ctx, weight: torch.Tensor, bias: torch.Tensor, indices: torch.Tensor, pad: int) -> torch.Tensor:
+        from .kernels.sparse import pairwise_ft_forward
+
+        m = indices.shape[0]
+        acc = np.empty((m, weight.shape[1]), np.float32)
+        out = np.empty((m, weight.shape[1] // 2), np.float32)
+        pairwise_ft_forward(indices.numpy(), pad, weight.detach().numpy(), bias.detach().numpy(), acc, out)
+        ctx.save_for_backward(indices)
+        ctx.acc, ctx.pad, ctx.weight_shape = acc, pad, tuple(weight.shape)
+        return torch.from_numpy(out)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        from .kernels.sparse import pairwise_ft_backward
+
+        (indices,) = ctx.saved_tensors
+        gw = np.zeros(ctx.weight_shape, np.float32)
+        gb = np.zeros(ctx.weight_shape[1], np.float32)
+        pairwise_ft_backward(indices.numpy(), ctx.pad, ctx.acc, np.ascontiguousarray(grad.numpy(), dtype=np.float32), gw, gb)
+        return torch.from_numpy(gw), torch.from_numpy(gb), None, None
+
+
+class FloatModel(torch.nn.Module):
+    """The float semantics of :mod:`nnue_infer.float_network` as a PyTorch module.
+
+    Parameters live in the :class:`FloatNetwork` layout, except that dense weights hold only
+    the real (unpadded) inputs and the feature transformer has one extra all-zero padding row.
+    """
+
+    def __init__(self, arch: Architecture, seed: int = 1) -> None:
+        super().__init__()
+        from .features import architecture_features
+
+        fs = architecture_features(arch)
+        self.arch = arch
+        self.num_features = nf = fs.num_features
+        L1 = arch.ft_width
+        B = arch.output_buckets
+        g = torch.Generator().manual_seed(seed)
+        ft = torch.randn(nf + 1, L1, generator=g) * (0.5 / math.sqrt(32))
+        ft[nf] = 0
+        self.ft_weights = torch.nn.Parameter(ft)
+        self.ft_biases = torch.nn.Parameter(0.5 + 0.05 * torch.randn(L1, generator=g))
+        P = max(arch.psqt_buckets, 1)
+        psqt = torch.zeros(nf + 1, P)
+        one_pawn = arch.units_per_pawn / arch.output_units  # output units per pawn
+        for own in (0, 1):
+            for pt, value in enumerate(_PSQT_INIT_PAWNS):
+                slot = int(fs.slot_table[own, pt])
+                for kb in range(nf // (64 * fs.num_slots)):
+                    start = 64 * slot + 64 * fs.num_slots * kb
+                    psqt[start:start + 64] = (1 if own == 0 else -1) * value * one_pawn
+        self.psqt_weights = torch.nn.Parameter(psqt, requires_grad=arch.psqt_buckets > 0)
+        self.layer_weights = torch.nn.ParameterList()
+        self.layer_biases = torch.nn.ParameterList()
+        n_in = arch.ft_output_width
+        for layer in arch.layers:
+            bound = 1.0 / math.sqrt(n_in)
+            w = (torch.rand(B, layer.outputs, n_in, generator=g) * 2 - 1) * bound
+            if layer.activation == "none":
+                w *= 0.1  # start near the PSQT (material) estimate
+            self.layer_weights.append(torch.nn.Parameter(w))
+            self.layer_biases.append(torch.nn.Parameter(torch.zeros(B, layer.outputs)))
+            n_in = layer.activated_width
+        self._limits = _weight_limits(arch)
+
+    def _ft_act(self, acc: torch.Tensor) -> torch.Tensor:
+        name = self.arch.ft_activation
+        h = acc.shape[1] // 2
+        a, b = acc[:, :h], acc[:, h:]
+        if name == "crelu":
+            return acc.clamp(0, 1)
+        if name == "screlu":
+            return acc.clamp(0, 1) ** 2
+        if name == "pairwise":
+            return a.clamp(0, 1) * b.clamp(0, 1)
+        if name == "pairwise_screlu":
+            return a.clamp(0, 1) ** 2 * b.clamp(0, 1) ** 2
+        if name == "glu":
+            return a.clamp(0, 1) * b.clamp(-1, 1)
+        if name == "bilinear":
+            return a.clamp(-1, 1) * b.clamp(-1, 1)
+        raise TrainingError(f"unknown feature-transformer activation {name!r}")
+
+    @staticmethod
+    def _hidden_act(name: str, z: torch.Tensor) -> torch.Tensor:
+        sqr = lambda t: (t * t * (127.0 / 128.0)).clamp(max=1.0)  # noqa: E731
+        if name == "crelu":
+            return z.clamp(0, 1)
+        if name == "sqr_crelu":
+            return sqr(z)
+        if name == "sqr_crelu+crelu":
+            return torch.cat([sqr(z), z.clamp(0, 1)], dim=1)
+        raise TrainingError(f"unknown hidden activation {name!r}")
+
+    def forward(self, features: torch.Tensor, buckets: torch.Tensor) -> torch.Tensor:
+        """Values in internal units, side to move's point of view.
+
+        ``features`` int64[N, 2, 32] (as :func:`prepare_features`), ``buckets`` int64[N];
+        returns float32[N].
+        """
+        arch = self.arch
+        nf = self.num_features
+        N = features.shape[0]
+        f_stm, f_opp = features[:, 0].contiguous(), features[:, 1].contiguous()
+        if arch.ft_activation == "pairwise":  # fused fast path
+            x = _PairwiseFeatureTransformer.apply(self.ft_weights, self.ft_biases, features.reshape(2 * N, -1), nf)
+            x = x.reshape(N, -1)
+        else:
+            acc_stm = _FeatureSum.apply(self.ft_weights, f_stm, nf) + self.ft_biases
+            acc_opp = _FeatureSum.apply(self.ft_weights, f_opp, nf) + self.ft_biases
+            x = torch.cat([self._ft_act(acc_stm), self._ft_act(acc_opp)], dim=1)
+        rows = torch.arange(N)
+        psqt = torch.zeros(N)
+        if arch.psqt_buckets:
+            p_stm = _FeatureSum.apply(self.psqt_weights, f_stm, nf)
+            p_opp = _FeatureSum.apply(self.psqt_weights, f_opp, nf)
+            psqt = (p_stm[rows, buckets] - p_opp[rows, buckets]) / 2
+        # Dense layers per bucket: sort positions by bucket, one matrix product per bucket.
+        order = torch.argsort(buckets, stable=True)
+        counts = torch.bincount(buckets, minlength=arch.output_buckets).tolist()
+        x = x[order]
+        skip = torch.zeros(N)
+        y = torch.zeros(N)
+        for i, layer in enumerate(arch.layers):
+            ws, bs = self.layer_weights[i].unbind(0), self.layer_biases[i].unbind(0)
+            z = torch.cat([torch.addmm(bs[k], xk, ws[k].T) for k, xk in enumerate(torch.split(x, counts)) if counts[k]])
+            if i == 0 and arch.skip_index >= 0:
+                skip = z[:, arch.skip_index]
+            if layer.activation == "none":
+                y = z[:, 0]
+                break
+            x = self._hidden_act(layer.activation, z[:, : layer.n_activated])
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(N)
+        y, skip = y[inverse], skip[inverse]
+        return (psqt + y + skip) * arch.output_units
+
+    @torch.no_grad()
+    def clip_weights(self) -> None:
+        """Clamp dense weights to the range their int8 type holds after quantisation."""
+        for w, limit in zip(self.layer_weights, self._limits):
+            w.clamp_(-limit, limit)
+
+
+def _weight_limits(arch: Architecture) -> list[float]:
+    """Largest float magnitude of each dense layer's weights that quantises without saturating."""
+    from .quantise import SCHEMES, quantised_architecture, tensor_scales
+
+    scales = tensor_scales(quantised_architecture(arch, SCHEMES["stockfish"]))
+    return [127.0 / scales[f"layers.{i}.weights"] for i in range(len(arch.layers))]
+
+
+def model_to_float_network(model: FloatModel, description: str = ""):
+    """The :class:`~nnue_infer.float_network.FloatNetwork` of ``model`` (dense weights zero-padded)."""
+    from .float_network import FloatNetwork
+
+    arch = model.arch
+    nf = model.num_features
+    t = lambda p: p.detach().cpu().numpy().astype(np.float32)  # noqa: E731
+    weights = []
+    for w, n_in in zip(model.layer_weights, arch.layer_inputs()):
+        arr = np.zeros((w.shape[0], w.shape[1], n_in), np.float32)
+        arr[:, :, : w.shape[2]] = t(w)
+        weights.append(arr)
+    psqt = t(model.psqt_weights)[:nf] if arch.psqt_buckets else np.zeros((nf, 0), np.float32)
+    return FloatNetwork(arch, ft_biases=t(model.ft_biases), ft_weights=np.ascontiguousarray(t(model.ft_weights)[:nf]),
+                        psqt_weights=np.ascontiguousarray(psqt), layer_weights=tuple(weights),
+                        layer_biases=tuple(t(b) for b in model.layer_biases), description=description)
+
+
+def _loss(pred: torch.Tensor, target: torch.Tensor, arch: Architecture, teacher_units_per_pawn: float,
+          scale_cp: float) -> torch.Tensor:
+    p = torch.sigmoid(pred * (100.0 / arch.units_per_pawn / scale_cp))
+    q = torch.sigmoid(target * (100.0 / teacher_units_per_pawn / scale_cp))
+    return ((p - q) ** 2).mean()
+
+
+def _plot(log: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    ep = [r["epoch"] for r in log]
+    ax.plot(ep, [r["train_loss"] for r in log], marker="o", label="training")
+    ax.plot(ep, [r["val_loss"] for r in log], marker="o", label="validation")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("MSE of sigmoid(cp / S)")
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    ax2 = ax.twinx()
+    ax2.plot(ep, [r["val_mae_cp"] for r in log], color="tab:green", linestyle="--", label="validation MAE (cp)")
+    ax2.set_ylabel("validation MAE vs teacher (cp)")
+    lines = ax.get_lines() + ax2.get_lines()
+    ax.legend(lines, [l.get_label() for l in lines], loc="upper right")
+    ax.set_title("nnue-infer train: loss per epoch")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+class Trainer:
+    """Trains a :class:`FloatModel` of ``arch`` on a positions file's arrays.
+
+    Parameters
+    ----------
+    arch : Architecture
+        What to train (feature set, widths, activations, layer stacks, buckets).
+    data : dict
+        Arrays of a positions file (:func:`nnue_infer.datagen.load_positions`): ``bitboards``
+        int64[n, 8], ``stm`` uint8[n], ``value`` int32[n] (teacher, internal units, side to move).
+    config : TrainConfig
+        Hyper-parameters.
+    out_dir : path
+        Where ``checkpoint.pt``, ``loss.jsonl`` and ``loss.png`` go.
+    teacher_units_per_pawn : float
+        Internal units per pawn of the teacher's values (361: Stockfish 15.1).
+
+    Raises
+    ------
+    TrainingError
+        Fewer than 2 positions, a bad configuration or unrepresentable positions.
+    """
+
+    def __init__(self, arch: Architecture, data: dict, config: TrainConfig, out_dir, teacher_units_per_pawn: float = 361.0,
+                 progress: bool = True) -> None:
+        c = config
+        if c.epochs < 1 or c.batch_size < 1 or not c.lr > 0 or not 0 < c.val_fraction < 1 or c.threads < 1:
+            raise TrainingError(f"config: need epochs, batch_size, threads >= 1, lr > 0, 0 < val_fraction < 1: {c}")
+        n = len(data["value"])
+        if n < 2:
+            raise TrainingError(f"positions: need at least 2, got {n}")
+        torch.set_num_threads(c.threads)
+        self.arch, self.config, self.progress = arch, c, progress
+        self.teacher_units_per_pawn = float(teacher_units_per_pawn)
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        feats, buckets = prepare_features(data, arch)
+        self.features = torch.from_numpy(feats)
+        self.buckets = torch.from_numpy(buckets)
+        self.values = torch.from_numpy(np.asarray(data["value"], np.float32))
+        perm = np.random.default_rng(c.seed).permutation(n)
+        n_val = max(1, min(c.max_val, int(round(n * c.val_fraction))))
+        self.val_idx = torch.from_numpy(np.sort(perm[:n_val]))
+        self.train_idx = torch.from_numpy(perm[n_val:])
+        self.model = FloatModel(arch, c.seed)
+        dense = list(self.model.layer_weights) + list(self.model.layer_biases)
+        self.optimizer = torch.optim.Adam([
+            {"params": [self.model.ft_weights, self.model.ft_biases, self.model.psqt_weights], "weight_decay": 0.0},
+            {"params": dense, "weight_decay": c.weight_decay},
+        ], lr=c.lr)
+        self.steps_per_epoch = max(1, math.ceil(len(self.train_idx) / c.batch_size))
+        self.total_steps = self.steps_per_epoch * c.epochs
+        self.step = 0
+        self.epoch = 0
+        self.log: list[dict] = []
+        self.generator = torch.Generator().manual_seed(c.seed)
+
+    def lr_at(self, step: int) -> float:
+        """Cosine decay from ``lr`` to ``lr * lr_final_fraction`` over all steps."""
+        c = self.config
+        t = min(step / max(self.total_steps - 1, 1), 1.0)
+        return c.lr * (c.lr_final_fraction + (1 - c.lr_final_fraction) * 0.5 * (1 + math.cos(math.pi * t)))
+
+    def _batch(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.features[idx].long(), self.buckets[idx], self.values[idx]
+
+    @torch.no_grad()
+    def validate(self) -> tuple[float, float]:
+        """(loss, mean absolute error in centipawns against the teacher) on the validation split."""
+        self.model.eval()
+        losses, errs, n = 0.0, 0.0, 0
+        for start in range(0, len(self.val_idx), 65536):
+            f, b, v = self._batch(self.val_idx[start:start + 65536])
+            pred = self.model(f, b)
+            losses += float(_loss(pred, v, self.arch, self.teacher_units_per_pawn, self.config.sigmoid_scale_cp)) * len(v)
+            cp_pred = pred * (100.0 / self.arch.units_per_pawn)
+            cp_true = v * (100.0 / self.teacher_units_per_pawn)
+            errs += float((cp_pred - cp_true).abs().sum())
+            n += len(v)
+        self.model.train()
+        return losses / n, errs / n
+
+    def train_epoch(self) -> dict:
+        """One pass over the training split; returns (and logs) the epoch's figures."""
+        from tqdm import tqdm
+
+        c = self.config
+        t0 = time.perf_counter()
+        order = self.train_idx[torch.randperm(len(self.train_idx), generator=self.generator)]
+        total, count = 0.0, 0
+        bar = tqdm(range(self.steps_per_epoch), desc=f"epoch {self.epoch + 1}/{c.epochs}", unit="step",
+                   disable=not self.progress, leave=False)
+        for s in bar:
+            idx = order[s * c.batch_size:(s + 1) * c.batch_size]
+            f, b, v = self._batch(idx)
+            lr = self.lr_at(self.step)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            pred = self.model(f, b)
+            loss = _loss(pred, v, self.arch, self.teacher_units_per_pawn, c.sigmoid_scale_cp)
+            if not torch.isfinite(loss):
+                raise TrainingError(f"loss became {float(loss)} at step {self.step}; lower the learning rate")
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+            self.model.clip_weights()
+            self.step += 1
+            total += float(loss.detach()) * len(idx)
+            count += len(idx)
+            if s % 20 == 0:
+                bar.set_postfix(loss=f"{total / count:.5f}", lr=f"{lr:.2e}")
+        bar.close()
+        self.epoch += 1
+        val_loss, val_mae = self.validate()
+        record = {"epoch": self.epoch, "step": self.step, "lr": self.lr_at(self.step - 1), "train_loss": total / count,
+                  "val_loss": val_loss, "val_mae_cp": val_mae, "seconds": time.perf_counter() - t0}
+        self.log.append(record)
+        with open(self.out_dir / "loss.jsonl", "a") as f:
+            f.write(json.dumps(record) + "\n")
+        _plot(self.log, self.out_dir / "loss.png")
+        self.save_checkpoint()
+        return record
+
+    def fit(self, on_epoch=None) -> list[dict]:
+        """Train the remaining epochs; ``on_epoch(record)`` is called after each.  Returns the log."""
+        while self.epoch < self.config.epochs:
+            record = self.train_epoch()
+            if on_epoch is not None:
+                on_epoch(record)
+        return self.log
+
+    def save_checkpoint(self) -> Path:
+        """Write ``checkpoint.pt``: model, optimiser, step, epoch, log, config and architecture."""
+        path = self.out_dir / "checkpoint.pt"
+        torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
+                    "epoch": self.epoch, "log": self.log, "config": dataclasses.asdict(self.config),
+                    "architecture": self.arch.to_json(), "generator": self.generator.get_state()}, path)
+        return path
+
+    def load_checkpoint(self, path) -> None:
+        """Resume from a checkpoint of the same architecture (raises :class:`TrainingError` otherwise)."""
+        state = torch.load(path, weights_only=False)
+        if state["architecture"] != self.arch.to_json():
+            raise TrainingError(f"{path}: checkpoint is for another architecture")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.step, self.epoch, self.log = state["step"], state["epoch"], state["log"]
+        self.generator.set_state(state["generator"])
+
+    def float_network(self, description: str = ""):
+        """The trained :class:`~nnue_infer.float_network.FloatNetwork`."""
+        return model_to_float_network(self.model, description)
+
+    @torch.no_grad()
+    def predict(self, idx: torch.Tensor) -> np.ndarray:
+        """Float model values (internal units, side to move) of positions ``idx`` of the data."""
+        self.model.eval()
+        out = [self.model(*self._batch(idx[s:s + 65536])[:2]) for s in range(0, len(idx), 65536)]
+        self.model.train()
+        return torch.cat(out).numpy().astype(np.float64)
