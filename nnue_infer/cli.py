@@ -339,6 +339,54 @@ def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, quiet):
 
 
 @cli.command()
+@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Directory for checkpoint.pt, loss.jsonl, loss.png, float.safetensors, network.safetensors, summary.json.")
+@click.option("--arch", default="default", show_default=True,
+              help="Architecture: a preset (default, stockfish-15.1) or a JSON file (Architecture.to_json).")
+@click.option("--ft-width", type=click.IntRange(min=2), help="Override the feature-transformer width.")
+@click.option("--epochs", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=16384, show_default=True)
+@click.option("--lr", type=float, default=1e-3, show_default=True, help="Initial Adam learning rate (cosine decay).")
+@click.option("--lr-final", type=float, default=0.02, show_default=True, help="Final learning rate as a fraction of --lr.")
+@click.option("--val-fraction", type=float, default=0.01, show_default=True, help="Share of positions for validation.")
+@click.option("--sigmoid-scale", type=float, default=400.0, show_default=True,
+              help="S of the loss: win probability = sigmoid(cp / S).")
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True, help="PyTorch/Numba threads.")
+@click.option("--eval-positions", type=click.Path(exists=True, dir_okay=False),
+              help="Corpus (JSONL with fen and raw.value) to measure the quantised network against the teacher.")
+@click.option("--resume", is_flag=True, help="Continue from OUTPUT/checkpoint.pt.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def train(data, out_dir, arch, ft_width, epochs, batch_size, lr, lr_final, val_fraction, sigmoid_scale, seed, threads,
+          eval_positions, resume, quiet):
+    """Distil: train a float network on a positions file (nnue-infer datagen), quantise it, check it.
+
+    Needs the 'train' extra (PyTorch): pip install 'nnue-infer[train]'.
+    """
+    from .errors import NnueError
+
+    try:
+        from . import train as T
+    except ImportError as exc:
+        raise click.ClickException(str(exc)) from exc
+    import numba
+
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        architecture = T.architecture_from_spec(arch, ft_width)
+        config = T.TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, lr_final_fraction=lr_final,
+                               val_fraction=val_fraction, sigmoid_scale_cp=sigmoid_scale, seed=seed, threads=threads)
+        summary = T.run(data, out_dir, architecture, config, eval_positions, resume, progress=not quiet,
+                        log=lambda m: click.echo(m, err=True))
+    except (NnueError, OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(json.dumps({k: summary[k] for k in ("network", "network_bytes", "train_seconds", "final",
+                                                   "crosscheck_float_vs_quantised", "quantisation")
+                           } | ({"accuracy": summary["accuracy"]} if "accuracy" in summary else {}), indent=1))
+
+
+@cli.command()
 @click.argument("source", type=click.Path(exists=True, dir_okay=False))
 @click.argument("dest", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["stockfish", "safetensors"]),

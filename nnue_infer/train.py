@@ -209,10 +209,13 @@ class FloatModel(torch.nn.Module):
 
     Parameters live in the :class:`FloatNetwork` layout, except that dense weights hold only
     the real (unpadded) inputs and the feature transformer has one extra all-zero padding row.
+    ``fused`` selects the compiled accumulator + pairwise kernels (pairwise activation only);
+    otherwise generic PyTorch operations compute the activation.
     """
 
-    def __init__(self, arch: Architecture, seed: int = 1) -> None:
+    def __init__(self, arch: Architecture, seed: int = 1, fused: bool = True) -> None:
         super().__init__()
+        self.fused = fused
         from .features import architecture_features
 
         fs = architecture_features(arch)
@@ -287,7 +290,7 @@ class FloatModel(torch.nn.Module):
         nf = self.num_features
         N = features.shape[0]
         f_stm, f_opp = features[:, 0].contiguous(), features[:, 1].contiguous()
-        if arch.ft_activation == "pairwise":  # fused fast path
+        if arch.ft_activation == "pairwise" and self.fused:  # fused fast path
             x = _PairwiseFeatureTransformer.apply(self.ft_weights, self.ft_biases, features.reshape(2 * N, -1), nf)
             x = x.reshape(N, -1)
         else:
@@ -545,3 +548,111 @@ class Trainer:
         out = [self.model(*self._batch(idx[s:s + 65536])[:2]) for s in range(0, len(idx), 65536)]
         self.model.train()
         return torch.cat(out).numpy().astype(np.float64)
+
+
+def default_king_buckets() -> tuple[int, ...]:
+    """King-bucket table of the bundled default network (4 buckets, with mirroring to files e-h).
+
+    By the own king's oriented square (rank 1 = own back rank, files e-h after mirroring):
+    0 on g1/h1 (castled short), 1 on e1/f1 (home), 2 on ranks 2-3, 3 on ranks 4-8 (active
+    king: endgames).  Files a-d carry the mirror image (unused with mirroring).
+    """
+    table = []
+    for sq in range(64):
+        rank, file = sq // 8, max(sq % 8, 7 - sq % 8)
+        table.append(0 if rank == 0 and file >= 6 else 1 if rank == 0 else 2 if rank <= 2 else 3)
+    return tuple(table)
+
+
+def default_architecture(ft_width: int = 256) -> Architecture:
+    """The bundled default network's architecture (see ``weights/README.md``).
+
+    Chess768 with :func:`default_king_buckets` and horizontal mirroring (own king on files e-h)
+    -> 2 x ``ft_width`` feature transformer with pairwise multiplication (+8 PSQT) -> 8 layer
+    stacks (by piece count) of 16 (15 as [SqrClippedReLU | ClippedReLU], 1 forward skip) -> 32
+    ClippedReLU -> 1, in Stockfish 15.1's units (600 per float 1.0, 361 per pawn).
+    """
+    from .network import HiddenLayer
+
+    return Architecture(
+        feature_set="Chess768", ft_width=ft_width, ft_activation="pairwise", ft_clamp=127, ft_shift=7,
+        psqt_buckets=8, output_buckets=8,
+        layers=(HiddenLayer(16, "sqr_crelu+crelu", activated=15), HiddenLayer(32, "crelu"), HiddenLayer(1, "none")),
+        skip_index=15, king_buckets=default_king_buckets(), mirror="e-h",
+    )
+
+
+def architecture_from_spec(spec: str, ft_width: int | None = None) -> Architecture:
+    """An architecture from a preset name (``default``, ``stockfish-15.1``) or a JSON file
+    (:meth:`Architecture.to_json`); ``ft_width`` overrides the width.
+
+    Raises :class:`TrainingError` for an unknown preset or unreadable file.
+    """
+    from .network import stockfish_15_1_architecture
+
+    presets = {"default": default_architecture, "stockfish-15.1": stockfish_15_1_architecture}
+    if spec in presets:
+        arch = presets[spec]()
+    else:
+        try:
+            arch = Architecture.from_json(Path(spec).read_text())
+        except OSError as exc:
+            raise TrainingError(f"architecture {spec!r}: not a preset ({', '.join(presets)}) and not readable: {exc}") from exc
+    return dataclasses.replace(arch, ft_width=ft_width) if ft_width else arch
+
+
+def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positions=None, resume: bool = False,
+        progress: bool = True, crosscheck_positions: int = 2000, log=print) -> dict:
+    """Train, quantise and check: what ``nnue-infer train`` does.
+
+    Writes to ``out_dir``: ``checkpoint.pt``, ``loss.jsonl``, ``loss.png``, ``float.safetensors``
+    (the float network), ``network.safetensors`` (quantised with the Stockfish scheme: QA 127,
+    shift 7, QB 64, output scale 16) and ``summary.json`` (configuration, times, the
+    quantisation report, the float-vs-quantised cross-check on validation positions, and, with
+    ``eval_positions``, :func:`nnue_infer.distil.corpus_accuracy` on that corpus).
+
+    Returns the summary dict.
+    """
+    from .crosscheck import crosscheck
+    from .datagen import load_positions, to_board
+    from .formats import save
+    from .quantise import SCHEMES, quantise_with_report
+
+    out_dir = Path(out_dir)
+    t0 = time.perf_counter()
+    data = load_positions(data_path)
+    teacher_upp = float(data["meta"].get("teacher_units_per_pawn", 361))
+    trainer = Trainer(arch, data, config, out_dir, teacher_units_per_pawn=teacher_upp, progress=progress)
+    if resume and (out_dir / "checkpoint.pt").is_file():
+        trainer.load_checkpoint(out_dir / "checkpoint.pt")
+        log(f"resumed at epoch {trainer.epoch}")
+    elif (out_dir / "loss.jsonl").exists():
+        (out_dir / "loss.jsonl").unlink()
+    log(f"{len(trainer.train_idx)} training and {len(trainer.val_idx)} validation positions, "
+        f"{trainer.steps_per_epoch} steps per epoch; features ready in {time.perf_counter() - t0:.1f} s")
+    t_train = time.perf_counter()
+    trainer.fit(lambda r: log(json.dumps({k: round(v, 6) if isinstance(v, float) else v for k, v in r.items()})))
+    train_seconds = time.perf_counter() - t_train
+    description = (f"nnue-infer distilled network: {len(data['value'])} positions (seed {data['meta'].get('seed')}), "
+                   f"{config.epochs} epochs")
+    fnet = trainer.float_network(description)
+    save(fnet, out_dir / "float.safetensors")
+    qnet, report = quantise_with_report(fnet, SCHEMES["stockfish"])
+    save(qnet, out_dir / "network.safetensors")
+    rows = trainer.val_idx[: crosscheck_positions].tolist()
+    fens = [to_board(data, i).fen() for i in rows]
+    cc = crosscheck(fnet, qnet, fens).summary()
+    summary = {
+        "data": str(data_path), "positions": int(len(data["value"])), "data_meta": data["meta"],
+        "architecture": json.loads(arch.to_json()), "config": dataclasses.asdict(config),
+        "train_seconds": train_seconds, "final": trainer.log[-1] if trainer.log else None,
+        "quantisation": str(report), "crosscheck_float_vs_quantised": cc,
+        "network": str(out_dir / "network.safetensors"), "network_bytes": (out_dir / "network.safetensors").stat().st_size,
+    }
+    if eval_positions:
+        from .distil import corpus_accuracy, read_corpus
+
+        holdout = data["meta"].get("settings", {}).get("holdout_fraction")
+        summary["accuracy"] = corpus_accuracy(qnet, read_corpus(eval_positions), teacher_upp, holdout)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    return summary

@@ -3,33 +3,27 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 import chess
 import numpy as np
 import pytest
 
-from nnue_infer import Evaluator, datagen, load, stockfish_15_1_network_path
+from nnue_infer import Evaluator, datagen
 from nnue_infer.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = next((p / "shared" / "data" for p in (REPO.parent, REPO.parent.parent) if (p / "shared" / "data").is_dir()), None)
-needs_shared = pytest.mark.skipif(SHARED is None, reason="shared/data (dev corpus) not beside the checkout")
+
+@pytest.fixture(scope="module")
+def teacher(network):
+    return network
 
 
 @pytest.fixture(scope="module")
-def teacher():
-    return load(stockfish_15_1_network_path())
+def games(data_dir):
+    return datagen.read_games(data_dir / "games-dev.jsonl")
 
 
 @pytest.fixture(scope="module")
-def games():
-    return datagen.read_games(SHARED / "games-dev.jsonl") if SHARED else None
-
-
-@pytest.fixture(scope="module")
-def sample(teacher, games):
-    exclude = datagen.read_exclude(SHARED / "positions-dev.jsonl") if SHARED else None
+def sample(teacher, games, data_dir):
+    exclude = datagen.read_exclude(data_dir / "positions-dev.jsonl")
     return datagen.generate(3000, 7, teacher, games, exclude, progress=False), exclude
 
 
@@ -63,12 +57,10 @@ def test_positions_distinct_and_cover_phases_sides_checks_rights(sample):
     assert min(hist) <= 6 and max(hist) == 32
     boards = [datagen.to_board(data, i) for i in range(3000)]
     assert any(b.is_check() for b in boards)
-    if exclude:
-        assert not {datagen.position_key(b) for b in boards} & exclude
-        assert s["by_source"]["perturbation"] > 1000 and s["by_source"]["playout"] > 1000
+    assert not {datagen.position_key(b) for b in boards} & exclude
+    assert s["by_source"]["perturbation"] > 1000 and s["by_source"]["playout"] > 1000
 
 
-@needs_shared
 def test_held_out_games_never_start_an_episode(games):
     starts = {datagen.position_key(b) for b in datagen.game_positions(games, 0.25)}
     held = [g for g in games if datagen.is_held_out(g["id"], 0.25)]
