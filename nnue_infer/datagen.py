@@ -175,6 +175,16 @@ def read_exclude(path: str | os.PathLike[str]) -> set[tuple[int, ...]]:
     return keys
 
 
+def random_plies(board: chess.Board, rng: random.Random, plies: int) -> None:
+    """Play up to ``plies`` uniformly random legal moves on ``board`` (fewer if the game ends:
+    a random opening can mate, e.g. 1. f3 e5 2. g4 Qh4#)."""
+    for _ in range(plies):
+        moves = list(board.generate_legal_moves())
+        if not moves:
+            return
+        board.push(moves[rng.randrange(len(moves))])
+
+
 def policy_move(board: chess.Board, rng: random.Random, greedy: float) -> chess.Move | None:
     """A move of the playout policy (see the module docstring); ``None`` if there is none."""
     moves = list(board.generate_legal_moves())
@@ -342,9 +352,7 @@ def generate(n: int, seed: int, teacher, games: list[dict] | None = None,
             else:
                 src = SOURCE_PLAYOUT
                 board = chess.Board()
-                for _ in range(rng.randint(2, s.opening_plies)):
-                    moves = list(board.generate_legal_moves())
-                    board.push(moves[rng.randrange(len(moves))])
+                random_plies(board, rng, rng.randint(2, s.opening_plies))
                 rec.add(board, src)
                 while board.ply() < s.max_game_plies and not _game_over(board) and not rec.full:
                     move = policy_move(board, rng, s.greedy)

@@ -111,3 +111,15 @@ def test_cli_datagen(tmp_path, capsys):
     assert report["positions"] == 300 and report["by_source"]["playout"] == 300
     assert len(datagen.load_positions(out)["value"]) == 300
     assert main(["datagen", "-o", str(out), "-n", "0"]) != 0
+
+
+def test_random_opening_stops_at_mate():
+    """Regression: a random opening that mates (Fool's mate) used to crash the generator."""
+    import random
+
+    board = chess.Board()
+    for uci in ("f2f3", "e7e5", "g2g4", "d8h4"):
+        board.push_uci(uci)
+    datagen.random_plies(board, random.Random(0), 6)
+    assert board.is_checkmate() and board.ply() == 4
+    datagen.random_plies(chess.Board(), random.Random(0), 3)  # ordinary case still plays
