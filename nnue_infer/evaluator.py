@@ -113,6 +113,7 @@ class Evaluator:
         params[K.P_FT_ACTIVATION] = arch.ft.code
         params[K.P_CACHE_PAIRS] = fs.num_king_frames
         params[K.P_MAX_PIECES] = MAX_PIECES
+        params[K.P_FLOAT_OUTPUT] = arch.output_units * arch.output_scale
         self._params = params
         self._weights, self._biases, self._layers = network.compute_layout
         self._cfg = np.concatenate([

@@ -28,6 +28,8 @@ output bucket ``(pieces - 1) // (32 // output_buckets)``.
        crelu            clamp(z, 0, 1)
        sqr_crelu        min(z**2 * 127/128, 1)     (Stockfish's SqrClippedReLU: z**2 >> (2*6 + 7))
        sqr_crelu+crelu  [sqr_crelu(z), crelu(z)]
+       relu             max(z, 0)                  (float32 layers only)
+       screlu           clamp(z, 0, 1)**2          (float32 layers only)
 
    The output layer (activation ``none``) gives one float ``y``.
 4. **Forward skip** (``skip_index >= 0``): ``y += z0[skip_index]`` (the first layer's raw output).
@@ -239,9 +241,14 @@ def ft_activation_float(name: str, acc_stm: np.ndarray, acc_opp: np.ndarray) -> 
 
 
 def hidden_activation_float(name: str, z: np.ndarray) -> np.ndarray:
-    """Float hidden-layer activation ``name`` (``crelu``, ``sqr_crelu``, ``sqr_crelu+crelu``) of ``z``."""
+    """Float hidden-layer activation ``name`` of ``z``: ``crelu``, ``sqr_crelu``, ``sqr_crelu+crelu``,
+    and for float32 layers ``relu`` (max(z, 0)) and ``screlu`` (clamp(z, 0, 1)**2)."""
     if name == "crelu":
         return np.clip(z, 0.0, 1.0)
+    if name == "relu":
+        return np.maximum(z, 0.0)
+    if name == "screlu":
+        return np.clip(z, 0.0, 1.0) ** 2
     if name == "sqr_crelu":
         return np.minimum(z * z * SQR_CRELU_GAIN, 1.0)
     if name == "sqr_crelu+crelu":

@@ -22,13 +22,22 @@ from .kernels import activation as A
 from .kernels.activation import ACT_CRELU, ACT_NONE, ACT_SQR_CRELU, ACT_SQR_CRELU_AND_CRELU
 from .kernels.dense import LAYER_TABLE_COLUMNS
 
-#: Hidden-layer activation names and their kernel codes.
+#: Hidden-layer activation names and their kernel codes (integer layers).
 HIDDEN_ACTIVATIONS = {
     "none": ACT_NONE,
     "crelu": ACT_CRELU,
     "sqr_crelu": ACT_SQR_CRELU,
     "sqr_crelu+crelu": ACT_SQR_CRELU_AND_CRELU,
 }
+#: Activations of float32 layers and their kernel codes: the integer ones computed in float,
+#: plus ``relu`` (max(z, 0)) and ``screlu`` (clamp(z, 0, 1)**2), which only exist in float.
+FLOAT_ACTIVATIONS = {
+    **{name: A.ACT_FLOAT + code for name, code in HIDDEN_ACTIVATIONS.items()},
+    "relu": A.ACT_F_RELU,
+    "screlu": A.ACT_F_SCRELU,
+}
+#: Precisions of dense layers: int8 weights / int32 biases, or float32 for both.
+LAYER_PRECISIONS = ("int8", "float32")
 #: Integer value of a hidden activation's 1.0 (ClippedReLU's upper bound, Stockfish 15.1).
 HIDDEN_ONE = 127
 
@@ -107,11 +116,22 @@ class HiddenLayer:
     activated : int
         How many of the first outputs go through the activation (the rest, e.g. the
         forward-skip neuron, are used raw).  Defaults to all outputs.
+    precision : str
+        ``"int8"`` (int8 weights, int32 biases; the default) or ``"float32"`` (a float hidden
+        layer: float32 parameters, float64 arithmetic; may also use ``"relu"`` and
+        ``"screlu"``).  The first layer is int8; float layers follow the integer ones, and the
+        integer layer feeding the first float layer applies its activation in float.
     """
 
     outputs: int
     activation: str
     activated: int | None = None
+    precision: str = "int8"
+
+    @property
+    def is_float(self) -> bool:
+        """Whether the layer's parameters are float32."""
+        return self.precision == "float32"
 
     @property
     def n_activated(self) -> int:
@@ -237,9 +257,16 @@ class Architecture:
         if not self.layers:
             raise bad("layers", "at least one dense layer is needed")
         for i, layer in enumerate(self.layers):
-            if layer.activation not in HIDDEN_ACTIVATIONS:
-                raise bad(f"layers[{i}].activation", f"unknown activation {layer.activation!r}, known: "
-                          f"{tuple(HIDDEN_ACTIVATIONS)}")
+            if layer.precision not in LAYER_PRECISIONS:
+                raise bad(f"layers[{i}].precision", f"unknown precision {layer.precision!r}, known: {LAYER_PRECISIONS}")
+            if layer.is_float and i == 0:
+                raise bad("layers[0].precision", "the first dense layer reads the feature transformer: it must be int8")
+            if i > 0 and self.layers[i - 1].is_float and not layer.is_float:
+                raise bad(f"layers[{i}].precision", "an int8 layer cannot follow a float32 layer")
+            known = FLOAT_ACTIVATIONS if layer.is_float else HIDDEN_ACTIVATIONS
+            if layer.activation not in known:
+                raise bad(f"layers[{i}].activation", f"unknown activation {layer.activation!r} for a "
+                          f"{layer.precision} layer, known: {tuple(known)}")
             if layer.outputs <= 0:
                 raise bad(f"layers[{i}].outputs", f"must be positive, got {layer.outputs}")
             if not 0 < layer.n_activated <= layer.outputs:
@@ -315,6 +342,9 @@ class Architecture:
             raise NetworkFormatError(f"architecture: unknown field(s) {sorted(unknown)}")
         try:
             layers = tuple(HiddenLayer(**layer) for layer in data["layers"])
+            for i, layer in enumerate(layers):
+                if not isinstance(layer.outputs, int) or not isinstance(layer.activated, (int, type(None))):
+                    raise NetworkFormatError(f"architecture field 'layers[{i}]': outputs/activated must be integers")
             kb = data.get("king_buckets")
             return cls(**{**data, "layers": layers, "king_buckets": None if kb is None else tuple(kb)})
         except (KeyError, TypeError, AttributeError) as exc:
@@ -423,8 +453,9 @@ class Network:
         weights, biases = [], []
         for i, (layer, n_in) in enumerate(zip(arch.layers, arch.layer_inputs())):
             B = arch.output_buckets
-            weights.append(_check_array(f"layers[{i}].weights", self.layer_weights[i], np.int8, (B, layer.outputs, n_in)))
-            biases.append(_check_array(f"layers[{i}].biases", self.layer_biases[i], np.int32, (B, layer.outputs)))
+            wt, bt = (np.float32, np.float32) if layer.is_float else (np.int8, np.int32)
+            weights.append(_check_array(f"layers[{i}].weights", self.layer_weights[i], wt, (B, layer.outputs, n_in)))
+            biases.append(_check_array(f"layers[{i}].biases", self.layer_biases[i], bt, (B, layer.outputs)))
         object.__setattr__(self, "layer_weights", tuple(weights))
         object.__setattr__(self, "layer_biases", tuple(biases))
 
@@ -441,12 +472,16 @@ class Network:
 
         Returns ``(weights int8[total], biases int32[total], layers int64[n_layers, 8])``;
         layer 0 is stored transposed (``[bucket][input][output]``) for the sparse kernel.
+        Float32 layers are appended to ``biases`` as bit patterns (weights ``[bucket][out][in]``,
+        then biases), with activation codes ``>= ACT_FLOAT``.
         """
         arch = self.architecture
         table = np.zeros((len(arch.layers), LAYER_TABLE_COLUMNS), np.int64)
         w_parts, b_parts = [], []
         w_off = b_off = 0
         for i, (layer, w, b) in enumerate(zip(arch.layers, self.layer_weights, self.layer_biases)):
+            if layer.is_float:
+                continue
             if i == 0:
                 w = np.ascontiguousarray(w.transpose(0, 2, 1))
             B, n_out, n_in = self.layer_weights[i].shape
@@ -456,4 +491,13 @@ class Network:
             b_parts.append(b.reshape(-1))
             w_off += w.size
             b_off += b.size
-        return np.concatenate(w_parts), np.concatenate(b_parts), table
+        for i, (layer, w, b) in enumerate(zip(arch.layers, self.layer_weights, self.layer_biases)):
+            if not layer.is_float:
+                continue
+            B, n_out, n_in = w.shape
+            table[i] = (n_in, n_out, FLOAT_ACTIVATIONS[layer.activation], layer.n_activated,
+                        b_off, n_out * n_in, b_off + w.size, n_out)
+            b_parts.append(w.reshape(-1).view(np.int32))
+            b_parts.append(b.reshape(-1).view(np.int32))
+            b_off += w.size + b.size
+        return np.concatenate(w_parts), np.concatenate(b_parts).astype(np.int32), table

@@ -141,6 +141,9 @@ def tensor_scales(arch: Architecture) -> dict[str, float]:
     hidden_out = float(HIDDEN_ONE * 2**arch.weight_scale_bits)
     scales = {"ft.biases": float(arch.ft_clamp), "ft.weights": float(arch.ft_clamp), "ft.psqt_weights": final}
     for i, layer in enumerate(arch.layers):
+        if layer.is_float:  # float32 layers keep their float values
+            scales[f"layers.{i}.weights"] = scales[f"layers.{i}.biases"] = 1.0
+            continue
         s_in = arch.ft_scale if i == 0 else float(HIDDEN_ONE)
         s_out = final if layer.activation == "none" else hidden_out
         scales[f"layers.{i}.weights"] = s_out / s_in
@@ -150,9 +153,9 @@ def tensor_scales(arch: Architecture) -> dict[str, float]:
 
 def _dtypes(arch: Architecture) -> dict[str, type]:
     out: dict[str, type] = {"ft.biases": np.int16, "ft.weights": np.int16, "ft.psqt_weights": np.int32}
-    for i in range(len(arch.layers)):
-        out[f"layers.{i}.weights"] = np.int8
-        out[f"layers.{i}.biases"] = np.int32
+    for i, layer in enumerate(arch.layers):
+        out[f"layers.{i}.weights"] = np.float32 if layer.is_float else np.int8
+        out[f"layers.{i}.biases"] = np.float32 if layer.is_float else np.int32
     return out
 
 
@@ -217,6 +220,9 @@ def quantise_with_report(network: FloatNetwork, scheme: QuantisationScheme = SCH
     report = QuantisationReport(arch)
     ints: dict[str, np.ndarray] = {}
     for name, arr in network_tensors(network).items():
+        if dtypes[name] is np.float32:
+            ints[name] = arr.astype(np.float32)
+            continue
         info = np.iinfo(dtypes[name])
         q = np.rint(arr.astype(np.float64) * scales[name])
         over = (q > info.max) | (q < info.min)
@@ -316,6 +322,8 @@ def check_ranges(network: Network) -> list[str]:
     max_in = arch.ft_clamp**act.degree >> arch.ft_shift
     positional = 0
     for i, (layer, w, b) in enumerate(zip(arch.layers, network.layer_weights, network.layer_biases)):
+        if layer.is_float:  # float arithmetic; the output is saturated to int32
+            break
         bound = np.abs(b.astype(np.int64)) + np.abs(w.astype(np.int64)).sum(axis=2) * max_in
         worst = int(bound.max())
         if worst > INT32_MAX:
@@ -448,19 +456,29 @@ class ErrorBound:
                 B_skip, V_skip = float(Bz[arch.skip_index]), float(Vz[arch.skip_index])
             if layer.activation == "none":
                 B_y, V_y = float(Bz[0]), float(Vz[0])
+                if layer.is_float:  # rounded to an integer positional
+                    B_y += 0.5 / (arch.output_units * arch.output_scale)
                 break
             n = layer.n_activated
             z, Bz, Vz = z[:n], Bz[:n], Vz[:n]
             m = Bz + k * np.sqrt(Vz)
-            crelu_g = ((z + m > 0) & (z - m < 1)).astype(np.float64)
+            # activations computed on integers floor after their shift; float ones do not
+            q = qh if not (layer.is_float or arch.layers[i + 1].is_float) else 0.0
             live = z + m > 0
-            crelu = (np.where(live, crelu_g * Bz + qh / 2, 0.0), crelu_g**2 * Vz + np.where(live, qh * qh / 12, 0.0))
+            crelu_g = (live & (z - m < 1)).astype(np.float64)
+            crelu = (np.where(live, crelu_g * Bz + q / 2, 0.0), crelu_g**2 * Vz + np.where(live, q * q / 12, 0.0))
             sqr_g = np.where(np.abs(z) - m < 1 / np.sqrt(127 / 128), 2 * (np.abs(z) + m) * 127 / 128, 0.0)
-            sqr = (sqr_g * Bz + qh / 2, sqr_g**2 * Vz + qh * qh / 12)
+            sqr = (sqr_g * Bz + q / 2, sqr_g**2 * Vz + q * q / 12)
             if layer.activation == "crelu":
                 B, V = crelu
             elif layer.activation == "sqr_crelu":
                 B, V = sqr
+            elif layer.activation == "relu":
+                g = live.astype(np.float64)
+                B, V = g * Bz, g * Vz
+            elif layer.activation == "screlu":
+                g = crelu_g * 2 * np.minimum(np.maximum(z, 0) + m, 1)
+                B, V = g * Bz, g * g * Vz
             else:
                 B, V = np.concatenate([sqr[0], crelu[0]]), np.concatenate([sqr[1], crelu[1]])
         unit = 1.0 / (arch.output_units * arch.output_scale)

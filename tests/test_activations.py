@@ -66,3 +66,23 @@ def test_bound_catches_a_wrong_shift(fens):
     wrong = dataclasses.replace(q, architecture=dataclasses.replace(q.architecture, ft_shift=8))
     err, bound = errors_and_bounds(fn, q, fens[::4], evaluated=wrong)
     assert np.mean(np.abs(err) > bound) > 0.2
+
+
+@pytest.mark.parametrize("layers", [
+    (HiddenLayer(16, "sqr_crelu+crelu", activated=15), HiddenLayer(32, "screlu", precision="float32"),
+     HiddenLayer(1, "none", precision="float32")),
+    (HiddenLayer(16, "sqr_crelu+crelu", activated=15), HiddenLayer(32, "relu", precision="float32"),
+     HiddenLayer(1, "none", precision="float32")),
+    (HiddenLayer(16, "sqr_crelu+crelu", activated=15), HiddenLayer(32, "crelu"), HiddenLayer(1, "none", precision="float32")),
+], ids=["screlu-float", "relu-float", "float-output"])
+def test_float_hidden_layers_within_bound(layers, fens):
+    """Float hidden layers after the integer first layer: parameters kept as float32, the boundary
+    activation computed in float, so the error comes from the feature transformer and layer 0."""
+    fn = FloatNetwork.random(arch_for("pairwise", layers=layers), seed=3)
+    q = quantise(fn, SCHEMES["qa255-qb64"])
+    for i, layer in enumerate(layers):
+        assert q.layer_weights[i].dtype == (np.float32 if layer.is_float else np.int8)
+        if layer.is_float:
+            assert np.array_equal(q.layer_weights[i], fn.layer_weights[i])
+    err, bound = errors_and_bounds(fn, q, fens[::2])
+    assert np.all(np.abs(err) <= bound)

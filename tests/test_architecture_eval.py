@@ -38,6 +38,9 @@ ARCHITECTURES = {
                                                 output_buckets=4, psqt_buckets=4),
     "chess768-pairwise-buckets-nomirror": lambda: make("pairwise", "Chess768", king_buckets=tuple(range(64)),
                                                        mirror="none", scheme="qa255-qb64"),
+    "halfka-pairwise-float-hidden": lambda: make("pairwise", layers=(
+        HiddenLayer(16, "sqr_crelu+crelu", activated=15), HiddenLayer(32, "screlu", precision="float32"),
+        HiddenLayer(8, "relu", precision="float32"), HiddenLayer(1, "none", precision="float32"))),
 }
 
 

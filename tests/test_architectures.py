@@ -66,6 +66,20 @@ def test_bad_layers_name_field():
         Architecture.from_json("{")
 
 
+def test_float_layer_rules_name_the_field():
+    with pytest.raises(NetworkFormatError, match=r"layers\[0\].precision"):
+        small_arch(layers=(HiddenLayer(8, "crelu", precision="float32"), HiddenLayer(1, "none", precision="float32")))
+    with pytest.raises(NetworkFormatError, match=r"layers\[2\].precision.*cannot follow"):
+        small_arch(layers=(HiddenLayer(8, "crelu"), HiddenLayer(8, "relu", precision="float32"), HiddenLayer(1, "none")))
+    with pytest.raises(NetworkFormatError, match=r"layers\[0\].activation.*'relu' for a int8 layer"):
+        small_arch(layers=(HiddenLayer(8, "relu"), HiddenLayer(1, "none")))
+    with pytest.raises(NetworkFormatError, match=r"layers\[1\].precision.*unknown precision 'float16'"):
+        small_arch(layers=(HiddenLayer(8, "crelu"), HiddenLayer(1, "none", precision="float16")))
+    ok = small_arch(layers=(HiddenLayer(8, "crelu"), HiddenLayer(8, "screlu", precision="float32"),
+                            HiddenLayer(1, "none", precision="float32")))
+    assert Architecture.from_json(ok.to_json()) == ok
+
+
 def test_halfkav2_hm_rejects_custom_buckets():
     with pytest.raises(NetworkFormatError, match="king_buckets"):
         dataclasses.replace(stockfish_15_1_architecture(), king_buckets=RANK_PAIR_BUCKETS)

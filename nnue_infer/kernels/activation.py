@@ -21,6 +21,16 @@ ACT_NONE = 0  #: output layer: raw int32
 ACT_CRELU = 1  #: ClippedReLU: clamp(z >> shift, 0, 127)
 ACT_SQR_CRELU = 2  #: SqrClippedReLU: min(127, z*z >> (2*shift + 7))
 ACT_SQR_CRELU_AND_CRELU = 3  #: [SqrClippedReLU(z), ClippedReLU(z)] concatenated (Stockfish 15.1 fc_0)
+#: Activations computed in floating point (float hidden layers, and the integer layer that feeds
+#: one): the integer code + ``ACT_FLOAT``, plus ReLU and squared ClippedReLU, which have no
+#: bounded integer form.  Float definitions: ``nnue_infer.float_network.hidden_activation_float``.
+ACT_FLOAT = 16
+ACT_F_NONE = ACT_FLOAT + ACT_NONE  #: float output layer
+ACT_F_CRELU = ACT_FLOAT + ACT_CRELU  #: clamp(z, 0, 1)
+ACT_F_SQR_CRELU = ACT_FLOAT + ACT_SQR_CRELU  #: min(z*z * 127/128, 1)
+ACT_F_SQR_CRELU_AND_CRELU = ACT_FLOAT + ACT_SQR_CRELU_AND_CRELU  #: both, concatenated
+ACT_F_RELU = ACT_FLOAT + 4  #: max(z, 0)
+ACT_F_SCRELU = ACT_FLOAT + 5  #: clamp(z, 0, 1)**2
 
 
 #: Feature-transformer activation codes (see ``network.FT_ACTIVATIONS`` for the float definitions).
@@ -154,3 +164,30 @@ def activate(z, n_act, code, shift, out):
     sqr_clipped_relu(z, n_act, shift, out, np.int64(0))
     clipped_relu(z, n_act, shift, out, n_act)
     return 2 * n_act
+
+
+@njit(cache=True)
+def activate_float(z, n_act, code, out):
+    """Float hidden activation ``code`` (``ACT_F_*``) of ``z[:n_act]`` (float64) into ``out`` (float64).
+
+    Returns the number of outputs written (``2 * n_act`` for the concatenated form).
+    """
+    gain = 127.0 / 128.0
+    if code == ACT_F_SQR_CRELU_AND_CRELU:
+        for i in range(n_act):
+            v = z[i]
+            out[i] = min(v * v * gain, 1.0)
+            out[n_act + i] = min(max(v, 0.0), 1.0)
+        return 2 * n_act
+    for i in range(n_act):
+        v = z[i]
+        if code == ACT_F_CRELU:
+            out[i] = min(max(v, 0.0), 1.0)
+        elif code == ACT_F_SQR_CRELU:
+            out[i] = min(v * v * gain, 1.0)
+        elif code == ACT_F_RELU:
+            out[i] = max(v, 0.0)
+        else:  # ACT_F_SCRELU
+            c = min(max(v, 0.0), 1.0)
+            out[i] = c * c
+    return n_act

@@ -3,7 +3,12 @@
 Each thread takes contiguous chunks of rows and owns its scratch buffers (features,
 accumulators, transformed features), so a row is evaluated exactly as
 :func:`~nnue_infer.kernels.forward.evaluate_bitboards` evaluates a single position.
-The number of threads is Numba's (``numba.set_num_threads``).
+The number of threads is Numba's (``numba.set_num_threads``).  Every architecture the
+single-position kernels handle (feature sets, activations, float hidden layers) is handled
+here too, since the work is theirs.
+
+Note: Numba's on-disk cache keys a function on its own file only, so a change to a kernel
+that this module calls must come with an edit of this file (or a cleared ``__pycache__``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .activation import ACT_NONE, activate
+from .activation import ACT_F_NONE, ACT_FLOAT, ACT_NONE, activate, activate_float
 
 #: Columns of the ``layers`` table given to :func:`propagate_layer_stack`.
 COL_IN, COL_OUT, COL_ACT, COL_N_ACT, COL_W_OFFSET, COL_W_STRIDE, COL_B_OFFSET, COL_B_STRIDE = range(8)
@@ -67,7 +67,19 @@ def affine_dense(x, n_in, weights, w_offset, biases, b_offset, n_out, z):
 
 
 @njit(cache=True)
-def propagate_layer_stack(ft_out, bucket, weights, biases, layers, shift, skip_index, skip_num, skip_den):
+def affine_float(x, n_in, params, w_off, b_off, n_out, z):
+    """``z = b + W @ x`` in float64 with float32 parameters: W row-major ``[n_out, n_in]`` at
+    ``params[w_off]``, b at ``params[b_off]``; ``x``, ``z`` float64."""
+    for i in range(n_out):
+        s = np.float64(params[b_off + i])
+        row = w_off + i * n_in
+        for j in range(n_in):
+            s += np.float64(params[row + j]) * x[j]
+        z[i] = s
+
+
+@njit(cache=True)
+def propagate_layer_stack(ft_out, bucket, weights, biases, layers, shift, skip_index, skip_num, skip_den, float_out):
     """Run one layer stack (output bucket) on the transformed features.
 
     Parameters
@@ -77,19 +89,26 @@ def propagate_layer_stack(ft_out, bucket, weights, biases, layers, shift, skip_i
     bucket : int
         Layer stack to use.
     weights : int8[total]
-        All dense weights, flat.  Layer 0 is stored transposed (``[n_in, n_out]``) for
-        the sparse kernel, later layers row-major ``[n_out, n_in]``.
+        All integer dense weights, flat.  Layer 0 is stored transposed (``[n_in, n_out]``)
+        for the sparse kernel, later layers row-major ``[n_out, n_in]``.
     biases : int32[total]
-        All dense biases, flat.
+        All integer dense biases, flat, followed by the float32 weights and biases of the
+        float layers (their bit patterns; the kernel reads them through a float32 view).
     layers : int64[n_layers, 8]
         Per layer: padded inputs, outputs, activation code, number of outputs activated,
-        weight offset and per-bucket stride, bias offset and per-bucket stride.  The last
-        layer has activation ``ACT_NONE`` and one output.
+        weight offset and per-bucket stride, bias offset and per-bucket stride (float layers:
+        offsets into ``biases`` viewed as float32; their codes are ``>= ACT_FLOAT``).  The last
+        layer has activation ``ACT_NONE`` (or ``ACT_F_NONE``) and one output.  Integer layers
+        come first; the integer layer before the first float layer applies its activation in
+        float to ``z / (127 << shift)``.
     shift : int
         WeightScaleBits (6 for Stockfish 15.1).
     skip_index, skip_num, skip_den : int
         Forward skip: layer 0's raw output ``skip_index`` (-1 for none) contributes
         ``tdiv(wrap32(z * skip_num), skip_den)`` to the result.
+    float_out : int
+        For a float output layer: ``positional = round(y * float_out)`` (``output_units *
+        output_scale``), saturated to int32.
 
     Returns
     -------
@@ -103,6 +122,10 @@ def propagate_layer_stack(ft_out, bucket, weights, biases, layers, shift, skip_i
         width = max(width, layers[l, 1], layers[l, 0])
     z = np.empty(width, np.int32)
     x = np.zeros(width, np.uint8)
+    zf = np.empty(2 * width, np.float64)
+    xf = np.zeros(2 * width, np.float64)
+    fparams = biases.view(np.float32)
+    to_float = 1.0 / (127 << shift)
     skip = 0
     out = 0
     for l in range(n_layers):
@@ -110,16 +133,34 @@ def propagate_layer_stack(ft_out, bucket, weights, biases, layers, shift, skip_i
         n_out = layers[l, 1]
         w_off = layers[l, 4] + bucket * layers[l, 5]
         b_off = layers[l, 6] + bucket * layers[l, 7]
+        code = layers[l, 2]
+        last = l + 1 == n_layers
+        if code >= ACT_FLOAT:
+            affine_float(xf, n_in, fparams, w_off, b_off, n_out, zf)
+            if code == ACT_F_NONE:
+                y = np.floor(zf[0] * float_out + 0.5)
+                out = np.int64(min(max(y, -2147483648.0), 2147483647.0))
+                break
+            written = activate_float(zf, layers[l, 3], code, xf)
+            for i in range(written, layers[l + 1, 0]):
+                xf[i] = 0.0
+            continue
         if l == 0:
             affine_sparse_input(ft_out, n_in, weights, w_off, biases, b_off, n_out, z)
             if skip_index >= 0:
                 skip = tdiv(wrap_int32(np.int64(z[skip_index]) * skip_num), skip_den)
         else:
             affine_dense(x, n_in, weights, w_off, biases, b_off, n_out, z)
-        code = layers[l, 2]
         if code == ACT_NONE:
             out = np.int64(z[0])
             break
+        if not last and layers[l + 1, 2] >= ACT_FLOAT:  # integer -> float boundary
+            for i in range(n_out):
+                zf[i] = z[i] * to_float
+            written = activate_float(zf, layers[l, 3], code + ACT_FLOAT, xf)
+            for i in range(written, layers[l + 1, 0]):
+                xf[i] = 0.0
+            continue
         written = activate(z, layers[l, 3], code, shift, x)
         next_in = layers[l + 1, 0]
         for i in range(written, next_in):

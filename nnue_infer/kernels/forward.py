@@ -16,9 +16,10 @@ from .features import BB_BLACK, BB_WHITE, active_features, popcount, representab
 
 #: Indices into the ``params`` int64 array.  ``P_CACHE_PAIRS``: refresh-cache entries per
 #: perspective (pairs ``0 .. P_CACHE_PAIRS - 1`` of the incremental kernels' arrays).
+#: ``P_FLOAT_OUTPUT``: ``output_units * output_scale``, the integer per 1.0 of a float output layer.
 (P_FT_CLAMP, P_FT_SHIFT, P_WEIGHT_SHIFT, P_SKIP_INDEX, P_SKIP_NUM, P_SKIP_DEN, P_OUTPUT_SCALE,
- P_NUM_SLOTS, P_MIRROR, P_BUCKET_DIVISOR, P_FT_ACTIVATION, P_CACHE_PAIRS, P_MAX_PIECES) = range(13)
-N_PARAMS = 13
+ P_NUM_SLOTS, P_MIRROR, P_BUCKET_DIVISOR, P_FT_ACTIVATION, P_CACHE_PAIRS, P_MAX_PIECES, P_FLOAT_OUTPUT) = range(14)
+N_PARAMS = 14
 
 #: Layout of the ``cfg`` int64 array of the incremental kernels (one array instead of four,
 #: because Numba's call overhead grows with the number of array arguments): ``params``, then
@@ -42,7 +43,8 @@ def forward_bucket(acc, psqt_acc, stm, bucket, params, ft_out, weights, biases, 
     """
     ft_activate(acc, stm, params[P_FT_ACTIVATION], params[P_FT_CLAMP], params[P_FT_SHIFT], ft_out)
     positional = propagate_layer_stack(ft_out, bucket, weights, biases, layers, params[P_WEIGHT_SHIFT],
-                                       params[P_SKIP_INDEX], params[P_SKIP_NUM], params[P_SKIP_DEN])
+                                       params[P_SKIP_INDEX], params[P_SKIP_NUM], params[P_SKIP_DEN],
+                                       params[P_FLOAT_OUTPUT])
     return psqt_term(psqt_acc, stm, bucket), positional
 
 

@@ -34,6 +34,7 @@ def params(network, halfka) -> np.ndarray:
     p[K.P_MIRROR] = 1
     p[K.P_BUCKET_DIVISOR] = 4
     p[K.P_FT_ACTIVATION] = FT_PAIRWISE
+    p[K.P_FLOAT_OUTPUT] = 9600  # 600 * 16 (no float layers in this network)
     assert arch.skip_index == 15 and arch.output_buckets == 8
     return p
 
