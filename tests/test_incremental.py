@@ -220,6 +220,31 @@ def test_illegal_move_raises_and_changes_nothing(fen, uci, ev, fresh):
     assert ev.evaluate() == fresh.evaluate(board)
 
 
+def test_unvalidated_push_follows_the_board(games, ev, fresh):
+    for game in games[::30]:
+        board = chess.Board(game["start_fen"])
+        ev.set_position(board)
+        for uci in game["moves"]:
+            move = board.parse_uci(uci)
+            board.push(move)
+            ev.push(move, validate=False)
+            assert ev.evaluate() == fresh.evaluate(board), f"{game['id']} {board.fen()}"
+
+
+def test_unvalidated_push_to_an_unrepresentable_board_is_reported_and_undone(ev, fresh):
+    board = chess.Board("4k3/8/8/8/8/8/4R3/4K3 w - - 0 1")  # impossible: Black is in check, White to move
+    ev.set_position(board)
+    before = ev.evaluate()
+    ev.push(chess.Move.from_uci("e2e8"), validate=False)  # captures the king: python-chess allows it
+    with pytest.raises(PositionError, match="Black must have exactly one king"):
+        ev.evaluate()
+    ev.pop()
+    assert ev.evaluate() == before
+    ev.push(chess.Move.from_uci("e2e7"))
+    board.push_uci("e2e7")
+    assert ev.evaluate() == fresh.evaluate(board)
+
+
 def test_bad_arguments(ev):
     ev.set_position(chess.Board())
     with pytest.raises(TypeError):

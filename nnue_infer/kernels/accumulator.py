@@ -122,8 +122,8 @@ def copy_accumulator(src_acc, src_psqt, acc, psqt):
 
 
 @njit(cache=True)
-def update_perspective(new, p, src, dst, accs, psqts, state, weights, psqt_weights, slot_table, king_buckets,
-                       mirror, num_slots, added, removed):
+def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psqt_weights, slot_table,
+                       king_buckets, mirror, num_slots, added, removed):
     """Bring perspective ``p``'s accumulator of pair ``dst`` to the piece set ``new``.
 
     Accumulators live in pairs (one per perspective): ``accs`` int16[pairs, 2, L],
@@ -131,14 +131,15 @@ def update_perspective(new, p, src, dst, accs, psqts, state, weights, psqt_weigh
     as 8 bitboards, each accumulator was computed for, and a flag).  Pairs
     ``0 .. 2 * n_buckets - 1`` are the **refresh cache** ("Finny tables", Stockfish's
     ``AccumulatorCaches``): entry ``key`` of :func:`~nnue_infer.kernels.features.king_frame`
-    holds the last accumulator computed in that king frame and its piece set.
+    holds the last accumulator computed in that king frame and its piece set.  Pair
+    ``empty`` holds the biases and an empty piece set and is never written.
 
     Rule: if ``src >= 0`` and ``p``'s own king stands on the same square in ``src`` and in
     ``new``, ``dst = src + (features of new) - (features of src)`` (incremental update),
     unless the cache entry is closer to ``new``.  Otherwise (``p``'s king moved, or no
     computed ancestor) the cache entry of ``new``'s king frame is brought to ``new`` the same
-    way (a refresh that applies only the difference; a fresh entry holds the biases and an
-    empty piece set) and copied to ``dst``.  ``src`` may equal ``dst``.
+    way (a refresh that applies only the difference, or starts again from the biases when
+    that is cheaper) and copied to ``dst``.  ``src`` may equal ``dst``.
 
     Parameters
     ----------
@@ -146,13 +147,13 @@ def update_perspective(new, p, src, dst, accs, psqts, state, weights, psqt_weigh
         Bitboards of the target position (see ``kernels.features``).
     p : int
         Perspective, 0 White, 1 Black.
-    src, dst : int
-        Pair of the computed ancestor (-1 for none) and of the target.
+    src, dst, empty : int
+        Pairs of the computed ancestor (-1 for none), of the target and of the biases.
     weights, psqt_weights : int16[F, L], int32[F, P]
         The feature transformer.
     slot_table, king_buckets, mirror, num_slots
         The feature set (see :func:`~nnue_infer.kernels.features.active_features`).
-    added, removed : int32[>= 32]
+    added, removed : int32[>= 64]
         Scratch.
 
     Source: Stockfish 15.1 ``nnue/nnue_feature_transformer.h`` (``update_accumulator``) and
@@ -160,17 +161,18 @@ def update_perspective(new, p, src, dst, accs, psqts, state, weights, psqt_weigh
     """
     ksq = king_square(new, p)
     orient, base, key = king_frame(ksq, p, king_buckets, mirror, num_slots)
-    cached = state[key, p]
+    cache_cost = count_changes(state[key, p], new)
     if src >= 0:
         old = state[src, p]
-        if king_square(old, p) == ksq and count_changes(old, new) <= count_changes(cached, new):
+        if king_square(old, p) == ksq and count_changes(old, new) <= cache_cost:
             n_added, n_removed = changed_features(old, new, p, orient, base, slot_table, added, removed)
             update_accumulator(weights, psqt_weights, accs[src, p], psqts[src, p], added, n_added,
                                removed, n_removed, accs[dst, p], psqts[dst, p])
             set_piece_set(state, dst, p, new)
             return
-    n_added, n_removed = changed_features(cached, new, p, orient, base, slot_table, added, removed)
-    update_accumulator(weights, psqt_weights, accs[key, p], psqts[key, p], added, n_added, removed, n_removed,
+    origin = key if cache_cost <= count_changes(state[empty, p], new) else empty
+    n_added, n_removed = changed_features(state[origin, p], new, p, orient, base, slot_table, added, removed)
+    update_accumulator(weights, psqt_weights, accs[origin, p], psqts[origin, p], added, n_added, removed, n_removed,
                        accs[key, p], psqts[key, p])
     set_piece_set(state, key, p, new)
     copy_accumulator(accs[key, p], psqts[key, p], accs[dst, p], psqts[dst, p])

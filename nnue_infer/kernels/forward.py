@@ -116,9 +116,9 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
 
     Pairs of ``accs`` int16[pairs, 2, L1], ``psqts`` int32[pairs, 2, P] and ``state``
     int64[pairs, 2, STATE_COLUMNS] (see :func:`~nnue_infer.kernels.accumulator.update_perspective`)
-    are: the refresh cache (``params[P_CACHE_PAIRS]`` pairs), one scratch pair, then one pair
-    per ply.  The caller has written the position's bitboards to ``state[pair, 0, :8]``
-    where ``pair = P_CACHE_PAIRS + 1 + ply``.  Plies below ``trusted`` have correct
+    are: the refresh cache (``params[P_CACHE_PAIRS]`` pairs), the biases with an empty piece
+    set, one scratch pair, then one pair per ply.  The caller has written the position's
+    bitboards to ``state[pair, 0, :8]`` where ``pair = P_CACHE_PAIRS + 2 + ply``.  Plies below ``trusted`` have correct
     "computed" flags; the others are stale and ignored.
 
     Per perspective, the nearest computed ancestor ply is found and the accumulator is
@@ -133,7 +133,8 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
         ``INVALID_POSITION`` if the bitboards are not representable (nothing is modified).
     """
     params, slot_table, king_buckets, layers = unpack_config(cfg)
-    stack = params[P_CACHE_PAIRS] + 1
+    empty = params[P_CACHE_PAIRS]
+    stack = empty + 2
     dst = stack + ply
     new = np.empty(8, np.int64)
     for i in range(8):
@@ -150,7 +151,7 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
                 src = stack + i
                 break
         if src != dst:
-            update_perspective(new, p, src, dst, accs, psqts, state, ft_weights, psqt_weights, slot_table,
+            update_perspective(new, p, src, dst, empty, accs, psqts, state, ft_weights, psqt_weights, slot_table,
                                king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], added, removed)
             state[dst, p, STATE_FLAG] = 1
     for i in range(max(trusted, 0), ply):
@@ -176,7 +177,8 @@ def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights, b
         (``out`` is then filled only before it).
     """
     params, slot_table, king_buckets, layers = unpack_config(cfg)
-    work = params[P_CACHE_PAIRS]
+    empty = params[P_CACHE_PAIRS]
+    work = empty + 1
     added = np.empty(64, np.int32)
     removed = np.empty(64, np.int32)
     for i in range(bitboards.shape[0]):
@@ -184,7 +186,7 @@ def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights, b
         if not representable(new, params[P_MAX_PIECES]):
             return i
         for p in range(2):
-            update_perspective(new, p, work if i > 0 else -1, work, accs, psqts, state, ft_weights, psqt_weights,
+            update_perspective(new, p, work if i > 0 else -1, work, empty, accs, psqts, state, ft_weights, psqt_weights,
                                slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], added, removed)
         out[i] = evaluate_pair(new, work, stms[i], params, accs, psqts, ft_out, weights, biases, layers)
     return -1

@@ -1,0 +1,154 @@
+"""Incremental evaluation, piece by piece, next to python-chess's own ``Board.push``.
+
+pytest-benchmark (``python -m pytest benchmarks/bench_incremental.py --benchmark-enable``)
+times single operations at a fixed position (push, evaluate and pop of one move, so the
+state is the same every round).  Run as a script, it walks the dev games ply by ply and
+prints medians of every operation and the overhead beyond ``Board.push``::
+
+    python benchmarks/bench_incremental.py [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import chess
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common  # noqa: E402
+
+import nnue_infer  # noqa: E402
+
+#: A middlegame position with a quiet move, a capture and a king move (no castling rights left).
+FEN = "r1bq1rk1/pppp1ppp/2n2n2/2b1p3/2B1P3/3P1N2/PPP2PPP/RNBQ1RK1 w - - 2 6"
+MOVES = {"quiet": "c1g5", "capture": "f3e5", "king": "g1h1"}
+
+
+@pytest.fixture(scope="module")
+def ev() -> nnue_infer.Evaluator:
+    ev = nnue_infer.Evaluator()
+    ev.set_position(chess.Board(FEN))
+    ev.evaluate()
+    return ev
+
+
+def test_board_push_pop_python_chess(benchmark):
+    """The floor: python-chess's ``Board.push`` + ``Board.pop`` of a quiet move."""
+    board = chess.Board(FEN)
+    move = chess.Move.from_uci(MOVES["quiet"])
+
+    def run():
+        board.push(move)
+        board.pop()
+
+    benchmark(run)
+
+
+@pytest.mark.parametrize("kind", sorted(MOVES))
+@pytest.mark.parametrize("validate", [True, False], ids=["validated", "unvalidated"])
+def test_push_evaluate_pop(benchmark, ev, kind, validate):
+    """``push(move)`` + ``evaluate()`` + ``pop()``: the parent stays evaluated, so every round is
+    one incremental update (king move: a refresh through the warm refresh cache)."""
+    move = chess.Move.from_uci(MOVES[kind])
+
+    def run():
+        ev.push(move, validate=validate)
+        ev.evaluate()
+        ev.pop()
+
+    benchmark(run)
+
+
+def test_evaluate_current_position(benchmark, ev):
+    """``evaluate()`` of an already evaluated position: the layer stack and the call overhead only."""
+    benchmark(ev.evaluate)
+
+
+def test_is_legal_python_chess(benchmark):
+    """python-chess's ``Board.is_legal``, which ``push`` calls unless ``validate=False``."""
+    board = chess.Board(FEN)
+    move = chess.Move.from_uci(MOVES["quiet"])
+    benchmark(lambda: board.is_legal(move))
+
+
+# -- script: walk the dev games ---------------------------------------------------------------
+
+def walk(ev: nnue_infer.Evaluator, games, validate: bool, every: int = 1) -> dict[str, list[int]]:
+    """Per-operation times (ns) along every game: Board.push, push, evaluate, pop by move kind."""
+    clock = time.perf_counter_ns
+    t: dict[str, list[int]] = {k: [] for k in ("board_push", "push", "push_king", "eval", "eval_king", "pop")}
+    for start, moves in games:
+        ev.set_position(start)
+        ev.evaluate()
+        board = start.copy()
+        for i, move in enumerate(moves):
+            king = board.piece_type_at(move.from_square) == chess.KING
+            t0 = clock()
+            board.push(move)
+            t1 = clock()
+            ev.push(move, validate=validate)
+            t2 = clock()
+            if i % every == every - 1:
+                ev.evaluate()
+                t3 = clock()
+                t["eval_king" if king else "eval"].append(t3 - t2)
+            t["board_push"].append(t1 - t0)
+            t["push_king" if king else "push"].append(t2 - t1)
+        for _ in moves:
+            t0 = clock()
+            ev.pop()
+            t["pop"].append(clock() - t0)
+    return t
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=2, help="passes over the games (default 2)")
+    args = parser.parse_args(argv)
+    games = [(b, list(m)) for b, m in common.games()]
+    ev = nnue_infer.Evaluator()
+    walk(ev, games[:5], True)  # compile / load the kernels, warm the refresh cache
+    med = lambda xs: statistics.median(xs) / 1000  # noqa: E731  (us)
+    print(f"machine: {common.machine()}")
+    print(f"{len(games)} games, {sum(len(m) for _, m in games)} plies, {args.rounds} rounds; medians in us\n")
+    print(f"{'':36s}{'validated push':>16s}{'validate=False':>16s}")
+    rows: dict[str, list[str]] = {}
+    for validate in (True, False):
+        t = {k: [] for k in ("board_push", "push", "push_king", "eval", "eval_king", "pop")}
+        for _ in range(args.rounds):
+            for k, v in walk(ev, games, validate).items():
+                t[k] += v
+        bp = med(t["board_push"])
+        figures = {
+            "python-chess Board.push": bp,
+            "push(move), non-king": med(t["push"]),
+            "push(move), king": med(t["push_king"]),
+            "evaluate() after a non-king move": med(t["eval"]),
+            "evaluate() after a king move": med(t["eval_king"]),
+            "push+evaluate beyond Board.push, non-king": med(t["push"]) + med(t["eval"]) - bp,
+            "push+evaluate beyond Board.push, king": med(t["push_king"]) + med(t["eval_king"]) - bp,
+            "pop()": med(t["pop"]),
+        }
+        for name, value in figures.items():
+            rows.setdefault(name, []).append(f"{value:16.2f}")
+    for name, cells in rows.items():
+        print(f"{name:36s}{''.join(cells)}" if len(name) <= 36 else f"{name}\n{'':36s}{''.join(cells)}")
+    lazy = walk(ev, games, False, every=8)
+    print(f"\nevaluate() every 8th ply (7 pushes pending, validate=False): {med(lazy['eval']):.2f} us")
+    plies = sum(len(m) + 1 for _, m in games)
+    t0 = time.perf_counter()
+    for start, moves in games:
+        ev.evaluate_game(start, moves)
+    dt = time.perf_counter() - t0
+    print(f"evaluate_game over all games: {plies / dt:,.0f} plies/s (legality checks included)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
