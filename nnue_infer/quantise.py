@@ -17,6 +17,9 @@ output layer bias, PSQT weights       ``output_units * output_scale``           
 forward skip                          ``num / den = output_units * output_scale / (127 * 2**wsb)``
 ====================================  =========================================  ========
 
+Float32 hidden layers (``HiddenLayer(precision="float32")``) keep their float values; the
+integer layer feeding the first of them has its output ``z`` converted as ``z / (127 * 2**wsb)``.
+
 (``wsb`` = ``weight_scale_bits``; the first dense layer's input scale is ``S_ft`` instead of 127
 when the layer stack reads the feature transformer; Stockfish 15.1: QA = 127, shift 7, so
 ``S_ft = 126.0078125`` and the first layer's weight scale is 64.5 ...)

@@ -1,11 +1,33 @@
 """Activation kernels: the feature transformer's activations (pairwise multiplication and its
 gated-unit family, element-wise clamps) and the hidden layers' ClippedReLU / SqrClippedReLU.
 
-Every feature-transformer activation reads int16 accumulators clamped to [-QA, QA] (or
-[0, QA]) and writes int16 values whose range the architecture guarantees to be uint8
-(0..255) or int8 (-127..127): ``|output| <= QA**degree >> shift``, checked when the
-:class:`~nnue_infer.network.Architecture` is built.  Products are formed in int32 (degree 2:
-QA**2 <= 32767**2 < 2**31) or int64 (degree 4), so none can overflow.
+Every feature-transformer activation reads int16 accumulators, clamps them to [0, QA] (or
+[-QA, QA] for a branch that is only bounded), multiplies and shifts right by ``shift``
+(arithmetic: floor).  The float 1.0 is the integer QA in the accumulator and
+``QA**degree / 2**shift`` at the output.  Per activation (a, b = the two halves of a
+perspective's accumulator; the shift is the smallest keeping outputs within 127):
+
+===============  ==================================  ===========  ==============  ================  ===============
+activation       integer output                      product      QA=127: shift,  QA=255: shift,    product fits
+                                                     range        output range    output range
+===============  ==================================  ===========  ==============  ================  ===============
+crelu            clamp(a,0,QA) >> s                  0..QA        0: 0..127       1: 0..127         int16
+screlu           clamp(a,0,QA)**2 >> s               0..QA**2     7: 0..126       9: 0..127         int32 (<= 2**30)
+pairwise         clamp(a,0,QA)*clamp(b,0,QA) >> s    0..QA**2     7: 0..126       9: 0..127         int32 (<= 2**30)
+pairwise_screlu  clamp(a,0,QA)**2*clamp(b,0,QA)**2   0..QA**4     21: 0..124      25: 0..126        int64 (<= 2**60)
+glu              clamp(a,0,QA)*clamp(b,-QA,QA) >> s  +-QA**2      7: -127..126    9: -128..127      int32 (<= 2**30)
+bilinear         clamp(a,-QA,QA)*clamp(b,-QA,QA)>>s  +-QA**2      7: -127..126    9: -128..127      int32 (<= 2**30)
+===============  ==================================  ===========  ==============  ================  ===============
+
+Why nothing overflows: QA <= 32767 (int16), so a degree-2 product is at most 32767**2 < 2**30
+and is formed in int32 (Numba widens to int64 anyway); the degree-4 product is formed in int64
+explicitly.  The output magnitude ``QA**degree >> shift`` is checked when the
+:class:`~nnue_infer.network.Architecture` is built to fit the first dense layer's input type
+(uint8 for the non-negative activations, int8 for ``glu``/``bilinear``; the floor of a negative
+product can reach one below ``-(QA**degree >> shift)``, e.g. -128, still int8), and is stored
+in an int16 buffer shared by all activations (one compiled signature).  The first dense layer
+then sums at most 2 * L1 products of |x| <= 255 and |w| <= 128 into int64 before wrapping to
+int32 as Stockfish does: 2 * 1024 * 255 * 128 < 2**26.
 
 Source: Stockfish 15.1, ``nnue/nnue_feature_transformer.h`` (``transform``),
 ``nnue/layers/clipped_relu.h``, ``nnue/layers/sqr_clipped_relu.h``.
