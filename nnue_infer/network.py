@@ -471,7 +471,7 @@ class Network:
         """Flat dense parameters for :func:`nnue_infer.kernels.dense.propagate_layer_stack`.
 
         Returns ``(weights int8[total], biases int32[total], layers int64[n_layers, 8])``;
-        layer 0 is stored transposed (``[bucket][input][output]``) for the sparse kernel.
+        integer weights keep the file layout ``[bucket][output][input]``.
         Float32 layers are appended to ``biases`` as bit patterns (weights ``[bucket][out][in]``,
         then biases), with activation codes ``>= ACT_FLOAT``.
         """
@@ -482,8 +482,6 @@ class Network:
         for i, (layer, w, b) in enumerate(zip(arch.layers, self.layer_weights, self.layer_biases)):
             if layer.is_float:
                 continue
-            if i == 0:
-                w = np.ascontiguousarray(w.transpose(0, 2, 1))
             B, n_out, n_in = self.layer_weights[i].shape
             table[i] = (n_in, n_out, HIDDEN_ACTIVATIONS[layer.activation], layer.n_activated,
                         w_off, n_out * n_in, b_off, n_out)

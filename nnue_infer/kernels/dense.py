@@ -31,28 +31,20 @@ def wrap_int32(x):
 
 
 @njit(cache=True)
-def affine_sparse_input(x, n_in, weights_t, w_offset, biases, b_offset, n_out, z):
-    """``z = biases + W @ x`` for a mostly-zero int16 input (uint8 or int8 values), weights stored transposed.
+def affine_int16_input(x, n_in, weights, w_offset, biases, b_offset, n_out, z):
+    """``z = biases + W @ x`` for the feature transformer's int16 output (uint8 or int8 values).
 
-    ``weights_t`` is a flat int8 buffer holding W^T (``[n_in, n_out]``, row-major) at
-    ``w_offset``; only non-zero inputs are visited (after the pairwise multiplication
-    most of them are zero).  Their indices are gathered first without branches (a branch
-    per input mispredicts often), then each one adds its weight row.  Sums wrap in int32,
-    which equals the exact sum wrapped to int32.
+    W is int8 row-major ``[n_out, n_in]`` at ``w_offset`` of the flat ``weights``; z is int32
+    (sums wrap as C's int32 does).  A plain dot product per output: it vectorises (VNNI /
+    AVX-512 / AVX2 / NEON), and on Stockfish 15.1's first layer (1024 -> 16) it is about four
+    times faster than visiting only the non-zero inputs, whatever their number.
     """
-    nonzero = np.empty(n_in + 1, np.int32)
-    k = 0
-    for j in range(n_in):
-        nonzero[k] = j
-        k += x[j] != 0
     for i in range(n_out):
-        z[i] = biases[b_offset + i]
-    for t in range(k):
-        j = nonzero[t]
-        xj = np.int32(x[j])
-        row = weights_t[w_offset + j * n_out:w_offset + (j + 1) * n_out]
-        for i in range(n_out):
-            z[i] += xj * np.int32(row[i])
+        row = weights[w_offset + i * n_in:w_offset + (i + 1) * n_in]
+        s = np.int32(0)
+        for j in range(n_in):
+            s += np.int32(x[j]) * np.int32(row[j])
+        z[i] = s + biases[b_offset + i]
 
 
 @njit(cache=True)
@@ -89,8 +81,7 @@ def propagate_layer_stack(ft_out, bucket, weights, biases, layers, shift, skip_i
     bucket : int
         Layer stack to use.
     weights : int8[total]
-        All integer dense weights, flat.  Layer 0 is stored transposed (``[n_in, n_out]``)
-        for the sparse kernel, later layers row-major ``[n_out, n_in]``.
+        All integer dense weights, flat, row-major ``[n_out, n_in]`` per layer and bucket.
     biases : int32[total]
         All integer dense biases, flat, followed by the float32 weights and biases of the
         float layers (their bit patterns; the kernel reads them through a float32 view).
@@ -146,7 +137,7 @@ def propagate_layer_stack(ft_out, bucket, weights, biases, layers, shift, skip_i
                 xf[i] = 0.0
             continue
         if l == 0:
-            affine_sparse_input(ft_out, n_in, weights, w_off, biases, b_off, n_out, z)
+            affine_int16_input(ft_out, n_in, weights, w_off, biases, b_off, n_out, z)
             if skip_index >= 0:
                 skip = tdiv(wrap_int32(np.int64(z[skip_index]) * skip_num), skip_den)
         else:

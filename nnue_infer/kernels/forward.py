@@ -136,9 +136,7 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
     empty = params[P_CACHE_PAIRS]
     stack = empty + 2
     dst = stack + ply
-    new = np.empty(8, np.int64)
-    for i in range(8):
-        new[i] = state[dst, 0, i]
+    new = state[dst, 0]  # the first 8 columns are the position's bitboards
     if not representable(new, params[P_MAX_PIECES]):
         return INVALID_POSITION
     added = np.empty(64, np.int32)

@@ -11,7 +11,7 @@ import pytest
 import reference as R
 from nnue_infer.kernels.dense import (
     affine_dense,
-    affine_sparse_input,
+    affine_int16_input,
     propagate_layer_stack,
     psqt_term,
     tdiv,
@@ -57,7 +57,7 @@ def test_affine_dense_random(rng):
             np.testing.assert_array_equal(z, b[k * n_out : (k + 1) * n_out] + W @ x.astype(np.int64))
 
 
-def test_affine_sparse_input_random(rng):
+def test_affine_int16_input_random(rng):
     for n_in, n_out in ((1024, 16), (64, 32)):
         w = rng.integers(-128, 128, size=2 * n_in * n_out, dtype=np.int8)
         b = rng.integers(-(2**20), 2**20, size=2 * n_out, dtype=np.int32)
@@ -65,9 +65,9 @@ def test_affine_sparse_input_random(rng):
         x[rng.random(n_in) < 0.8] = 0
         z = np.empty(n_out, np.int32)
         for k in range(2):
-            affine_sparse_input(x, n_in, w, k * n_in * n_out, b, k * n_out, n_out, z)
-            Wt = w[k * n_in * n_out : (k + 1) * n_in * n_out].reshape(n_in, n_out).astype(np.int64)
-            np.testing.assert_array_equal(z, b[k * n_out : (k + 1) * n_out] + x.astype(np.int64) @ Wt)
+            affine_int16_input(x, n_in, w, k * n_in * n_out, b, k * n_out, n_out, z)
+            W = w[k * n_in * n_out : (k + 1) * n_in * n_out].reshape(n_out, n_in).astype(np.int64)
+            np.testing.assert_array_equal(z, b[k * n_out : (k + 1) * n_out] + W @ x.astype(np.int64))
 
 
 def test_affine_extremes_wrap_int32():
@@ -81,8 +81,7 @@ def test_affine_extremes_wrap_int32():
     affine_dense(x, n_in, w, 0, b, 0, n_out, z)
     want = [R.wrap32(int(b[i]) + int(w[i * n_in : (i + 1) * n_in].astype(np.int64).sum()) * 255) for i in range(n_out)]
     np.testing.assert_array_equal(z, want)
-    wt = np.ascontiguousarray(w.reshape(n_out, n_in).T).reshape(-1)
-    affine_sparse_input(x.astype(np.int16), n_in, wt, 0, b, 0, n_out, z)
+    affine_int16_input(x.astype(np.int16), n_in, w, 0, b, 0, n_out, z)
     np.testing.assert_array_equal(z, want)
 
 
