@@ -1,9 +1,9 @@
-"""Batches of positions as arrays: FEN strings or python-chess boards -> bitboards.
+"""Batch evaluation: FEN strings or python-chess boards -> one parallel kernel call -> values.
 
-FEN strings are joined and encoded once and parsed by a compiled kernel
-(:mod:`nnue_infer.kernels.fen`); boards are read through their bitboards, one tuple
-per board.  Either way the result is int64 ``[n, 8]`` bitboards plus the side to move,
-ready for :func:`nnue_infer.kernels.batch.evaluate_batch`.  Errors name the row.
+FEN strings are joined and encoded once and parsed, checked and evaluated in one compiled
+pass (:func:`nnue_infer.kernels.batch.evaluate_fens`); boards are read through their
+bitboards, one tuple per board, into int64 ``[n, 8]`` for
+:func:`nnue_infer.kernels.batch.evaluate_batch`.  Errors name the first bad row.
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ import numba
 import numpy as np
 
 from .errors import FenError, PositionError
-from .features import check_position
+from .features import MAX_PIECES, check_position
 from .kernels import batch as KB
 from .kernels import fen as KF
 
 #: Held around every parallel kernel call: Numba's fallback "workqueue" threading layer
 #: aborts the process when two threads launch parallel kernels at once.
 PARALLEL_LOCK = threading.Lock()
-#: Chunks of rows per thread in the batch kernels: a few, so uneven rows still balance.
-CHUNKS_PER_THREAD = 4
+#: Chunks of rows per thread in the batch kernels, handed out one at a time: many, so a
+#: thread slowed down by other work on the machine does not hold the others up.
+CHUNKS_PER_THREAD = 32
 
 
 def n_chunks() -> int:
@@ -95,39 +96,6 @@ def fen_buffer(fens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return buf, offsets
 
 
-def parse_fens(fens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Bitboards and side to move of FEN strings, parsed and checked in compiled code.
-
-    Returns
-    -------
-    bitboards : int64[n, 8]
-        Pawns, knights, bishops, rooks, queens, kings, white, black (a1 = bit 0).
-    stm : uint8[n]
-        Side to move, 0 White, 1 Black (White when the field is absent, as python-chess).
-
-    Raises
-    ------
-    FenError
-        The first malformed row: ``"row 7: invalid character 'x' in the placement field
-        at character 12 of 'rnbqkbnr/...'"``.
-    TypeError
-        An element is not a ``str``.
-    """
-    buf, offsets = fen_buffer(fens)
-    n = len(fens)
-    bitboards = np.empty((n, 8), np.int64)
-    stm = np.empty(n, np.uint8)
-    codes = np.empty(n, np.int32)
-    where = np.empty(n, np.int64)
-    with PARALLEL_LOCK:
-        KF.parse_fens(buf, offsets, bitboards, stm, codes, where)
-    bad = np.flatnonzero(codes)
-    if bad.size:
-        i = int(bad[0])
-        raise FenError(f"row {i}: {fen_problem(fens[i], int(codes[i]), int(where[i]))}")
-    return bitboards, stm
-
-
 def fen_problem(fen: str, code: int, offset: int) -> str:
     """Human-readable description of :func:`nnue_infer.kernels.fen.parse_fen`'s ``code`` at ``offset``.
 
@@ -161,20 +129,41 @@ def board_bitboards_batch(boards: Sequence[chess.Board]) -> tuple[np.ndarray, np
     return bitboards, stm
 
 
-def to_bitboards(positions: Sequence[chess.Board | str]) -> tuple[np.ndarray, np.ndarray]:
-    """Bitboards and side to move of FEN strings (all rows) or boards (all rows)."""
-    if len(positions) and isinstance(positions[0], str):
-        return parse_fens(positions)  # type: ignore[arg-type]
-    return board_bitboards_batch(positions)  # type: ignore[arg-type]
+def evaluate_rows(positions: Sequence[chess.Board | str], net_arrays: tuple, ft_out_width: int) -> np.ndarray:
+    """Evaluate all-FEN or all-board ``positions`` with a network's kernel arrays (see ``Evaluator``).
+
+    ``net_arrays`` is ``(slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
+    weights, biases, layers)``.  Returns int32[n]; raises :class:`FenError` /
+    :class:`PositionError` for the first bad row, ``TypeError`` for rows of the wrong type.
+    """
+    n = len(positions)
+    values = np.empty(n, np.int32)
+    codes = np.empty(n, np.int32)
+    fen_codes = fen_offsets = None
+    if n and isinstance(positions[0], str):
+        buf, offsets = fen_buffer(positions)  # type: ignore[arg-type]
+        fen_codes = np.empty(n, np.int32)
+        fen_offsets = np.empty(n, np.int64)
+        with PARALLEL_LOCK, numba.parallel_chunksize(1):
+            KB.evaluate_fens(buf, offsets, *net_arrays, MAX_PIECES, ft_out_width, n_chunks(), values, fen_codes,
+                             fen_offsets, codes)
+    else:
+        bitboards, stm = board_bitboards_batch(positions)  # type: ignore[arg-type]
+        with PARALLEL_LOCK, numba.parallel_chunksize(1):
+            KB.evaluate_batch(bitboards, stm, *net_arrays, MAX_PIECES, ft_out_width, n_chunks(), values, codes)
+    bad = np.flatnonzero(codes if fen_codes is None else codes | fen_codes)
+    if bad.size:
+        raise_row_error(positions, int(bad[0]), fen_codes, fen_offsets, codes)
+    return values
 
 
-def raise_position_error(positions: Sequence[chess.Board | str], codes: np.ndarray) -> None:
-    """Raise :class:`PositionError` for the first row whose kernel ``codes`` entry is not ``POS_OK``."""
-    bad = np.flatnonzero(codes)
-    if not bad.size:
-        return
-    i = int(bad[0])
+def raise_row_error(positions: Sequence[chess.Board | str], i: int, fen_codes: np.ndarray | None,
+                    fen_offsets: np.ndarray | None, codes: np.ndarray) -> None:
+    """Raise :class:`FenError` or :class:`PositionError` for row ``i`` from the kernels' codes."""
     position = positions[i]
+    if fen_codes is not None and fen_codes[i]:
+        assert fen_offsets is not None and isinstance(position, str)
+        raise FenError(f"row {i}: {fen_problem(position, int(fen_codes[i]), int(fen_offsets[i]))}")
     board = chess.Board(position) if isinstance(position, str) else position
     try:
         check_position(board)

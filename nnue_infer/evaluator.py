@@ -19,11 +19,10 @@ from collections.abc import Iterable
 import chess
 import numpy as np
 
-from .batch import PARALLEL_LOCK, as_sequence, n_chunks, raise_position_error, to_bitboards
+from .batch import as_sequence, evaluate_rows
 from .errors import IllegalMoveError, PositionError
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position
 from .kernels import forward as K
-from .kernels.batch import evaluate_batch as _evaluate_batch_kernel
 from .kernels.accumulator import STATE_COLUMNS
 from .kernels.forward import INVALID_POSITION, evaluate_stack
 from .network import Network
@@ -324,18 +323,10 @@ class Evaluator:
         Work is spread over Numba's threads (``numba.set_num_threads`` limits them); each
         thread has its own scratch buffers, so calls from several threads are safe.
         """
-        positions = as_sequence(positions)
-        bitboards, stm = to_bitboards(positions)
-        n = len(positions)
-        values = np.empty(n, np.int32)
-        codes = np.empty(n, np.int32)
         net = self.network
-        with PARALLEL_LOCK:
-            _evaluate_batch_kernel(bitboards, stm, self._slot_table, self._king_buckets, self._params,
-                                   net.ft_weights, net.ft_biases, net.psqt_weights, self._weights, self._biases,
-                                   self._layers, MAX_PIECES, self._ft_out.shape[0], n_chunks(), values, codes)
-        raise_position_error(positions, codes)
-        return values
+        return evaluate_rows(as_sequence(positions), (self._slot_table, self._king_buckets, self._params,
+                             net.ft_weights, net.ft_biases, net.psqt_weights, self._weights, self._biases,
+                             self._layers), self._ft_out.shape[0])
 
     def evaluate_cp(self, board: chess.Board | str | None = None, white_pov: bool = False) -> int:
         """:meth:`evaluate` in centipawns, ``tdiv(100 * value, units_per_pawn)`` (361 for Stockfish 15.1).

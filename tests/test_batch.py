@@ -156,6 +156,12 @@ def test_first_bad_row_is_reported(evaluator):
     rows[4] = "8/8/8/8/8/8/8/8 w - - 0 1"
     with pytest.raises(PositionError, match=r"^row 4: "):
         evaluator.evaluate_batch(rows)
+    rows[2] = "rnbqkbnr/pppppppp/8/8 w - - 0 1"  # a malformed FEN before them
+    with pytest.raises(FenError, match=r"^row 2: "):
+        evaluator.evaluate_batch(rows)
+    rows[2], rows[7] = GOOD, "rnbqkbnr/pppppppp/8/8 w - - 0 1"  # after them
+    with pytest.raises(PositionError, match=r"^row 4: "):
+        evaluator.evaluate_batch(rows)
 
 
 def test_mixed_or_wrong_types_raise_type_error(evaluator):
@@ -223,9 +229,8 @@ def test_concurrent_batches_from_threads(evaluator, corpus):
 
 def test_batch_kernels_compile_once(evaluator):
     from nnue_infer.kernels import batch as KB
-    from nnue_infer.kernels import fen as KF
 
     evaluator.evaluate_batch([GOOD, GOOD])
     evaluator.evaluate_batch([chess.Board()])
     assert len(KB.evaluate_batch.signatures) == 1
-    assert len(KF.parse_fens.signatures) == 1
+    assert len(KB.evaluate_fens.signatures) == 1

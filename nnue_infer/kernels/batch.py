@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit, prange
 
 from .features import BB_KINGS, BB_PAWNS, BB_BLACK, BB_WHITE
+from .fen import FEN_OK, parse_fen
 from .forward import evaluate_bitboards
 
 #: Per-row result codes of :func:`check_bitboards` / :func:`evaluate_batch` (0: valid).
@@ -65,10 +66,23 @@ def check_bitboards(bitboards, max_pieces):
     return POS_OK
 
 
+@njit(cache=True)
+def evaluate_row(i, bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights,
+                 biases, layers, max_pieces, feats, counts, acc, psqt_acc, ft_out, values, codes):
+    """Check row ``i``'s bitboards (int64[8]) and evaluate it into ``values[i]``, its check into ``codes[i]``."""
+    code = check_bitboards(bitboards, max_pieces)
+    codes[i] = code
+    if code != POS_OK:
+        values[i] = 0
+        return
+    values[i] = evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases,
+                                   psqt_weights, weights, biases, layers, feats, counts, acc, psqt_acc, ft_out)
+
+
 @njit(parallel=True, cache=True)
 def evaluate_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
                    weights, biases, layers, max_pieces, ft_out_width, n_chunks, values, codes):
-    """Validate and evaluate ``n`` positions with full refreshes, in parallel.
+    """Validate and evaluate ``n`` positions given as bitboards, with full refreshes, in parallel.
 
     Parameters
     ----------
@@ -84,8 +98,9 @@ def evaluate_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights,
     ft_out_width : int
         Width of the feature transformer's activated output (int16 scratch buffer).
     n_chunks : int
-        Number of contiguous chunks of rows, each with its own scratch buffers (a few per
-        thread balance uneven rows; clipped to ``1..n``).
+        Number of contiguous chunks of rows, each with its own scratch buffers (clipped to
+        ``1..n``).  Many small chunks, handed out one at a time
+        (``numba.parallel_chunksize(1)``), keep both cores busy when one is slowed down.
     values : int32[n]
         Output: the value of each valid row in internal units, side to move's point of
         view (0 for invalid rows).
@@ -93,21 +108,47 @@ def evaluate_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights,
         Output: ``POS_OK`` or the row's problem (see :func:`check_bitboards`).
     """
     n = bitboards.shape[0]
-    l1 = ft_biases.shape[0]
-    n_psqt = psqt_weights.shape[1]
     n_chunks = max(1, min(n, n_chunks))
     for c in prange(n_chunks):
         feats = np.empty((2, max_pieces), np.int32)
         counts = np.empty(2, np.int64)
-        acc = np.empty((2, l1), np.int16)
-        psqt_acc = np.empty((2, n_psqt), np.int32)
+        acc = np.empty((2, ft_biases.shape[0]), np.int16)
+        psqt_acc = np.empty((2, psqt_weights.shape[1]), np.int32)
         ft_out = np.empty(ft_out_width, np.int16)
         for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            code = check_bitboards(bitboards[i], max_pieces)
-            codes[i] = code
-            if code != POS_OK:
+            evaluate_row(i, bitboards[i], np.int64(stm[i]), slot_table, king_buckets, params, ft_weights, ft_biases,
+                         psqt_weights, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, ft_out,
+                         values, codes)
+
+
+@njit(parallel=True, cache=True)
+def evaluate_fens(buf, offsets, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
+                  weights, biases, layers, max_pieces, ft_out_width, n_chunks, values, fen_codes, fen_offsets, codes):
+    """Parse, validate and evaluate ``n`` FENs in one parallel pass.
+
+    ``buf`` (uint8) and ``offsets`` (int64[n + 1]) hold the FENs as for
+    :func:`~nnue_infer.kernels.fen.parse_fen`; ``fen_codes`` (int32[n]) and ``fen_offsets``
+    (int64[n], offset within the row, -1 when valid) receive its per-row result.  Rows that
+    parse are then checked and evaluated as in :func:`evaluate_batch` (``codes``, ``values``);
+    rows that do not get ``values`` 0 and ``codes`` ``POS_OK``.  Other parameters as there.
+    """
+    n = offsets.shape[0] - 1
+    n_chunks = max(1, min(n, n_chunks))
+    for c in prange(n_chunks):
+        bitboards = np.empty(8, np.int64)
+        feats = np.empty((2, max_pieces), np.int32)
+        counts = np.empty(2, np.int64)
+        acc = np.empty((2, ft_biases.shape[0]), np.int16)
+        psqt_acc = np.empty((2, psqt_weights.shape[1]), np.int32)
+        ft_out = np.empty(ft_out_width, np.int16)
+        for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            code, where, stm = parse_fen(buf, offsets[i], offsets[i + 1], bitboards)
+            fen_codes[i] = code
+            fen_offsets[i] = where - offsets[i] if where >= 0 else -1
+            if code != FEN_OK:
                 values[i] = 0
+                codes[i] = POS_OK
                 continue
-            values[i] = evaluate_bitboards(bitboards[i], np.int64(stm[i]), slot_table, king_buckets, params,
-                                           ft_weights, ft_biases, psqt_weights, weights, biases, layers,
-                                           feats, counts, acc, psqt_acc, ft_out)
+            evaluate_row(i, bitboards, np.int64(stm), slot_table, king_buckets, params, ft_weights, ft_biases,
+                         psqt_weights, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, ft_out,
+                         values, codes)

@@ -17,11 +17,11 @@ python-chess ``chess/__init__.py``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .features import BB_BISHOPS, BB_BLACK, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE
 
-#: Per-row result codes of :func:`parse_fens` (0: valid).
+#: Per-row result codes of :func:`parse_fen` (0: valid).
 (FEN_OK, FEN_EMPTY, FEN_BAD_CHARACTER, FEN_TWO_DIGITS, FEN_BAD_TILDE, FEN_RANK_LENGTH, FEN_RANK_COUNT,
  FEN_SIDE_TO_MOVE, FEN_CASTLING, FEN_EN_PASSANT, FEN_HALFMOVE, FEN_FULLMOVE, FEN_EXTRA_FIELDS) = range(13)
 
@@ -190,29 +190,3 @@ def parse_fen(buf, start, end, bitboards):
     if field == 0:
         return FEN_EMPTY, start, 0
     return FEN_OK, -1, stm
-
-
-@njit(parallel=True, cache=True)
-def parse_fens(buf, offsets, bitboards, stm, codes, error_offsets):
-    """Parse every FEN of a batch, in parallel.
-
-    Parameters
-    ----------
-    buf : uint8[total]
-        The FENs' bytes, concatenated (separators are white space to the parser).
-    offsets : int64[n + 1]
-        Row ``i`` is ``buf[offsets[i]:offsets[i + 1]]``.
-    bitboards : int64[n, 8]
-        Output: pawns, knights, bishops, rooks, queens, kings, white, black (a1 = bit 0).
-    stm : uint8[n]
-        Output: side to move, 0 White, 1 Black.
-    codes : int32[n]
-        Output: ``FEN_OK`` or the row's problem (``FEN_*``).
-    error_offsets : int64[n]
-        Output: byte offset of the problem within its row, -1 when valid.
-    """
-    for i in prange(offsets.shape[0] - 1):
-        code, where, side = parse_fen(buf, offsets[i], offsets[i + 1], bitboards[i])
-        codes[i] = code
-        error_offsets[i] = where - offsets[i] if where >= 0 else -1
-        stm[i] = side
