@@ -8,8 +8,9 @@ Usage::
 Figures (targets from issues 2 and 3, this project's 2-core machine, Stockfish 15.1's net):
 
 * ``Evaluator.evaluate(board)``, fresh (full refresh), median per call (<= 10 us);
-* ``push(move)`` + ``evaluate()`` for non-king and king moves, and ``pop()``, medians, next to
-  python-chess's own ``Board.push`` (<= 2 us / 4 us beyond ``Board.push``);
+* ``push(move)`` + ``evaluate()`` for non-king and king moves, and ``pop()``, medians along
+  the dev games (``bench_incremental.walk``), beyond python-chess's own ``Board.push``
+  (<= 2 us / 4 us);
 * ``evaluate_batch`` throughput from FEN strings (>= 200,000/s) and from boards (>= 100,000/s);
 * ``evaluate_game`` over whole games (plies/s);
 * ``load()`` of the 47 MB network, warm (<= 0.5 s); ``nnue-infer eval --fen`` as a whole
@@ -42,6 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import common  # noqa: E402
+from bench_incremental import walk  # noqa: E402
 from numpy_baseline import NumpyEvaluator  # noqa: E402
 from stockfish_uci import StockfishEval  # noqa: E402
 
@@ -69,30 +71,6 @@ def best_of(fn, runs: int = 5) -> float:
         fn()
         times.append(clock() - t)
     return min(times)
-
-
-def incremental(ev: nnue_infer.Evaluator, games, rounds: int = 2) -> dict[str, float]:
-    """Medians (s) of push+evaluate (non-king / king moves), pop, and python-chess's Board.push."""
-    quiet, king, pops, board_push = [], [], [], []
-    for _ in range(rounds):
-        for start, moves in games:
-            ev.set_position(start)
-            board = start.copy()
-            for move in moves:
-                is_king = board.piece_type_at(move.from_square) == chess.KING
-                t = clock()
-                board.push(move)
-                board_push.append(clock() - t)
-                t = clock()
-                ev.push(move)
-                ev.evaluate()
-                (king if is_king else quiet).append(clock() - t)
-            for _ in moves:
-                t = clock()
-                ev.pop()
-                pops.append(clock() - t)
-    med = statistics.median
-    return {"quiet": med(quiet), "king": med(king), "pop": med(pops), "board_push": med(board_push)}
 
 
 def cli_wall(env: dict[str, str] | None = None, runs: int = 5) -> float:
@@ -146,13 +124,20 @@ def main(argv: list[str] | None = None) -> int:
     t_eval_fen = per_call(ev.evaluate, sample_fens, rounds=k)
     add("evaluate(fen string), fresh, median", f"{t_eval_fen * 1e6:.2f} us")
 
-    inc = incremental(ev, games[: 40 if args.quick else len(games)], rounds=1 if args.quick else 2)
-    add("python-chess Board.push, median", f"{inc['board_push'] * 1e6:.2f} us")
-    add("push(move)+evaluate(), non-king move, median", f"{inc['quiet'] * 1e6:.2f} us",
-        f"<= {inc['board_push'] * 1e6 + 2:.2f} us (Board.push + 2)", inc["quiet"] <= inc["board_push"] + 2e-6)
-    add("push(move)+evaluate(), king move, median", f"{inc['king'] * 1e6:.2f} us",
-        f"<= {inc['board_push'] * 1e6 + 4:.2f} us (Board.push + 4)", inc["king"] <= inc["board_push"] + 4e-6)
-    add("pop(), median", f"{inc['pop'] * 1e6:.2f} us")
+    med = lambda xs: statistics.median(xs) * 1e-9  # noqa: E731  (ns -> s)
+    walk_games = [(b, list(m)) for b, m in games[: 40 if args.quick else len(games)]]
+    for validate in (True, False):
+        t = walk(ev, walk_games, validate)
+        board_push = med(t["board_push"])
+        quiet, king = med(t["push"]) + med(t["eval"]), med(t["push_king"]) + med(t["eval_king"])
+        how = "push(move)" if validate else "push(move, validate=False)"
+        if validate:
+            add("python-chess Board.push, median", f"{board_push * 1e6:.2f} us")
+        add(f"{how}+evaluate() beyond Board.push, non-king move", f"{(quiet - board_push) * 1e6:.2f} us", "<= 2 us",
+            quiet - board_push <= 2e-6)
+        add(f"{how}+evaluate() beyond Board.push, king move", f"{(king - board_push) * 1e6:.2f} us", "<= 4 us",
+            king - board_push <= 4e-6)
+    add("pop(), median", f"{med(t['pop']) * 1e6:.2f} us")
 
     # --- batches -----------------------------------------------------------------
     reps = max(1, 100_000 // len(fens)) if not args.quick else 5
@@ -215,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"nnue-infer {nnue_infer.__version__} benchmark report, "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
     print(f"machine: {common.machine()}")
+    print("load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+          + f" on {os.cpu_count()} cores (other work on the machine slows every figure)")
     print(f"inputs: {len(fens)} positions, {len(games)} games ({plies} positions), "
           f"{'dev corpus' if common.data_dir() else 'seeded random playouts'}; baselines on {len(sample)} positions")
     width = max(len(r[0]) for r in rows)
