@@ -282,8 +282,10 @@ def info(file):
     click.echo(f"architecture:  {network!r}")
     for key, value in dataclasses.asdict(arch).items():
         click.echo(f"  {key}: {value}")
-    click.echo(f"feature transformer: {network.ft_weights.shape[0]} features -> {arch.ft_width} int16 "
-               f"(+{arch.psqt_buckets} PSQT int32) per perspective")
+    click.echo(f"feature transformer: {network.ft_weights.shape[0]} features -> {arch.ft_width} {network.ft_weights.dtype} "
+               f"(+{arch.psqt_buckets} PSQT {network.psqt_weights.dtype}) per perspective")
+    click.echo("dense layers:  " + ", ".join(f"{l.outputs} {l.activation} ({w.dtype})"
+                                              for l, w in zip(arch.layers, network.layer_weights)))
     if fmt == "stockfish":
         l1 = arch.ft_width
         click.echo(f"hashes:        network 0x{ft_hash(l1) ^ layer_stack_hash(l1):08X}, "

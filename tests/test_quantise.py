@@ -6,12 +6,14 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nnue_infer import Evaluator
 from nnue_infer.errors import QuantisationRangeError
 from nnue_infer.float_network import FloatNetwork, forward_float, network_tensors
 from nnue_infer.network import Architecture, HiddenLayer
-from nnue_infer.quantise import SCHEMES, QuantisationScheme, dequantise, quantise, quantise_with_report
+from nnue_infer.quantise import SCHEMES, QuantisationScheme, dequantise, quantise, quantise_with_report, tensor_scales
 
 
 def test_stockfish_dequantise_quantise_reproduces_every_integer(network):
@@ -81,3 +83,23 @@ def test_clipped_parameters_reported():
     assert q.layer_weights[1][2, 3, 4] == 127 and q.layer_weights[1][0, 0, 0] == -128
     with pytest.raises(QuantisationRangeError, match="layers.1.weights: 2 clipped"):
         quantise_with_report(bad, clip="error")
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), qa=st.sampled_from([127, 255]), scale=st.floats(0.01, 0.5))
+def test_dequantise_quantise_within_half_a_step(seed, qa, scale):
+    """Without clipping, every dequantised parameter is within half a quantisation step of the float one,
+    and quantising the dequantised network gives the same integers back."""
+    arch = Architecture(feature_set="Chess768", ft_width=32, ft_activation="pairwise", ft_clamp=127, ft_shift=7,
+                        psqt_buckets=2, output_buckets=2, layers=(HiddenLayer(8, "crelu"), HiddenLayer(1, "none")))
+    fn = FloatNetwork.random(arch, seed=seed, ft_std=scale, first_gain=1.0)
+    q, report = quantise_with_report(fn, QuantisationScheme(qa=qa))
+    back = dequantise(q)
+    scales = tensor_scales(q.architecture)
+    for name, f in fn.tensors().items():
+        d = np.abs(back.tensors()[name].astype(np.float64) - f.astype(np.float64))
+        if not report.clipped:
+            assert d.max(initial=0) <= 0.5 / scales[name] * (1 + 1e-6) + 1e-7, name
+    again = quantise(back, QuantisationScheme(qa=qa))
+    for a, b in zip(network_tensors(q).values(), network_tensors(again).values()):
+        assert np.array_equal(a, b)
