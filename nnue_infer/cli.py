@@ -144,6 +144,11 @@ def _eval_pgn(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
                 bar.write(f"error: {path}: game {number}: {err}", file=sys.stderr)
                 status = 1
             board = game.board()
+            if board.uci_variant != "chess":
+                bar.write(f"error: {path}: game {number}: variant {board.uci_variant!r} is not supported "
+                          "(standard chess and Chess960 only)", file=sys.stderr)
+                status = 1
+                continue
             moves = list(game.mainline_moves())
             try:
                 values = ev.evaluate_game(board, moves)

@@ -168,20 +168,28 @@ def test_pgn_json_lines(tmp_path, capsys, games):
     assert objs[0]["ply"] == 0 and objs[0]["move"] == ""
 
 
-def test_pgn_illegal_move_and_bad_setup_are_reported(tmp_path, capsys):
+def test_pgn_illegal_move_bad_setup_and_variants(tmp_path, capsys, evaluator):
     path = tmp_path / "bad.pgn"
     path.write_text(
         '[Event "ok"]\n\n1. e4 e5 2. Nf3 *\n\n'
         '[Event "illegal"]\n\n1. e4 e5 2. Ke3 *\n\n'
-        '[Event "no king"]\n[SetUp "1"]\n[FEN "8/8/8/8/8/8/8/4K3 w - - 0 1"]\n\n1. Kd2 *\n'
+        '[Event "no king"]\n[SetUp "1"]\n[FEN "8/8/8/8/8/8/8/4K3 w - - 0 1"]\n\n1. Kd2 *\n\n'
+        '[Event "crazyhouse"]\n[Variant "Crazyhouse"]\n\n1. e4 d5 2. exd5 Qxd5 3. P@e4 *\n\n'
+        '[Event "chess960"]\n[Variant "Chess960"]\n[SetUp "1"]\n'
+        '[FEN "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"]\n\n9. g3 *\n'
     )
     status, out, err = run(capsys, "--pgn", path)
     assert status == 1
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [(r["game"], r["ply"]) for r in rows] == [("1", "0"), ("1", "1"), ("1", "2"), ("1", "3"),
-                                                     ("2", "0"), ("2", "1"), ("2", "2")]
+                                                     ("2", "0"), ("2", "1"), ("2", "2"), ("5", "0"), ("5", "1")]
     assert "game 2" in err and "Ke3" in err
     assert "game 3" in err and "Black must have exactly one king" in err
+    assert "game 4: variant 'crazyhouse' is not supported" in err
+    board = chess.Board("bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9", chess960=True)
+    assert int(rows[-2]["value"]) == evaluator.evaluate(board)
+    board.push_san("g3")
+    assert int(rows[-1]["value"]) == evaluator.evaluate(board)
 
 
 @pytest.mark.parametrize("args", [
