@@ -19,23 +19,23 @@ first ``--positions`` of the dev corpus.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
+import os
+import sys
 import time
-from pathlib import Path
 
 import chess
-import numba
 import numpy as np
 from numba import njit
 
-import nnue_infer
-from nnue_infer.float_network import FloatNetwork
-from nnue_infer.kernels.activation import ft_activate
-from nnue_infer.network import FT_ACTIVATIONS, Architecture, HiddenLayer
-from nnue_infer.quantise import SCHEMES, quantise
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import machine, positions  # noqa: E402
 
-CORPUS = Path("/work/shared/data/positions-dev.jsonl")
+import nnue_infer  # noqa: E402
+from nnue_infer.float_network import FloatNetwork
+from nnue_infer.kernels.activation import ft_activate  # noqa: E402
+from nnue_infer.network import FT_ACTIVATIONS, Architecture, HiddenLayer  # noqa: E402
+from nnue_infer.quantise import SCHEMES, quantise  # noqa: E402
+
 WIDTHS = (256, 512, 1024)
 
 
@@ -81,9 +81,9 @@ def main() -> None:
     parser.add_argument("--positions", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
-    boards = [chess.Board(json.loads(line)["fen"]) for line in CORPUS.read_text().splitlines()[: args.positions]]
-    print(f"# {platform.processor() or platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}, "
-          f"numba {numba.__version__}, {len(boards)} positions, min of {args.repeat} runs")
+    boards = [chess.Board(fen) for fen in positions()[: args.positions]]
+    print(f"# {machine()}\n# {len(boards)} positions, min of {args.repeat} runs, load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
     rng = np.random.default_rng(0)
     print("\n## activation kernel (both perspectives), us/call, ratio to pairwise at the same width")
