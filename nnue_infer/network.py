@@ -415,9 +415,10 @@ class Network:
     psqt_weights : int32[num_features, psqt_buckets]
         PSQT weights (no bias).
     layer_weights : tuple of int8[output_buckets, outputs, padded inputs]
-        Dense weights per layer, row = output neuron (Stockfish's file layout).
+        Dense weights per layer, row = output neuron (Stockfish's file layout); float32 for
+        layers with ``precision="float32"``.
     layer_biases : tuple of int32[output_buckets, outputs]
-        Dense biases per layer.
+        Dense biases per layer (float32 for float layers).
     description : str
         Free text stored with the network (Stockfish's description string).
 
