@@ -129,9 +129,10 @@ class Evaluator:
         self._psqt = np.empty((2, arch.psqt_buckets), np.int32)
         self._ft_out = np.empty(arch.ft_output_width, np.int16)
         # Incremental state: pairs [0, frames) refresh cache, pair `frames` the biases with an empty
-        # piece set, `frames + 1` scratch (evaluate_game), then one pair per ply (ply + _stack_base).
+        # piece set, `frames + 1` and `+ 2` scratch (evaluate_game), then one pair per ply
+        # (ply + _stack_base).  See kernels.forward.evaluate_stack.
         self._cache_pairs = fs.num_king_frames
-        self._stack_base = self._cache_pairs + 2
+        self._stack_base = self._cache_pairs + 3
         self._allocate(self._stack_base + _INITIAL_PLIES)
         self.refresh()
 
@@ -343,7 +344,8 @@ class Evaluator:
             v = -v
         return to_centipawns(v, self._network.architecture.units_per_pawn)
 
-    def evaluate_game(self, board: chess.Board | str, moves: Iterable[chess.Move | str]) -> np.ndarray:
+    def evaluate_game(self, board: chess.Board | str, moves: Iterable[chess.Move | str], *,
+                      validate: bool = True) -> np.ndarray:
         """Values of a game's start position and of the position after each move.
 
         Parameters
@@ -353,6 +355,10 @@ class Evaluator:
         moves : iterable of chess.Move or str
             The moves, as ``chess.Move`` or UCI strings (``e1g1`` or king-takes-rook
             castling, ``e7e8q``, ``0000`` for a null move).
+        validate : bool
+            Check each move's legality (python-chess's ``is_legal``, most of the cost).
+            ``False`` for moves known to be legal (e.g. from a parsed PGN); a position that
+            then cannot be represented still raises :class:`~nnue_infer.errors.PositionError`.
 
         Returns
         -------
@@ -365,15 +371,20 @@ class Evaluator:
         IllegalMoveError
             (a ``ValueError``) ``moves[i]`` is malformed or illegal; the message names ``i``.
         PositionError
-            The start position cannot be represented.
+            The start position (or, unvalidated, a later one) cannot be represented, or the
+            board is a chess variant.
+        TypeError
+            ``moves[i]`` is neither a ``chess.Move`` nor a string (the message names ``i``).
 
         Notes
         -----
         Incremental (one compiled call for the whole game after python-chess has played the
-        moves); uses the refresh cache and a scratch accumulator pair, so the incremental
-        state (:meth:`set_position`, :meth:`push`, :meth:`pop`) is not disturbed.
+        moves); uses the refresh cache and scratch accumulators, so the incremental state
+        (:meth:`set_position`, :meth:`push`, :meth:`pop`) is not disturbed.
         """
         b = _as_board(board).copy(stack=False)
+        if b.uci_variant != "chess":
+            raise PositionError(f"unsupported chess variant {b.uci_variant!r}; only standard chess and Chess960")
         check_position(b)
         moves = list(moves)
         n = len(moves) + 1
@@ -386,12 +397,12 @@ class Evaluator:
                 move = moves[i - 1]
                 try:
                     if isinstance(move, str):
-                        move = b.parse_uci(move)
+                        move = b.parse_uci(move) if validate else chess.Move.from_uci(move)
                     elif not isinstance(move, chess.Move):
                         raise TypeError(f"moves[{i - 1}]: expected a chess.Move or a UCI string, got {type(move).__name__}")
-                    elif move and not b.is_legal(move):
+                    elif validate and move and not b.is_legal(move):
                         raise ValueError(f"illegal move {move.uci()}")
-                    if move and b.kings & squares[move.to_square]:
+                    if validate and move and b.kings & squares[move.to_square]:
                         raise ValueError(f"move {move.uci()} captures a king")
                 except ValueError as exc:
                     raise IllegalMoveError(f"moves[{i - 1}] ({moves[i - 1]!r}) in {b.fen()}: {exc}") from exc
@@ -403,8 +414,9 @@ class Evaluator:
         out = np.empty(n, np.int32)
         stms = np.frombuffer(turns, np.uint8).astype(np.int64)
         bad = K.evaluate_sequence(bitboards, stms, out, *self._kernel_args)
-        if bad >= 0:  # unreachable after python-chess's checks; kept as a guard
-            raise PositionError(f"position after moves[{bad - 1}] cannot be represented")
+        if bad >= 0:
+            raise PositionError(f"the position after moves[{bad - 1}] cannot be represented (a side without "
+                                "exactly one king, more than 32 pieces or a pawn on the first or last rank)")
         return out
 
     def trace(self, board: chess.Board | str) -> Trace:
@@ -471,10 +483,11 @@ def evaluate_batch(positions: Iterable[chess.Board | str], network: Network | No
     return _thread_evaluator(network).evaluate_batch(positions)
 
 
-def evaluate_game(board: chess.Board | str, moves: Iterable[chess.Move | str], network: Network | None = None) -> np.ndarray:
+def evaluate_game(board: chess.Board | str, moves: Iterable[chess.Move | str], network: Network | None = None, *,
+                  validate: bool = True) -> np.ndarray:
     """Values of a game's start position and of the position after each move (int32 array).
 
     See :meth:`Evaluator.evaluate_game`; ``network`` defaults to
     :func:`nnue_infer.resources.default_network`.  Thread-safe like :func:`evaluate`.
     """
-    return _thread_evaluator(network).evaluate_game(board, moves)
+    return _thread_evaluator(network).evaluate_game(board, moves, validate=validate)

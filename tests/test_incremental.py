@@ -10,6 +10,7 @@ import json
 import random
 
 import chess
+import chess.variant
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -307,6 +308,21 @@ def test_evaluate_game_names_the_bad_move(ev):
     values = ev.evaluate_game(chess.STARTING_FEN, ["e2e4", "0000", chess.Move.from_uci("d2d4")])
     assert values.shape == (4,)
     assert ev.evaluate_game(chess.Board(), []).tolist() == [ev.evaluate(chess.Board())]
+
+
+def test_evaluate_game_unvalidated(games, ev):
+    for game in games[::25]:
+        expected = ev.evaluate_game(game["start_fen"], game["moves"]).tolist()
+        moves = [chess.Move.from_uci(u) for u in game["moves"]]
+        assert ev.evaluate_game(game["start_fen"], game["moves"], validate=False).tolist() == expected
+        assert ev.evaluate_game(chess.Board(game["start_fen"]), moves, validate=False).tolist() == expected
+    impossible = "4k3/8/8/8/8/8/4R3/4K3 w - - 0 1"  # Black in check with White to move: e2e8 takes the king
+    with pytest.raises(IllegalMoveError, match=r"moves\[0\]"):
+        ev.evaluate_game(impossible, ["e2e8"])
+    with pytest.raises(PositionError, match=r"moves\[0\]"):
+        ev.evaluate_game(impossible, ["e2e8"], validate=False)
+    with pytest.raises(PositionError, match="variant"):
+        ev.evaluate_game(chess.variant.AtomicBoard(), ["e2e4"])
 
 
 def test_cp_and_white_pov(ev, fresh):

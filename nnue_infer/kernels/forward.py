@@ -120,8 +120,8 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
     Pairs of ``accs`` int16[pairs, 2, L1], ``psqts`` int32[pairs, 2, P] and ``state``
     int64[pairs, 2, STATE_COLUMNS] (see :func:`~nnue_infer.kernels.accumulator.update_perspective`)
     are: the refresh cache (``params[P_CACHE_PAIRS]`` pairs), the biases with an empty piece
-    set, one scratch pair, then one pair per ply.  The caller has written the position's
-    bitboards to ``state[pair, 0, :8]`` where ``pair = P_CACHE_PAIRS + 2 + ply``.  Plies below ``trusted`` have correct
+    set, two scratch pairs, then one pair per ply.  The caller has written the position's
+    bitboards to ``state[pair, 0, :8]`` where ``pair = P_CACHE_PAIRS + 3 + ply``.  Plies below ``trusted`` have correct
     "computed" flags; the others are stale and ignored.
 
     Per perspective, the nearest computed ancestor ply is found and the accumulator is
@@ -137,7 +137,7 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
     """
     params, slot_table, king_buckets, layers = unpack_config(cfg)
     empty = params[P_CACHE_PAIRS]
-    stack = empty + 2
+    stack = empty + 3
     dst = stack + ply
     new = state[dst, 0]  # the first 8 columns are the position's bitboards
     if not representable(new, params[P_MAX_PIECES]):
@@ -168,7 +168,7 @@ def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights, b
 
     ``bitboards`` int64[n, 8] and ``stms`` int64[n] (0 White, 1 Black to move) describe the
     positions; ``out`` int32[n] receives the values (internal units, side to move's point
-    of view).  Uses the scratch pair and the refresh cache of the arrays described in
+    of view).  Uses the scratch pairs and the refresh cache of the arrays described in
     :func:`evaluate_stack` (so any stack state stays valid).
 
     Returns
@@ -179,15 +179,17 @@ def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights, b
     """
     params, slot_table, king_buckets, layers = unpack_config(cfg)
     empty = params[P_CACHE_PAIRS]
-    work = empty + 1
+    work = empty + 1  # two scratch pairs, used in turn (an update in place would not vectorise)
     added = np.empty(64, np.int32)
     removed = np.empty(64, np.int32)
     for i in range(bitboards.shape[0]):
         new = bitboards[i]
         if not representable(new, params[P_MAX_PIECES]):
             return i
+        dst = work + (i & 1)
         for p in range(2):
-            update_perspective(new, p, work if i > 0 else -1, work, empty, accs, psqts, state, ft_weights, psqt_weights,
-                               slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], added, removed)
-        out[i] = evaluate_pair(new, work, stms[i], params, accs, psqts, ft_out, weights, biases, layers)
+            update_perspective(new, p, work + ((i - 1) & 1) if i > 0 else -1, dst, empty, accs, psqts, state,
+                               ft_weights, psqt_weights, slot_table, king_buckets, params[P_MIRROR],
+                               params[P_NUM_SLOTS], added, removed)
+        out[i] = evaluate_pair(new, dst, stms[i], params, accs, psqts, ft_out, weights, biases, layers)
     return -1
