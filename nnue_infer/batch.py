@@ -94,10 +94,11 @@ def fen_buffer(fens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     except TypeError:
         i = _first_not(fens, str)
         raise TypeError(f"row {i}: expected a FEN string like the rows before, got {type(fens[i]).__name__}") from None
-    buf = np.frombuffer(bytearray(text + "\n", "utf-8"), np.uint8)
+    # "surrogatepass": a lone surrogate becomes bytes the parser refuses, so its row is named.
+    buf = np.frombuffer(bytearray(text + "\n", "utf-8", "surrogatepass"), np.uint8)
     lengths = np.fromiter(map(len, fens), np.int64, n)
     if int(lengths.sum()) + n != buf.size:  # non-ASCII characters: count bytes, not characters
-        lengths = np.fromiter((len(f.encode()) for f in fens), np.int64, n)
+        lengths = np.fromiter((len(f.encode("utf-8", "surrogatepass")) for f in fens), np.int64, n)
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(lengths + 1, out=offsets[1:])
     return buf, offsets
@@ -142,6 +143,11 @@ def evaluate_rows(positions: Sequence[chess.Board | str], net_arrays: tuple, ft_
     ``net_arrays`` is ``(slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
     weights, biases, layers)``.  Returns int32[n]; raises :class:`FenError` /
     :class:`PositionError` for the first bad row, ``TypeError`` for rows of the wrong type.
+
+    python-chess (``chess.Board(fen)``) has the last word on FENs the compiled parser refuses:
+    it also reads text outside the parser's ASCII rules (Unicode white space and digits,
+    letters such as the Kelvin sign for ``K``, ``1_0`` counters); such rows are evaluated
+    from its board, so a batch accepts exactly the FENs :meth:`Evaluator.evaluate` accepts.
     """
     n = len(positions)
     values = np.empty(n, np.int32)
@@ -154,14 +160,43 @@ def evaluate_rows(positions: Sequence[chess.Board | str], net_arrays: tuple, ft_
         with PARALLEL_LOCK, numba.parallel_chunksize(1):
             KB.evaluate_fens(buf, offsets, *net_arrays, MAX_PIECES, ft_out_width, n_chunks(), values, fen_codes,
                              fen_offsets, codes)
+        if fen_codes.any():
+            reread_refused_fens(positions, fen_codes, values, codes, net_arrays, ft_out_width)  # type: ignore[arg-type]
     else:
-        bitboards, stm = board_bitboards_batch(positions)  # type: ignore[arg-type]
-        with PARALLEL_LOCK, numba.parallel_chunksize(1):
-            KB.evaluate_batch(bitboards, stm, *net_arrays, MAX_PIECES, ft_out_width, n_chunks(), values, codes)
+        evaluate_boards(positions, net_arrays, ft_out_width, values, codes)  # type: ignore[arg-type]
     bad = np.flatnonzero(codes if fen_codes is None else codes | fen_codes)
     if bad.size:
         raise_row_error(positions, int(bad[0]), fen_codes, fen_offsets, codes)
     return values
+
+
+def evaluate_boards(boards: Sequence[chess.Board], net_arrays: tuple, ft_out_width: int, values: np.ndarray,
+                    codes: np.ndarray) -> None:
+    """Evaluate ``boards`` into ``values`` int32[n], with the kernel's ``POS_*`` result per row in ``codes``."""
+    bitboards, stm = board_bitboards_batch(boards)
+    with PARALLEL_LOCK, numba.parallel_chunksize(1):
+        KB.evaluate_batch(bitboards, stm, *net_arrays, MAX_PIECES, ft_out_width, n_chunks(), values, codes)
+
+
+def reread_refused_fens(fens: Sequence[str], fen_codes: np.ndarray, values: np.ndarray, codes: np.ndarray,
+                        net_arrays: tuple, ft_out_width: int) -> None:
+    """Evaluate through python-chess the rows the compiled parser refused but python-chess reads.
+
+    Up to the first row python-chess refuses too (that row's error is the one to report);
+    their ``fen_codes`` are cleared and ``values`` / ``codes`` filled.
+    """
+    rows, boards = [], []
+    for i in np.flatnonzero(fen_codes).tolist():
+        try:
+            boards.append(chess.Board(fens[i]))
+        except ValueError:
+            break
+        rows.append(i)
+    if rows:
+        v = np.empty(len(rows), np.int32)
+        c = np.empty(len(rows), np.int32)
+        evaluate_boards(boards, net_arrays, ft_out_width, v, c)
+        values[rows], codes[rows], fen_codes[rows] = v, c, 0
 
 
 def raise_row_error(positions: Sequence[chess.Board | str], i: int, fen_codes: np.ndarray | None,

@@ -20,7 +20,7 @@ import chess
 import numpy as np
 
 from .batch import as_sequence, evaluate_rows
-from .errors import IllegalMoveError, PositionError
+from .errors import FenError, IllegalMoveError, PositionError
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position
 from .kernels import forward as K
 from .kernels.accumulator import STATE_COLUMNS
@@ -36,14 +36,14 @@ _INITIAL_PLIES = 256
 
 
 def _as_board(board: chess.Board | str) -> chess.Board:
-    """A ``chess.Board`` from a board or a FEN string (``ValueError`` naming the problem if bad)."""
+    """A ``chess.Board`` from a board or a FEN string (:class:`FenError` naming the problem if bad)."""
     if isinstance(board, chess.Board):
         return board
     if isinstance(board, str):
         try:
             return chess.Board(board)
         except ValueError as exc:
-            raise ValueError(f"invalid FEN {board!r}: {exc}") from exc
+            raise FenError(f"invalid FEN {board!r}: {exc}") from exc
     raise TypeError(f"expected a chess.Board or a FEN string, got {type(board).__name__}")
 
 

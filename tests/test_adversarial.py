@@ -1,0 +1,84 @@
+"""Hostile input: each test pins a bug found by trying to break nnue-infer, or an attack that held.
+
+Bad input must give a specific ``ValueError`` subclass from ``nnue_infer.errors`` naming what
+is wrong, never a crash, a foreign exception or a silently wrong number; batch and single
+evaluation must accept exactly the same FENs (python-chess's ``chess.Board(fen)`` decides).
+Fixtures ``evaluator`` and ``corpus`` come from ``conftest.py``.
+"""
+
+from __future__ import annotations
+
+import chess
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nnue_infer import FenError, PositionError
+
+START = chess.STARTING_FEN
+
+# -- FEN strings: batch (compiled parser) == single (python-chess) -------------------------
+
+#: Text python-chess reads but an ASCII parser would not: Unicode white space (split() splits on
+#: it), Unicode digits and '_' in counters (int() reads them), the Kelvin sign 'K' (its lower()
+#: is 'k', so python-chess reads a White king).
+UNUSUAL_BUT_VALID = [
+    START.replace(" w ", "\u00a0w\u3000"),
+    START.replace(" 0 1", " \u0661\u0662 1"),
+    START.replace(" 0 1", " 1_0 1"),
+    START.replace(" 0 1", " 0 \uff11"),
+    START + "\u2003",
+    "4k3/8/8/8/8/8/8/4\u212a3 w - - 0 1",
+]
+
+
+@pytest.mark.parametrize("fen", UNUSUAL_BUT_VALID)
+def test_batch_accepts_what_python_chess_accepts(evaluator, fen):
+    expected = evaluator.evaluate(fen)
+    assert evaluator.evaluate_batch([START, fen]).tolist() == [evaluator.evaluate(START), expected]
+
+
+@pytest.mark.parametrize("fen", ["\ud800", START + "\udfff", START.replace("w", "\ud83d")])
+def test_lone_surrogates_are_fen_errors_naming_the_row(evaluator, fen):
+    with pytest.raises(FenError):
+        evaluator.evaluate(fen)
+    with pytest.raises(FenError, match=r"^row 1: "):
+        evaluator.evaluate_batch([START, fen])
+
+
+def test_single_evaluation_raises_fen_error(evaluator):
+    for fen in ["", "garbage", "8/8/8/8/8/8/8/8/8 w - - 0 1", START.replace(" w ", " x ")]:
+        with pytest.raises(FenError, match="invalid FEN"):
+            evaluator.evaluate(fen)
+
+
+FUZZ_ALPHABET = ("pnbrqkPNBRQK0123456789/ wb-~_+x\t\n\x0b\x1c\x00"
+                 "\u00a0\u2003\u3000\x85\u212a\u0661\uff11\uff2b\u00e9\ud800")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mutated_fens_with_unicode_agree_with_single_evaluation(evaluator, data):
+    """Random edits (Unicode included) of real FENs: batch and single evaluation agree on
+    value, FenError or PositionError."""
+    base = data.draw(st.sampled_from([START, "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+                                      "4k3/8/8/8/8/8/8/4K3 b - e3 5 9"]))
+    chars = list(base)
+    for _ in range(data.draw(st.integers(1, 3))):
+        i = data.draw(st.integers(0, len(chars)))
+        c = data.draw(st.sampled_from(FUZZ_ALPHABET))
+        op = data.draw(st.sampled_from(["insert", "delete", "replace", "truncate"]))
+        if op == "insert":
+            chars.insert(i, c)
+        elif op == "truncate":
+            del chars[i:]
+        elif i < len(chars):
+            chars[i : i + 1] = [] if op == "delete" else [c]
+    fen = "".join(chars)
+    outcomes = []
+    for run in (lambda: evaluator.evaluate(fen), lambda: int(evaluator.evaluate_batch([fen])[0])):
+        try:
+            outcomes.append(run())
+        except (FenError, PositionError) as exc:
+            outcomes.append(type(exc))
+    assert outcomes[0] == outcomes[1], fen
