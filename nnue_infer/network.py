@@ -223,6 +223,20 @@ class Architecture:
         def bad(name: str, why: str) -> NetworkFormatError:
             return NetworkFormatError(f"architecture field {name!r}: {why}")
 
+        # Integer fields go into int64 kernel parameters: a float would be truncated silently.
+        ints = [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self) if f.type == "int"]
+        if not isinstance(self.layers, (tuple, list)) or not all(isinstance(layer, HiddenLayer) for layer in self.layers):
+            raise bad("layers", f"must be a tuple of HiddenLayer, got {self.layers!r}")
+        object.__setattr__(self, "layers", tuple(self.layers))
+        for i, layer in enumerate(self.layers):
+            ints += [(f"layers[{i}].outputs", layer.outputs)]
+            ints += [(f"layers[{i}].activated", layer.activated)] if layer.activated is not None else []
+        for name, value in ints:
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not -2**31 < value < 2**31:
+                raise bad(name, f"must be an integer of magnitude below 2**31, got {value!r}")
+        for f in dataclasses.fields(self):
+            if f.type == "int":
+                object.__setattr__(self, f.name, int(getattr(self, f.name)))
         if self.feature_set not in FEATURE_SETS:
             raise bad("feature_set", f"unknown feature set {self.feature_set!r}, known: {FEATURE_SETS}")
         if self.ft_activation not in FT_ACTIVATIONS:

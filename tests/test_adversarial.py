@@ -82,3 +82,71 @@ def test_mutated_fens_with_unicode_agree_with_single_evaluation(evaluator, data)
         except (FenError, PositionError) as exc:
             outcomes.append(type(exc))
     assert outcomes[0] == outcomes[1], fen
+
+
+# -- network descriptions ----------------------------------------------------------------
+
+@pytest.mark.parametrize("field, value", [
+    ("ft_width", 32.0), ("ft_clamp", 127.0), ("ft_clamp", True), ("output_scale", 16.5), ("skip_numerator", 600.5),
+    ("skip_denominator", 0.5), ("weight_scale_bits", 6.5), ("psqt_buckets", 8.0), ("output_units", float("nan")),
+    ("units_per_pawn", float("inf")), ("output_scale", 10**30), ("skip_numerator", -(2**40)), ("units_per_pawn", "361"),
+])
+def test_non_integer_architecture_fields_are_refused_by_name(tmp_path, field, value):
+    """Floats were truncated silently into the kernels' int64 parameters (output_scale 16.5 ran
+    as 16, skip_numerator 600.5 as 600), or escaped as TypeError / ZeroDivisionError /
+    OverflowError from load() or Evaluator()."""
+    import json
+
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+
+    from nnue_infer import Architecture, FloatNetwork, NetworkFormatError, load, quantise, save
+    from nnue_infer import stockfish_15_1_architecture
+
+    arch = stockfish_15_1_architecture(32)
+    data = json.loads(arch.to_json())
+    with pytest.raises(NetworkFormatError, match=f"'{field}'"):
+        Architecture.from_dict({**data, field: value})
+    path = tmp_path / "net.safetensors"
+    save(quantise(FloatNetwork.random(arch, seed=1)), path)
+    tensors = load_file(path)
+    from safetensors import safe_open
+
+    with safe_open(path, "np") as f:
+        info = json.loads(f.metadata()["nnue-infer"])
+    info["architecture"][field] = value
+    save_file(tensors, path, metadata={"nnue-infer": json.dumps(info)})
+    with pytest.raises(NetworkFormatError, match=f"'{field}'"):
+        load(path)
+    assert Architecture.from_dict({**data, "ft_width": np.int64(32)}).ft_width == 32
+
+
+def test_hidden_layer_sizes_must_be_integers():
+    import dataclasses
+
+    from nnue_infer import HiddenLayer, NetworkFormatError, stockfish_15_1_architecture
+
+    arch = stockfish_15_1_architecture(32)
+    for layer in (HiddenLayer(16.0, "sqr_crelu+crelu", 15), HiddenLayer(16, "sqr_crelu+crelu", 15.0)):
+        with pytest.raises(NetworkFormatError, match=r"layers\[0\]"):
+            dataclasses.replace(arch, layers=(layer, *arch.layers[1:]))
+    with pytest.raises(NetworkFormatError, match="'layers'"):
+        dataclasses.replace(arch, layers=({"outputs": 1, "activation": "none"},))
+
+
+@pytest.mark.parametrize("version", [1.0, True, "1", 2, None])
+def test_format_version_must_be_the_integer_1(tmp_path, version):
+    import json
+
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    from nnue_infer import FloatNetwork, NetworkFormatError, load, quantise, save, stockfish_15_1_architecture
+
+    path = tmp_path / "net.safetensors"
+    save(quantise(FloatNetwork.random(stockfish_15_1_architecture(32), seed=1)), path)
+    with safe_open(path, "np") as f:
+        info = json.loads(f.metadata()["nnue-infer"])
+    save_file(load_file(path), path, metadata={"nnue-infer": json.dumps({**info, "format_version": version})})
+    with pytest.raises(NetworkFormatError, match="format_version"):
+        load(path)

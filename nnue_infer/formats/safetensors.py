@@ -101,7 +101,7 @@ def read_info(path: str | os.PathLike[str]) -> dict:
         raise NetworkFormatError(f"{path}: metadata {FORMAT_NAME!r} is not JSON: {exc}") from exc
     if not isinstance(info, dict):
         raise NetworkFormatError(f"{path}: metadata {FORMAT_NAME!r} must be a JSON object")
-    if info.get("format_version") != FORMAT_VERSION:
+    if type(info.get("format_version")) is not int or info["format_version"] != FORMAT_VERSION:  # not 1.0 or true
         raise NetworkFormatError(f"{path}: metadata 'format_version' is {info.get('format_version')!r}, this reader "
                                  f"supports {FORMAT_VERSION}")
     if info.get("kind") not in ("quantised", "float"):
