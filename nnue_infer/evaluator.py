@@ -288,12 +288,18 @@ class Evaluator:
             self._trusted = ply + 1
             return value
         board = _as_board(board)
-        board_bitboards(board, self._bb)
+        occupied_co = board.occupied_co  # checked by the kernel; check_position only names the problem
+        _BITBOARDS.pack_into(self._bb, 0, board.pawns, board.knights, board.bishops, board.rooks, board.queens,
+                             board.kings, occupied_co[1], occupied_co[0])
         net = self._network
-        return int(K.evaluate_bitboards(self._bb, 0 if board.turn else 1, self._slot_table, self._king_buckets,
-                                        self._params, net.ft_weights, net.ft_biases, net.psqt_weights,
-                                        self._weights, self._biases, self._layers,
-                                        self._feats, self._counts, self._acc, self._psqt, self._ft_out))
+        value = K.evaluate_bitboards(self._bb, 0 if board.turn else 1, self._slot_table, self._king_buckets,
+                                     self._params, net.ft_weights, net.ft_biases, net.psqt_weights,
+                                     self._weights, self._biases, self._layers,
+                                     self._feats, self._counts, self._acc, self._psqt, self._ft_out)
+        if value == INVALID_POSITION:
+            check_position(board)
+            raise PositionError(f"position not representable: {board.fen()}")
+        return int(value)
 
     def evaluate_batch(self, positions: Iterable[chess.Board | str]) -> np.ndarray:
         """Evaluate many positions on all cores; the same numbers as :meth:`evaluate`, row by row.

@@ -126,16 +126,35 @@ def check_position(board: chess.Board) -> None:
     Raises
     ------
     PositionError
-        A side has no king or more than one, there are more than 32 pieces, or a pawn
-        stands on the first or last rank (the message names the squares).
+        A side has no king or more than one, there are more than 32 pieces, a pawn
+        stands on the first or last rank, or the board's bitboards contradict each other (a
+        square with two piece types, both colours, or a type without a colour; only a board
+        whose internals were modified directly) (the message names the squares).
     """
+    black, white = board.occupied_co
+    pieces = board.pawns
+    overlap = pieces & board.knights
+    pieces |= board.knights
+    overlap |= pieces & board.bishops
+    pieces |= board.bishops
+    overlap |= pieces & board.rooks
+    pieces |= board.rooks
+    overlap |= pieces & board.queens
+    pieces |= board.queens
+    overlap |= pieces & board.kings
+    pieces |= board.kings
+    if overlap or white & black or pieces != white | black:
+        bad = overlap | (white & black) | (pieces ^ (white | black))
+        squares = ", ".join(chess.SQUARE_NAMES[s] for s in chess.scan_forward(bad))
+        raise PositionError(f"inconsistent board: squares {squares} have two piece types, both colours or a type "
+                            "without a colour")
     for color, name in ((chess.WHITE, "White"), (chess.BLACK, "Black")):
         kings = board.kings & board.occupied_co[color]
         n = chess.popcount(kings)
         if n != 1:
             where = ", ".join(chess.SQUARE_NAMES[s] for s in chess.scan_forward(kings)) or "none"
             raise PositionError(f"{name} must have exactly one king, found {n} ({where})")
-    n = chess.popcount(board.occupied)
+    n = chess.popcount(pieces)
     if n > MAX_PIECES:
         raise PositionError(f"{n} pieces on the board; the network accepts at most {MAX_PIECES}")
     bad = board.pawns & _BACK_RANKS

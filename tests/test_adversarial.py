@@ -150,3 +150,47 @@ def test_format_version_must_be_the_integer_1(tmp_path, version):
     save_file(load_file(path), path, metadata={"nnue-infer": json.dumps({**info, "format_version": version})})
     with pytest.raises(NetworkFormatError, match="format_version"):
         load(path)
+
+
+# -- boards whose bitboards contradict each other ----------------------------------------
+
+def _typeless_square(board):  # a Black-occupied square without a piece type
+    board.occupied_co[chess.BLACK] |= chess.BB_E5
+    board.occupied |= chess.BB_E5
+
+
+def _both_colours(board):
+    board.occupied_co[chess.BLACK] |= chess.BB_E1
+
+
+def _two_types(board):
+    board.knights |= chess.BB_E1
+
+
+@pytest.mark.parametrize("tamper", [_typeless_square, _both_colours, _two_types])
+def test_tampered_boards_are_refused_by_every_path(evaluator, tamper):
+    """A board whose internals were edited directly: the feature kernel read past the six piece
+    types (out of bounds) for a square without a type, and single, incremental and batch paths
+    gave three different numbers (-242 / -5 / error for a typeless square)."""
+    board = chess.Board("4k3/8/8/8/8/8/8/4K3 w - - 0 1")
+    tamper(board)
+    runs = {
+        "evaluate": lambda: evaluator.evaluate(board),
+        "batch": lambda: evaluator.evaluate_batch([board]),
+        "set_position": lambda: evaluator.set_position(board),
+        "evaluate_game": lambda: evaluator.evaluate_game(board, []),
+        "trace": lambda: evaluator.trace(board),
+    }
+    for name, run in runs.items():
+        with pytest.raises(PositionError, match="e1|e5"):
+            run()
+    # tampered after set_position, then pushed: the incremental kernel refuses it as well
+    evaluator.set_position(chess.Board("4k3/8/8/8/8/8/8/4K3 w - - 0 1"))
+    try:
+        evaluator._board.push(chess.Move.from_uci("e1d1"))
+        tamper(evaluator._board)
+        with pytest.raises(PositionError):
+            evaluator.evaluate()
+    finally:
+        evaluator.set_position(chess.Board())
+

@@ -68,7 +68,16 @@ def king_square(bitboards, perspective):
 @njit(cache=True)
 def representable(bitboards, max_pieces):
     """True if the position has one king per side, at most ``max_pieces`` pieces and no pawn
-    on the first or last rank (what every king-bucketed feature set needs)."""
+    on the first or last rank (what every king-bucketed feature set needs), and its bitboards
+    agree: no square with two piece types or both colours, no piece type without a colour and
+    the other way round (otherwise :func:`active_features` would read past the piece types)."""
+    pieces = bitboards[BB_PAWNS]
+    overlap = np.int64(0)
+    for k in range(BB_KNIGHTS, BB_KINGS + 1):
+        overlap |= pieces & bitboards[k]
+        pieces |= bitboards[k]
+    if overlap != 0 or (bitboards[BB_WHITE] & bitboards[BB_BLACK]) != 0 or pieces != (bitboards[BB_WHITE] | bitboards[BB_BLACK]):
+        return False
     kings = bitboards[BB_KINGS]
     if popcount(kings & bitboards[BB_WHITE]) != 1 or popcount(kings & bitboards[BB_BLACK]) != 1:
         return False

@@ -75,8 +75,11 @@ def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weig
     ``counts`` int64[2], ``acc`` int16[2, L1], ``psqt_acc`` int32[2, P], ``ft_out`` int16[ft_output_width].
 
     Returns the value ``tdiv(psqt + positional, OutputScale)`` in internal units from the
-    side to move's point of view (Stockfish's ``NNUE::evaluate(pos, false)``).
+    side to move's point of view (Stockfish's ``NNUE::evaluate(pos, false)``), or
+    ``INVALID_POSITION`` if the bitboards are not representable (see ``features.representable``).
     """
+    if not representable(bitboards, params[P_MAX_PIECES]):
+        return INVALID_POSITION
     pieces = refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
                           feats, counts, acc, psqt_acc)
     bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
