@@ -41,7 +41,7 @@ def _read_epd(path: str) -> tuple[list[str], list[int]]:
     starting with ``#`` are skipped.
     """
     fens, lines = [], []
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig", errors="replace") as f:  # bad bytes: that line's FEN error
         for number, line in enumerate(f, 1):
             fields = line.split()
             if not fields or fields[0].startswith("#"):

@@ -194,3 +194,19 @@ def test_tampered_boards_are_refused_by_every_path(evaluator, tamper):
     finally:
         evaluator.set_position(chess.Board())
 
+
+# -- CLI ------------------------------------------------------------------------------------
+
+def test_epd_with_invalid_utf8_and_bom_reports_lines(tmp_path, capsys, evaluator):
+    """Invalid UTF-8 in an EPD file crashed ``eval --epd`` with a UnicodeDecodeError traceback;
+    now that line is a FEN error like any other, and a UTF-8 byte-order mark is skipped."""
+    from nnue_infer.cli import main
+
+    path = tmp_path / "bad.epd"
+    path.write_bytes(b"\xef\xbb\xbf" + START.encode() + b"\n\xff\xfe garbage\n" + START.encode() + b" bm e4;\n")
+    status = main(["eval", "--epd", str(path)])
+    captured = capsys.readouterr()
+    assert status == 1
+    rows = [line.split(",") for line in captured.out.splitlines()[1:]]
+    assert [(r[0], int(r[1])) for r in rows] == [(START, evaluator.evaluate(START))] * 2
+    assert captured.err.startswith(f"error: {path}:2: ") and len(captured.err.splitlines()) == 1
