@@ -78,7 +78,7 @@ def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weig
     side to move's point of view (Stockfish's ``NNUE::evaluate(pos, false)``), or
     ``INVALID_POSITION`` if the bitboards are not representable (see ``features.representable``).
     """
-    if not representable(bitboards, params[P_MAX_PIECES]):
+    if not representable(bitboards, feats.shape[1]):  # the feature buffer's width bounds the pieces
         return INVALID_POSITION
     pieces = refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
                           feats, counts, acc, psqt_acc)
