@@ -210,3 +210,48 @@ def test_epd_with_invalid_utf8_and_bom_reports_lines(tmp_path, capsys, evaluator
     rows = [line.split(",") for line in captured.out.splitlines()[1:]]
     assert [(r[0], int(r[1])) for r in rows] == [(START, evaluator.evaluate(START))] * 2
     assert captured.err.startswith(f"error: {path}:2: ") and len(captured.err.splitlines()) == 1
+
+
+# -- imports from other trainers -----------------------------------------------------------
+
+def _bullet_arch():
+    from nnue_infer import Architecture, HiddenLayer
+
+    return Architecture(feature_set="Chess768", ft_width=32, ft_activation="screlu", ft_clamp=255, ft_shift=8,
+                        psqt_buckets=0, output_buckets=1, layers=(HiddenLayer(1, "none"),), output_units=400,
+                        units_per_pawn=100)
+
+
+@pytest.mark.parametrize("kwargs", [{"qa": 0}, {"qb": 0}, {"qa": -255}, {"qa": 1.5}, {"qb": True}])
+def test_bullet_scales_must_be_positive_integers(tmp_path, kwargs):
+    """qa=0 divided by zero (RuntimeWarning, then a misleading 'contains NaN'); a negative qa
+    silently gave the network with every sign flipped."""
+    from nnue_infer import FloatNetwork, NetworkFormatError
+    from nnue_infer.formats.bullet import read_bullet, write_bullet
+
+    arch = _bullet_arch()
+    write_bullet(FloatNetwork.random(arch, seed=3), tmp_path / "q.bin")
+    name = next(iter(kwargs))
+    with pytest.raises(NetworkFormatError, match=f"{name} must be a positive integer"):
+        read_bullet(tmp_path / "q.bin", arch, **kwargs)
+
+
+def test_npz_import_of_non_archives_and_overflowing_values(tmp_path):
+    """A .npy file raised TypeError, a corrupt archive zipfile.BadZipFile; float64 values beyond
+    float32 warned about an overflow in a cast before the NaN/inf error."""
+    import numpy as np
+
+    from nnue_infer import FloatNetwork, NetworkFormatError
+    from nnue_infer.float_network import network_tensors
+    from nnue_infer.formats.arrays import float_network_from_arrays
+
+    arch = _bullet_arch()
+    arrays = network_tensors(FloatNetwork.random(arch, seed=3))
+    np.save(tmp_path / "a.npy", arrays["ft.biases"])
+    (tmp_path / "b.npz").write_bytes(b"PK\x03\x04 not a zip archive")
+    np.savez(tmp_path / "c.npz", **{**arrays, "ft.biases": np.array([None] * 32, dtype=object)})
+    for name in ("a.npy", "b.npz", "c.npz"):
+        with pytest.raises(NetworkFormatError, match="not a readable .npz"):
+            float_network_from_arrays(arch, tmp_path / name)
+    with pytest.raises(NetworkFormatError, match="'ft.biases'.*NaN or infinity"):
+        float_network_from_arrays(arch, {**arrays, "ft.biases": np.full(32, 1e300)})

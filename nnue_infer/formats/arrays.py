@@ -18,6 +18,7 @@ Values are taken as they are: they must follow the float semantics of
 from __future__ import annotations
 
 import os
+import zipfile
 from collections.abc import Mapping
 
 import numpy as np
@@ -31,7 +32,8 @@ def _layout(name: str, arr: np.ndarray, shape: tuple[int, ...], real_in: int | N
     arr = np.asarray(arr)
     if not np.issubdtype(arr.dtype, np.floating):
         raise NetworkFormatError(f"tensor {name!r}: dtype {arr.dtype}, expected a floating-point type")
-    a = arr.astype(np.float32)
+    with np.errstate(over="ignore"):  # values beyond float32 become inf: refused by FloatNetwork, naming the tensor
+        a = arr.astype(np.float32)
     if a.shape == shape:
         return np.ascontiguousarray(a)
     if len(shape) == 2 and a.shape == shape[::-1] and name.startswith("ft."):
@@ -81,8 +83,16 @@ def float_network_from_arrays(architecture: Architecture, arrays: Mapping[str, n
     from ..features import architecture_features
 
     if not isinstance(arrays, Mapping):
-        with np.load(os.fspath(arrays), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+        path = os.fspath(arrays)
+        with open(path, "rb") as f:  # our handle: np.load leaks its own when the archive is corrupt
+            try:
+                z = np.load(f, allow_pickle=False)
+                if not isinstance(z, np.lib.npyio.NpzFile):
+                    raise ValueError(f"found a single {type(z).__name__}")
+                with z:
+                    arrays = {k: z[k] for k in z.files}
+            except (ValueError, zipfile.BadZipFile) as exc:  # .npy, pickled objects, corrupt zip
+                raise NetworkFormatError(f"{path}: not a readable .npz archive of arrays: {exc}") from exc
     names = dict(names or {})
     arch = architecture
     nf = architecture_features(arch).num_features

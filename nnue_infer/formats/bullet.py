@@ -86,6 +86,9 @@ def read_bullet(path: str | os.PathLike[str], architecture: Architecture, qa: in
         The file cannot be read.
     """
     check_bullet_architecture(architecture)
+    for name, q in (("qa", qa), ("qb", qb)):
+        if not isinstance(q, (int, np.integer)) or isinstance(q, bool) or q <= 0:
+            raise NetworkFormatError(f"bullet import: {name} must be a positive integer, got {q!r}")
     arch = dataclasses.replace(architecture, units_per_pawn=100,
                                output_units=architecture.output_units if scale is None else scale)
     path = os.fspath(path)
