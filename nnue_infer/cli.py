@@ -188,8 +188,8 @@ def eval_cmd(fens, net, fen_opts, epd, pgn, trace, as_json, output, jobs, progre
     FEN arguments and --fen print, per position, the NNUE value in internal units and
     centipawns from the side to move's point of view, and centipawns from White's (--trace:
     Stockfish's eval text).  --epd and --pgn write CSV rows (--json: JSON lines): for EPD
-    ``fen,value,cp,cp_white``; for PGN ``game,ply,move,fen,value,cp,cp_white`` (ply 0 is the
-    start position, ``move`` the UCI move that led to the position).
+    "fen,value,cp,cp_white"; for PGN "game,ply,move,fen,value,cp,cp_white" (ply 0 is the
+    start position, "move" the UCI move that led to the position).
     """
     from .errors import NnueError
     from .evaluator import Evaluator
