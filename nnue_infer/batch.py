@@ -19,6 +19,7 @@ import numpy as np
 from .errors import FenError, PositionError
 from .features import MAX_PIECES, check_position
 from .kernels import batch as KB
+from .kernels import features as KFT
 from .kernels import fen as KF
 
 # Idle OpenMP threads sleep instead of spinning (unless the user chose otherwise): on a
@@ -56,11 +57,11 @@ _FEN_PROBLEMS = {
 }
 
 _POSITION_PROBLEMS = {
-    KB.POS_WHITE_KINGS: "White must have exactly one king",
-    KB.POS_BLACK_KINGS: "Black must have exactly one king",
-    KB.POS_TOO_MANY_PIECES: "more than 32 pieces on the board",
-    KB.POS_BACK_RANK_PAWN: "pawn on the first or last rank",
-    KB.POS_INCONSISTENT: "bitboards contradict each other (a square with two pieces or colours)",
+    KFT.POS_WHITE_KINGS: "White must have exactly one king",
+    KFT.POS_BLACK_KINGS: "Black must have exactly one king",
+    KFT.POS_TOO_MANY_PIECES: "more than 32 pieces on the board",
+    KFT.POS_BACK_RANK_PAWN: "pawn on the first or last rank",
+    KFT.POS_INCONSISTENT: "bitboards contradict each other (a square with two pieces or colours)",
 }
 
 

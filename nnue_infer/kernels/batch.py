@@ -17,66 +17,24 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .features import BB_KINGS, BB_PAWNS, BB_BLACK, BB_WHITE
+from .features import POS_OK, check_bitboards
 from .fen import FEN_OK, parse_fen
-from .forward import evaluate_bitboards
-
-#: Per-row result codes of :func:`check_bitboards` / :func:`evaluate_batch` (0: valid).
-(POS_OK, POS_WHITE_KINGS, POS_BLACK_KINGS, POS_TOO_MANY_PIECES, POS_BACK_RANK_PAWN, POS_INCONSISTENT) = range(6)
-
-@njit(cache=True)
-def popcount(x):
-    """Number of set bits of the int64 ``x`` (all 64 bits)."""
-    n = 0
-    while x != 0:
-        x &= x - 1
-        n += 1
-    return n
-
-
-@njit(cache=True)
-def check_bitboards(bitboards, max_pieces):
-    """Whether a king-bucketed feature set can represent the position in ``bitboards``.
-
-    ``bitboards`` is int64[8] (pawns, knights, bishops, rooks, queens, kings, white, black).
-    Returns ``POS_OK`` or the first problem: a side without exactly one king, more than
-    ``max_pieces`` pieces, a pawn on the first or last rank, or bitboards that contradict
-    each other (a square with two piece types or both colours, or a piece without colour).
-    The same rules as :func:`nnue_infer.features.check_position`.
-    """
-    pieces = np.int64(0)
-    overlap = np.int64(0)
-    for k in range(BB_KINGS + 1):
-        overlap |= pieces & bitboards[k]
-        pieces |= bitboards[k]
-    white = bitboards[BB_WHITE]
-    black = bitboards[BB_BLACK]
-    if overlap != 0 or (white & black) != 0 or pieces != (white | black):
-        return POS_INCONSISTENT
-    kings = bitboards[BB_KINGS]
-    if popcount(kings & white) != 1:
-        return POS_WHITE_KINGS
-    if popcount(kings & black) != 1:
-        return POS_BLACK_KINGS
-    if popcount(pieces) > max_pieces:
-        return POS_TOO_MANY_PIECES
-    pawns = bitboards[BB_PAWNS]
-    if (pawns & 0xFF) != 0 or ((pawns >> 56) & 0xFF) != 0:
-        return POS_BACK_RANK_PAWN
-    return POS_OK
+from .forward import INVALID_POSITION, evaluate_bitboards
 
 
 @njit(cache=True)
 def evaluate_row(i, bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights,
                  biases, layers, max_pieces, feats, counts, acc, psqt_acc, ft_out, values, codes):
-    """Check row ``i``'s bitboards (int64[8]) and evaluate it into ``values[i]``, its check into ``codes[i]``."""
-    code = check_bitboards(bitboards, max_pieces)
-    codes[i] = code
-    if code != POS_OK:
+    """Evaluate row ``i``'s bitboards (int64[8]) into ``values[i]`` (0 if the position cannot be
+    represented) and its :func:`~nnue_infer.kernels.features.check_bitboards` code into ``codes[i]``."""
+    value = evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases,
+                               psqt_weights, weights, biases, layers, feats, counts, acc, psqt_acc, ft_out)
+    if value == INVALID_POSITION:
         values[i] = 0
-        return
-    values[i] = evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases,
-                                   psqt_weights, weights, biases, layers, feats, counts, acc, psqt_acc, ft_out)
+        codes[i] = check_bitboards(bitboards, max_pieces)
+    else:
+        values[i] = value
+        codes[i] = POS_OK
 
 
 @njit(parallel=True, cache=True)
@@ -105,7 +63,7 @@ def evaluate_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights,
         Output: the value of each valid row in internal units, side to move's point of
         view (0 for invalid rows).
     codes : int32[n]
-        Output: ``POS_OK`` or the row's problem (see :func:`check_bitboards`).
+        Output: ``POS_OK`` or the row's problem (see :func:`~nnue_infer.kernels.features.check_bitboards`).
     """
     n = bitboards.shape[0]
     n_chunks = max(1, min(n, n_chunks))

@@ -65,25 +65,39 @@ def king_square(bitboards, perspective):
     return lowest_square(kings)
 
 
+#: Results of :func:`check_bitboards` (0: representable).
+(POS_OK, POS_WHITE_KINGS, POS_BLACK_KINGS, POS_TOO_MANY_PIECES, POS_BACK_RANK_PAWN, POS_INCONSISTENT) = range(6)
+
+
 @njit(cache=True)
-def representable(bitboards, max_pieces):
-    """True if the position has one king per side, at most ``max_pieces`` pieces and no pawn
-    on the first or last rank (what every king-bucketed feature set needs), and its bitboards
-    agree: no square with two piece types or both colours, no piece type without a colour and
-    the other way round (otherwise :func:`active_features` would read past the piece types)."""
-    pieces = bitboards[BB_PAWNS]
+def check_bitboards(bitboards, max_pieces):
+    """Whether a king-bucketed feature set can represent the position in ``bitboards``.
+
+    ``bitboards`` is int64[8] (pawns, knights, bishops, rooks, queens, kings, white, black).
+    Returns ``POS_OK`` or the first problem: bitboards that contradict each other (a square
+    with two piece types or both colours, or a piece without colour), a side without exactly
+    one king, more than ``max_pieces`` pieces, a pawn on the first or last rank.  The same
+    rules as :func:`nnue_infer.features.check_position`.
+    """
+    pieces = np.int64(0)
     overlap = np.int64(0)
-    for k in range(BB_KNIGHTS, BB_KINGS + 1):
+    for k in range(BB_KINGS + 1):
         overlap |= pieces & bitboards[k]
         pieces |= bitboards[k]
-    if overlap != 0 or (bitboards[BB_WHITE] & bitboards[BB_BLACK]) != 0 or pieces != (bitboards[BB_WHITE] | bitboards[BB_BLACK]):
-        return False
+    white = bitboards[BB_WHITE]
+    black = bitboards[BB_BLACK]
+    if overlap != 0 or (white & black) != 0 or pieces != (white | black):
+        return POS_INCONSISTENT
     kings = bitboards[BB_KINGS]
-    if popcount(kings & bitboards[BB_WHITE]) != 1 or popcount(kings & bitboards[BB_BLACK]) != 1:
-        return False
-    if popcount(bitboards[BB_WHITE] | bitboards[BB_BLACK]) > max_pieces:
-        return False
-    return (bitboards[BB_PAWNS] & BACK_RANKS) == 0
+    if popcount(kings & white) != 1:
+        return POS_WHITE_KINGS
+    if popcount(kings & black) != 1:
+        return POS_BLACK_KINGS
+    if popcount(pieces) > max_pieces:
+        return POS_TOO_MANY_PIECES
+    if (bitboards[BB_PAWNS] & BACK_RANKS) != 0:
+        return POS_BACK_RANK_PAWN
+    return POS_OK
 
 
 @njit(cache=True)

@@ -15,7 +15,7 @@ from numba import njit
 from .accumulator import STATE_FLAG, refresh_accumulator, update_perspective
 from .activation import ft_activate
 from .dense import LAYER_TABLE_COLUMNS, propagate_layer_stack, psqt_term, tdiv
-from .features import BB_BLACK, BB_WHITE, active_features, popcount, representable
+from .features import BB_BLACK, BB_WHITE, POS_OK, active_features, check_bitboards, popcount
 
 #: Indices into the ``params`` int64 array.  ``P_CACHE_PAIRS``: refresh-cache entries per
 #: perspective (pairs ``0 .. P_CACHE_PAIRS - 1`` of the incremental kernels' arrays).
@@ -76,9 +76,9 @@ def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weig
 
     Returns the value ``tdiv(psqt + positional, OutputScale)`` in internal units from the
     side to move's point of view (Stockfish's ``NNUE::evaluate(pos, false)``), or
-    ``INVALID_POSITION`` if the bitboards are not representable (see ``features.representable``).
+    ``INVALID_POSITION`` if the bitboards are not representable (see ``features.check_bitboards``).
     """
-    if not representable(bitboards, feats.shape[1]):  # the feature buffer's width bounds the pieces
+    if check_bitboards(bitboards, feats.shape[1]) != POS_OK:  # the feature buffer's width bounds the pieces
         return INVALID_POSITION
     pieces = refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
                           feats, counts, acc, psqt_acc)
@@ -143,7 +143,7 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
     stack = empty + 3
     dst = stack + ply
     new = state[dst, 0]  # the first 8 columns are the position's bitboards
-    if not representable(new, params[P_MAX_PIECES]):
+    if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
         return INVALID_POSITION
     added = np.empty(64, np.int32)
     removed = np.empty(64, np.int32)
@@ -187,7 +187,7 @@ def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights, b
     removed = np.empty(64, np.int32)
     for i in range(bitboards.shape[0]):
         new = bitboards[i]
-        if not representable(new, params[P_MAX_PIECES]):
+        if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
             return i
         dst = work + (i & 1)
         for p in range(2):
