@@ -1,10 +1,11 @@
 """Whole-network kernels: accumulators -> feature-transformer activation -> layer stack -> value.
 
 Scalar parameters travel in one int64 array (see ``P_*`` below) so a call unboxes few
-arguments.
+arguments.  Source: Stockfish 15.1, ``nnue/evaluate_nnue.cpp`` (``evaluate``, ``trace_evaluate``).
 
 Note: Numba's on-disk cache keys a function on its own file only, so a change to a kernel
-that this module calls must come with an edit of this file (or a cleared ``__pycache__``).  Source: Stockfish 15.1, ``nnue/evaluate_nnue.cpp`` (``evaluate``, ``trace_evaluate``).
+that this module calls must come with an edit of this file (or a cleared ``__pycache__``).
+Last such change: the layer stack's scratch is sized by the hidden layers.
 """
 
 from __future__ import annotations
