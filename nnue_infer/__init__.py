@@ -16,6 +16,7 @@ from .errors import (
     NnueError,
     PositionError,
     QuantisationRangeError,
+    QuantisationWarning,
 )
 from .evaluator import Evaluator, evaluate, evaluate_batch, evaluate_game
 from .float_network import FloatNetwork, forward_float
@@ -41,6 +42,7 @@ __all__ = [
     "NnueError",
     "PositionError",
     "QuantisationRangeError",
+    "QuantisationWarning",
     "QuantisationScheme",
     "Trace",
     "default_network",

@@ -39,3 +39,8 @@ class FenError(NnueError, ValueError):
 class IllegalMoveError(NnueError, ValueError):
     """A move is illegal (or malformed) in the evaluator's current position; the message names
     the move, the position and, for a whole game, the move's index."""
+
+
+class QuantisationWarning(UserWarning):
+    """:func:`nnue_infer.quantise` saturated parameters that did not fit their integer type
+    (the message names each tensor, the count and the worst value)."""

@@ -36,11 +36,12 @@ Source: nnue-pytorch ``serialize.py``/``model.py`` (scales: ``nnue2score``, ``we
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .errors import QuantisationRangeError
+from .errors import QuantisationRangeError, QuantisationWarning
 from .float_network import FloatNetwork, network_tensors
 from .network import FT_ACTIVATIONS, HIDDEN_ONE, Architecture, Network
 
@@ -250,8 +251,17 @@ def quantise_with_report(network: FloatNetwork, scheme: QuantisationScheme = SCH
 
 
 def quantise(network: FloatNetwork, scheme: QuantisationScheme = SCHEMES["stockfish"]) -> Network:
-    """Quantise ``network`` with ``scheme`` (saturating); see :func:`quantise_with_report`."""
-    return quantise_with_report(network, scheme)[0]
+    """Quantise ``network`` with ``scheme``; see :func:`quantise_with_report`.
+
+    Parameters beyond their integer type saturate, never silently: a
+    :class:`~nnue_infer.errors.QuantisationWarning` names each clipped tensor (use
+    ``quantise_with_report(..., clip="error")`` to refuse them instead).
+    """
+    net, report = quantise_with_report(network, scheme)
+    if report.clipped:
+        warnings.warn("quantise saturated parameters: " + "; ".join(map(str, report.clipped)), QuantisationWarning,
+                      stacklevel=2)
+    return net
 
 
 def dequantise(network: Network) -> FloatNetwork:

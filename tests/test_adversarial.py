@@ -255,3 +255,26 @@ def test_npz_import_of_non_archives_and_overflowing_values(tmp_path):
             float_network_from_arrays(arch, tmp_path / name)
     with pytest.raises(NetworkFormatError, match="'ft.biases'.*NaN or infinity"):
         float_network_from_arrays(arch, {**arrays, "ft.biases": np.full(32, 1e300)})
+
+
+# -- quantiser ---------------------------------------------------------------------------------
+
+def test_quantise_never_clips_silently():
+    """quantise() saturated out-of-range parameters and dropped the report: a hidden weight of
+    1e6 became 127 without a word."""
+    import numpy as np
+
+    from nnue_infer import FloatNetwork, QuantisationRangeError, QuantisationWarning, quantise
+    from nnue_infer import stockfish_15_1_architecture
+    from nnue_infer.quantise import quantise_with_report
+
+    net = FloatNetwork.random(stockfish_15_1_architecture(32), seed=1)
+    weights = [w.copy() for w in net.layer_weights]
+    weights[1][2, 3, 4] = 1e6
+    bad = FloatNetwork(net.architecture, net.ft_biases, net.ft_weights, net.psqt_weights, tuple(weights),
+                       net.layer_biases)
+    with pytest.warns(QuantisationWarning, match=r"layers\.1\.weights.*1 "):
+        q = quantise(bad)
+    assert q.layer_weights[1][2, 3, 4] == 127 and np.array_equal(q.layer_weights[0], quantise(net).layer_weights[0])
+    with pytest.raises(QuantisationRangeError, match=r"layers\.1\.weights"):
+        quantise_with_report(bad, clip="error")
