@@ -74,6 +74,17 @@ class QuantisationScheme:
     weight_scale_bits: int = 6
     output_scale: int = 16
 
+    def __post_init__(self) -> None:
+        bounds = {"qa": (1, None), "ft_shift": (0, 62), "weight_scale_bits": (0, 30), "output_scale": (1, 2**31 - 1)}
+        for name, (lo, hi) in bounds.items():
+            value = getattr(self, name)
+            if name == "ft_shift" and value is None:
+                continue
+            if (not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < lo
+                    or (hi is not None and value > hi)):
+                raise QuantisationRangeError(f"scheme field {name!r}: must be an integer in {lo}..{hi or ''}, "
+                                             f"got {value!r}")
+
     def shift_for(self, ft_activation: str) -> int:
         """The feature-transformer shift for ``ft_activation`` (explicit or the smallest keeping <= 127)."""
         if self.ft_shift is not None:

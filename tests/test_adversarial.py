@@ -278,3 +278,16 @@ def test_quantise_never_clips_silently():
     assert q.layer_weights[1][2, 3, 4] == 127 and np.array_equal(q.layer_weights[0], quantise(net).layer_weights[0])
     with pytest.raises(QuantisationRangeError, match=r"layers\.1\.weights"):
         quantise_with_report(bad, clip="error")
+
+
+@pytest.mark.parametrize("fields, name", [
+    ({"qa": 127.5}, "qa"), ({"qa": 0}, "qa"), ({"ft_shift": -1}, "ft_shift"), ({"weight_scale_bits": -1}, "weight_scale_bits"),
+    ({"weight_scale_bits": 31}, "weight_scale_bits"), ({"output_scale": 1.5}, "output_scale"), ({"output_scale": 0}, "output_scale"),
+])
+def test_bad_scheme_fields_are_named(fields, name):
+    """A float QA raised TypeError, a negative shift a bare 'negative shift count', QA=0
+    'over by -32767', and weight_scale_bits=-1 blamed skip_denominator."""
+    from nnue_infer import QuantisationRangeError, QuantisationScheme
+
+    with pytest.raises(QuantisationRangeError, match=f"scheme field '{name}'"):
+        QuantisationScheme(**fields)
