@@ -131,6 +131,10 @@ def _eval_pgn(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
     import chess.pgn
     import numpy as np
 
+    import logging
+
+    # python-chess also logs each game's errors (to stderr, with a traceback); they are reported below.
+    logging.getLogger("chess.pgn").addHandler(logging.NullHandler())
     status = 0
     with open(path, encoding="utf-8-sig", errors="replace") as f, \
             _progress_bar(os.path.getsize(path), "B", progress) as bar:
@@ -143,7 +147,13 @@ def _eval_pgn(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
             for err in game.errors:
                 bar.write(f"error: {path}: game {number}: {err}", file=sys.stderr)
                 status = 1
-            board = game.board()
+            try:
+                board = game.board()
+            except ValueError as exc:  # a bad [FEN] header (already among game.errors)
+                if not game.errors:
+                    bar.write(f"error: {path}: game {number}: {exc}", file=sys.stderr)
+                status = 1
+                continue
             if board.uci_variant != "chess":
                 bar.write(f"error: {path}: game {number}: variant {board.uci_variant!r} is not supported "
                           "(standard chess and Chess960 only)", file=sys.stderr)

@@ -291,3 +291,21 @@ def test_bad_scheme_fields_are_named(fields, name):
 
     with pytest.raises(QuantisationRangeError, match=f"scheme field '{name}'"):
         QuantisationScheme(**fields)
+
+
+def test_pgn_with_a_bad_fen_header_is_reported_and_skipped(tmp_path, capfd):
+    """A game whose [FEN] header python-chess cannot read crashed ``eval --pgn`` with a ValueError
+    traceback (and python-chess's own log lines doubled every reported error)."""
+    from nnue_infer.cli import main
+
+    path = tmp_path / "g.pgn"
+    path.write_text('[Event "a"]\n[SetUp "1"]\n[FEN "xyz"]\n\n1. e4 *\n\n[Event "b"]\n\n1. e4 e5 *\n\n'
+                    '[Event "c"]\n\n1. e4 e5 2. Ke3 *\n')
+    status = main(["eval", "--pgn", str(path)])
+    out, err = capfd.readouterr()
+    assert status == 1
+    assert [line.split(",")[:3] for line in out.splitlines()[1:]] == [
+        ["2", "0", ""], ["2", "1", "e2e4"], ["2", "2", "e7e5"], ["3", "0", ""], ["3", "1", "e2e4"], ["3", "2", "e7e5"]]
+    assert err.splitlines() == [f"error: {path}: game 1: expected 8 rows in position part of fen: 'xyz'",
+                                f"error: {path}: game 3: illegal san: 'Ke3' in "
+                                "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2"]
