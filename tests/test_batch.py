@@ -94,6 +94,10 @@ def test_inputs_of_any_size_and_iterables(evaluator):
     "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w HAha - 17 42",
     "rnbqkbnr~/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w Kq - 0 0",  # '~' marks a promoted piece
     "4k3/8/8/8/8/8/8/4K3 b - - 100 200",
+    "4k3/8/8/8/8/8/8/4K3 b - - 1_0 +2",  # counters as int() reads them
+    "4k3/8/8/8/8/8/8/4K3 b - - -0 1",
+    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR\u00a0b\u3000KQkq - 0 1",  # Unicode white space
+    "4k3/8/8/8/8/8/8/4\u212a3 w - - \u0661 1",  # Kelvin sign (a White king to python-chess), Arabic-Indic 1
 ])
 def test_unusual_but_valid_fens_match_python_chess(evaluator, fen):
     assert evaluator.evaluate_batch([chess.STARTING_FEN, fen]).tolist() == [
@@ -107,7 +111,8 @@ GOOD = chess.STARTING_FEN
     ("", "empty FEN"),
     ("   ", "empty FEN"),
     ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNX w KQkq - 0 1", "invalid character 'X' in the placement field at character 42"),
-    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBN\u00e9 w - - 0 1", "invalid character '\u00e9'"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBN\u00e9 w - - 0 1", "invalid character in position part"),
+    ("\ud800", "expected 8 rows"),
     ("rnbqkbnr/pppppppp/44/8/8/8/PPPPPPPP/RNBQKBNR w - - 0 1", "two digits in a row"),
     ("rnbqkbnr/pppppppp/~8/8/8/8/PPPPPPPP/RNBQKBNR w - - 0 1", "'~' not after a piece"),
     ("rnbqkbnr/ppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w - - 0 1", "rank 7 of the placement field does not have 8 squares"),
@@ -181,7 +186,7 @@ def test_evaluator_usable_after_errors(evaluator):
     assert evaluator.evaluate_batch([GOOD]).tolist() == [evaluator.evaluate(GOOD)]
 
 
-FEN_ALPHABET = "pnbrqkPNBRQK12345678/ wb-KQkqaceh~09x"
+FEN_ALPHABET = "pnbrqkPNBRQK12345678/ wb-KQkqaceh~09x_+\t\x00\x1c\x85\u00a0\u212a\u0661\ud800"
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -9,6 +9,8 @@ ignored), then the optional fields side to move (``w``/``b``, default White), ca
 (``-`` or up to two of ``KQA-H`` then up to two of ``kqa-h``), en passant (``-`` or a
 square name), half-move clock and full-move number (non-negative integers), and nothing
 more.  Problems are reported per row as a code and a byte offset, never raised here.
+The buffer is ASCII: :func:`nnue_infer.batch.fen_buffer` rewrites the rare non-ASCII row
+through python-chess first (Unicode white space, digits and letters that python-chess reads).
 
 Source of the format: the FEN standard (PGN specification, section 16.1) and
 python-chess ``chess/__init__.py``.
@@ -129,19 +131,27 @@ def valid_castling(buf, start, end):
 
 @njit(cache=True)
 def valid_counter(buf, start, end):
-    """A non-negative decimal integer as Python's ``int()`` reads it: optional sign, digits
-    (``-0`` is zero; digit-group underscores are not accepted)."""
+    """A non-negative integer as Python's ``int()`` reads ASCII text: optional sign, then digits
+    with single underscores between digits (``-0`` is zero)."""
     negative = buf[start] == 45  # '-'
     if buf[start] == 43 or negative:  # '+'
         start += 1
     if end <= start:
         return False
     zero = True
+    previous_digit = False
     for pos in range(start, end):
-        if not 48 <= buf[pos] <= 57:
+        c = buf[pos]
+        if c == 95:  # '_' between two digits
+            if not previous_digit or pos + 1 >= end:
+                return False
+            previous_digit = False
+        elif 48 <= c <= 57:
+            zero = zero and c == 48
+            previous_digit = True
+        else:
             return False
-        zero = zero and buf[pos] == 48
-    return zero or not negative
+    return previous_digit and (zero or not negative)
 
 
 @njit(cache=True)
