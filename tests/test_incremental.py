@@ -59,6 +59,20 @@ def random_network(seed: int, ft_width: int = 32) -> nnue_infer.Network:
     )
 
 
+def test_bit_helpers_against_python():
+    """popcount / lowest_square / without_lowest on int64 bitboards, h8 (the sign bit) included."""
+    from nnue_infer.kernels.features import lowest_square, popcount, without_lowest
+
+    rng = np.random.default_rng(11)
+    values = [1 << 63, (1 << 64) - 1, 1, 3 << 62, 0x8000000000000001] + rng.integers(0, 1 << 64, 300, np.uint64).tolist()
+    for u in values:
+        b = np.uint64(u).view(np.int64)
+        assert popcount(b) == bin(u).count("1"), hex(u)
+        low = (u & -u).bit_length() - 1
+        assert lowest_square(b) == low, hex(u)
+        assert np.int64(without_lowest(b)).view(np.uint64) == u & (u - 1), hex(u)
+
+
 def test_every_ply_of_every_dev_game(games, corpus, ev, fresh):
     """26,333 plies: evaluate() after each push equals a refresh, and Stockfish's value where known."""
     sf = {(r["game_id"], r["ply"]): r["raw"]["value"] for r in corpus if r["game_id"] is not None}

@@ -25,6 +25,8 @@ from numba import njit
 BB_PAWNS, BB_KNIGHTS, BB_BISHOPS, BB_ROOKS, BB_QUEENS, BB_KINGS, BB_WHITE, BB_BLACK = range(8)
 #: Ranks 1 and 8, where no pawn may stand.
 BACK_RANKS = 0xFF000000000000FF - (1 << 64)
+#: Every square but h8 (bit 63, the sign bit of an int64 bitboard).
+LOW_63 = 0x7FFFFFFFFFFFFFFF
 
 
 @njit(cache=True)
@@ -42,18 +44,36 @@ def orientation(king_square: int, perspective: int, mirror: int) -> int:
 
 @njit(cache=True)
 def popcount(b):
-    """Number of set bits of an int64 bitboard (SWAR; every mask keeps bit 63 clear, so
-    arithmetic right shifts of negative values do no harm)."""
+    """Number of set bits of an int64 bitboard (SWAR on the low 63 bits, plus the sign bit;
+    no step overflows, so it also runs as plain Python/NumPy with ``NUMBA_DISABLE_JIT``)."""
+    n = 0
+    if b < 0:
+        n = 1
+        b &= LOW_63
     b = b - ((b >> 1) & 0x5555555555555555)
     b = (b & 0x3333333333333333) + ((b >> 2) & 0x3333333333333333)
     b = (b + (b >> 4)) & 0x0F0F0F0F0F0F0F0F
-    return (b * 0x0101010101010101) >> 56
+    b += b >> 8
+    b += b >> 16
+    b += b >> 32
+    return n + (b & 0x7F)
 
 
 @njit(cache=True)
 def lowest_square(b):
     """Square of the lowest set bit of a non-zero int64 bitboard (a1 = 0, h8 = 63)."""
-    return popcount((b & -b) - 1)
+    low = b & LOW_63
+    if low == 0:
+        return 63
+    return popcount((low & -low) - 1)
+
+
+@njit(cache=True)
+def without_lowest(b):
+    """``b`` without its lowest set bit (``b & (b - 1)``, written so that nothing overflows)."""
+    if b & LOW_63 == 0:
+        return 0
+    return b & (b - 1)
 
 
 @njit(cache=True)
@@ -160,12 +180,12 @@ def changed_features(old, new, perspective, orient, base, slot_table, added, rem
             while gone:
                 removed[n_removed] = (lowest_square(gone) ^ orient) + offset
                 n_removed += 1
-                gone &= gone - 1
+                gone = without_lowest(gone)
             came = n & ~o
             while came:
                 added[n_added] = (lowest_square(came) ^ orient) + offset
                 n_added += 1
-                came &= came - 1
+                came = without_lowest(came)
     return n_added, n_removed
 
 
