@@ -309,3 +309,19 @@ def test_pgn_with_a_bad_fen_header_is_reported_and_skipped(tmp_path, capfd):
     assert err.splitlines() == [f"error: {path}: game 1: expected 8 rows in position part of fen: 'xyz'",
                                 f"error: {path}: game 3: illegal san: 'Ke3' in "
                                 "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2"]
+
+
+# -- weight files ------------------------------------------------------------------------------
+
+def test_extract_from_a_file_full_of_network_headers(tmp_path):
+    """200,000 copies of the 8-byte header with a 1 MB description length: every candidate
+    copied up to 1 MB (quadratic: ~20 s for 2.4 MB, hours for an engine-sized file) and the
+    error listed every candidate; now bad headers are rejected in place and counted."""
+    from nnue_infer import NetworkFormatError, extract_network
+    from nnue_infer.formats.stockfish import SF15_1_MAGIC
+
+    path = tmp_path / "magic.bin"
+    path.write_bytes((SF15_1_MAGIC + (1 << 20).to_bytes(4, "little")) * 200_000)
+    with pytest.raises(NetworkFormatError, match=r"no embedded .* \(200000 header\(s\) with a bad description") as info:
+        extract_network(path, tmp_path / "out.nnue")
+    assert len(str(info.value)) < 1000

@@ -260,8 +260,12 @@ def extract_network(binary: str | os.PathLike[str], out: str | os.PathLike[str])
     with open(binary, "rb") as f:
         data = f.read()
     start = data.find(SF15_1_MAGIC)
-    problems = []
+    problems, skipped = [], 0
     while start >= 0:
+        if not _hashes_agree(data, start):  # cheap, no copy: a file full of magic bytes stays linear
+            skipped += 1
+            start = data.find(SF15_1_MAGIC, start + 1)
+            continue
         try:
             view = io.BytesIO(data[start : start + 12 + _MAX_DESCRIPTION + 8])
             _, desc_len, l1 = _read_header(view, f"{binary}@{start}")
@@ -286,5 +290,28 @@ def extract_network(binary: str | os.PathLike[str], out: str | os.PathLike[str])
         except NetworkFormatError as exc:
             problems.append(str(exc))
         start = data.find(SF15_1_MAGIC, start + 1)
-    detail = f" ({'; '.join(problems)})" if problems else ""
+    if skipped:
+        problems.append(f"{skipped} header(s) with a bad description length or inconsistent hashes")
+    detail = f" ({'; '.join(problems[:5])}{'; ...' if len(problems) > 5 else ''})" if problems else ""
     raise NetworkFormatError(f"{binary}: no embedded Stockfish 15.1 network found{detail}")
+
+
+def _hashes_agree(data: bytes, start: int) -> bool:
+    """Whether a network header at ``data[start]`` has a plausible description length, a
+    HalfKAv2_hm feature-transformer hash matching the network hash and, where the data reaches
+    them, the right layer-stack hashes (read in place; a network cut off after its
+    feature-transformer hash still counts, so that the error can say so)."""
+    if start + 16 > len(data):
+        return False
+    net_hash, desc_len = struct.unpack_from("<II", data, start + 4)
+    if desc_len > _MAX_DESCRIPTION or start + 16 + desc_len > len(data):
+        return False
+    (fth,) = struct.unpack_from("<I", data, start + 12 + desc_len)
+    x = fth ^ C.HALFKAV2_HM_HASH
+    l1 = x // 2
+    if x % 2 or not 0 < l1 <= _MAX_L1 or l1 % 32 or net_hash != fth ^ layer_stack_hash(l1):
+        return False
+    want = layer_stack_hash(l1)
+    return all(struct.unpack_from("<I", data, start + s.offset)[0] == want
+               for s in _sections(desc_len, l1) if s.shape == () and start + s.offset + 4 <= len(data)
+               and s.name.startswith("layer_stack"))
