@@ -325,3 +325,32 @@ def test_extract_from_a_file_full_of_network_headers(tmp_path):
     with pytest.raises(NetworkFormatError, match=r"no embedded .* \(200000 header\(s\) with a bad description") as info:
         extract_network(path, tmp_path / "out.nnue")
     assert len(str(info.value)) < 1000
+
+
+def _rewrite_safetensors_header(path, edit):
+    """Rewrite a safetensors file's JSON header with ``edit(header)`` (tensor data unchanged)."""
+    import json
+    import struct
+
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + n])
+    edit(header)
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + n :])
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda h: h["ft.biases"].update(dtype="BF16"), "unreadable safetensors data"),
+    (lambda h: h["__metadata__"].update({"nnue-infer": 5}), "'nnue-infer' is not JSON"),
+    (lambda h: h["ft.biases"].update(data_offsets=[0, 10**12]), "unreadable safetensors data"),
+])
+def test_hand_made_safetensors_headers(tmp_path, edit, match):
+    """A BF16 tensor (numpy has no bfloat16) and a non-string metadata value escaped as TypeError."""
+    from nnue_infer import FloatNetwork, NetworkFormatError, load, quantise, save, stockfish_15_1_architecture
+
+    path = tmp_path / "net.safetensors"
+    save(quantise(FloatNetwork.random(stockfish_15_1_architecture(32), seed=1)), path)
+    _rewrite_safetensors_header(path, edit)
+    with pytest.raises(NetworkFormatError, match=match):
+        load(path)

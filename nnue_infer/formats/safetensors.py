@@ -97,7 +97,7 @@ def read_info(path: str | os.PathLike[str]) -> dict:
                                  f"metadata keys: {sorted(meta)})")
     try:
         info = json.loads(meta[FORMAT_NAME])
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:  # TypeError: a hand-made header whose value is not a string
         raise NetworkFormatError(f"{path}: metadata {FORMAT_NAME!r} is not JSON: {exc}") from exc
     if not isinstance(info, dict):
         raise NetworkFormatError(f"{path}: metadata {FORMAT_NAME!r} must be a JSON object")
@@ -135,7 +135,7 @@ def read_safetensors(path: str | os.PathLike[str]) -> Network | FloatNetwork:
         raise NetworkFormatError(f"{path}: metadata 'architecture': {exc}") from exc
     try:
         tensors = load_file(path)
-    except (SafetensorError, OSError, ValueError) as exc:
+    except (SafetensorError, OSError, TypeError, ValueError) as exc:  # TypeError: dtypes numpy lacks (BF16)
         if isinstance(exc, FileNotFoundError):
             raise
         raise NetworkFormatError(f"{path}: unreadable safetensors data: {exc}") from exc
