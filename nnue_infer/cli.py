@@ -293,7 +293,7 @@ def info(file):
     click.echo(f"file:          {file}")
     click.echo(f"format:        {fmt}")
     click.echo(f"sha256:        {sha}")
-    click.echo(f"description:   {network.description}")
+    click.echo(f"description:   {network.description.encode('utf-8', 'backslashreplace').decode()}")
     click.echo(f"architecture:  {network!r}")
     for key, value in dataclasses.asdict(arch).items():
         click.echo(f"  {key}: {value}")

@@ -354,3 +354,24 @@ def test_hand_made_safetensors_headers(tmp_path, edit, match):
     _rewrite_safetensors_header(path, edit)
     with pytest.raises(NetworkFormatError, match=match):
         load(path)
+
+
+def test_non_utf8_description_survives_conversion(tmp_path):
+    """A .nnue description that is not UTF-8 was read as Latin-1 and written back as UTF-8:
+    ``convert`` .nnue -> .safetensors -> .nnue changed the file silently."""
+    import struct
+
+    from nnue_infer import FloatNetwork, load, quantise, save, stockfish_15_1_architecture
+    from nnue_infer.cli import main
+
+    save(quantise(FloatNetwork.random(stockfish_15_1_architecture(32), seed=1)), tmp_path / "a.nnue")
+    data = (tmp_path / "a.nnue").read_bytes()
+    version, net_hash, length = struct.unpack("<III", data[:12])
+    desc = b"caf\xe9 \xff net"
+    original = struct.pack("<III", version, net_hash, len(desc)) + desc + data[12 + length :]
+    (tmp_path / "b.nnue").write_bytes(original)
+    assert main(["convert", str(tmp_path / "b.nnue"), str(tmp_path / "b.safetensors")]) in (0, None)
+    assert main(["convert", str(tmp_path / "b.safetensors"), str(tmp_path / "c.nnue")]) in (0, None)
+    assert (tmp_path / "c.nnue").read_bytes() == original
+    assert main(["info", str(tmp_path / "b.safetensors")]) in (0, None)
+    assert load(tmp_path / "b.nnue").description == load(tmp_path / "b.safetensors").description

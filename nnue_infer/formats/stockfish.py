@@ -118,10 +118,7 @@ def _read_header(f: BinaryIO, path: str) -> tuple[str, int, int]:
     if desc_len > _MAX_DESCRIPTION:
         raise NetworkFormatError(f"{path}: header.description_length at offset 8: {desc_len} bytes is implausible")
     raw = _read_exact(f, desc_len, "header.description", 12, path)
-    try:
-        description = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        description = raw.decode("latin-1")
+    description = raw.decode("utf-8", "surrogateescape")  # other bytes kept, so writing reproduces them
     off = 12 + desc_len
     fth = _u32(_read_exact(f, 4, "feature_transformer.hash", off, path))
     l1 = (fth ^ C.HALFKAV2_HM_HASH) // 2
@@ -217,7 +214,7 @@ def write_stockfish(network: Network, path: str | os.PathLike[str]) -> None:
     if not is_stockfish_architecture(arch):
         raise ValueError("only Stockfish 15.1's architecture (with any ft_width) can be written as .nnue")
     l1 = arch.ft_width
-    desc = network.description.encode("utf-8")
+    desc = network.description.encode("utf-8", "surrogateescape")
     with open(path, "wb") as f:
         f.write(struct.pack("<III", C.SF_FILE_VERSION, ft_hash(l1) ^ layer_stack_hash(l1), len(desc)))
         f.write(desc)
