@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/report.py            # about a minute; --quick for a smaller run
-    python benchmarks/report.py --no-cold  # skip the cold-JIT CLI run (compiles everything, ~30 s)
+    python benchmarks/report.py            # about a minute on an idle machine; --quick: smaller run
+    python benchmarks/report.py --no-cold  # skip the cold-JIT CLI run (compiles everything: 7-15 s here)
 
 Figures (targets from issues 2 and 3, this project's 2-core machine, Stockfish 15.1's net):
 
