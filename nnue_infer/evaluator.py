@@ -327,8 +327,12 @@ class Evaluator:
 
         Notes
         -----
-        Work is spread over Numba's threads (``numba.set_num_threads`` limits them); each
-        thread has its own scratch buffers, so calls from several threads are safe.
+        Work is spread over Numba's threads (``numba.set_num_threads`` limits them), each
+        with its own scratch buffers, and does not touch the incremental state.  Calls from
+        several Python threads are safe; they take turns (one lock), each using all threads.
+        The first bad row is reported, whatever its problem; nothing is returned then.
+        Importing nnue-infer sets ``OMP_WAIT_POLICY=PASSIVE`` unless it is set (idle worker
+        threads sleep instead of spinning; see :mod:`nnue_infer.batch`).
         """
         net = self.network
         return evaluate_rows(as_sequence(positions), (self._slot_table, self._king_buckets, self._params,
