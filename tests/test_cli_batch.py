@@ -158,10 +158,11 @@ def test_pgn_every_ply_matches_single_evaluation_and_stockfish(tmp_path, capsys,
     assert checked_raw >= 20
 
 
-def test_pgn_json_lines(tmp_path, capsys, games):
+def test_pgn_json_lines_and_progress(tmp_path, capsys, games):
     path = tmp_path / "games.pgn"
     path.write_text(to_pgn(games[:2]))
-    status, out, _ = run(capsys, "--pgn", path, "--json")
+    status, out, bar = run(capsys, "--pgn", path, "--json", "--progress")
+    assert "100%" in bar and "B/s" in bar
     objs = [json.loads(line) for line in out.splitlines()]
     assert status == 0 and len(objs) == sum(len(g["moves"]) + 1 for g in games[:2])
     assert set(objs[0]) == {"game", "ply", "move", "fen", "value", "cp", "cp_white"}
