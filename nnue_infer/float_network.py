@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import chess
 import numpy as np
 
-from .errors import NetworkFormatError
+from .errors import FenError, NetworkFormatError
 from .network import Architecture, _check_array
 
 
@@ -295,7 +295,10 @@ def forward_float_trace(network: FloatNetwork, board: chess.Board | str) -> Floa
     from .features import architecture_features
 
     if isinstance(board, str):
-        board = chess.Board(board)
+        try:
+            board = chess.Board(board)
+        except ValueError as exc:
+            raise FenError(f"invalid FEN {board!r}: {exc}") from exc
     arch = network.architecture
     white, black = architecture_features(arch).active(board)  # raises PositionError
     stm_f, opp_f = (white, black) if board.turn == chess.WHITE else (black, white)

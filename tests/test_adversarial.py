@@ -47,9 +47,15 @@ def test_lone_surrogates_are_fen_errors_naming_the_row(evaluator, fen):
 
 
 def test_single_evaluation_raises_fen_error(evaluator):
+    """evaluate() and forward_float() raised python-chess's bare ValueError for a bad FEN."""
+    from nnue_infer import FloatNetwork, forward_float, stockfish_15_1_architecture
+
+    float_net = FloatNetwork.random(stockfish_15_1_architecture(32), seed=1)
     for fen in ["", "garbage", "8/8/8/8/8/8/8/8/8 w - - 0 1", START.replace(" w ", " x ")]:
         with pytest.raises(FenError, match="invalid FEN"):
             evaluator.evaluate(fen)
+        with pytest.raises(FenError, match="invalid FEN"):
+            forward_float(float_net, fen)
 
 
 FUZZ_ALPHABET = ("pnbrqkPNBRQK0123456789/ wb-~_+x\t\n\x0b\x1c\x00"
@@ -375,3 +381,55 @@ def test_non_utf8_description_survives_conversion(tmp_path):
     assert (tmp_path / "c.nnue").read_bytes() == original
     assert main(["info", str(tmp_path / "b.safetensors")]) in (0, None)
     assert load(tmp_path / "b.nnue").description == load(tmp_path / "b.safetensors").description
+
+
+# -- incremental API under odd sequences -------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small_network():
+    from nnue_infer import FloatNetwork, quantise, stockfish_15_1_architecture
+
+    return quantise(FloatNetwork.random(stockfish_15_1_architecture(32), seed=4))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2**16)), min_size=1, max_size=60))
+def test_odd_operation_sequences_keep_incremental_equal_to_fresh(network, small_network, ops):
+    """Legal, illegal, wrong-side and null moves, pops past the start, set_position with move
+    stacks, network swaps, evaluate_game and fresh evaluations interleaved: after every step the
+    incremental value equals a fresh evaluation, and a refused move changes nothing."""
+    from nnue_infer import Evaluator, IllegalMoveError
+
+    ev = Evaluator(network)
+    for op, r in ops:
+        board = ev.board
+        legal = list(board.legal_moves)
+        if op <= 3 and legal:
+            ev.push(legal[r % len(legal)])
+        elif op == 4:  # a random or wrong-side move
+            flipped = board.copy(stack=False)
+            flipped.turn = not flipped.turn
+            candidates = [chess.Move(r % 64, r // 64 % 64), *flipped.pseudo_legal_moves]
+            move = candidates[r % len(candidates)]
+            if not board.is_legal(move) and move:
+                before = (board.fen(), board.move_stack)
+                with pytest.raises(IllegalMoveError):
+                    ev.push(move)
+                after = ev.board
+                assert (after.fen(), after.move_stack) == before
+        elif op == 5:
+            ev.push(chess.Move.null())
+        elif op == 6:
+            if board.move_stack:
+                ev.pop()
+            else:
+                with pytest.raises(IndexError):
+                    ev.pop()
+        elif op == 7:
+            ev.set_position(board if r % 2 else board.fen())
+        elif op == 8:
+            ev.network = small_network if ev.network is network else network
+        else:
+            values = ev.evaluate_game(board.root(), board.move_stack)
+            assert values[-1] == ev.evaluate(board)
+        assert ev.evaluate() == ev.evaluate(ev.board)
