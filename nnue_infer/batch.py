@@ -75,18 +75,15 @@ def _first_not(positions: Sequence[object], kind: type) -> int:
 
 
 def fen_buffer(fens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The FENs' ASCII bytes joined by newlines, and where each row starts.
+    """The FENs' UTF-8 bytes joined by newlines, and where each row starts.
 
     Returns
     -------
     buf : uint8[total]
-        ``"\\n".join(fens) + "\\n"``, encoded (one copy, no per-row Python work for ASCII input).
+        ``"\\n".join(fens) + "\\n"``, encoded (one copy, no per-row Python work for ASCII input;
+        a lone surrogate becomes bytes the parser refuses, so its row is named).
     offsets : int64[n + 1]
         Row ``i`` is ``buf[offsets[i]:offsets[i + 1]]``, its trailing newline included.
-
-    A row with non-ASCII characters (python-chess reads Unicode white space, digits and
-    letters such as the Kelvin sign) is replaced by python-chess's own FEN of it, or by an
-    empty row if python-chess rejects it (:func:`raise_row_error` then quotes python-chess).
 
     Raises
     ------
@@ -99,27 +96,20 @@ def fen_buffer(fens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     except TypeError:
         i = _first_not(fens, str)
         raise TypeError(f"row {i}: expected a FEN string like the rows before, got {type(fens[i]).__name__}") from None
-    if not text.isascii():
-        fens = [f if f.isascii() else _python_chess_fen(f) for f in fens]
-        text = "\n".join(fens)
-    buf = np.frombuffer(bytearray(text + "\n", "ascii"), np.uint8)
+    buf = np.frombuffer(bytearray(text + "\n", "utf-8", "surrogatepass"), np.uint8)
+    lengths = np.fromiter(map(len, fens), np.int64, n)
+    if int(lengths.sum()) + n != buf.size:  # non-ASCII characters: count bytes, not characters
+        lengths = np.fromiter((len(f.encode("utf-8", "surrogatepass")) for f in fens), np.int64, n)
     offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, fens), np.int64, n) + 1, out=offsets[1:])
+    np.cumsum(lengths + 1, out=offsets[1:])
     return buf, offsets
-
-
-def _python_chess_fen(fen: str) -> str:
-    """python-chess's FEN of ``fen`` (ASCII), or ``""`` if python-chess rejects it."""
-    try:
-        return chess.Board(fen).fen()
-    except ValueError:
-        return ""
 
 
 def fen_problem(fen: str, code: int, offset: int) -> str:
     """Human-readable description of :func:`nnue_infer.kernels.fen.parse_fen`'s ``code`` at ``offset``.
 
-    Everything before a problem is ASCII, so the byte ``offset`` is also a character offset.
+    For an ASCII ``fen`` (:func:`raise_row_error` quotes python-chess for the others), the
+    byte ``offset`` is also a character offset.
     """
     rest = fen[offset:]
     details = {
@@ -217,7 +207,7 @@ def raise_row_error(positions: Sequence[chess.Board | str], i: int, fen_codes: n
     position = positions[i]
     if fen_codes is not None and fen_codes[i]:
         assert fen_offsets is not None and isinstance(position, str)
-        if not position.isascii():  # rejected by python-chess in fen_buffer: quote its reason
+        if not position.isascii():  # python-chess refused it too; the kernel's offset counts bytes
             try:
                 chess.Board(position)
             except ValueError as exc:

@@ -9,8 +9,8 @@ ignored), then the optional fields side to move (``w``/``b``, default White), ca
 (``-`` or up to two of ``KQA-H`` then up to two of ``kqa-h``), en passant (``-`` or a
 square name), half-move clock and full-move number (non-negative integers), and nothing
 more.  Problems are reported per row as a code and a byte offset, never raised here.
-The buffer is ASCII: :func:`nnue_infer.batch.fen_buffer` rewrites the rare non-ASCII row
-through python-chess first (Unicode white space, digits and letters that python-chess reads).
+Only ASCII is accepted: rows this parser refuses get a second reading by python-chess in
+:func:`nnue_infer.batch.evaluate_rows` (Unicode white space, digits and letters it reads).
 
 Source of the format: the FEN standard (PGN specification, section 16.1) and
 python-chess ``chess/__init__.py``.
