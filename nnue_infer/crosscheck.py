@@ -131,16 +131,19 @@ def read_positions(path: str | os.PathLike[str]) -> list[str]:
     import json
 
     fens = []
-    with open(path) as f:
+    with open(path, encoding="utf-8-sig", errors="replace") as f:  # bad bytes: that line's FEN is skipped
         for lineno, line in enumerate(f, 1):
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
             if line.startswith("{"):
                 try:
-                    fens.append(json.loads(line)["fen"])
-                except (ValueError, KeyError) as exc:
+                    fen = json.loads(line)["fen"]
+                except (ValueError, KeyError, TypeError) as exc:
                     raise ValueError(f"{os.fspath(path)}:{lineno}: JSON line without a 'fen' field ({exc})") from exc
+                if not isinstance(fen, str):
+                    raise ValueError(f"{os.fspath(path)}:{lineno}: 'fen' must be a string, got {fen!r}")
+                fens.append(fen)
                 continue
             fields = line.split()
             if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit():

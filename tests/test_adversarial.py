@@ -433,3 +433,18 @@ def test_odd_operation_sequences_keep_incremental_equal_to_fresh(network, small_
             values = ev.evaluate_game(board.root(), board.move_stack)
             assert values[-1] == ev.evaluate(board)
         assert ev.evaluate() == ev.evaluate(ev.board)
+
+
+def test_crosscheck_positions_file_with_bad_lines(tmp_path):
+    """A JSON line whose 'fen' is not a string crashed crosscheck with an AttributeError;
+    invalid UTF-8 failed the whole file with a decode error naming neither file nor line."""
+    from nnue_infer.crosscheck import read_positions
+
+    path = tmp_path / "p.txt"
+    path.write_bytes(b'\xef\xbb\xbf' + START.encode() + b'\n\xff garbage\n{"fen": "8/8/8/8/8/8/8/8 w - -"}\n')
+    fens = read_positions(path)
+    assert fens[0] == START and fens[2] == "8/8/8/8/8/8/8/8 w - -" and len(fens) == 3
+    for bad in ('{"fen": 5}', '{"fen": null}', '{"fen": ["x"]}'):
+        path.write_text(START + "\n" + bad + "\n")
+        with pytest.raises(ValueError, match=r"p\.txt:2: 'fen' must be a string"):
+            read_positions(path)
