@@ -66,7 +66,13 @@ _POSITION_PROBLEMS = {
 
 
 def as_sequence(positions: Iterable[chess.Board | str]) -> Sequence[chess.Board | str]:
-    """``positions`` as a list or tuple (iterators and generators are consumed once)."""
+    """``positions`` as a list or tuple (iterators and generators are consumed once).
+
+    ``TypeError`` for a single FEN string or board (a string would be read as one-letter FENs).
+    """
+    if isinstance(positions, (str, bytes, chess.Board)):
+        raise TypeError(f"expected a sequence of FEN strings or boards, got a single {type(positions).__name__}; "
+                        "wrap it in a list")
     return positions if isinstance(positions, (list, tuple)) else list(positions)
 
 

@@ -448,3 +448,11 @@ def test_crosscheck_positions_file_with_bad_lines(tmp_path):
         path.write_text(START + "\n" + bad + "\n")
         with pytest.raises(ValueError, match=r"p\.txt:2: 'fen' must be a string"):
             read_positions(path)
+
+
+@pytest.mark.parametrize("single", [START, START.encode(), chess.Board()])
+def test_batch_of_a_single_fen_or_board_is_a_type_error(evaluator, single):
+    """A FEN string given instead of a list was read letter by letter ('row 0: rank 8 of the
+    placement field does not have 8 squares ... of 'r'')."""
+    with pytest.raises(TypeError, match="wrap it in a list"):
+        evaluator.evaluate_batch(single)
