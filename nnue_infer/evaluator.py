@@ -461,17 +461,28 @@ class Evaluator:
 _local = threading.local()
 
 
+#: Evaluators (and so networks) each thread keeps for the module-level functions.
+_CACHED_EVALUATORS = 4
+
+
 def _thread_evaluator(network: Network | None) -> Evaluator:
-    """This thread's cached :class:`Evaluator` for ``network`` (default: the default network)."""
+    """This thread's cached :class:`Evaluator` for ``network`` (default: the default network).
+
+    Evaluators of the :data:`_CACHED_EVALUATORS` most recently used networks are kept, so a
+    program going through many networks does not keep them all alive.
+    """
     from .resources import default_network
 
     net = network if network is not None else default_network()
     cache = getattr(_local, "evaluators", None)
     if cache is None:
         cache = _local.evaluators = {}
-    ev = cache.get(id(net))
+    ev = cache.pop(id(net), None)
     if ev is None or ev.network is not net:
-        ev = cache[id(net)] = Evaluator(net)
+        ev = Evaluator(net)
+        if len(cache) >= _CACHED_EVALUATORS:  # the least recently used goes, and its network with it
+            del cache[next(iter(cache))]
+    cache[id(net)] = ev  # most recently used last
     return ev
 
 

@@ -456,3 +456,26 @@ def test_batch_of_a_single_fen_or_board_is_a_type_error(evaluator, single):
     placement field does not have 8 squares ... of 'r'')."""
     with pytest.raises(TypeError, match="wrap it in a list"):
         evaluator.evaluate_batch(single)
+
+
+def test_module_functions_do_not_keep_every_network_alive(small_network):
+    """nnue_infer.evaluate(board, network=net) cached one evaluator per network forever: a
+    program trying many networks kept them all in memory (+12 MB per L1=256 network)."""
+    import gc
+    import weakref
+
+    import nnue_infer
+    from nnue_infer import Network
+
+    def copy_of(net):
+        return Network(net.architecture, net.ft_biases.copy(), net.ft_weights.copy(), net.psqt_weights.copy(),
+                       net.layer_weights, net.layer_biases)
+
+    first = copy_of(small_network)
+    expected = nnue_infer.evaluate(START, network=first)
+    gone = weakref.ref(first)
+    del first
+    for _ in range(8):
+        assert nnue_infer.evaluate(START, network=copy_of(small_network)) == expected
+    gc.collect()
+    assert gone() is None
