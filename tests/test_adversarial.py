@@ -479,3 +479,20 @@ def test_module_functions_do_not_keep_every_network_alive(small_network):
         assert nnue_infer.evaluate(START, network=copy_of(small_network)) == expected
     gc.collect()
     assert gone() is None
+
+
+def test_concurrent_extraction_to_one_path(tmp_path):
+    """Processes (here threads) extracting the network at once shared one ``out.part`` file: on a
+    fresh cache four simultaneous first uses all failed (FileNotFoundError, 'truncated')."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from nnue_infer import FloatNetwork, extract_network, quantise, save, stockfish_15_1_architecture
+
+    save(quantise(FloatNetwork.random(stockfish_15_1_architecture(1024), seed=1)), tmp_path / "net.nnue")
+    binary = tmp_path / "engine"
+    binary.write_bytes(b"\x7fELF" + bytes(1000) + (tmp_path / "net.nnue").read_bytes() + bytes(1000))
+    out = tmp_path / "out.nnue"
+    with ThreadPoolExecutor(4) as pool:
+        digests = list(pool.map(lambda _: extract_network(binary, out), range(4)))
+    assert len(set(digests)) == 1 and out.read_bytes() == (tmp_path / "net.nnue").read_bytes()
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".part"] == []

@@ -16,6 +16,7 @@ import hashlib
 import os
 import struct
 import sys
+import threading
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -270,7 +271,8 @@ def extract_network(binary: str | os.PathLike[str], out: str | os.PathLike[str])
             blob = data[start : start + size]
             if len(blob) != size:
                 raise NetworkFormatError(f"{binary}: network at offset {start} is cut off by the end of the file")
-            tmp = os.fspath(out) + ".part"
+            # A temporary file of our own: processes or threads extracting at once must not share one.
+            tmp = f"{os.fspath(out)}.{os.getpid()}-{threading.get_ident()}.part"
             with open(tmp, "wb") as g:
                 g.write(blob)
             try:
