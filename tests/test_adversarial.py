@@ -496,3 +496,37 @@ def test_concurrent_extraction_to_one_path(tmp_path):
         digests = list(pool.map(lambda _: extract_network(binary, out), range(4)))
     assert len(set(digests)) == 1 and out.read_bytes() == (tmp_path / "net.nnue").read_bytes()
     assert [p.name for p in tmp_path.iterdir() if p.suffix == ".part"] == []
+
+
+@pytest.fixture(scope="module")
+def small_files(small_network, tmp_path_factory):
+    """The small network as .nnue and .safetensors bytes."""
+    from nnue_infer import save
+
+    root = tmp_path_factory.mktemp("small")
+    save(small_network, root / "n.nnue")
+    save(small_network, root / "n.safetensors")
+    return {ext: (root / f"n.{ext}").read_bytes() for ext in ("nnue", "safetensors")}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_damaged_files_load_exactly_or_fail_with_network_format_error(small_files, small_network, tmp_path, data):
+    """Truncations anywhere and bit flips in the headers (where every byte is checked or is
+    free text): NetworkFormatError, or a network that evaluates; never another exception."""
+    from nnue_infer import Evaluator, NetworkFormatError, load
+
+    ext = data.draw(st.sampled_from(sorted(small_files)))
+    blob = bytearray(small_files[ext])
+    if data.draw(st.booleans()):
+        blob = blob[: data.draw(st.integers(0, len(blob) - 1))]
+    else:
+        for _ in range(data.draw(st.integers(1, 3))):
+            blob[data.draw(st.integers(0, 2000))] ^= 1 << data.draw(st.integers(0, 7))
+    path = tmp_path / f"damaged.{ext}"
+    path.write_bytes(bytes(blob))
+    try:
+        net = load(path)
+    except NetworkFormatError:
+        return
+    Evaluator(net).evaluate(START)
