@@ -106,7 +106,7 @@ def main() -> None:
 
     print("\n## full evaluation (random quantised network, Stockfish 15.1 layer stack), us/position, "
           "ratio to the reference")
-    sf = nnue_infer.Evaluator(nnue_infer.default_network())
+    sf = nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network())
     full: dict[tuple[str, int], float] = {}
     for w in WIDTHS:
         fns = {"reference": lambda: [sf.evaluate(b) for b in boards]}

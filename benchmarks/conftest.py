@@ -26,7 +26,7 @@ def pytest_report_header(config):
 
 @pytest.fixture(scope="session")
 def network() -> nnue_infer.Network:
-    return nnue_infer.default_network()
+    return nnue_infer.stockfish_15_1_network()
 
 
 @pytest.fixture(scope="session")

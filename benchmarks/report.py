@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     k = 1 if args.quick else 3
 
-    network = nnue_infer.default_network()
+    network = nnue_infer.stockfish_15_1_network()
     net_path = nnue_infer.stockfish_15_1_network_path()
     ev = nnue_infer.Evaluator(network)
     fens = list(common.positions())

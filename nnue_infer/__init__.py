@@ -24,7 +24,7 @@ from .formats import load, save
 from .formats.stockfish import extract_network, read_stockfish, write_stockfish
 from .network import Architecture, HiddenLayer, Network, stockfish_15_1_architecture
 from .quantise import QuantisationScheme, dequantise, quantise
-from .resources import default_network, stockfish_15_1_network_path
+from .resources import default_network, default_network_path, network_from_spec, stockfish_15_1_network, stockfish_15_1_network_path
 from .trace import Trace
 
 __version__ = "0.1.0"
@@ -46,6 +46,9 @@ __all__ = [
     "QuantisationScheme",
     "Trace",
     "default_network",
+    "default_network_path",
+    "network_from_spec",
+    "stockfish_15_1_network",
     "dequantise",
     "evaluate",
     "evaluate_batch",

@@ -13,19 +13,10 @@ import click
 
 
 def _load_network(net: str | None):
-    from . import load
-    from .errors import NetworkNotFoundError
-    from .resources import HOW_TO_GET, default_network
+    """The network of a ``--net`` value: a file, ``default`` (bundled) or ``stockfish`` (Stockfish 15.1's)."""
+    from .resources import network_from_spec
 
-    from .errors import NetworkFormatError
-    from .network import Network
-
-    if net and not Path(net).is_file():
-        raise NetworkNotFoundError(f"network file {net} does not exist. {HOW_TO_GET}")
-    network = load(net) if net else default_network()
-    if not isinstance(network, Network):
-        raise NetworkFormatError(f"{net} holds a float network; quantise it first (nnue-infer quantise)")
-    return network
+    return network_from_spec(net)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -181,7 +172,8 @@ def _eval_pgn(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
 
 @cli.command("eval")
 @click.argument("fens", nargs=-1)
-@click.option("--net", type=click.Path(dir_okay=False), help="Network file (default: Stockfish 15.1's net from Debian's stockfish).")
+@click.option("--net", help="Network: a file (.nnue or .safetensors), 'default' (the bundled network, used when "
+              "--net is not given) or 'stockfish' (Stockfish 15.1's net from Debian's stockfish package).")
 @click.option("--fen", "fen_opts", multiple=True, help="A position in FEN (may be repeated).")
 @click.option("--epd", type=click.Path(exists=True, dir_okay=False),
               help="File with one FEN/EPD per line: batch evaluation on all cores, CSV (or --json) output.")

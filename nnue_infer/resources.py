@@ -1,7 +1,10 @@
-"""Finding networks on this machine: Stockfish 15.1's net extracted from Debian's binary.
+"""Finding networks: the bundled default network, and Stockfish 15.1's net from Debian's binary.
 
-The network is extracted once into the user's cache directory
-(``$NNUE_INFER_CACHE``, else ``$XDG_CACHE_HOME/nnue-infer``, else ``~/.cache/nnue-infer``).
+The default network ships inside the package (``nnue_infer/weights/``, a link to the
+repository's ``weights/`` directory, copied into wheels as package data), so it needs nothing
+but ``pip install``.  Stockfish 15.1's network is extracted once from Debian's engine binary
+into the user's cache directory (``$NNUE_INFER_CACHE``, else ``$XDG_CACHE_HOME/nnue-infer``,
+else ``~/.cache/nnue-infer``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,12 @@ from .network import Network
 
 _lock = threading.Lock()
 _default: Network | None = None
+_stockfish: Network | None = None
+
+#: File name of the bundled default network in ``nnue_infer/weights/`` (model card: ``README.md`` there).
+DEFAULT_NETWORK_FILE = "nnue-infer-default.safetensors"
+#: Names :func:`network_from_spec` accepts besides file paths.
+NETWORK_NAMES = ("default", "stockfish")
 
 HOW_TO_GET = (
     "Install Debian's stockfish package (apt-get install stockfish, Stockfish 15.1, which embeds "
@@ -72,16 +81,74 @@ def stockfish_15_1_network_path(binary: str | os.PathLike[str] | None = None) ->
     return target
 
 
-def default_network() -> Network:
-    """The network used when none is given (loaded once per process, thread-safe).
+def default_network_path() -> Path:
+    """Path of the bundled default network (``nnue_infer/weights/nnue-infer-default.safetensors``).
 
-    For now Stockfish 15.1's network from Debian's package (see
-    :func:`stockfish_15_1_network_path`).  Raises :class:`NetworkNotFoundError` otherwise.
+    Raises :class:`NetworkNotFoundError` when the package was installed without its data.
+    """
+    path = Path(__file__).resolve().parent / "weights" / DEFAULT_NETWORK_FILE
+    if not path.is_file():
+        raise NetworkNotFoundError(f"the bundled default network {path} is missing: reinstall nnue-infer "
+                                   "(it ships as package data), or pass a network file with --net / load(path)")
+    return path
+
+
+def default_network() -> Network:
+    """The network used when none is given: the bundled default network (loaded once, thread-safe).
+
+    A small pairwise network distilled from Stockfish 15.1's (see ``weights/README.md``); values
+    are in Stockfish 15.1's internal units (361 per pawn), side to move's point of view.  Use
+    :func:`stockfish_15_1_network` for Stockfish 15.1's own network.
+
+    Raises :class:`NetworkNotFoundError` when the package data is missing.
     """
     global _default
     with _lock:
         if _default is None:
             from .formats import load
 
-            _default = load(stockfish_15_1_network_path())
+            _default = load(default_network_path())
         return _default
+
+
+def stockfish_15_1_network() -> Network:
+    """Stockfish 15.1's network ``nn-ad9b42354671.nnue`` (loaded once, thread-safe).
+
+    Extracted from Debian's ``stockfish`` package on first use (see
+    :func:`stockfish_15_1_network_path`, whose errors it raises).
+    """
+    global _stockfish
+    with _lock:
+        if _stockfish is None:
+            from .formats import load
+
+            _stockfish = load(stockfish_15_1_network_path())
+        return _stockfish
+
+
+def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
+    """A quantised network from a name or a file: ``None`` or ``"default"`` (the bundled default
+    network), ``"stockfish"`` (:func:`stockfish_15_1_network`) or a path (:func:`nnue_infer.load`).
+
+    Raises
+    ------
+    NetworkNotFoundError
+        The file does not exist (the message says how to get a network).
+    NetworkFormatError
+        The file is malformed or holds a float network (quantise it first).
+    """
+    from .errors import NetworkFormatError
+
+    if spec is None or spec == "default":
+        return default_network()
+    if spec == "stockfish":
+        return stockfish_15_1_network()
+    if not Path(spec).is_file():
+        raise NetworkNotFoundError(f"network file {os.fspath(spec)} does not exist; give a file, "
+                                   f"{' or '.join(NETWORK_NAMES)}. {HOW_TO_GET}")
+    from .formats import load
+
+    network = load(spec)
+    if not isinstance(network, Network):
+        raise NetworkFormatError(f"{os.fspath(spec)} holds a float network; quantise it first (nnue-infer quantise)")
+    return network

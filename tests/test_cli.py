@@ -29,6 +29,10 @@ def trace_rows(corpus):
     return picked
 
 
+#: Stockfish 15.1's network: the CLI's default is the bundled network (tests/test_default_network.py).
+SF = ["--net", "stockfish"]
+
+
 def run(capsys, argv):
     status = main(argv)
     out, err = capsys.readouterr()
@@ -36,23 +40,23 @@ def run(capsys, argv):
 
 
 def test_eval_text(capsys):
-    status, out, err = run(capsys, ["eval", START])
+    status, out, err = run(capsys, ["eval", *SF, START])
     assert status == 0 and err == ""
     assert out == f"{START}\tvalue 69\tcp +19 (side to move)\t+0.19 (white side)\n"
-    status, out, _ = run(capsys, ["eval", "--fen", AFTER_E4, "--fen", START])
+    status, out, _ = run(capsys, ["eval", *SF, "--fen", AFTER_E4, "--fen", START])
     assert status == 0
     assert out.splitlines() == [f"{AFTER_E4}\tvalue -52\tcp -14 (side to move)\t+0.14 (white side)",
                                 f"{START}\tvalue 69\tcp +19 (side to move)\t+0.19 (white side)"]
 
 
 def test_eval_fen_as_separate_arguments(capsys):
-    status, out, _ = run(capsys, ["eval", *AFTER_E4.split()])
+    status, out, _ = run(capsys, ["eval", *SF, *AFTER_E4.split()])
     assert status == 0 and "value -52" in out
 
 
 def test_eval_json_matches_corpus(capsys, corpus):
     rows = corpus[:40]
-    argv = ["eval", "--json"]
+    argv = ["eval", *SF, "--json"]
     for r in rows:
         argv += ["--fen", r["fen"]]
     status, out, _ = run(capsys, argv)
@@ -67,14 +71,14 @@ def test_eval_json_matches_corpus(capsys, corpus):
 
 def test_eval_trace_is_stockfish_text(capsys, trace_rows, corpus_raw_lines):
     for r in trace_rows:
-        status, out, _ = run(capsys, ["eval", "--trace", r["fen"]])
+        status, out, _ = run(capsys, ["eval", *SF, "--trace", r["fen"]])
         assert status == 0
         assert out == "\n".join(nnue_part(corpus_raw_lines[r["fen"]])) + "\n", r["fen"]
 
 
 def test_eval_trace_json(capsys, trace_rows):
     r = trace_rows[2]
-    status, out, _ = run(capsys, ["eval", "--trace", "--json", r["fen"]])
+    status, out, _ = run(capsys, ["eval", *SF, "--trace", "--json", r["fen"]])
     assert status == 0
     d = json.loads(out)
     assert (d["psqt"], d["positional"], d["value"]) == (r["raw"]["psqt"], r["raw"]["positional"], r["raw"]["value"])
@@ -87,7 +91,7 @@ def test_eval_epd_file(capsys, tmp_path, corpus):
     epd = tmp_path / "positions.epd"
     epd.write_text("# comment\n\n" + "\n".join(
         [corpus[0]["fen"], " ".join(corpus[1]["fen"].split()[:4]) + ' bm e4; id "x";']) + "\n")
-    status, out, _ = run(capsys, ["eval", "--json", "--epd", str(epd)])
+    status, out, _ = run(capsys, ["eval", *SF, "--json", "--epd", str(epd)])
     assert status == 0
     values = [json.loads(line)["value"] for line in out.splitlines()]
     assert values == [corpus[0]["raw"]["value"], corpus[1]["raw"]["value"]]
@@ -100,7 +104,7 @@ def test_eval_epd_file(capsys, tmp_path, corpus):
     ("4k3/8/8/8/8/8/8/P3K3 w - - 0 1", "a1"),
 ])
 def test_eval_bad_fen_exit_1(capsys, bad, fragment):
-    status, out, err = run(capsys, ["eval", "--fen", bad, "--fen", START])
+    status, out, err = run(capsys, ["eval", *SF, "--fen", bad, "--fen", START])
     assert status == 1
     assert "error:" in err and bad in err and fragment in err, err
     assert "value 69" in out  # the good position is still evaluated
@@ -119,11 +123,11 @@ def test_eval_missing_network_file(capsys, tmp_path):
 
 
 def test_eval_without_any_network_says_how_to_get_one(capsys, tmp_path, monkeypatch):
-    """No --net, no cached copy and no Debian binary: the message says how to get a network."""
-    monkeypatch.setattr(resources, "_default", None)
+    """--net stockfish, no cached copy and no Debian binary: the message says how to get a network."""
+    monkeypatch.setattr(resources, "_stockfish", None)
     monkeypatch.setenv("NNUE_INFER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(constants, "DEBIAN_STOCKFISH", str(tmp_path / "no-stockfish"))
-    status, out, err = run(capsys, ["eval", START])
+    status, out, err = run(capsys, ["eval", *SF, START])
     assert status == 1 and out == ""
     assert "no-stockfish" in err and "apt-get install stockfish" in err and "--net" in err, err
 
@@ -172,7 +176,7 @@ def test_extract_from_non_engine(capsys, tmp_path):
 def test_subprocess_trace_byte_identical(corpus_raw_lines, trace_rows):
     """A real process, as a user runs it: stdout is Stockfish's NNUE text, byte for byte."""
     fen = trace_rows[2]["fen"]
-    proc = subprocess.run([sys.executable, "-m", "nnue_infer", "eval", "--trace", "--fen", fen],
+    proc = subprocess.run([sys.executable, "-m", "nnue_infer", "eval", *SF, "--trace", "--fen", fen],
                           capture_output=True, timeout=300)
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stdout == ("\n".join(nnue_part(corpus_raw_lines[fen])) + "\n").encode()

@@ -62,7 +62,7 @@ def to_pgn(games) -> str:
 
 
 def run(capsys, *args):
-    status = main(["eval", *map(str, args)])
+    status = main(["eval", "--net", "stockfish", *map(str, args)])  # the CLI's default is the bundled network
     captured = capsys.readouterr()
     return status, captured.out, captured.err
 
@@ -221,7 +221,7 @@ def test_fen_and_trace_modes_unchanged(tmp_path, capsys, evaluator):
 
 def test_console_script_runs_epd(tmp_path, epd_rows):
     path = write_epd(tmp_path / "p.epd", [r["fen"] for r in epd_rows[:5]])
-    proc = subprocess.run([sys.executable, "-m", "nnue_infer", "eval", "--epd", str(path)],
+    proc = subprocess.run([sys.executable, "-m", "nnue_infer", "eval", "--net", "stockfish", "--epd", str(path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert [int(line.split(",")[1]) for line in proc.stdout.splitlines()[1:]] == [r["raw"]["value"] for r in epd_rows[:5]]
