@@ -12,12 +12,9 @@ for ``evaluate_batch`` over all the boards at once (Numba's threads).
 from __future__ import annotations
 
 import argparse
-import platform
 import time
 
 import chess
-import numba
-import numpy as np
 
 import nnue_infer
 import common
@@ -46,8 +43,7 @@ def main() -> None:
             t = time.perf_counter()
             ev.evaluate_batch(boards)
             batch[name] = min(batch[name], (time.perf_counter() - t) / len(boards))
-    print(f"# {common.machine()}, Python {platform.python_version()}, "
-          f"numpy {np.__version__}, numba {numba.__version__}; {len(boards)} positions, min of {args.repeat} rounds")
+    print(f"# {common.machine()}; {len(boards)} positions, min of {args.repeat} rounds")
     print(f"{'network':16s} {'evaluate(board)':>16s} {'evaluate_batch':>16s}")
     for name, ev in evaluators.items():
         print(f"{name:16s} {best[name] * 1e6:10.2f} us/pos {batch[name] * 1e6:10.2f} us/pos   {ev.network!r}")

@@ -3,9 +3,12 @@
 Quick start::
 
     import chess, nnue_infer
-    nnue_infer.evaluate(chess.Board())      # 69: internal units, side to move (361 = 1 pawn)
+    nnue_infer.evaluate(chess.Board())      # 44: internal units, side to move (361 = 1 pawn)
+    nnue_infer.evaluate(chess.Board(), nnue_infer.stockfish_15_1_network())   # 69, Stockfish 15.1's net
 
-See :class:`Evaluator` for traces and centipawns, :func:`load` for network files.
+Without a network argument the bundled default network is used (:func:`default_network`: small,
+distilled from Stockfish 15.1's, see ``weights/README.md``).  See :class:`Evaluator` for traces and
+centipawns, :func:`load` for network files.
 """
 
 from .errors import (

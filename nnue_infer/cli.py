@@ -327,8 +327,10 @@ def extract(binary, output):
               help="Network that labels the positions (default: Stockfish 15.1's net from Debian's stockfish).")
 @click.option("--holdout-fraction", type=float, default=0.25, show_default=True,
               help="Share of games (by a hash of the game id) never used as starting points.")
+@click.option("--perturbation-fraction", type=float, default=0.5, show_default=True,
+              help="Share of positions from perturbations of game positions (the rest: playouts).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, quiet):
+def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, perturbation_fraction, quiet):
     """Generate labelled training positions for distillation (see nnue_infer.datagen for the file format)."""
     from . import datagen as D
     from .errors import NnueError
@@ -340,7 +342,8 @@ def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, quiet):
         net = load(teacher or stockfish_15_1_network_path())
         data = D.generate(n, seed, net, D.read_games(games) if games else None,
                           D.read_exclude(exclude) if exclude else None,
-                          D.GenerationSettings(holdout_fraction=holdout_fraction), progress=not quiet)
+                          D.GenerationSettings(holdout_fraction=holdout_fraction,
+                                               perturbation_fraction=perturbation_fraction), progress=not quiet)
         D.save(output, data)
     except (NnueError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc

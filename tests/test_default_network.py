@@ -59,8 +59,12 @@ def test_missing_default_network_says_what_to_do(monkeypatch):
         nnue_infer.default_network()
 
 
-MAE_BOUND_CP = 1000
-SIGN_BOUND = 0.0
+#: The issue's targets on the whole dev corpus (measured: 46.4 cp, 98.7 %; weights/README.md).
+MAE_BOUND_CP = distil.TARGET_MAE_CP
+SIGN_BOUND = distil.TARGET_SIGN_AGREEMENT
+#: Positions not derived from training data miss the MAE target (measured 80.2 cp, 96.2 %):
+#: these bounds only guard against regressions of the shipped network.
+HELD_OUT_MAE_BOUND_CP = 90.0
 
 
 def test_accuracy_against_stockfish_on_the_dev_corpus(default, data_dir):
@@ -71,6 +75,9 @@ def test_accuracy_against_stockfish_on_the_dev_corpus(default, data_dir):
     assert a["mae_cp"] <= MAE_BOUND_CP, a
     assert a["sign_agreement"] >= SIGN_BOUND, a
     assert a["correlation"] >= 0.9, a
+    h = acc["held_out"]
+    assert h["positions"] == 1248
+    assert h["mae_cp"] <= HELD_OUT_MAE_BOUND_CP and h["sign_agreement"] >= SIGN_BOUND, h
 
 
 def test_wheel_contains_the_network_and_it_loads(tmp_path):
