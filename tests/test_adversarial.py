@@ -210,7 +210,7 @@ def test_epd_with_invalid_utf8_and_bom_reports_lines(tmp_path, capsys, evaluator
 
     path = tmp_path / "bad.epd"
     path.write_bytes(b"\xef\xbb\xbf" + START.encode() + b"\n\xff\xfe garbage\n" + START.encode() + b" bm e4;\n")
-    status = main(["eval", "--epd", str(path)])
+    status = main(["eval", "--net", "stockfish", "--epd", str(path)])
     captured = capsys.readouterr()
     assert status == 1
     rows = [line.split(",") for line in captured.out.splitlines()[1:]]

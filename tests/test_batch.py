@@ -49,7 +49,8 @@ def test_dev_corpus_equals_stockfish_and_single(evaluator, corpus):
 
 def test_module_function_matches_evaluator(evaluator, corpus):
     fens = [row["fen"] for row in corpus[:50]]
-    np.testing.assert_array_equal(nnue_infer.evaluate_batch(fens), evaluator.evaluate_batch(fens))
+    default = nnue_infer.Evaluator(nnue_infer.default_network())  # the module functions' default
+    np.testing.assert_array_equal(nnue_infer.evaluate_batch(fens), default.evaluate_batch(fens))
     np.testing.assert_array_equal(nnue_infer.evaluate_batch(fens, network=evaluator.network),
                                   evaluator.evaluate_batch(fens))
 

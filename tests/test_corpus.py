@@ -60,7 +60,7 @@ def test_evaluate_matches_raw_value(corpus, evaluator):
         board = chess.Board(row["fen"])
         v = row["raw"]["value"]
         v_white = v if board.turn == chess.WHITE else -v
-        got = (evaluator.evaluate(board), nnue_infer.evaluate(board), evaluator.evaluate_cp(board),
+        got = (evaluator.evaluate(board), nnue_infer.evaluate(board, evaluator.network), evaluator.evaluate_cp(board),
                evaluator.evaluate_cp(board, white_pov=True))
         want = (v, v, tdiv(100 * v, 361), tdiv(100 * v_white, 361))
         if got != want:
@@ -117,11 +117,11 @@ def test_format_stockfish_line_for_line(corpus, traces, corpus_raw_lines):
     assert not bad, report(bad, checked, "format_stockfish()")
 
 
-def test_module_level_evaluate_from_threads(corpus):
+def test_module_level_evaluate_from_threads(corpus, network):
     """nnue_infer.evaluate is documented thread-safe (one Evaluator per thread): values stay exact."""
     from concurrent.futures import ThreadPoolExecutor
 
     rows = corpus[::8]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        got = list(pool.map(lambda row: nnue_infer.evaluate(row["fen"]), rows))
+        got = list(pool.map(lambda row: nnue_infer.evaluate(row["fen"], network), rows))
     assert got == [row["raw"]["value"] for row in rows]
