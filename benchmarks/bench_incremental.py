@@ -32,7 +32,7 @@ MOVES = {"quiet": "c1g5", "capture": "f3e5", "king": "g1h1"}
 
 @pytest.fixture(scope="module")
 def ev() -> nnue_infer.Evaluator:
-    ev = nnue_infer.Evaluator()
+    ev = nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network())
     ev.set_position(chess.Board(FEN))
     ev.evaluate()
     return ev
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="passes over the games (default 2)")
     args = parser.parse_args(argv)
     games = [(b, list(m)) for b, m in common.games()]
-    ev = nnue_infer.Evaluator()
+    ev = nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network())
     walk(ev, games[:5], True)  # compile / load the kernels, warm the refresh cache
     med = lambda xs: statistics.median(xs) / 1000  # noqa: E731  (us)
     print(f"machine: {common.machine()}")
