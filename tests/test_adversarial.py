@@ -392,7 +392,7 @@ def small_network():
     return quantise(FloatNetwork.random(stockfish_15_1_architecture(32), seed=4))
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2**16)), min_size=1, max_size=60))
 def test_odd_operation_sequences_keep_incremental_equal_to_fresh(network, small_network, ops):
     """Legal, illegal, wrong-side and null moves, pops past the start, set_position with move
