@@ -455,7 +455,7 @@ class Evaluator:
             piece_values[sq] = sign * (value - self.evaluate(reduced))
             reduced.set_piece_at(sq, piece)
         return Trace(board.fen(), board.turn, tuple(psqt), tuple(positional), bucket, value, piece_values,
-                     arch.output_scale)
+                     arch.output_scale, arch.units_per_pawn)
 
 
 _local = threading.local()

@@ -32,9 +32,9 @@ def _sign(x: int) -> str:
     return "+" if x > 0 else "-" if x < 0 else " "
 
 
-def format_cp_compact(value: int) -> str:
+def format_cp_compact(value: int, per_pawn: int = PAWN) -> str:
     """5-character piece value: sign then ``d.dd`` / ``dd.d`` / ``ddd `` (truncated centipawns)."""
-    cp = abs(to_centipawns(value))
+    cp = abs(to_centipawns(value, per_pawn))
     if cp >= 10000:
         body = f"{cp // 100:3d} "
     elif cp >= 1000:
@@ -44,9 +44,9 @@ def format_cp_compact(value: int) -> str:
     return _sign(value) + body
 
 
-def format_cp_aligned(value: int) -> str:
-    """7-character table cell: sign then C ``%6.2f`` of ``|value| / 361``."""
-    return _sign(value) + "%6.2f" % (abs(value) / PAWN)
+def format_cp_aligned(value: int, per_pawn: int = PAWN) -> str:
+    """7-character table cell: sign then C ``%6.2f`` of ``|value| / per_pawn`` (361 for Stockfish 15.1)."""
+    return _sign(value) + "%6.2f" % (abs(value) / per_pawn)
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,9 @@ class Trace:
         point of view: evaluation minus the evaluation without that piece.
     output_scale : int
         OutputScale of the network (16).
+    units_per_pawn : int
+        Internal units per pawn for the rendered text (361 for Stockfish 15.1; the network's
+        ``Architecture.units_per_pawn``).
     """
 
     fen: str
@@ -84,6 +87,7 @@ class Trace:
     value: int
     piece_values: dict[int, int]
     output_scale: int = 16
+    units_per_pawn: int = PAWN
 
     @property
     def value_white(self) -> int:
@@ -111,7 +115,7 @@ class Trace:
                 if piece is not None:
                     grid[top + 1][8 * f + 4] = piece.symbol()
                 if sq in self.piece_values:
-                    grid[top + 2][8 * f + 2 : 8 * f + 7] = format_cp_compact(self.piece_values[sq])
+                    grid[top + 2][8 * f + 2 : 8 * f + 7] = format_cp_compact(self.piece_values[sq], self.units_per_pawn)
         grid[24] = list("+-------" * 8 + "+")
         lines = [" NNUE derived piece values:", *("".join(row) for row in grid), ""]
         border = "+------------+------------+------------+------------+"
@@ -125,9 +129,10 @@ class Trace:
         ]
         for k, (p, q) in enumerate(zip(self.psqt, self.positional)):
             pk, qk = tdiv(p, self.output_scale), tdiv(q, self.output_scale)
-            row = f"|  {k}         |  {format_cp_aligned(pk)}   |  {format_cp_aligned(qk)}   |  {format_cp_aligned(pk + qk)}   |"
+            pk, qk, tk = (format_cp_aligned(v, self.units_per_pawn) for v in (pk, qk, pk + qk))
+            row = f"|  {k}         |  {pk}   |  {qk}   |  {tk}   |"
             lines.append(row + (" <-- this bucket is used" if k == self.bucket else ""))
-        lines += [border, "", "NNUE evaluation".ljust(23) + "%+.2f (white side)" % (self.value_white / PAWN)]
+        lines += [border, "", "NNUE evaluation".ljust(23) + "%+.2f (white side)" % (self.value_white / self.units_per_pawn)]
         return "\n".join(lines)
 
     def __str__(self) -> str:

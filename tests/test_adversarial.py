@@ -530,3 +530,27 @@ def test_damaged_files_load_exactly_or_fail_with_network_format_error(small_file
     except NetworkFormatError:
         return
     Evaluator(net).evaluate(START)
+
+
+def test_trace_text_uses_the_networks_units_per_pawn():
+    """The trace text divided by Stockfish's 361 whatever the network: for a network whose output
+    is in centipawns (units_per_pawn 100) ``eval --trace`` printed +0.11 where ``eval`` said +0.38."""
+    import warnings
+
+    from nnue_infer import Architecture, Evaluator, FloatNetwork, HiddenLayer, quantise
+    from nnue_infer.quantise import SCHEMES
+
+    arch = Architecture(feature_set="Chess768", ft_width=64, ft_activation="glu", ft_clamp=255, ft_shift=9,
+                        psqt_buckets=0, output_buckets=8, layers=(HiddenLayer(16, "crelu"), HiddenLayer(1, "none")),
+                        output_units=400, units_per_pawn=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ev = Evaluator(quantise(FloatNetwork.random(arch, seed=1), SCHEMES["qa255-qb64"]))
+    board = chess.Board("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R b KQkq - 0 1")
+    trace = ev.trace(board)
+    white = ev.evaluate_cp(board, white_pov=True)
+    assert trace.format_stockfish().endswith("NNUE evaluation        %+.2f (white side)" % (trace.value_white / 100))
+    assert abs(trace.value_white / 100 - white / 100) < 0.01
+    from nnue_infer.trace import format_cp_compact
+
+    assert format_cp_compact(trace.piece_values[chess.D5], 100) in trace.format_stockfish()
