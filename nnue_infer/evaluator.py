@@ -216,7 +216,8 @@ class Evaluator:
         ------
         IllegalMoveError
             (a ``ValueError``) the move is not legal here (or would capture a king, which
-            python-chess allows in impossible positions); nothing changes.
+            python-chess allows in impossible positions); unvalidated, only a move that does
+            not start on a piece of the side to move.  Nothing changes.
         TypeError
             ``move`` is not a ``chess.Move``.
         """
@@ -226,6 +227,9 @@ class Evaluator:
                 raise TypeError(f"expected a chess.Move, got {type(move).__name__}")
             if move and (not board.is_legal(move) or board.kings & chess.BB_SQUARES[move.to_square]):
                 raise IllegalMoveError(f"illegal move {move.uci()} in {board.fen()}")
+        elif move and not board.occupied_co[board.turn] & chess.BB_SQUARES[move.from_square]:
+            # python-chess would fail an assertion half-way through push(), leaving the move on the stack
+            raise IllegalMoveError(f"move {move.uci()} does not start on a piece of the side to move in {board.fen()}")
         board.push(move)
         ply = len(board.move_stack)
         if ply < self._trusted:
@@ -414,6 +418,8 @@ class Evaluator:
                         raise ValueError(f"illegal move {move.uci()}")
                     if validate and move and b.kings & squares[move.to_square]:
                         raise ValueError(f"move {move.uci()} captures a king")
+                    if move and not b.occupied_co[b.turn] & squares[move.from_square]:  # (unvalidated moves)
+                        raise ValueError(f"move {move.uci()} does not start on a piece of the side to move")
                 except ValueError as exc:
                     raise IllegalMoveError(f"moves[{i - 1}] ({moves[i - 1]!r}) in {b.fen()}: {exc}") from exc
                 b.push(move)

@@ -554,3 +554,18 @@ def test_trace_text_uses_the_networks_units_per_pawn():
     from nnue_infer.trace import format_cp_compact
 
     assert format_cp_compact(trace.piece_values[chess.D5], 100) in trace.format_stockfish()
+
+
+def test_unvalidated_moves_from_empty_or_enemy_squares_change_nothing(network):
+    """push(move, validate=False) from an empty square failed python-chess's assertion half-way
+    through Board.push: AssertionError, with the move left on the evaluator's stack."""
+    from nnue_infer import Evaluator, IllegalMoveError
+
+    ev = Evaluator(network)
+    for uci in ("e4e5", "e7e5"):
+        with pytest.raises(IllegalMoveError, match="side to move"):
+            ev.push(chess.Move.from_uci(uci), validate=False)
+        assert ev.board.move_stack == [] and ev.board.fen() == START
+        with pytest.raises(IllegalMoveError, match=r"moves\[1\]"):
+            ev.evaluate_game(START, ["e2e4", uci if uci == "e4e5" else "e2e4"], validate=False)
+    assert ev.evaluate() == ev.evaluate(START)
