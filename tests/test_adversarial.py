@@ -34,12 +34,14 @@ UNUSUAL_BUT_VALID = [
 
 @pytest.mark.parametrize("fen", UNUSUAL_BUT_VALID)
 def test_batch_accepts_what_python_chess_accepts(evaluator, fen):
+    """The compiled parser refused these (FenError) although evaluate() accepts them."""
     expected = evaluator.evaluate(fen)
     assert evaluator.evaluate_batch([START, fen]).tolist() == [evaluator.evaluate(START), expected]
 
 
 @pytest.mark.parametrize("fen", ["\ud800", START + "\udfff", START.replace("w", "\ud83d")])
 def test_lone_surrogates_are_fen_errors_naming_the_row(evaluator, fen):
+    """Encoding the batch raised UnicodeEncodeError naming no row."""
     with pytest.raises(FenError):
         evaluator.evaluate(fen)
     with pytest.raises(FenError, match=r"^row 1: "):
