@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -209,6 +210,9 @@ def eval_cmd(fens, net, fen_opts, epd, pgn, trace, as_json, output, jobs, progre
             raise click.BadParameter(f"at most {numba.config.NUMBA_NUM_THREADS} (this machine's threads)",
                                      param_hint="--jobs")
         numba.set_num_threads(jobs)
+    source = epd or pgn
+    if output and source and os.path.exists(output) and os.path.samefile(output, source):
+        raise click.UsageError(f"--output {output} is the input file: it would be emptied before it is read")
     positions = list(fen_opts) + [" ".join(fens)] * bool(fens) + (_read_epd(epd)[0] if epd and trace else [])
     if not positions and not (epd or pgn):
         raise click.UsageError("give a position: FEN arguments, --fen FEN, --epd FILE or --pgn FILE")

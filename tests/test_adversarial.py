@@ -571,3 +571,18 @@ def test_unvalidated_moves_from_empty_or_enemy_squares_change_nothing(network):
         with pytest.raises(IllegalMoveError, match=r"moves\[1\]"):
             ev.evaluate_game(START, ["e2e4", uci if uci == "e4e5" else "e2e4"], validate=False)
     assert ev.evaluate() == ev.evaluate(START)
+
+
+@pytest.mark.parametrize("mode, text", [("--epd", START + "\n"), ("--pgn", '[Event "x"]\n\n1. e4 *\n')])
+def test_output_onto_the_input_file_is_refused(tmp_path, capsys, mode, text):
+    """``eval --epd a.epd -o a.epd`` opened the output first: the input was emptied, nothing was
+    evaluated, and the exit status was 0."""
+    from nnue_infer.cli import main
+
+    path = tmp_path / "in.txt"
+    path.write_text(text)
+    (tmp_path / "link.txt").symlink_to(path)
+    for output in (path, tmp_path / "link.txt"):
+        assert main(["eval", mode, str(path), "-o", str(output)]) == 2
+        assert "is the input file" in capsys.readouterr().err
+    assert path.read_text() == text
