@@ -355,7 +355,7 @@ def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, perturba
 
 
 @cli.command()
-@click.argument("data", type=click.Path(exists=True, dir_okay=False))
+@click.argument("data", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Directory for checkpoint.pt, loss.jsonl, loss.png, float.safetensors, network.safetensors, summary.json.")
 @click.option("--arch", default="default", show_default=True,
@@ -376,7 +376,9 @@ def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, perturba
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def train(data, out_dir, arch, ft_width, epochs, batch_size, lr, lr_final, val_fraction, sigmoid_scale, seed, threads,
           eval_positions, resume, quiet):
-    """Distil: train a float network on a positions file (nnue-infer datagen), quantise it, check it.
+    """Distil: train a float network on positions files (nnue-infer datagen), quantise it, check it.
+
+    Several DATA files are concatenated in order.
 
     Needs the 'train' extra (PyTorch): pip install 'nnue-infer[train]'.
     """
@@ -393,7 +395,7 @@ def train(data, out_dir, arch, ft_width, epochs, batch_size, lr, lr_final, val_f
         architecture = T.architecture_from_spec(arch, ft_width)
         config = T.TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, lr_final_fraction=lr_final,
                                val_fraction=val_fraction, sigmoid_scale_cp=sigmoid_scale, seed=seed, threads=threads)
-        summary = T.run(data, out_dir, architecture, config, eval_positions, resume, progress=not quiet,
+        summary = T.run(list(data), out_dir, architecture, config, eval_positions, resume, progress=not quiet,
                         log=lambda m: click.echo(m, err=True))
     except (NnueError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc

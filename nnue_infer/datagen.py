@@ -456,6 +456,29 @@ def _validate(data: dict, path: str) -> None:
             raise DatasetFormatError(f"{path}: key {key!r}: {arr.shape[0]} rows, 'bitboards' has {n}")
 
 
+def concatenate(parts: list[dict]) -> dict:
+    """Several positions files' arrays (from :func:`load_positions`) as one, in order.
+
+    ``meta`` becomes ``{"parts": [meta, ...]}`` plus the first part's ``settings`` (and hence its
+    ``holdout_fraction``), so every file's provenance is kept.  Positions present in several
+    parts stay duplicated (files generated with different seeds rarely share any).
+
+    Raises ``ValueError`` for an empty list or parts with different held-out fractions.
+    """
+    if not parts:
+        raise ValueError("concatenate: no positions files given")
+    if len(parts) == 1:
+        return parts[0]
+    fractions = {p["meta"].get("settings", {}).get("holdout_fraction") for p in parts}
+    if len(fractions) > 1:
+        raise ValueError(f"concatenate: the files hold out different shares of games: {sorted(map(str, fractions))}")
+    out = {key: np.concatenate([p[key] for p in parts]) for key in _SCHEMA}
+    out["format"] = np.array(FORMAT)
+    out["meta"] = {"parts": [p["meta"] for p in parts], "settings": parts[0]["meta"].get("settings", {}),
+                   "seed": [p["meta"].get("seed") for p in parts]}
+    return out
+
+
 def to_board(data: dict[str, np.ndarray], i: int) -> chess.Board:
     """Rebuild position ``i`` of a positions file as a ``chess.Board`` (clocks 0 and 1)."""
     bb = data["bitboards"][i].view(np.uint64).tolist()

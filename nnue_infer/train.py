@@ -605,6 +605,8 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
         progress: bool = True, crosscheck_positions: int = 2000, log=print) -> dict:
     """Train, quantise and check: what ``nnue-infer train`` does.
 
+    ``data_path`` is one positions file or a list of them (concatenated in order).
+
     Writes to ``out_dir``: ``checkpoint.pt``, ``loss.jsonl``, ``loss.png``, ``float.safetensors``
     (the float network), ``network.safetensors`` (quantised with the Stockfish scheme: QA 127,
     shift 7, QB 64, output scale 16) and ``summary.json`` (configuration, times, the
@@ -614,13 +616,14 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
     Returns the summary dict.
     """
     from .crosscheck import crosscheck
-    from .datagen import load_positions, to_board
+    from .datagen import concatenate, load_positions, to_board
     from .formats import save
     from .quantise import SCHEMES, quantise_with_report
 
     out_dir = Path(out_dir)
     t0 = time.perf_counter()
-    data = load_positions(data_path)
+    paths = [data_path] if isinstance(data_path, (str, Path)) else list(data_path)
+    data = concatenate([load_positions(p) for p in paths])
     teacher_upp = float(data["meta"].get("teacher_units_per_pawn", 361))
     trainer = Trainer(arch, data, config, out_dir, teacher_units_per_pawn=teacher_upp, progress=progress)
     if resume and (out_dir / "checkpoint.pt").is_file():
@@ -643,7 +646,7 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
     fens = [to_board(data, i).fen() for i in rows]
     cc = crosscheck(fnet, qnet, fens).summary()
     summary = {
-        "data": str(data_path), "positions": int(len(data["value"])), "data_meta": data["meta"],
+        "data": [str(p) for p in paths], "positions": int(len(data["value"])), "data_meta": data["meta"],
         "architecture": json.loads(arch.to_json()), "config": dataclasses.asdict(config),
         "train_seconds": train_seconds, "final": trainer.log[-1] if trainer.log else None,
         "quantisation": str(report), "crosscheck_float_vs_quantised": cc,

@@ -123,3 +123,19 @@ def test_random_opening_stops_at_mate():
     datagen.random_plies(board, random.Random(0), 6)
     assert board.is_checkmate() and board.ply() == 4
     datagen.random_plies(chess.Board(), random.Random(0), 3)  # ordinary case still plays
+
+
+def test_concatenate_keeps_order_and_provenance(teacher, tmp_path):
+    a = datagen.generate(50, 1, teacher, progress=False)
+    b = datagen.generate(30, 2, teacher, progress=False)
+    for name, d in (("a", a), ("b", b)):
+        datagen.save(tmp_path / f"{name}.npz", d)
+    parts = [datagen.load_positions(tmp_path / "a.npz"), datagen.load_positions(tmp_path / "b.npz")]
+    both = datagen.concatenate(parts)
+    assert len(both["value"]) == 80 and np.array_equal(both["value"][50:], b["value"])
+    assert both["meta"]["seed"] == [1, 2] and len(both["meta"]["parts"]) == 2
+    other = dict(parts[1], meta={**parts[1]["meta"], "settings": {"holdout_fraction": 0.5}})
+    with pytest.raises(ValueError, match="different shares"):
+        datagen.concatenate([parts[0], other])
+    with pytest.raises(ValueError, match="no positions files"):
+        datagen.concatenate([])

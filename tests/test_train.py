@@ -134,11 +134,12 @@ def test_architecture_presets_and_json(tmp_path):
 
 def test_cli_train_writes_network_plot_and_summary(positions_file, tmp_path, data_dir, capsys):
     out = tmp_path / "run"
-    argv = ["train", str(positions_file), "-o", str(out), "--ft-width", "32", "--epochs", "2", "--batch-size", "512",
+    argv = ["train", str(positions_file), str(positions_file), "-o", str(out), "--ft-width", "32", "--epochs", "2", "--batch-size", "512",
             "--lr", "3e-3", "--val-fraction", "0.1", "--quiet", "--eval-positions", str(data_dir / "positions-dev.jsonl")]
     assert main(argv) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["final"]["epoch"] == 2 and report["accuracy"]["all"]["positions"] == 3298
+    assert json.loads((out / "summary.json").read_text())["positions"] == 6000  # two files, concatenated
     net = nnue_infer.load(out / "network.safetensors")
     assert net.architecture.ft_width == 32
     assert isinstance(nnue_infer.evaluate("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1", net), int)
