@@ -24,7 +24,7 @@ from .errors import FenError, IllegalMoveError, PositionError
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position
 from .kernels import forward as K
 from .kernels.accumulator import STATE_COLUMNS
-from .kernels.forward import INVALID_POSITION, evaluate_stack
+from .kernels.forward import INVALID_POSITION, evaluate_fresh, evaluate_stack
 from .network import Network
 from .trace import Trace, to_centipawns
 
@@ -133,6 +133,7 @@ class Evaluator:
         # (ply + _stack_base).  See kernels.forward.evaluate_stack.
         self._cache_pairs = fs.num_king_frames
         self._stack_base = self._cache_pairs + 3
+        self._fresh_offset = (self._cache_pairs + 1) * _PAIR_BYTES  # evaluate(board): the first scratch pair
         self._allocate(self._stack_base + _INITIAL_PLIES)
         self.refresh()
 
@@ -293,13 +294,9 @@ class Evaluator:
             return value
         board = _as_board(board)
         occupied_co = board.occupied_co  # checked by the kernel; check_position only names the problem
-        _BITBOARDS.pack_into(self._bb, 0, board.pawns, board.knights, board.bishops, board.rooks, board.queens,
-                             board.kings, occupied_co[1], occupied_co[0])
-        net = self._network
-        value = K.evaluate_bitboards(self._bb, 0 if board.turn else 1, self._slot_table, self._king_buckets,
-                                     self._params, net.ft_weights, net.ft_biases, net.psqt_weights,
-                                     self._weights, self._biases, self._layers,
-                                     self._feats, self._counts, self._acc, self._psqt, self._ft_out)
+        _BITBOARDS.pack_into(self._state, self._fresh_offset, board.pawns, board.knights, board.bishops, board.rooks,
+                             board.queens, board.kings, occupied_co[1], occupied_co[0])
+        value = evaluate_fresh(0 if board.turn else 1, *self._kernel_args)
         if value == INVALID_POSITION:
             check_position(board)
             raise PositionError(f"position not representable: {board.fen()}")

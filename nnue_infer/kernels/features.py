@@ -218,23 +218,31 @@ def active_features(bitboards, slot_table, king_buckets, mirror, num_slots, out,
         Output: number of features written per row.
 
     The caller guarantees exactly one king per side and at most ``out.shape[1]`` pieces.
+    Indices come in ascending square order (the training path sums float features in this order).
+    One pass over the occupied squares serves both perspectives.
     """
-    occupied = bitboards[BB_WHITE] | bitboards[BB_BLACK]
-    for p in range(2):
-        ksq = king_square(bitboards, p)
-        orient = orientation(ksq, p, mirror)
-        base = 64 * num_slots * king_buckets[ksq ^ orient]
-        own_bb = bitboards[BB_WHITE + p]
-        n = 0
-        for sq in range(64):
-            if (occupied >> sq) & 1:
-                pt = 0
-                while not (bitboards[pt] >> sq) & 1:
-                    pt += 1
-                own = (own_bb >> sq) & 1
-                out[p, n] = feature_index(sq, pt, own, orient, base, slot_table)
-                n += 1
-        counts[p] = n
+    white_p, black_p = np.int64(0), np.int64(1)  # not int literals: one compiled signature per callee
+    white_king = king_square(bitboards, white_p)
+    black_king = king_square(bitboards, black_p)
+    orient_w = orientation(white_king, white_p, mirror)
+    orient_b = orientation(black_king, black_p, mirror)
+    base_w = 64 * num_slots * king_buckets[white_king ^ orient_w]
+    base_b = 64 * num_slots * king_buckets[black_king ^ orient_b]
+    white = bitboards[BB_WHITE]
+    occupied = white | bitboards[BB_BLACK]
+    n = 0
+    while occupied:
+        sq = lowest_square(occupied)
+        occupied = without_lowest(occupied)
+        pt = 0
+        while not (bitboards[pt] >> sq) & 1:
+            pt += 1
+        is_white = (white >> sq) & 1
+        out[0, n] = feature_index(sq, pt, is_white, orient_w, base_w, slot_table)
+        out[1, n] = feature_index(sq, pt, 1 - is_white, orient_b, base_b, slot_table)
+        n += 1
+    counts[0] = n
+    counts[1] = n
 
 
 @njit(cache=True)
