@@ -41,7 +41,8 @@ key             dtype, shape  meaning
                               pawn), **side to move's** point of view
 ``source``      uint8 [n]     0 perturbation of a game position, 1 playout
 ``meta``        str, ()       JSON: format version, seed, generator settings, teacher
-                              network's SHA-256, counts
+                              (``teacher_sha256``: SHA-256 of the teacher's integer
+                              parameters, not of its file), counts
 ==============  ============  ===========================================================
 
 Halfmove clock and move number are not stored (networks do not read them).

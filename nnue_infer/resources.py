@@ -144,8 +144,9 @@ def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
     if spec == "stockfish":
         return stockfish_15_1_network()
     if not Path(spec).is_file():
-        raise NetworkNotFoundError(f"network file {os.fspath(spec)} does not exist; give a file, "
-                                   f"{' or '.join(NETWORK_NAMES)}. {HOW_TO_GET}")
+        raise NetworkNotFoundError(f"network file {os.fspath(spec)} does not exist; give an existing .nnue or "
+                                   f".safetensors file, or one of the names {' or '.join(NETWORK_NAMES)} "
+                                   "('stockfish' needs Debian's package: apt-get install stockfish)")
     from .formats import load
 
     network = load(spec)

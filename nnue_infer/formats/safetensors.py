@@ -51,7 +51,7 @@ def write_safetensors(network: Network | FloatNetwork, path: str | os.PathLike[s
 
     Raises ``OSError`` when ``path`` cannot be written.
     """
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save
 
     kind = "float" if isinstance(network, FloatNetwork) else "quantised"
     tensors = {name: np.ascontiguousarray(arr) for name, arr in network_tensors(network).items()}
@@ -61,7 +61,9 @@ def write_safetensors(network: Network | FloatNetwork, path: str | os.PathLike[s
         "architecture": json.loads(network.architecture.to_json()),
         "description": network.description,
     }
-    save_file(tensors, os.fspath(path), metadata={FORMAT_NAME: json.dumps(info, sort_keys=True)})
+    data = save(tensors, metadata={FORMAT_NAME: json.dumps(info, sort_keys=True)})
+    with open(path, "wb") as f:  # a plain open: the file mode follows the umask (save_file made it 0600)
+        f.write(data)
 
 
 def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
