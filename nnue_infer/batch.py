@@ -145,7 +145,7 @@ def board_bitboards_batch(boards: Sequence[chess.Board]) -> tuple[np.ndarray, np
     return bitboards, stm
 
 
-def evaluate_rows(positions: Sequence[chess.Board | str], net_arrays: tuple, ft_out_width: int) -> np.ndarray:
+def evaluate_rows(positions: Sequence[chess.Board | str], net_arrays: tuple, scratch_len: int) -> np.ndarray:
     """Evaluate all-FEN or all-board ``positions`` with a network's kernel arrays (see ``Evaluator``).
 
     ``net_arrays`` is ``(slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
@@ -166,28 +166,28 @@ def evaluate_rows(positions: Sequence[chess.Board | str], net_arrays: tuple, ft_
         fen_codes = np.empty(n, np.int32)
         fen_offsets = np.empty(n, np.int64)
         with PARALLEL_LOCK, numba.parallel_chunksize(1):
-            KB.evaluate_fens(buf, offsets, *net_arrays, MAX_PIECES, ft_out_width, n_chunks(), values, fen_codes,
+            KB.evaluate_fens(buf, offsets, *net_arrays, MAX_PIECES, scratch_len, n_chunks(), values, fen_codes,
                              fen_offsets, codes)
         if fen_codes.any():
-            reread_refused_fens(positions, fen_codes, values, codes, net_arrays, ft_out_width)  # type: ignore[arg-type]
+            reread_refused_fens(positions, fen_codes, values, codes, net_arrays, scratch_len)  # type: ignore[arg-type]
     else:
-        evaluate_boards(positions, net_arrays, ft_out_width, values, codes)  # type: ignore[arg-type]
+        evaluate_boards(positions, net_arrays, scratch_len, values, codes)  # type: ignore[arg-type]
     bad = np.flatnonzero(codes if fen_codes is None else codes | fen_codes)
     if bad.size:
         raise_row_error(positions, int(bad[0]), fen_codes, fen_offsets, codes)
     return values
 
 
-def evaluate_boards(boards: Sequence[chess.Board], net_arrays: tuple, ft_out_width: int, values: np.ndarray,
+def evaluate_boards(boards: Sequence[chess.Board], net_arrays: tuple, scratch_len: int, values: np.ndarray,
                     codes: np.ndarray) -> None:
     """Evaluate ``boards`` into ``values`` int32[n], with the kernel's ``POS_*`` result per row in ``codes``."""
     bitboards, stm = board_bitboards_batch(boards)
     with PARALLEL_LOCK, numba.parallel_chunksize(1):
-        KB.evaluate_batch(bitboards, stm, *net_arrays, MAX_PIECES, ft_out_width, n_chunks(), values, codes)
+        KB.evaluate_batch(bitboards, stm, *net_arrays, MAX_PIECES, scratch_len, n_chunks(), values, codes)
 
 
 def reread_refused_fens(fens: Sequence[str], fen_codes: np.ndarray, values: np.ndarray, codes: np.ndarray,
-                        net_arrays: tuple, ft_out_width: int) -> None:
+                        net_arrays: tuple, scratch_len: int) -> None:
     """Evaluate through python-chess the rows the compiled parser refused but python-chess reads.
 
     Up to the first row python-chess refuses too (that row's error is the one to report);
@@ -203,7 +203,7 @@ def reread_refused_fens(fens: Sequence[str], fen_codes: np.ndarray, values: np.n
     if rows:
         v = np.empty(len(rows), np.int32)
         c = np.empty(len(rows), np.int32)
-        evaluate_boards(boards, net_arrays, ft_out_width, v, c)
+        evaluate_boards(boards, net_arrays, scratch_len, v, c)
         values[rows], codes[rows], fen_codes[rows] = v, c, 0
 
 

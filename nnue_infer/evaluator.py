@@ -24,6 +24,7 @@ from .errors import FenError, IllegalMoveError, PositionError
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position
 from .kernels import forward as K
 from .kernels.accumulator import STATE_COLUMNS
+from .kernels.dense import scratch_size
 from .kernels.forward import INVALID_POSITION, evaluate_fresh, evaluate_stack
 from .network import Network
 from .trace import Trace, to_centipawns
@@ -127,7 +128,7 @@ class Evaluator:
         self._counts = np.empty(2, np.int64)
         self._acc = np.empty((2, L1), np.int16)
         self._psqt = np.empty((2, arch.psqt_buckets), np.int32)
-        self._ft_out = np.empty(arch.ft_output_width, np.int16)
+        self._scratch = np.zeros(scratch_size(self._layers), np.int16)  # transformed features, layer stack
         # Incremental state: pairs [0, frames) refresh cache, pair `frames` the biases with an empty
         # piece set, `frames + 1` and `+ 2` scratch (evaluate_game), then one pair per ply
         # (ply + _stack_base).  See kernels.forward.evaluate_stack.
@@ -151,7 +152,7 @@ class Evaluator:
         self._pairs = pairs
         net = self._network
         self._kernel_args = (net.ft_weights, net.psqt_weights, self._weights, self._biases, self._cfg,
-                             accs, psqts, state, self._ft_out)
+                             accs, psqts, state, self._scratch)
 
     def refresh(self) -> None:
         """Forget every computed accumulator and empty the refresh cache.
@@ -338,7 +339,7 @@ class Evaluator:
         net = self.network
         return evaluate_rows(as_sequence(positions), (self._slot_table, self._king_buckets, self._params,
                              net.ft_weights, net.ft_biases, net.psqt_weights, self._weights, self._biases,
-                             self._layers), self._ft_out.shape[0])
+                             self._layers), self._scratch.shape[0])
 
     def evaluate_cp(self, board: chess.Board | str | None = None, white_pov: bool = False) -> int:
         """:meth:`evaluate` in centipawns, ``tdiv(100 * value, units_per_pawn)`` (361 for Stockfish 15.1).
@@ -443,7 +444,7 @@ class Evaluator:
         arch = self.network.architecture
         pieces = self._refresh(board)
         per_bucket = np.empty((arch.output_buckets, 2), np.int64)
-        K.trace_buckets(self._acc, self._psqt, stm, self._params, self._ft_out, self._weights, self._biases,
+        K.trace_buckets(self._acc, self._psqt, stm, self._params, self._scratch, self._weights, self._biases,
                         self._layers, per_bucket)
         bucket = arch.bucket_of(pieces)
         psqt, positional = per_bucket[:, 0].tolist(), per_bucket[:, 1].tolist()

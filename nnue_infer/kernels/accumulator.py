@@ -21,7 +21,7 @@ STATE_FLAG = 8
 STATE_COLUMNS = 9
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def refresh_accumulator(weights, biases, psqt_weights, features, count, acc, psqt):
     """Recompute one perspective's accumulator from scratch.
 
@@ -68,7 +68,7 @@ def refresh_accumulator(weights, biases, psqt_weights, features, count, acc, psq
             psqt[j] += prow[j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def update_accumulator(weights, psqt_weights, src_acc, src_psqt, added, n_added, removed, n_removed, acc, psqt):
     """Incremental update: ``acc = src_acc + rows(added) - rows(removed)``.
 
@@ -101,7 +101,7 @@ def update_accumulator(weights, psqt_weights, src_acc, src_psqt, added, n_added,
             psqt[j] -= prow[j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def copy_accumulator(src_acc, src_psqt, acc, psqt):
     """``acc = src_acc`` (int16[L]) and ``psqt = src_psqt`` (int32[P]), as explicit loops."""
     for j in range(acc.shape[0]):
@@ -168,7 +168,7 @@ def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psq
     set_piece_set(state, dst, p, new)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def set_piece_set(state, pair, p, bitboards):
     """``state[pair, p, :8] = bitboards`` (the piece set an accumulator was computed for)."""
     for i in range(8):

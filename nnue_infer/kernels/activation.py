@@ -64,7 +64,7 @@ FT_GLU = 4  #: clamp(a, 0, QA) * clamp(b, -QA, QA) >> shift  (signed)
 FT_BILINEAR = 5  #: clamp(a, -QA, QA) * clamp(b, -QA, QA) >> shift  (signed)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def pairwise_clamp_mul(acc, stm, lo_a, lo_b, clamp_max, shift, out):
     """Pairwise multiplication of both perspectives' accumulators.
 
@@ -98,7 +98,7 @@ def pairwise_clamp_mul(acc, stm, lo_a, lo_b, clamp_max, shift, out):
             out[base + j] = (a * b) >> shift
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def pairwise_sqr_clamp_mul(acc, stm, clamp_max, shift, out):
     """``pairwise_screlu``: ``out[h*L/2 + j] = (clamp(a, 0, QA)**2 * clamp(b, 0, QA)**2) >> shift``.
 
@@ -115,7 +115,7 @@ def pairwise_sqr_clamp_mul(acc, stm, clamp_max, shift, out):
             out[base + j] = (a * a * b * b) >> shift
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def clamp_ft(acc, stm, clamp_max, square, shift, out):
     """Element-wise ``crelu`` (``square`` false) or ``screlu`` (``square`` true).
 
@@ -134,7 +134,7 @@ def clamp_ft(acc, stm, clamp_max, square, shift, out):
             out[base + j] = a >> shift
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def ft_activate(acc, stm, code, clamp_max, shift, out):
     """Feature-transformer activation ``code`` (``FT_*``) of both accumulators into ``out``.
 
@@ -153,14 +153,14 @@ def ft_activate(acc, stm, code, clamp_max, shift, out):
         clamp_ft(acc, stm, clamp_max, code == FT_SCRELU, shift, out)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def clipped_relu(z, n, shift, out, offset):
     """ClippedReLU: ``out[offset + i] = clamp(z[i] >> shift, 0, 127)`` for i < n (z int32, out uint8)."""
     for i in range(n):
         out[offset + i] = min(max(z[i] >> shift, 0), 127)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def sqr_clipped_relu(z, n, shift, out, offset):
     """SqrClippedReLU: ``out[offset + i] = min(127, (z[i]**2 in 64 bits) >> (2*shift + 7))``.
 
@@ -171,7 +171,7 @@ def sqr_clipped_relu(z, n, shift, out, offset):
         out[offset + i] = min((v * v) >> (2 * shift + 7), 127)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def activate(z, n_act, code, shift, out):
     """Apply hidden-layer activation ``code`` to ``z[:n_act]`` into the uint8 buffer ``out``.
 

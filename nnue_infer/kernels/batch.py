@@ -9,7 +9,7 @@ here too, since the work is theirs.
 
 Note: Numba's on-disk cache keys a function on its own file only, so a change to a kernel
 that this module calls must come with an edit of this file (or a cleared ``__pycache__``).
-Last such change: active_features in one pass over the occupied squares (kernels.features).
+Last such change: small kernels inline="always"; layer-stack buffers in a caller-provided scratch.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from .forward import INVALID_POSITION, evaluate_bitboards
 
 @njit(cache=True)
 def evaluate_row(i, bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights,
-                 biases, layers, max_pieces, feats, counts, acc, psqt_acc, ft_out, values, codes):
+                 biases, layers, max_pieces, feats, counts, acc, psqt_acc, scratch, values, codes):
     """Evaluate row ``i``'s bitboards (int64[8]) into ``values[i]`` (0 if the position cannot be
     represented) and its :func:`~nnue_infer.kernels.features.check_bitboards` code into ``codes[i]``."""
     value = evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases,
-                               psqt_weights, weights, biases, layers, feats, counts, acc, psqt_acc, ft_out)
+                               psqt_weights, weights, biases, layers, feats, counts, acc, psqt_acc, scratch)
     if value == INVALID_POSITION:
         values[i] = 0
         codes[i] = check_bitboards(bitboards, max_pieces)
@@ -39,7 +39,7 @@ def evaluate_row(i, bitboards, stm, slot_table, king_buckets, params, ft_weights
 
 @njit(parallel=True, cache=True)
 def evaluate_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
-                   weights, biases, layers, max_pieces, ft_out_width, n_chunks, values, codes):
+                   weights, biases, layers, max_pieces, scratch_len, n_chunks, values, codes):
     """Validate and evaluate ``n`` positions given as bitboards, with full refreshes, in parallel.
 
     Parameters
@@ -53,8 +53,9 @@ def evaluate_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights,
         :func:`~nnue_infer.kernels.forward.evaluate_bitboards`.
     max_pieces : int
         Most pieces the feature set accepts (32); the width of the feature scratch buffer.
-    ft_out_width : int
-        Width of the feature transformer's activated output (int16 scratch buffer).
+    scratch_len : int
+        Size of the int16 scratch buffer: the feature transformer's activated output and the
+        layer stack's buffers (``dense.scratch_size(layers)``).
     n_chunks : int
         Number of contiguous chunks of rows, each with its own scratch buffers (clipped to
         ``1..n``).  Many small chunks, handed out one at a time
@@ -72,16 +73,16 @@ def evaluate_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights,
         counts = np.empty(2, np.int64)
         acc = np.empty((2, ft_biases.shape[0]), np.int16)
         psqt_acc = np.empty((2, psqt_weights.shape[1]), np.int32)
-        ft_out = np.empty(ft_out_width, np.int16)
+        scratch = np.empty(scratch_len, np.int16)
         for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
             evaluate_row(i, bitboards[i], np.int64(stm[i]), slot_table, king_buckets, params, ft_weights, ft_biases,
-                         psqt_weights, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, ft_out,
+                         psqt_weights, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, scratch,
                          values, codes)
 
 
 @njit(parallel=True, cache=True)
 def evaluate_fens(buf, offsets, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
-                  weights, biases, layers, max_pieces, ft_out_width, n_chunks, values, fen_codes, fen_offsets, codes):
+                  weights, biases, layers, max_pieces, scratch_len, n_chunks, values, fen_codes, fen_offsets, codes):
     """Parse, validate and evaluate ``n`` FENs in one parallel pass.
 
     ``buf`` (uint8) and ``offsets`` (int64[n + 1]) hold the FENs as for
@@ -98,7 +99,7 @@ def evaluate_fens(buf, offsets, slot_table, king_buckets, params, ft_weights, ft
         counts = np.empty(2, np.int64)
         acc = np.empty((2, ft_biases.shape[0]), np.int16)
         psqt_acc = np.empty((2, psqt_weights.shape[1]), np.int32)
-        ft_out = np.empty(ft_out_width, np.int16)
+        scratch = np.empty(scratch_len, np.int16)
         for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
             code, where, stm = parse_fen(buf, offsets[i], offsets[i + 1], bitboards)
             fen_codes[i] = code
@@ -108,5 +109,5 @@ def evaluate_fens(buf, offsets, slot_table, king_buckets, params, ft_weights, ft
                 codes[i] = POS_OK
                 continue
             evaluate_row(i, bitboards, np.int64(stm), slot_table, king_buckets, params, ft_weights, ft_biases,
-                         psqt_weights, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, ft_out,
+                         psqt_weights, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, scratch,
                          values, codes)

@@ -17,20 +17,20 @@ COL_IN, COL_OUT, COL_ACT, COL_N_ACT, COL_W_OFFSET, COL_W_STRIDE, COL_B_OFFSET, C
 LAYER_TABLE_COLUMNS = 8
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def tdiv(a, b):
     """C integer division: truncates toward zero (-7 / 2 == -3), unlike Python's ``//``."""
     q = abs(a) // abs(b)
     return q if (a < 0) == (b < 0) else -q
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def wrap_int32(x):
     """Wrap an integer to the signed 32-bit range, as C's int32 arithmetic does."""
     return ((x + 2147483648) & 0xFFFFFFFF) - 2147483648
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def affine_int16_input(x, n_in, weights, w_offset, biases, b_offset, n_out, z):
     """``z = biases + W @ x`` for the feature transformer's int16 output (uint8 or int8 values).
 
@@ -47,7 +47,7 @@ def affine_int16_input(x, n_in, weights, w_offset, biases, b_offset, n_out, z):
         z[i] = s + biases[b_offset + i]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def affine_dense(x, n_in, weights, w_offset, biases, b_offset, n_out, z):
     """``z = biases + W @ x`` with W stored row-major ``[n_out, n_in]`` (int8), x uint8, z int32 (wrapping sums)."""
     for i in range(n_out):
@@ -70,14 +70,80 @@ def affine_float(x, n_in, params, w_off, b_off, n_out, z):
         z[i] = s
 
 
+#: int32 feature indices at the end of the scratch buffer (two lists of 64, for incremental updates).
+SCRATCH_FEATURES = 128
+
+
+@njit(cache=True, inline="always")
+def scratch_layout(layers):
+    """Offsets (in int16 entries) of the regions of the int16 scratch buffer for ``layers``.
+
+    Returns ``(z, x, feats, end)``.  The transformed features (``layers[0, 0]`` entries) start
+    at 0; ``z`` is the hidden layers' int32 sums and ``x`` their uint8 inputs (each as wide as
+    the widest hidden layer), ``feats`` ``SCRATCH_FEATURES`` int32 feature indices; ``end`` is
+    the buffer's size.  Regions start on 32-byte boundaries.  One caller-provided buffer
+    instead of allocations inside the kernels (each cost ~40 ns per call).
+    """
+    width = 1
+    for l in range(1, layers.shape[0]):
+        width = max(width, layers[l, 0])
+    for l in range(layers.shape[0]):
+        width = max(width, layers[l, 1])
+    width = (width + 15) // 16 * 16
+    z = (layers[0, 0] + 15) // 16 * 16
+    x = z + 2 * width
+    feats = x + width
+    return z, x, feats, feats + 2 * SCRATCH_FEATURES
+
+
 @njit(cache=True)
-def propagate_layer_stack(ft_out, bucket, weights, biases, layers, shift, skip_index, skip_num, skip_den, float_out):
+def scratch_size(layers):
+    """Entries of the int16 scratch buffer the kernels need for the layer stack ``layers``."""
+    return scratch_layout(layers)[3]
+
+
+@njit(cache=True)
+def propagate_float_tail(z, n, first, bucket, biases, layers, shift, float_out):
+    """The float32 layers ``first..`` of a layer stack, from the raw int32 sums ``z[:n]`` of
+    the integer layer ``first - 1`` (activated in float on ``z / (127 << shift)``).
+
+    Returns the output ``round(y * float_out)`` saturated to int32; see :func:`propagate_layer_stack`.
+    """
+    width = n
+    for l in range(first, layers.shape[0]):
+        width = max(width, layers[l, 0], layers[l, 1])
+    zf = np.empty(2 * width, np.float64)
+    xf = np.empty(2 * width, np.float64)
+    fparams = biases.view(np.float32)
+    to_float = 1.0 / (127 << shift)
+    for i in range(n):
+        zf[i] = z[i] * to_float
+    code = layers[first - 1, 2] + ACT_FLOAT
+    n_act = layers[first - 1, 3]
+    for l in range(first, layers.shape[0]):
+        written = activate_float(zf, n_act, code, xf)
+        for i in range(written, layers[l, 0]):
+            xf[i] = 0.0
+        w_off = layers[l, 4] + bucket * layers[l, 5]
+        b_off = layers[l, 6] + bucket * layers[l, 7]
+        affine_float(xf, layers[l, 0], fparams, w_off, b_off, layers[l, 1], zf)
+        code = layers[l, 2]
+        n_act = layers[l, 3]
+        if code == ACT_F_NONE:
+            break
+    y = np.floor(zf[0] * float_out + 0.5)
+    return np.int64(min(max(y, -2147483648.0), 2147483647.0))
+
+
+@njit(cache=True, inline="always")
+def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_index, skip_num, skip_den, float_out):
     """Run one layer stack (output bucket) on the transformed features.
 
     Parameters
     ----------
-    ft_out : int16[n_in of layer 0]
-        Feature-transformer output (values in uint8 or int8 range), side to move's half first.
+    scratch : int16[>= scratch_size(layers)]
+        The feature-transformer output (values in uint8 or int8 range, side to move's half
+        first) in its first ``layers[0, 0]`` entries; the rest is scratch (see :func:`scratch_layout`).
     bucket : int
         Layer stack to use.
     weights : int8[total]
@@ -108,19 +174,9 @@ def propagate_layer_stack(ft_out, bucket, weights, biases, layers, shift, skip_i
         internal units times OutputScale.
     """
     n_layers = layers.shape[0]
-    width = 1  # scratch for the hidden layers only (layer 0 reads ft_out)
-    float_width = 1
-    for l in range(n_layers):
-        width = max(width, layers[l, 1], layers[l, 0] if l > 0 else 0)
-    for l in range(n_layers):
-        if layers[l, 2] >= ACT_FLOAT:
-            float_width = 2 * width
-    z = np.empty(width, np.int32)
-    x = np.zeros(width, np.uint8)
-    zf = np.empty(float_width, np.float64)  # zeroing 2 x 1024 float64 per call cost ~230 ns
-    xf = np.zeros(float_width, np.float64)
-    fparams = biases.view(np.float32)
-    to_float = 1.0 / (127 << shift)
+    oz, ox, ofeats, _ = scratch_layout(layers)
+    z = scratch[oz:ox].view(np.int32)
+    x = scratch[ox:ofeats].view(np.uint8)  # every input a layer reads was written just before
     skip = 0
     out = 0
     for l in range(n_layers):
@@ -129,19 +185,8 @@ def propagate_layer_stack(ft_out, bucket, weights, biases, layers, shift, skip_i
         w_off = layers[l, 4] + bucket * layers[l, 5]
         b_off = layers[l, 6] + bucket * layers[l, 7]
         code = layers[l, 2]
-        last = l + 1 == n_layers
-        if code >= ACT_FLOAT:
-            affine_float(xf, n_in, fparams, w_off, b_off, n_out, zf)
-            if code == ACT_F_NONE:
-                y = np.floor(zf[0] * float_out + 0.5)
-                out = np.int64(min(max(y, -2147483648.0), 2147483647.0))
-                break
-            written = activate_float(zf, layers[l, 3], code, xf)
-            for i in range(written, layers[l + 1, 0]):
-                xf[i] = 0.0
-            continue
         if l == 0:
-            affine_int16_input(ft_out, n_in, weights, w_off, biases, b_off, n_out, z)
+            affine_int16_input(scratch, n_in, weights, w_off, biases, b_off, n_out, z)
             if skip_index >= 0:
                 skip = tdiv(wrap_int32(np.int64(z[skip_index]) * skip_num), skip_den)
         else:
@@ -149,21 +194,16 @@ def propagate_layer_stack(ft_out, bucket, weights, biases, layers, shift, skip_i
         if code == ACT_NONE:
             out = np.int64(z[0])
             break
-        if not last and layers[l + 1, 2] >= ACT_FLOAT:  # integer -> float boundary
-            for i in range(n_out):
-                zf[i] = z[i] * to_float
-            written = activate_float(zf, layers[l, 3], code + ACT_FLOAT, xf)
-            for i in range(written, layers[l + 1, 0]):
-                xf[i] = 0.0
-            continue
+        if layers[l + 1, 2] >= ACT_FLOAT:  # integer -> float boundary: the rest in float
+            out = propagate_float_tail(z, n_out, l + 1, bucket, biases, layers, shift, float_out)
+            break
         written = activate(z, layers[l, 3], code, shift, x)
-        next_in = layers[l + 1, 0]
-        for i in range(written, next_in):
+        for i in range(written, layers[l + 1, 0]):
             x[i] = 0
     return wrap_int32(out + skip)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def psqt_term(psqt_acc, stm, bucket):
     """PSQT contribution: ``tdiv(psqt[stm][bucket] - psqt[opp][bucket], 2)`` (int32[2, P] input)."""
     if psqt_acc.shape[1] == 0:

@@ -29,7 +29,7 @@ BACK_RANKS = 0xFF000000000000FF - (1 << 64)
 LOW_63 = 0x7FFFFFFFFFFFFFFF
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def orientation(king_square: int, perspective: int, mirror: int) -> int:
     """Square XOR mask for ``perspective`` (0 White, 1 Black) whose own king is on ``king_square``.
 
@@ -42,7 +42,7 @@ def orientation(king_square: int, perspective: int, mirror: int) -> int:
     return o
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def popcount(b):
     """Number of set bits of an int64 bitboard (SWAR on the low 63 bits, plus the sign bit;
     no step overflows, so it also runs as plain Python/NumPy with ``NUMBA_DISABLE_JIT``)."""
@@ -59,7 +59,7 @@ def popcount(b):
     return n + (b & 0x7F)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def lowest_square(b):
     """Square of the lowest set bit of a non-zero int64 bitboard (a1 = 0, h8 = 63)."""
     low = b & LOW_63
@@ -68,7 +68,7 @@ def lowest_square(b):
     return popcount((low & -low) - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def without_lowest(b):
     """``b`` without its lowest set bit (``b & (b - 1)``, written so that nothing overflows)."""
     if b & LOW_63 == 0:
@@ -76,7 +76,7 @@ def without_lowest(b):
     return b & (b - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def king_square(bitboards, perspective):
     """Square (0..63, a1 = 0) of ``perspective``'s king; -1 if there is none."""
     kings = bitboards[BB_KINGS] & bitboards[BB_WHITE + perspective]
@@ -89,7 +89,7 @@ def king_square(bitboards, perspective):
 (POS_OK, POS_WHITE_KINGS, POS_BLACK_KINGS, POS_TOO_MANY_PIECES, POS_BACK_RANK_PAWN, POS_INCONSISTENT) = range(6)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def check_bitboards(bitboards, max_pieces):
     """Whether a king-bucketed feature set can represent the position in ``bitboards``.
 
@@ -120,7 +120,7 @@ def check_bitboards(bitboards, max_pieces):
     return POS_OK
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def king_frame(king_sq, perspective, king_buckets, mirror, num_slots):
     """Orientation, feature base and refresh-cache key of a perspective whose own king is on ``king_sq``.
 
@@ -133,7 +133,7 @@ def king_frame(king_sq, perspective, king_buckets, mirror, num_slots):
     return orient, 64 * num_slots * bucket, 2 * bucket + ((orient & 7) != 0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def count_changes(old, new):
     """Number of (piece, square) pairs that differ between two piece sets (int64[8] bitboards each)."""
     n = 0
@@ -145,7 +145,7 @@ def count_changes(old, new):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def changed_features(old, new, perspective, orient, base, slot_table, added, removed):
     """Feature indices that leave (``removed``) and enter (``added``) between piece sets ``old`` and ``new``.
 
@@ -189,13 +189,13 @@ def changed_features(old, new, perspective, orient, base, slot_table, added, rem
     return n_added, n_removed
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def feature_index(square, piece_type, own, orient, bucket_base, slot_table):
     """Feature index of one piece (``piece_type`` 0..5 = P..K, ``own`` 1 if it has the perspective's colour)."""
     return (square ^ orient) + 64 * slot_table[1 - own, piece_type] + bucket_base
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def active_features(bitboards, slot_table, king_buckets, mirror, num_slots, out, counts):
     """Write the active feature indices of both perspectives.
 

@@ -5,7 +5,7 @@ arguments.  Source: Stockfish 15.1, ``nnue/evaluate_nnue.cpp`` (``evaluate``, ``
 
 Note: Numba's on-disk cache keys a function on its own file only, so a change to a kernel
 that this module calls must come with an edit of this file (or a cleared ``__pycache__``).
-Last such change: active_features in one pass over the occupied squares (kernels.features).
+Last such change: small kernels inline="always"; layer-stack buffers in a caller-provided scratch.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from numba import njit
 
 from .accumulator import STATE_FLAG, refresh_accumulator, update_perspective
 from .activation import ft_activate
-from .dense import LAYER_TABLE_COLUMNS, propagate_layer_stack, psqt_term, tdiv
+from .dense import LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, propagate_layer_stack, psqt_term, scratch_layout, tdiv
 from .features import BB_BLACK, BB_WHITE, POS_OK, active_features, check_bitboards, popcount
 
 #: Indices into the ``params`` int64 array.  ``P_CACHE_PAIRS``: refresh-cache entries per
@@ -37,16 +37,17 @@ CFG_LAYERS = N_PARAMS + 38
 INVALID_POSITION = -(1 << 62)
 
 
-@njit(cache=True)
-def forward_bucket(acc, psqt_acc, stm, bucket, params, ft_out, weights, biases, layers):
+@njit(cache=True, inline="always")
+def forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases, layers):
     """PSQT term and layer-stack output ("positional") for one bucket.
 
     ``acc`` int16[2, L1] and ``psqt_acc`` int32[2, P] are both perspectives' accumulators
-    (row 0 White); ``ft_out`` int16[ft_output_width] is scratch.  Returns ``(psqt, positional)`` in
+    (row 0 White); ``scratch`` is int16[>= dense.scratch_size(layers)] (the transformed
+    features go to its first entries).  Returns ``(psqt, positional)`` in
     internal units times OutputScale, side to move's point of view.
     """
-    ft_activate(acc, stm, params[P_FT_ACTIVATION], params[P_FT_CLAMP], params[P_FT_SHIFT], ft_out)
-    positional = propagate_layer_stack(ft_out, bucket, weights, biases, layers, params[P_WEIGHT_SHIFT],
+    ft_activate(acc, stm, params[P_FT_ACTIVATION], params[P_FT_CLAMP], params[P_FT_SHIFT], scratch)
+    positional = propagate_layer_stack(scratch, bucket, weights, biases, layers, params[P_WEIGHT_SHIFT],
                                        params[P_SKIP_INDEX], params[P_SKIP_NUM], params[P_SKIP_DEN],
                                        params[P_FLOAT_OUTPUT])
     return psqt_term(psqt_acc, stm, bucket), positional
@@ -67,13 +68,13 @@ def refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_bia
 
 @njit(cache=True)
 def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
-                       weights, biases, layers, feats, counts, acc, psqt_acc, ft_out):
+                       weights, biases, layers, feats, counts, acc, psqt_acc, scratch):
     """Full-refresh evaluation of one position.
 
     Parameters are the validated bitboards (int64[8], see ``kernels.features``), the side
     to move (0 White, 1 Black), the feature set's tables, ``params`` (int64[N_PARAMS]),
     the network's arrays (compute layout) and scratch buffers: ``feats`` int32[2, 32],
-    ``counts`` int64[2], ``acc`` int16[2, L1], ``psqt_acc`` int32[2, P], ``ft_out`` int16[ft_output_width].
+    ``counts`` int64[2], ``acc`` int16[2, L1], ``psqt_acc`` int32[2, P], ``scratch`` int16[>= dense.scratch_size(layers)].
 
     Returns the value ``tdiv(psqt + positional, OutputScale)`` in internal units from the
     side to move's point of view (Stockfish's ``NNUE::evaluate(pos, false)``), or
@@ -84,20 +85,20 @@ def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weig
     pieces = refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
                           feats, counts, acc, psqt_acc)
     bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
-    psqt, positional = forward_bucket(acc, psqt_acc, stm, bucket, params, ft_out, weights, biases, layers)
+    psqt, positional = forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases, layers)
     return tdiv(np.int64(psqt) + positional, params[P_OUTPUT_SCALE])
 
 
 @njit(cache=True)
-def trace_buckets(acc, psqt_acc, stm, params, ft_out, weights, biases, layers, out):
+def trace_buckets(acc, psqt_acc, stm, params, scratch, weights, biases, layers, out):
     """Fill ``out`` int64[n_buckets, 2] with (psqt, positional) of every bucket (side to move's view)."""
     for b in range(out.shape[0]):
-        psqt, positional = forward_bucket(acc, psqt_acc, stm, b, params, ft_out, weights, biases, layers)
+        psqt, positional = forward_bucket(acc, psqt_acc, stm, b, params, scratch, weights, biases, layers)
         out[b, 0] = psqt
         out[b, 1] = positional
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def unpack_config(cfg):
     """Views ``(params, slot_table, king_buckets, layers)`` into a ``cfg`` array (see ``CFG_*``)."""
     params = cfg[:N_PARAMS]
@@ -108,17 +109,24 @@ def unpack_config(cfg):
     return params, slot_table, king_buckets, layers
 
 
-@njit(cache=True)
-def evaluate_pair(new, pair, stm, params, accs, psqts, ft_out, weights, biases, layers):
+@njit(cache=True, inline="always")
+def feature_buffers(scratch, layers):
+    """Two int32[SCRATCH_FEATURES // 2] lists (added, removed features) in the scratch buffer's last region."""
+    feats = scratch[scratch_layout(layers)[2]:].view(np.int32)
+    return feats[:SCRATCH_FEATURES // 2], feats[SCRATCH_FEATURES // 2:SCRATCH_FEATURES]
+
+
+@njit(cache=True, inline="always")
+def evaluate_pair(new, pair, stm, params, accs, psqts, scratch, weights, biases, layers):
     """Value of the position ``new`` (int64[8]) whose accumulators are pair ``pair``; see :func:`evaluate_bitboards`."""
     pieces = popcount(new[BB_WHITE] | new[BB_BLACK])
     bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
-    psqt, positional = forward_bucket(accs[pair], psqts[pair], stm, bucket, params, ft_out, weights, biases, layers)
+    psqt, positional = forward_bucket(accs[pair], psqts[pair], stm, bucket, params, scratch, weights, biases, layers)
     return tdiv(np.int64(psqt) + positional, params[P_OUTPUT_SCALE])
 
 
 @njit(cache=True)
-def evaluate_fresh(stm, ft_weights, psqt_weights, weights, biases, cfg, accs, psqts, state, ft_out):
+def evaluate_fresh(stm, ft_weights, psqt_weights, weights, biases, cfg, accs, psqts, state, scratch):
     """Full-refresh evaluation of one position, with the arguments of :func:`evaluate_stack`.
 
     The caller has written the position's bitboards to ``state[work, 0, :8]``, where
@@ -146,11 +154,11 @@ def evaluate_fresh(stm, ft_weights, psqt_weights, weights, biases, cfg, accs, ps
     for p in range(2):
         refresh_accumulator(ft_weights, accs[empty, p], psqt_weights, feats[p], counts[p], accs[work, p],
                             psqts[work, p])
-    return evaluate_pair(new, work, stm, params, accs, psqts, ft_out, weights, biases, layers)
+    return evaluate_pair(new, work, stm, params, accs, psqts, scratch, weights, biases, layers)
 
 
 @njit(cache=True)
-def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases, cfg, accs, psqts, state, ft_out):
+def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases, cfg, accs, psqts, state, scratch):
     """Evaluate the position at ``ply`` of an accumulator stack, updating lazily.
 
     Pairs of ``accs`` int16[pairs, 2, L1], ``psqts`` int32[pairs, 2, P] and ``state``
@@ -158,7 +166,7 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
     are: the refresh cache (``params[P_CACHE_PAIRS]`` pairs), the biases with an empty piece
     set, two scratch pairs, then one pair per ply.  The caller has written the position's
     bitboards to ``state[pair, 0, :8]`` where ``pair = P_CACHE_PAIRS + 3 + ply``.  Plies below ``trusted`` have correct
-    "computed" flags; the others are stale and ignored.
+    "computed" flags; the others are stale and ignored.  ``scratch`` is int16[>= dense.scratch_size(layers)].
 
     Per perspective, the nearest computed ancestor ply is found and the accumulator is
     brought up to date from it (or refreshed through the cache); the pair is then flagged
@@ -178,8 +186,7 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
     new = state[dst, 0]  # the first 8 columns are the position's bitboards
     if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
         return INVALID_POSITION
-    added = np.empty(64, np.int32)
-    removed = np.empty(64, np.int32)
+    added, removed = feature_buffers(scratch, layers)
     top = min(ply, trusted - 1)
     for p in range(2):
         src = -1
@@ -194,12 +201,12 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
     for i in range(max(trusted, 0), ply):
         state[stack + i, 0, STATE_FLAG] = 0
         state[stack + i, 1, STATE_FLAG] = 0
-    return evaluate_pair(new, dst, stm, params, accs, psqts, ft_out, weights, biases, layers)
+    return evaluate_pair(new, dst, stm, params, accs, psqts, scratch, weights, biases, layers)
 
 
 @njit(cache=True)
 def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights, biases, cfg, accs, psqts, state,
-                      ft_out):
+                      scratch):
     """Evaluate consecutive positions (e.g. every ply of a game) with incremental updates.
 
     ``bitboards`` int64[n, 8] and ``stms`` int64[n] (0 White, 1 Black to move) describe the
@@ -216,8 +223,7 @@ def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights, b
     params, slot_table, king_buckets, layers = unpack_config(cfg)
     empty = params[P_CACHE_PAIRS]
     work = empty + 1  # two scratch pairs, used in turn (an update in place would not vectorise)
-    added = np.empty(64, np.int32)
-    removed = np.empty(64, np.int32)
+    added, removed = feature_buffers(scratch, layers)
     for i in range(bitboards.shape[0]):
         new = bitboards[i]
         if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
@@ -227,5 +233,5 @@ def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights, b
             update_perspective(new, p, work + ((i - 1) & 1) if i > 0 else -1, dst, empty, accs, psqts, state,
                                ft_weights, psqt_weights, slot_table, king_buckets, params[P_MIRROR],
                                params[P_NUM_SLOTS], added, removed)
-        out[i] = evaluate_pair(new, dst, stms[i], params, accs, psqts, ft_out, weights, biases, layers)
+        out[i] = evaluate_pair(new, dst, stms[i], params, accs, psqts, scratch, weights, biases, layers)
     return -1

@@ -11,6 +11,7 @@ import pytest
 from nnue_infer.features import feature_set
 from nnue_infer.kernels import forward as K
 from nnue_infer.kernels.activation import FT_PAIRWISE
+from nnue_infer.kernels.dense import scratch_size
 
 
 @pytest.fixture(scope="session")
@@ -45,13 +46,16 @@ def layout(network):
     return network.compute_layout
 
 
-def make_buffers(l1: int = 1024, psqt: int = 8) -> SimpleNamespace:
-    """Scratch buffers with the Evaluator's dtypes and shapes."""
+def make_buffers(layers: np.ndarray | None = None, l1: int = 1024, psqt: int = 8) -> SimpleNamespace:
+    """Scratch buffers with the Evaluator's dtypes and shapes; ``ft_out`` is the transformed
+    features at the start of ``scratch`` (the kernels' scratch for the layer stack ``layers``)."""
+    scratch = np.zeros(scratch_size(layers) if layers is not None else l1, np.int16)
     return SimpleNamespace(
         bb=np.empty(8, np.int64),
         feats=np.empty((2, 32), np.int32),
         counts=np.empty(2, np.int64),
         acc=np.empty((2, l1), np.int16),
         psqt=np.empty((2, psqt), np.int32),
-        ft_out=np.empty(l1, np.int16),
+        scratch=scratch,
+        ft_out=scratch[:l1],
     )

@@ -13,12 +13,20 @@ from nnue_infer.kernels.dense import (
     affine_dense,
     affine_int16_input,
     propagate_layer_stack,
+    scratch_size,
     psqt_term,
     tdiv,
     wrap_int32,
 )
 
 SKIP = (15, 9600, 8128)
+
+
+def with_scratch(x, layers):
+    """The layer stack's int16 scratch buffer with the transformed features ``x`` at its start."""
+    scratch = np.zeros(scratch_size(layers), np.int16)
+    scratch[:len(x)] = x
+    return scratch
 
 
 def test_tdiv_truncates_toward_zero():
@@ -100,7 +108,7 @@ def test_layer_stack_matches_reference_on_real_inputs(network, layout, sample_bo
         e = R.evaluate(network, board)
         x = e.transformed.astype(np.int16)
         for k in range(8):
-            got = propagate_layer_stack(x, k, weights, biases, layers, 6, *SKIP, 9600)
+            got = propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600)
             assert got == e.positional[k], (board.fen(), k)
 
 
@@ -112,7 +120,7 @@ def test_layer_stack_random_dense_inputs(network, layout, rng):
         x[rng.random(1024) < rng.random()] = 0
         k = int(rng.integers(8))
         st = R.layer_stack(network, k, x)
-        assert propagate_layer_stack(x, k, weights, biases, layers, 6, *SKIP, 9600) == st.positional
+        assert propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600) == st.positional
 
 
 def test_layer_stack_skip_wraps(network, layout):
@@ -127,11 +135,11 @@ def test_layer_stack_skip_wraps(network, layout):
             assert abs(z15) > 223_696, z15
             unwrapped = R.layer_stack(network, k, x, wrap_skip=False)
             assert unwrapped.positional != st.positional
-            assert propagate_layer_stack(x, k, weights, biases, layers, 6, *SKIP, 9600) == st.positional
+            assert propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600) == st.positional
 
 
 def test_layer_stack_without_skip(network, layout):
     weights, biases, layers = layout
     x = R.evaluate(network, chess.Board()).transformed.astype(np.int16)
     st = R.layer_stack(network, 7, x)
-    assert propagate_layer_stack(x, 7, weights, biases, layers, 6, -1, 9600, 8128, 9600) == st.o
+    assert propagate_layer_stack(with_scratch(x, layers), 7, weights, biases, layers, 6, -1, 9600, 8128, 9600) == st.o

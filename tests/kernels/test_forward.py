@@ -14,14 +14,14 @@ from .conftest import make_buffers
 
 def run(board, network, halfka, params, layout):
     """Kernels for one board: (value, buffers, per-bucket (psqt, positional) int64[8, 2])."""
-    buf = make_buffers()
     weights, biases, layers = layout
+    buf = make_buffers(layers)
     stm = 0 if board.turn else 1
     value = evaluate_bitboards(board_bitboards(board, buf.bb), stm, halfka.slot_table, halfka.king_buckets, params,
                                network.ft_weights, network.ft_biases, network.psqt_weights, weights, biases, layers,
-                               buf.feats, buf.counts, buf.acc, buf.psqt, buf.ft_out)
+                               buf.feats, buf.counts, buf.acc, buf.psqt, buf.scratch)
     per_bucket = np.empty((8, 2), np.int64)
-    trace_buckets(buf.acc, buf.psqt, stm, params, buf.ft_out, weights, biases, layers, per_bucket)
+    trace_buckets(buf.acc, buf.psqt, stm, params, buf.scratch, weights, biases, layers, per_bucket)
     return value, buf, per_bucket
 
 
@@ -40,7 +40,7 @@ def test_kernels_match_reference(network, halfka, params, layout, sample_boards)
 def test_refresh_both_and_forward_bucket(network, halfka, params, layout, sample_boards):
     weights, biases, layers = layout
     for board in sample_boards[::10]:
-        buf = make_buffers()
+        buf = make_buffers(layers)
         n = refresh_both(board_bitboards(board, buf.bb), halfka.slot_table, halfka.king_buckets, params,
                          network.ft_weights, network.ft_biases, network.psqt_weights, buf.feats, buf.counts,
                          buf.acc, buf.psqt)
@@ -48,7 +48,7 @@ def test_refresh_both_and_forward_bucket(network, halfka, params, layout, sample
         e = R.evaluate(network, board)
         stm = 0 if board.turn else 1
         for k in (0, e.bucket, 7):
-            assert forward_bucket(buf.acc, buf.psqt, stm, k, params, buf.ft_out, weights, biases, layers) == (
+            assert forward_bucket(buf.acc, buf.psqt, stm, k, params, buf.scratch, weights, biases, layers) == (
                 e.psqt[k], e.positional[k])
         np.testing.assert_array_equal(buf.ft_out, e.transformed)
 
