@@ -293,7 +293,8 @@ class Evaluator:
                 raise PositionError(f"position not representable: {board.fen()}")
             self._trusted = ply + 1
             return value
-        board = _as_board(board)
+        if not isinstance(board, chess.Board):
+            board = _as_board(board)
         occupied_co = board.occupied_co  # checked by the kernel; check_position only names the problem
         _BITBOARDS.pack_into(self._state, self._fresh_offset, board.pawns, board.knights, board.bishops, board.rooks,
                              board.queens, board.kings, occupied_co[1], occupied_co[0])
@@ -301,7 +302,7 @@ class Evaluator:
         if value == INVALID_POSITION:
             check_position(board)
             raise PositionError(f"position not representable: {board.fen()}")
-        return int(value)
+        return value
 
     def evaluate_batch(self, positions: Iterable[chess.Board | str]) -> np.ndarray:
         """Evaluate many positions on all cores; the same numbers as :meth:`evaluate`, row by row.

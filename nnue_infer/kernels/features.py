@@ -141,7 +141,9 @@ def count_changes(old, new):
         old_c = old[BB_WHITE + c]
         new_c = new[BB_WHITE + c]
         for pt in range(6):
-            n += popcount((old[pt] & old_c) ^ (new[pt] & new_c))
+            diff = (old[pt] & old_c) ^ (new[pt] & new_c)
+            if diff != 0:  # usually 0: one move changes at most 4 of the 12 piece sets
+                n += popcount(diff)
     return n
 
 

@@ -5,7 +5,7 @@ arguments.  Source: Stockfish 15.1, ``nnue/evaluate_nnue.cpp`` (``evaluate``, ``
 
 Note: Numba's on-disk cache keys a function on its own file only, so a change to a kernel
 that this module calls must come with an edit of this file (or a cleared ``__pycache__``).
-Last such change: small kernels inline="always"; layer-stack buffers in a caller-provided scratch.
+Last such change: count_changes skips empty differences (kernels.features).
 """
 
 from __future__ import annotations
