@@ -59,12 +59,12 @@ def test_missing_default_network_says_what_to_do(monkeypatch):
         nnue_infer.default_network()
 
 
-#: The issue's targets on the whole dev corpus (measured: 46.4 cp, 98.7 %; weights/README.md).
+#: The issue's targets on the whole dev corpus (measured: 43.9 cp, 99.2 %; weights/README.md).
 MAE_BOUND_CP = distil.TARGET_MAE_CP
 SIGN_BOUND = distil.TARGET_SIGN_AGREEMENT
-#: Positions not derived from training data miss the MAE target (measured 80.2 cp, 96.2 %):
-#: these bounds only guard against regressions of the shipped network.
-HELD_OUT_MAE_BOUND_CP = 90.0
+#: Positions not derived from training data miss the MAE target (measured 75.2 cp, 97.5 %):
+#: this bound only guards against regressions of the shipped network.
+HELD_OUT_MAE_BOUND_CP = 80.0
 
 
 def test_accuracy_against_stockfish_on_the_dev_corpus(default, data_dir):
