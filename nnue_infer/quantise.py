@@ -287,11 +287,6 @@ def dequantise(network: Network) -> FloatNetwork:
     return FloatNetwork.from_tensors(arch, f, network.description)
 
 
-def scheme_of(arch: Architecture) -> QuantisationScheme:
-    """The :class:`QuantisationScheme` a quantised architecture was built with."""
-    return QuantisationScheme(arch.ft_clamp, arch.ft_shift, arch.weight_scale_bits, arch.output_scale)
-
-
 def _worst_active_sum(absw: np.ndarray, num_slots: int) -> np.ndarray:
     """Per column, the largest sum of ``MAX_ACTIVE`` rows of ``absw`` [F, C] that one position can activate.
 
