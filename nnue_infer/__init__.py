@@ -15,6 +15,7 @@ centipawns, :func:`load` for network files.
 from .errors import (
     FenError,
     IllegalMoveError,
+    InputError,
     NetworkFormatError,
     NetworkNotFoundError,
     NnueError,
@@ -40,6 +41,7 @@ __all__ = [
     "FloatNetwork",
     "HiddenLayer",
     "IllegalMoveError",
+    "InputError",
     "Network",
     "NetworkFormatError",
     "NetworkNotFoundError",

@@ -27,14 +27,16 @@ def cli() -> None:
 
 
 def _read_epd(path: str) -> tuple[list[str], list[int]]:
-    """FENs from an EPD/FEN file and their line numbers (1-based).
+    """FENs from an EPD/FEN file (``-``: stdin; gzip/zstd allowed) and their line numbers (1-based).
 
     Keeps the first four fields (plus the counters if present); blank lines and lines
     starting with ``#`` are skipped.
     """
+    from .inputs import open_input
+
     fens, lines = [], []
-    with open(path, encoding="utf-8-sig", errors="replace") as f:  # bad bytes: that line's FEN error
-        for number, line in enumerate(f, 1):
+    with open_input(path) as inp:  # bad bytes: that line's FEN error
+        for number, line in enumerate(inp.text, 1):
             fields = line.split()
             if not fields or fields[0].startswith("#"):
                 continue
@@ -89,7 +91,10 @@ def _eval_epd(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
 
     from .errors import FenError, PositionError
 
+    from .inputs import input_label
+
     fens, lines = _read_epd(path)
+    path = input_label(path)
     status = 0
     with _progress_bar(len(fens), "pos", progress) as bar:
         for lo in range(0, len(fens), _CHUNK):
@@ -116,9 +121,10 @@ def _eval_epd(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
 
 
 def _eval_pgn(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
-    """Every position of every game's mainline, scored incrementally with ``Evaluator.evaluate_game``."""
-    import os
+    """Every position of every game's mainline, scored incrementally with ``Evaluator.evaluate_game``.
 
+    ``path`` may be ``-`` (stdin), a pipe, or gzip/zstd-compressed (:mod:`nnue_infer.inputs`).
+    """
     import chess
     import chess.pgn
     import numpy as np
@@ -128,8 +134,10 @@ def _eval_pgn(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
     # python-chess also logs each game's errors (to stderr, with a traceback); they are reported below.
     logging.getLogger("chess.pgn").addHandler(logging.NullHandler())
     status = 0
-    with open(path, encoding="utf-8-sig", errors="replace") as f, \
-            _progress_bar(os.path.getsize(path), "B", progress) as bar:
+    from .inputs import input_label, open_input
+
+    with open_input(path) as inp, _progress_bar(inp.size, "B", progress) as bar:
+        f, path = inp.text, input_label(path)
         number = 0
         while True:
             game = chess.pgn.read_game(f)
@@ -167,7 +175,7 @@ def _eval_pgn(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
             ucis = [""] + [m.uci() for m in moves]
             writer.write(zip([number] * len(fens), range(len(fens)), ucis, fens, values.tolist(), cp.tolist(),
                              cp_white.tolist()))
-            bar.update(f.buffer.tell() - bar.n)
+            bar.update(inp.bytes_read - bar.n)  # bytes taken from the source: no tell(), pipes work
     return status
 
 
@@ -176,10 +184,12 @@ def _eval_pgn(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
 @click.option("--net", help="Network: a file (.nnue or .safetensors), 'default' (the bundled network, used when "
               "--net is not given) or 'stockfish' (Stockfish 15.1's net from Debian's stockfish package).")
 @click.option("--fen", "fen_opts", multiple=True, help="A position in FEN (may be repeated).")
-@click.option("--epd", type=click.Path(exists=True, dir_okay=False),
-              help="File with one FEN/EPD per line: batch evaluation on all cores, CSV (or --json) output.")
-@click.option("--pgn", type=click.Path(exists=True, dir_okay=False),
-              help="PGN file: every position of every game's mainline, incremental; CSV (or --json) output.")
+@click.option("--epd", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+              help="File with one FEN/EPD per line ('-': stdin; gzip/zstd read directly): batch evaluation on "
+              "all cores, CSV (or --json) output.")
+@click.option("--pgn", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+              help="PGN file ('-': stdin; gzip/zstd read directly): every position of every game's mainline, "
+              "incremental; CSV (or --json) output.")
 @click.option("--trace", is_flag=True, help="Print Stockfish 15.1's eval text for the NNUE (piece values, bucket table, NNUE line).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per position.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write results to this file instead of stdout.")
@@ -211,26 +221,45 @@ def eval_cmd(fens, net, fen_opts, epd, pgn, trace, as_json, output, jobs, progre
                                      param_hint="--jobs")
         numba.set_num_threads(jobs)
     source = epd or pgn
-    if output and source and os.path.exists(output) and os.path.samefile(output, source):
+    if output and source and source != "-" and os.path.exists(output) and os.path.samefile(output, source):
         raise click.UsageError(f"--output {output} is the input file: it would be emptied before it is read")
-    positions = list(fen_opts) + [" ".join(fens)] * bool(fens) + (_read_epd(epd)[0] if epd and trace else [])
+    try:
+        positions = list(fen_opts) + [" ".join(fens)] * bool(fens) + (_read_epd(epd)[0] if epd and trace else [])
+    except OSError as exc:
+        raise click.ClickException(str(exc)) from exc
     if not positions and not (epd or pgn):
         raise click.UsageError("give a position: FEN arguments, --fen FEN, --epd FILE or --pgn FILE")
     try:
         ev = Evaluator(_load_network(net))
     except (NnueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
-    out = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
+    try:
+        out = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
+    except OSError as exc:
+        raise click.ClickException(f"cannot write --output {output}: {exc.strerror or exc}") from exc
     try:
         if (epd or pgn) and not trace:
             if pgn:
                 columns = ("game", "ply", "move", "fen", "value", "cp", "cp_white")
-                sys.exit(_eval_pgn(ev, pgn, _RowWriter(out, columns, as_json), progress))
-            sys.exit(_eval_epd(ev, epd, _RowWriter(out, ("fen", "value", "cp", "cp_white"), as_json), progress))
-        sys.exit(_eval_positions(ev, positions, trace, as_json, out))
-    finally:
+                status = _eval_pgn(ev, pgn, _RowWriter(out, columns, as_json), progress)
+            else:
+                status = _eval_epd(ev, epd, _RowWriter(out, ("fen", "value", "cp", "cp_white"), as_json), progress)
+        else:
+            status = _eval_positions(ev, positions, trace, as_json, out)
+        out.flush()  # a full disk shows here (or at close), not as a traceback at exit
         if output:
             out.close()
+    except OSError as exc:
+        if exc.filename is None and not isinstance(exc, NnueError):  # the output failed, not an input
+            raise click.ClickException(f"cannot write {output or 'to stdout'}: {exc.strerror or exc}") from exc
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        if output and not out.closed:
+            try:
+                out.close()
+            except OSError:
+                pass  # already reported
+    sys.exit(status)
 
 
 def _eval_positions(ev, positions: list[str], trace: bool, as_json: bool, out) -> int:
@@ -323,9 +352,9 @@ def extract(binary, output):
 @click.option("-n", "--positions", "n", type=click.IntRange(min=1), default=1_000_000, show_default=True,
               help="Number of distinct positions.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed (same seed and inputs, same file).")
-@click.option("--games", type=click.Path(exists=True, dir_okay=False),
+@click.option("--games", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help="JSONL games (id, start_fen, moves) to start perturbation episodes from; without: playouts only.")
-@click.option("--exclude", type=click.Path(exists=True, dir_okay=False),
+@click.option("--exclude", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help="JSONL with a 'fen' field (or one FEN per line): positions never to emit, e.g. an evaluation corpus.")
 @click.option("--teacher", type=click.Path(dir_okay=False),
               help="Network that labels the positions (default: Stockfish 15.1's net from Debian's stockfish).")
@@ -370,7 +399,7 @@ def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, perturba
               help="S of the loss: win probability = sigmoid(cp / S).")
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True, help="PyTorch/Numba threads.")
-@click.option("--eval-positions", type=click.Path(exists=True, dir_okay=False),
+@click.option("--eval-positions", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help="Corpus (JSONL with fen and raw.value) to measure the quantised network against the teacher.")
 @click.option("--resume", is_flag=True, help="Continue from OUTPUT/checkpoint.pt.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
@@ -466,7 +495,7 @@ def quantise(source, dest, scheme, qa, shift, strict, fmt):
               help="Float network (native .safetensors); a quantised file is dequantised.")
 @click.option("--quantised", "quant_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Quantised network (.nnue or .safetensors).")
-@click.option("--positions", required=True, type=click.Path(exists=True, dir_okay=False),
+@click.option("--positions", required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help="Positions: JSON lines with a 'fen' field, or EPD/FEN lines.")
 @click.option("--plot", type=click.Path(dir_okay=False), default="crosscheck.png", show_default=True,
               help="Where to write the error histogram (PNG).")

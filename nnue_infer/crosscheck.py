@@ -127,12 +127,18 @@ def plot_histogram(result: CrosscheckResult, path: str | os.PathLike[str], title
 
 
 def read_positions(path: str | os.PathLike[str]) -> list[str]:
-    """FENs from a file: JSON lines with a ``fen`` field (the dev corpus) or EPD/FEN lines ('#' comments)."""
+    """FENs from a file: JSON lines with a ``fen`` field (the dev corpus) or EPD/FEN lines ('#' comments).
+
+    ``path`` may be ``-`` (stdin), a pipe, or gzip/zstd-compressed (:func:`nnue_infer.inputs.open_input`).
+    """
     import json
 
+    from .inputs import input_label, open_input
+
     fens = []
-    with open(path, encoding="utf-8-sig", errors="replace") as f:  # bad bytes: that line's FEN is skipped
-        for lineno, line in enumerate(f, 1):
+    with open_input(path) as inp:  # bad bytes: that line's FEN is skipped
+        path = input_label(path)
+        for lineno, line in enumerate(inp.text, 1):
             line = line.strip()
             if not line or line.startswith("#"):
                 continue

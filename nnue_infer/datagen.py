@@ -63,6 +63,7 @@ import numpy as np
 
 from .errors import NnueError, PositionError
 from .features import board_bitboards
+from .inputs import input_label, open_input
 
 FORMAT = "nnue-infer-positions-1"
 SOURCE_PERTURBATION, SOURCE_PLAYOUT = 0, 1
@@ -125,11 +126,13 @@ def position_key(board: chess.Board) -> tuple[int, ...]:
 def read_games(path: str | os.PathLike[str]) -> list[dict]:
     """Games from a JSONL file with ``id``, ``start_fen`` and ``moves`` (UCI) per line.
 
+    ``path`` may be ``-`` (stdin), a pipe, or gzip/zstd-compressed (:func:`nnue_infer.inputs.open_input`).
     Raises ``ValueError`` naming the line for malformed JSON, a missing field or an illegal move.
     """
     games = []
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
+    with open_input(path) as inp:
+        path = input_label(path)
+        for lineno, line in enumerate(inp.text, 1):
             if not line.strip():
                 continue
             try:
@@ -161,10 +164,12 @@ def game_positions(games: list[dict], holdout_fraction: float) -> list[chess.Boa
 
 
 def read_exclude(path: str | os.PathLike[str]) -> set[tuple[int, ...]]:
-    """Position keys (:func:`position_key`) of a JSONL file with a ``fen`` field, or a FEN-per-line file."""
+    """Position keys (:func:`position_key`) of a JSONL file with a ``fen`` field, or a FEN-per-line file
+    (``-`` for stdin, pipes, gzip/zstd: :func:`nnue_infer.inputs.open_input`)."""
     keys = set()
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
+    with open_input(path) as inp:
+        path = input_label(path)
+        for lineno, line in enumerate(inp.text, 1):
             line = line.strip()
             if not line:
                 continue

@@ -65,9 +65,12 @@ def read_corpus(path: str | os.PathLike[str]) -> list[CorpusPosition]:
 
     Raises ``ValueError`` naming the line for a malformed row.
     """
+    from .inputs import input_label, open_input
+
     rows = []
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
+    with open_input(path) as inp:
+        path = input_label(path)
+        for lineno, line in enumerate(inp.text, 1):
             if not line.strip():
                 continue
             try:

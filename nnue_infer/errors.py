@@ -21,6 +21,13 @@ class NetworkNotFoundError(NnueError, FileNotFoundError):
     """No network file was given and none could be found or extracted; the message says how to get one."""
 
 
+class InputError(NnueError, OSError):
+    """An input file cannot be read to the end: corrupt or truncated gzip / Zstandard data.
+
+    The message names the source (``<stdin>`` for ``-``) and the compression.
+    """
+
+
 class PositionError(NnueError, ValueError):
     """A position cannot be represented by the network's features (kings, piece count, pawn ranks)."""
 

@@ -1,0 +1,238 @@
+"""Open any input file of the CLI: a path, ``-`` for standard input, plain or compressed.
+
+:func:`open_input` reads a source front to back without ever seeking, so pipes, FIFOs and
+process substitutions (``<(zcat games.pgn.gz)``) work like regular files.  The compression is
+detected from the first bytes, not from the name:
+
+* gzip (``1f 8b``, RFC 1952; concatenated members are read one after the other);
+* Zstandard (``28 b5 2f fd``, RFC 8878; several frames are read one after the other), through the
+  ``zstandard`` package;
+* anything else is read as it is.
+
+The returned :class:`Input` is a context manager; its ``text`` (or ``binary``) stream gives the
+decompressed content, ``bytes_read`` counts the bytes consumed from the source (compressed bytes,
+for a progress bar) and ``size`` is the source's size when it is a regular file (``None`` for a
+pipe).  Corrupt or truncated compressed data raises :class:`~nnue_infer.errors.InputError` naming
+the source.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import sys
+import zlib
+from typing import BinaryIO, TextIO
+
+from .errors import InputError
+
+#: Magic bytes of the compressed formats: gzip (RFC 1952) and Zstandard frames (RFC 8878).
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+#: ``-`` names standard input.
+STDIN = "-"
+
+
+class _CountingReader(io.RawIOBase):
+    """A raw, non-seekable stream over ``f`` that first serves ``head`` (bytes already read from
+    ``f`` to detect the compression) and counts every byte taken from ``f`` in ``bytes_read``."""
+
+    def __init__(self, f: BinaryIO, head: bytes, close_source: bool) -> None:
+        self._f, self._head, self._close_source = f, head, close_source
+        self.bytes_read = len(head)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        read1 = getattr(self._f, "read1", self._f.read)
+        data = read1(len(b))
+        n = len(data)
+        b[:n] = data
+        self.bytes_read += n
+        return n
+
+    def close(self) -> None:
+        if not self.closed and self._close_source:
+            self._f.close()
+        super().close()
+
+
+class _CheckedReader(io.RawIOBase):
+    """A raw stream over a decompressor (gzip) that turns its errors (corrupt or truncated data)
+    into :class:`InputError` naming the source and the compression."""
+
+    def __init__(self, stream, name: str, compression: str, errors: tuple[type[BaseException], ...]) -> None:
+        self._stream, self._name, self._compression, self._errors = stream, name, compression, errors
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        try:
+            data = self._stream.read(len(b))
+        except self._errors as exc:
+            raise InputError(f"{self._name}: corrupt or truncated {self._compression} data ({exc})") from exc
+        n = len(data)
+        b[:n] = data
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._stream.close()
+        super().close()
+
+
+class _ZstdReader(io.RawIOBase):
+    """Decompresses consecutive Zstandard frames from ``source`` (a buffered stream); a source that
+    ends inside a frame raises :class:`InputError` (``zstandard``'s stream reader would stop silently)."""
+
+    def __init__(self, source: BinaryIO, name: str) -> None:
+        import zstandard
+
+        self._zstd, self._source, self._name = zstandard, source, name
+        self._obj = zstandard.ZstdDecompressor().decompressobj()
+        self._in_frame = False  # bytes of the current frame were fed and its end is not reached yet
+        self._out, self._pos = b"", 0  # decompressed bytes not yet handed out: self._out[self._pos:]
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        while self._pos == len(self._out):
+            self._out, self._pos = b"", 0
+            chunk = self._source.read1(1 << 16)  # type: ignore[attr-defined]
+            if not chunk:
+                if self._in_frame:
+                    raise InputError(f"{self._name}: truncated zstd data (the input ends inside a frame)")
+                return 0
+            while chunk:
+                try:
+                    self._out += self._obj.decompress(chunk)
+                except self._zstd.ZstdError as exc:
+                    raise InputError(f"{self._name}: corrupt zstd data ({exc})") from exc
+                self._in_frame = not self._obj.eof
+                chunk = self._obj.unused_data if self._obj.eof else b""
+                if self._obj.eof:
+                    self._obj = self._zstd.ZstdDecompressor().decompressobj()
+        n = min(len(b), len(self._out) - self._pos)
+        b[:n] = self._out[self._pos:self._pos + n]
+        self._pos += n
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._source.close()
+        super().close()
+
+
+class Input:
+    """An open input: ``binary`` (decompressed bytes) or ``text`` (decoded lines), closed on exit.
+
+    Attributes
+    ----------
+    name : str
+        The source as given (``"-"`` shows as ``"<stdin>"``), for messages.
+    compression : str or None
+        ``"gzip"``, ``"zstd"`` or ``None``.
+    size : int or None
+        Bytes of the source when it is a regular file, else ``None`` (pipe, FIFO, terminal).
+    """
+
+    def __init__(self, source: str | os.PathLike[str], text: bool, encoding: str, errors: str) -> None:
+        path = os.fspath(source)
+        if path == STDIN:
+            raw, self.name, close_source = sys.stdin.buffer, "<stdin>", False
+        else:
+            raw, self.name, close_source = open(path, "rb"), path, True  # noqa: SIM115 (closed by close())
+        try:
+            mode = os.fstat(raw.fileno()).st_mode
+            self.size = os.fstat(raw.fileno()).st_size if stat.S_ISREG(mode) else None
+        except (OSError, io.UnsupportedOperation):  # e.g. a replaced sys.stdin without a descriptor
+            self.size = None
+        head = b""
+        while len(head) < len(ZSTD_MAGIC):  # a pipe may deliver fewer bytes per read
+            chunk = raw.read(len(ZSTD_MAGIC) - len(head))
+            if not chunk:
+                break
+            head += chunk
+        self._counter = _CountingReader(raw, head, close_source)
+        counted = io.BufferedReader(self._counter)
+        if head.startswith(GZIP_MAGIC):
+            import gzip
+
+            self.compression: str | None = "gzip"
+            stream = _CheckedReader(gzip.GzipFile(fileobj=counted, mode="rb"), self.name, "gzip",
+                                    (EOFError, gzip.BadGzipFile, zlib.error))
+            self.binary: BinaryIO = io.BufferedReader(stream)
+        elif head.startswith(ZSTD_MAGIC):
+            self.compression = "zstd"
+            self.binary = io.BufferedReader(_ZstdReader(counted, self.name))
+        else:
+            self.compression = None
+            self.binary = counted
+        self._counted = counted
+        self.text: TextIO | None = (io.TextIOWrapper(self.binary, encoding=encoding, errors=errors)
+                                    if text else None)
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes consumed from the source so far (compressed bytes for a compressed source)."""
+        return self._counter.bytes_read
+
+    def close(self) -> None:
+        """Close the streams and the source (never standard input)."""
+        for stream in (self.text, self.binary, self._counted, self._counter):
+            if stream is not None:
+                stream.close()
+
+    def __enter__(self) -> Input:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def open_input(source: str | os.PathLike[str], *, text: bool = True, encoding: str = "utf-8-sig",
+               errors: str = "replace") -> Input:
+    """Open ``source`` (a path, or ``-`` for standard input) for one front-to-back read.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        A file, FIFO or ``/dev/stdin``-style path, or ``"-"`` for standard input.  gzip and
+        Zstandard content is decompressed on the fly (detected from the magic bytes).
+    text : bool
+        Whether to decode: ``Input.text`` is then a text stream (universal newlines);
+        ``Input.binary`` always gives the decompressed bytes.
+    encoding, errors : str
+        Text decoding, as for :func:`open` (default: UTF-8 with an optional BOM; undecodable
+        bytes become U+FFFD, so a bad line is reported by whatever parses it).
+
+    Returns
+    -------
+    Input
+        A context manager; use ``with open_input(p) as inp: for line in inp.text: ...``.
+
+    Raises
+    ------
+    OSError
+        The source cannot be opened (``FileNotFoundError``, ``IsADirectoryError``, ...; the
+        exception names the path).
+    InputError
+        On read: corrupt or truncated compressed data (an ``OSError`` naming the source).
+    """
+    return Input(source, text, encoding, errors)
+
+
+def input_label(source: str | os.PathLike[str]) -> str:
+    """How messages name ``source``: ``<stdin>`` for ``-``, else the path as given."""
+    path = os.fspath(source)
+    return "<stdin>" if path == STDIN else path
