@@ -1,0 +1,78 @@
+"""``nnue_infer.output``: compiled CSV / JSON-lines writing against Python's ``csv`` and ``json`` modules."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+
+from nnue_infer.output import TableWriter, TextColumn, encode, header, take
+
+STRINGS = ["plain", "comma,inside", 'q"uo"te', "new\nline", "cr\rhere", "", "ünïcödé ♞", "ctl\x01\x1f\t\b\f", "back\\slash"]
+
+
+def table():
+    n = len(STRINGS)
+    ints = np.array([0, -1, 9, 10, -10, 2**63 - 1, -2**63, 12345, -99], np.int64)
+    masked = np.ma.masked_array(np.arange(n, dtype=np.int32) - 4, mask=[i % 3 == 1 for i in range(n)])
+    flags = np.array([i % 2 == 0 for i in range(n)])
+    nullable = TextColumn.from_strings([None if i % 4 == 0 else s for i, s in enumerate(STRINGS)])
+    return {"s": TextColumn.from_strings(STRINGS), "i": ints, "m": masked, "b": flags, "n": nullable}, ints, masked, flags
+
+
+def test_csv_matches_the_csv_module():
+    t, ints, masked, flags = table()
+    got = list(csv.reader(io.StringIO(encode(t, "csv").decode(), newline="")))
+    expected = [[s, str(v), "" if m is np.ma.masked else str(m), "true" if f else "false", "" if i % 4 == 0 else s]
+                for i, (s, v, m, f) in enumerate(zip(STRINGS, ints.tolist(), masked, flags))]
+    assert got == expected
+    # byte-identical quoting (Python's writer with "\n" line ends leaves a lone CR unquoted; RFC 4180 quotes it)
+    keep = np.array(["\r" not in s for s in STRINGS])
+    buf = io.StringIO(newline="")
+    csv.writer(buf, lineterminator="\n").writerows([[r[0], r[1]] for r, k in zip(expected, keep) if k])
+    assert encode(take({"s": t["s"], "i": ints}, keep), "csv").decode() == buf.getvalue()
+
+
+def test_json_lines_are_typed_and_escaped():
+    t, ints, masked, flags = table()
+    lines = encode(t, "jsonl").decode().splitlines()
+    assert len(lines) == len(STRINGS)
+    for i, line in enumerate(lines):
+        obj = json.loads(line)
+        assert list(obj) == ["s", "i", "m", "b", "n"]
+        assert obj["s"] == STRINGS[i] and obj["i"] == int(ints[i]) and type(obj["i"]) is int
+        assert obj["m"] == (None if i % 3 == 1 else int(masked.data[i]))
+        assert obj["b"] is bool(flags[i]) and obj["n"] == (None if i % 4 == 0 else STRINGS[i])
+
+
+def test_header_writer_chunks_and_take():
+    out = io.BytesIO()
+    w = TableWriter(out, "csv")
+    t = {"fen": TextColumn.from_strings(["a", "b", "c"]), "value, cp": np.array([1, 2, 3])}
+    w.write(take(t, np.array([0, 2])))
+    w.write(take(t, np.array([False, True, False])))
+    assert out.getvalue() == b'fen,"value, cp"\na,1\nc,3\nb,2\n' and w.rows == 3
+    with pytest.raises(ValueError, match="differ"):
+        w.write({"fen": t["fen"]})
+    assert header(["x"]) == b"x\n"
+    empty = io.BytesIO()
+    TableWriter(empty, "csv", columns=["a", "b"])
+    assert empty.getvalue() == b"a,b\n"
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(ValueError, match="column 'b' has 2 rows"):
+        encode({"a": np.arange(3), "b": np.arange(2)}, "csv")
+    with pytest.raises(TypeError, match="float64"):
+        encode({"a": np.zeros(2)}, "csv")
+    with pytest.raises(ValueError, match="unknown output format"):
+        encode({"a": np.arange(2)}, "xml")
+
+
+def test_codes_and_empty_table():
+    col = TextColumn.from_codes(np.array([2, 0, 1]), ["none", "checkmate", "stalemate"])
+    assert col.to_list() == ["stalemate", "none", "checkmate"]
+    assert encode({"a": np.zeros(0, np.int64)}, "jsonl") == b""
