@@ -13,6 +13,7 @@ centipawns, :func:`load` for network files.
 """
 
 from .errors import (
+    ConcurrentUseError,
     FenError,
     IllegalMoveError,
     InputError,
@@ -36,6 +37,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Architecture",
+    "ConcurrentUseError",
     "Evaluator",
     "FenError",
     "FloatNetwork",

@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from .errors import FenError, PositionError
-from .features import MAX_PIECES, check_position
+from .features import MAX_PIECES, check_position, check_variant
 from .kernels import batch as KB
 from .kernels import features as KFT
 from .kernels import fen as KF
@@ -73,7 +73,12 @@ def as_sequence(positions: Iterable[chess.Board | str]) -> Sequence[chess.Board 
     if isinstance(positions, (str, bytes, chess.Board)):
         raise TypeError(f"expected a sequence of FEN strings or boards, got a single {type(positions).__name__}; "
                         "wrap it in a list")
-    return positions if isinstance(positions, (list, tuple)) else list(positions)
+    if isinstance(positions, (list, tuple)):
+        return positions
+    try:
+        return list(positions)
+    except TypeError:
+        raise TypeError(f"expected a sequence of FEN strings or boards, got {type(positions).__name__}") from None
 
 
 def _first_not(positions: Sequence[object], kind: type) -> int:
@@ -131,7 +136,8 @@ def board_bitboards_batch(boards: Sequence[chess.Board]) -> tuple[np.ndarray, np
 
     Returns int64[n, 8] bitboards (as :func:`nnue_infer.features.board_bitboards`) and
     uint8[n] side to move (0 White, 1 Black).  Raises ``TypeError`` naming the first row
-    that is not a ``chess.Board``.
+    that is not a ``chess.Board``, :class:`PositionError` naming the first variant board
+    (``chess.variant.*``).
     """
     try:
         rows = [(b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings, b.occupied_co[1], b.occupied_co[0],
@@ -139,6 +145,12 @@ def board_bitboards_batch(boards: Sequence[chess.Board]) -> tuple[np.ndarray, np
     except AttributeError:
         i = _first_not(boards, chess.Board)
         raise TypeError(f"row {i}: expected a chess.Board like the rows before, got {type(boards[i]).__name__}") from None
+    variant = next((i for i, b in enumerate(boards) if b.uci_variant != "chess"), None)
+    if variant is not None:
+        try:
+            check_variant(boards[variant])
+        except PositionError as exc:
+            raise PositionError(f"row {variant}: {exc}") from None
     table = np.array(rows, np.uint64).reshape(len(boards), 9)
     bitboards = np.ascontiguousarray(table[:, :8]).view(np.int64)
     stm = (table[:, 8] == 0).astype(np.uint8)

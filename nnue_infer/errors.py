@@ -48,6 +48,11 @@ class IllegalMoveError(NnueError, ValueError):
     the move, the position and, for a whole game, the move's index."""
 
 
+class ConcurrentUseError(NnueError, RuntimeError):
+    """An :class:`~nnue_infer.Evaluator` was called while another call on it (from another
+    thread) was running; an evaluator is not thread-safe, give each thread its own."""
+
+
 class QuantisationWarning(UserWarning):
     """:func:`nnue_infer.quantise` saturated parameters that did not fit their integer type
     (the message names each tensor, the count and the worst value)."""

@@ -12,6 +12,7 @@ Incremental evaluation (:meth:`Evaluator.push` / :meth:`Evaluator.pop` /
 
 from __future__ import annotations
 
+import functools
 import struct
 import threading
 from collections.abc import Iterable
@@ -20,8 +21,8 @@ import chess
 import numpy as np
 
 from .batch import as_sequence, evaluate_rows
-from .errors import FenError, IllegalMoveError, PositionError
-from .features import MAX_PIECES, architecture_features, board_bitboards, check_position
+from .errors import ConcurrentUseError, FenError, IllegalMoveError, PositionError
+from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant
 from .kernels import forward as K
 from .kernels.accumulator import STATE_COLUMNS
 from .kernels.dense import scratch_size
@@ -37,8 +38,10 @@ _INITIAL_PLIES = 256
 
 
 def _as_board(board: chess.Board | str) -> chess.Board:
-    """A ``chess.Board`` from a board or a FEN string (:class:`FenError` naming the problem if bad)."""
+    """A ``chess.Board`` from a board or a FEN string (:class:`FenError` naming the problem if bad;
+    :class:`PositionError` for a variant board, ``TypeError`` for anything else)."""
     if isinstance(board, chess.Board):
+        check_variant(board)
         return board
     if isinstance(board, str):
         try:
@@ -46,6 +49,23 @@ def _as_board(board: chess.Board | str) -> chess.Board:
         except ValueError as exc:
             raise FenError(f"invalid FEN {board!r}: {exc}") from exc
     raise TypeError(f"expected a chess.Board or a FEN string, got {type(board).__name__}")
+
+
+def _exclusive(method):
+    """Run ``method`` holding the evaluator's in-use lock; a call while another runs raises
+    :class:`~nnue_infer.errors.ConcurrentUseError` (the hot methods inline the same check)."""
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        lock = self._in_use
+        if not lock.acquire(False):
+            raise self._busy()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            lock.release()
+
+    return run
 
 
 class Evaluator:
@@ -82,23 +102,40 @@ class Evaluator:
             from .resources import default_network
 
             network = default_network()
+        self._in_use = threading.Lock()  # held while a method runs: concurrent use raises (see _busy)
         self._board = chess.Board()
         self.network = network
 
+    def _busy(self) -> ConcurrentUseError:
+        """The error for a call made while another call (from another thread) is running."""
+        return ConcurrentUseError(
+            "this Evaluator is being used by another thread at the same time; an Evaluator holds one game's "
+            "accumulators and is not thread-safe: give each thread its own (the module-level "
+            "nnue_infer.evaluate, evaluate_batch and evaluate_game keep one per thread)")
+
     @property
     def network(self) -> Network:
-        """The network; assigning another one invalidates every accumulator and the refresh cache."""
+        """The network; assigning another one rebuilds every accumulator and the refresh cache
+        (the board is kept).  The assignment succeeds completely or raises and changes nothing."""
         return self._network
 
     @network.setter
     def network(self, network: Network) -> None:
         if not isinstance(network, Network):
             raise TypeError(f"expected a Network, got {type(network).__name__}")
-        self._network = network
+        state = self._bind(network)  # everything built before anything is replaced
+        if not self._in_use.acquire(False):
+            raise self._busy()
+        try:
+            self.__dict__.update(state)
+        finally:
+            self._in_use.release()
+
+    @staticmethod
+    def _bind(network: Network) -> dict:
+        """Every attribute that depends on the network, freshly built (``self`` is not touched)."""
         arch = network.architecture
         fs = architecture_features(arch)
-        self._slot_table = fs.slot_table
-        self._king_buckets = fs.king_buckets
         params = np.zeros(K.N_PARAMS, np.int64)
         params[K.P_FT_CLAMP] = arch.ft_clamp
         params[K.P_FT_SHIFT] = arch.ft_shift
@@ -114,46 +151,53 @@ class Evaluator:
         params[K.P_CACHE_PAIRS] = fs.num_king_frames
         params[K.P_MAX_PIECES] = MAX_PIECES
         params[K.P_FLOAT_OUTPUT] = arch.output_units * arch.output_scale
-        self._params = params
-        self._weights, self._biases, self._layers = network.compute_layout
-        self._cfg = np.concatenate([
+        weights, biases, layers = network.compute_layout
+        cfg = np.concatenate([
             params,
             fs.slot_table.astype(np.int32).reshape(-1).view(np.int64),
             fs.king_buckets.astype(np.int32).view(np.int64),
-            self._layers.reshape(-1),
+            layers.reshape(-1),
         ])
         L1 = arch.ft_width
-        self._bb = np.empty(8, np.int64)
-        self._feats = np.empty((2, MAX_PIECES), np.int32)
-        self._counts = np.empty(2, np.int64)
-        self._acc = np.empty((2, L1), np.int16)
-        self._psqt = np.empty((2, arch.psqt_buckets), np.int32)
-        self._scratch = np.zeros(scratch_size(self._layers), np.int16)  # transformed features, layer stack
+        scratch = np.zeros(scratch_size(layers), np.int16)  # transformed features, layer stack
         # Incremental state: pairs [0, frames) refresh cache, pair `frames` the biases with an empty
         # piece set, `frames + 1` and `+ 2` scratch (evaluate_game), then one pair per ply
         # (ply + _stack_base).  See kernels.forward.evaluate_stack.
-        self._cache_pairs = fs.num_king_frames
-        self._stack_base = self._cache_pairs + 3
-        self._fresh_offset = (self._cache_pairs + 1) * _PAIR_BYTES  # evaluate(board): the first scratch pair
-        self._allocate(self._stack_base + _INITIAL_PLIES)
-        self.refresh()
-
-    def _allocate(self, pairs: int) -> None:
-        """(Re)allocate the incremental arrays with room for ``pairs`` pairs, keeping their content."""
-        arch = self._network.architecture
-        accs = np.zeros((pairs, 2, arch.ft_width), np.int16)
+        cache_pairs = fs.num_king_frames
+        stack_base = cache_pairs + 3
+        pairs = stack_base + _INITIAL_PLIES
+        accs = np.zeros((pairs, 2, L1), np.int16)
         psqts = np.zeros((pairs, 2, arch.psqt_buckets), np.int32)
         state = np.zeros((pairs, 2, STATE_COLUMNS), np.int64)
-        old = getattr(self, "_accs", None)
-        if old is not None and old.shape[1:] == accs.shape[1:]:
-            n = min(len(old), pairs)
-            accs[:n], psqts[:n], state[:n] = old[:n], self._psqts[:n], self._state[:n]
+        accs[:cache_pairs + 1] = network.ft_biases  # the refresh cache and the biases pair (see refresh)
+        return {
+            "_network": network, "_slot_table": fs.slot_table, "_king_buckets": fs.king_buckets, "_params": params,
+            "_weights": weights, "_biases": biases, "_layers": layers, "_cfg": cfg,
+            "_bb": np.empty(8, np.int64), "_feats": np.empty((2, MAX_PIECES), np.int32),
+            "_counts": np.empty(2, np.int64), "_acc": np.empty((2, L1), np.int16),
+            "_psqt": np.empty((2, arch.psqt_buckets), np.int32), "_scratch": scratch,
+            "_cache_pairs": cache_pairs, "_stack_base": stack_base,
+            "_fresh_offset": (cache_pairs + 1) * _PAIR_BYTES,  # evaluate(board): the first scratch pair
+            "_accs": accs, "_psqts": psqts, "_state": state, "_pairs": pairs, "_trusted": 0,
+            "_net_args": (network.ft_weights, network.psqt_weights, weights, biases, cfg),
+            "_kernel_args": (network.ft_weights, network.psqt_weights, weights, biases, cfg, accs, psqts, state,
+                             scratch),
+            "_batch_args": ((fs.slot_table, fs.king_buckets, params, network.ft_weights, network.ft_biases,
+                             network.psqt_weights, weights, biases, layers), scratch.shape[0]),
+        }
+
+    def _allocate(self, pairs: int) -> None:
+        """Grow the incremental arrays to ``pairs`` pairs, keeping their content."""
+        accs = np.zeros((pairs, *self._accs.shape[1:]), np.int16)
+        psqts = np.zeros((pairs, *self._psqts.shape[1:]), np.int32)
+        state = np.zeros((pairs, *self._state.shape[1:]), np.int64)
+        n = self._pairs
+        accs[:n], psqts[:n], state[:n] = self._accs, self._psqts, self._state
         self._accs, self._psqts, self._state = accs, psqts, state
         self._pairs = pairs
-        net = self._network
-        self._kernel_args = (net.ft_weights, net.psqt_weights, self._weights, self._biases, self._cfg,
-                             accs, psqts, state, self._scratch)
+        self._kernel_args = (*self._net_args, accs, psqts, state, self._scratch)
 
+    @_exclusive
     def refresh(self) -> None:
         """Forget every computed accumulator and empty the refresh cache.
 
@@ -175,6 +219,7 @@ class Evaluator:
         """A copy of the current position, with its move stack."""
         return self._board.copy()
 
+    @_exclusive
     def set_position(self, board: chess.Board | str) -> None:
         """Start following ``board`` (a ``chess.Board`` or FEN; copied, move stack included).
 
@@ -189,8 +234,6 @@ class Evaluator:
             The evaluator is unchanged then.
         """
         board = _as_board(board)
-        if board.uci_variant != "chess":
-            raise PositionError(f"unsupported chess variant {board.uci_variant!r}; only standard chess and Chess960")
         check_position(board)
         self._board = board.copy()
         self._trusted = 0
@@ -221,21 +264,28 @@ class Evaluator:
             python-chess allows in impossible positions); unvalidated, only a move that does
             not start on a piece of the side to move.  Nothing changes.
         TypeError
-            ``move`` is not a ``chess.Move``.
+            ``move`` is not a ``chess.Move`` (also unvalidated).
         """
-        board = self._board
-        if validate:
-            if not isinstance(move, chess.Move):
-                raise TypeError(f"expected a chess.Move, got {type(move).__name__}")
-            if move and (not board.is_legal(move) or board.kings & chess.BB_SQUARES[move.to_square]):
-                raise IllegalMoveError(f"illegal move {move.uci()} in {board.fen()}")
-        elif move and not board.occupied_co[board.turn] & chess.BB_SQUARES[move.from_square]:
-            # python-chess would fail an assertion half-way through push(), leaving the move on the stack
-            raise IllegalMoveError(f"move {move.uci()} does not start on a piece of the side to move in {board.fen()}")
-        board.push(move)
-        ply = len(board.move_stack)
-        if ply < self._trusted:
-            self._trusted = ply
+        if not isinstance(move, chess.Move):
+            raise TypeError(f"expected a chess.Move, got {type(move).__name__}")
+        lock = self._in_use
+        if not lock.acquire(False):
+            raise self._busy()
+        try:
+            board = self._board
+            if validate:
+                if move and (not board.is_legal(move) or board.kings & chess.BB_SQUARES[move.to_square]):
+                    raise IllegalMoveError(f"illegal move {move.uci()} in {board.fen()}")
+            elif move and not board.occupied_co[board.turn] & chess.BB_SQUARES[move.from_square]:
+                # python-chess would fail an assertion half-way through push(), leaving the move on the stack
+                raise IllegalMoveError(f"move {move.uci()} does not start on a piece of the side to move in "
+                                       f"{board.fen()}")
+            board.push(move)
+            ply = len(board.move_stack)
+            if ply < self._trusted:
+                self._trusted = ply
+        finally:
+            lock.release()
 
     def pop(self) -> chess.Move:
         """Take back the last move and return it, like ``chess.Board.pop``.
@@ -245,9 +295,15 @@ class Evaluator:
         IndexError
             The move stack is empty.
         """
-        if not self._board.move_stack:
-            raise IndexError("pop from an empty move stack")
-        return self._board.pop()
+        lock = self._in_use
+        if not lock.acquire(False):
+            raise self._busy()
+        try:
+            if not self._board.move_stack:
+                raise IndexError("pop from an empty move stack")
+            return self._board.pop()
+        finally:
+            lock.release()
 
     def _refresh(self, board: chess.Board) -> int:
         board_bitboards(board, self._bb)
@@ -278,22 +334,32 @@ class Evaluator:
             position the network cannot represent (kings, more than 32 pieces, pawns on the
             first or last rank), raised before any accumulator changes.
         """
-        if board is None:  # the incremental path: keep it lean
-            board = self._board
-            ply = len(board.move_stack)
-            pair = self._stack_base + ply
-            if pair >= self._pairs:
-                self._allocate(2 * pair)
-            occupied_co = board.occupied_co
-            _BITBOARDS.pack_into(self._state, pair * _PAIR_BYTES, board.pawns, board.knights, board.bishops,
-                                 board.rooks, board.queens, board.kings, occupied_co[1], occupied_co[0])
-            value = evaluate_stack(ply, 0 if board.turn else 1, self._trusted, *self._kernel_args)
-            if value == INVALID_POSITION:
-                check_position(board)
-                raise PositionError(f"position not representable: {board.fen()}")
-            self._trusted = ply + 1
-            return value
-        if not isinstance(board, chess.Board):
+        lock = self._in_use
+        if not lock.acquire(False):
+            raise self._busy()
+        try:
+            if board is None:  # the incremental path: keep it lean
+                board = self._board
+                ply = len(board.move_stack)
+                pair = self._stack_base + ply
+                if pair >= self._pairs:
+                    self._allocate(2 * pair)
+                occupied_co = board.occupied_co
+                _BITBOARDS.pack_into(self._state, pair * _PAIR_BYTES, board.pawns, board.knights, board.bishops,
+                                     board.rooks, board.queens, board.kings, occupied_co[1], occupied_co[0])
+                value = evaluate_stack(ply, 0 if board.turn else 1, self._trusted, *self._kernel_args)
+                if value == INVALID_POSITION:
+                    check_position(board)
+                    raise PositionError(f"position not representable: {board.fen()}")
+                self._trusted = ply + 1
+                return value
+            return self._evaluate_fresh(board)
+        finally:
+            lock.release()
+
+    def _evaluate_fresh(self, board: chess.Board | str) -> int:
+        """``evaluate(board)`` without the in-use lock (for methods that hold it)."""
+        if type(board) is not chess.Board:  # FEN strings, variants (refused), subclasses, wrong types
             board = _as_board(board)
         occupied_co = board.occupied_co  # checked by the kernel; check_position only names the problem
         _BITBOARDS.pack_into(self._state, self._fresh_offset, board.pawns, board.knights, board.bishops, board.rooks,
@@ -332,15 +398,14 @@ class Evaluator:
         -----
         Work is spread over Numba's threads (``numba.set_num_threads`` limits them), each
         with its own scratch buffers, and does not touch the incremental state.  Calls from
-        several Python threads are safe; they take turns (one lock), each using all threads.
+        several Python threads are safe (also on one ``Evaluator``, alone among its methods);
+        they take turns (one lock), each using all threads.
         The first bad row is reported, whatever its problem; nothing is returned then.
         Importing nnue-infer sets ``OMP_WAIT_POLICY=PASSIVE`` unless it is set (idle worker
         threads sleep instead of spinning; see :mod:`nnue_infer.batch`).
         """
-        net = self.network
-        return evaluate_rows(as_sequence(positions), (self._slot_table, self._king_buckets, self._params,
-                             net.ft_weights, net.ft_biases, net.psqt_weights, self._weights, self._biases,
-                             self._layers), self._scratch.shape[0])
+        net_arrays, scratch_len = self._batch_args  # one read: consistent even while the network is reassigned
+        return evaluate_rows(as_sequence(positions), net_arrays, scratch_len)
 
     def evaluate_cp(self, board: chess.Board | str | None = None, white_pov: bool = False) -> int:
         """:meth:`evaluate` in centipawns, ``tdiv(100 * value, units_per_pawn)`` (361 for Stockfish 15.1).
@@ -357,6 +422,7 @@ class Evaluator:
             v = -v
         return to_centipawns(v, self._network.architecture.units_per_pawn)
 
+    @_exclusive
     def evaluate_game(self, board: chess.Board | str, moves: Iterable[chess.Move | str], *,
                       validate: bool = True) -> np.ndarray:
         """Values of a game's start position and of the position after each move.
@@ -387,7 +453,8 @@ class Evaluator:
             The start position (or, unvalidated, a later one) cannot be represented, or the
             board is a chess variant.
         TypeError
-            ``moves[i]`` is neither a ``chess.Move`` nor a string (the message names ``i``).
+            ``moves[i]`` is neither a ``chess.Move`` nor a string (the message names ``i``), or
+            ``moves`` is a single string or move instead of a sequence.
 
         Notes
         -----
@@ -396,9 +463,10 @@ class Evaluator:
         (:meth:`set_position`, :meth:`push`, :meth:`pop`) is not disturbed.
         """
         b = _as_board(board).copy(stack=False)
-        if b.uci_variant != "chess":
-            raise PositionError(f"unsupported chess variant {b.uci_variant!r}; only standard chess and Chess960")
         check_position(b)
+        if isinstance(moves, (str, chess.Move)):  # a string would be read as one-character moves
+            raise TypeError(f"moves must be a sequence of moves, got a single {type(moves).__name__} "
+                            f"({moves!r:.40}); wrap it in a list")
         moves = list(moves)
         n = len(moves) + 1
         bitboards = np.empty((n, 8), np.int64)
@@ -434,6 +502,7 @@ class Evaluator:
                                 "exactly one king, more than 32 pieces or a pawn on the first or last rank)")
         return out
 
+    @_exclusive
     def trace(self, board: chess.Board | str) -> Trace:
         """Per-bucket PSQT and positional integers, the value and the derived piece values.
 
@@ -457,7 +526,7 @@ class Evaluator:
         reduced = board.copy(stack=False)
         for sq in chess.scan_forward(board.occupied & ~board.kings):
             piece = reduced.remove_piece_at(sq)
-            piece_values[sq] = sign * (value - self.evaluate(reduced))
+            piece_values[sq] = sign * (value - self._evaluate_fresh(reduced))
             reduced.set_piece_at(sq, piece)
         return Trace(board.fen(), board.turn, tuple(psqt), tuple(positional), bucket, value, piece_values,
                      arch.output_scale, arch.units_per_pawn)
@@ -496,7 +565,11 @@ def evaluate(board: chess.Board | str, network: Network | None = None) -> int:
 
     Internal units from the side to move's point of view, as :meth:`Evaluator.evaluate`.
     Thread-safe: each thread gets its own cached :class:`Evaluator` per network.
+
+    Raises ``TypeError`` when ``board`` is neither a ``chess.Board`` nor a FEN string.
     """
+    if not isinstance(board, (chess.Board, str)):  # None would mean the cached evaluator's current position
+        raise TypeError(f"expected a chess.Board or a FEN string, got {type(board).__name__}")
     return _thread_evaluator(network).evaluate(board)
 
 

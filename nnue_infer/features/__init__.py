@@ -15,12 +15,13 @@ A network's input is its piece-square set (``Architecture.feature_set``, int16 r
 
 from __future__ import annotations
 
-from .board import MAX_PIECES, board_bitboards, check_position
+from .board import MAX_PIECES, board_bitboards, check_position, check_variant
 from .chess768 import chess768
 from .halfkav2_hm import halfkav2_hm
 from .piece_square import FeatureSet
 
-__all__ = ["MAX_PIECES", "FeatureSet", "architecture_features", "board_bitboards", "check_position", "feature_set"]
+__all__ = ["MAX_PIECES", "FeatureSet", "architecture_features", "board_bitboards", "check_position", "check_variant",
+           "feature_set"]
 
 
 def feature_set(name: str, king_buckets: tuple[int, ...] | None = None, mirror: str | None = None) -> FeatureSet:

@@ -18,6 +18,23 @@ MAX_PIECES = 32
 _BACK_RANKS = chess.BB_RANK_1 | chess.BB_RANK_8
 
 
+def check_variant(board: chess.Board) -> None:
+    """Refuse a python-chess variant board (``chess.variant.*``: atomic, crazyhouse, racing kings, ...).
+
+    Their rules change what a position means (pockets, checks counted, exploded pieces), so
+    no network evaluates them; standard chess and Chess960 (``chess.Board(chess960=True)``)
+    pass.
+
+    Raises
+    ------
+    PositionError
+        ``board.uci_variant`` is not ``"chess"`` (the message names the variant and the class).
+    """
+    if board.uci_variant != "chess":
+        raise PositionError(f"chess variant {board.uci_variant!r} ({type(board).__name__}) is not supported: "
+                            "nnue-infer evaluates standard chess and Chess960 boards only")
+
+
 def check_position(board: chess.Board) -> None:
     """Check that ``board`` can be represented by the feature sets.
 
