@@ -7,21 +7,70 @@ in :mod:`nnue_infer.kernels`):
 * :mod:`~nnue_infer.features.halfkav2_hm`: HalfKAv2_hm (Stockfish 15.1 to 19), int16 rows;
 * :mod:`~nnue_infer.features.chess768`: Chess768 with optional king buckets and mirroring
   (bullet nets, the default network, Stockfish 19 lite's P_hm);
-* both are instances of :mod:`~nnue_infer.features.piece_square`'s king-bucketed mechanism;
+* :mod:`~nnue_infer.features.full_threats`: FullThreats (Stockfish 19), int8 rows;
+* :mod:`~nnue_infer.features.pawn_pairs`: PP_3Wide (Stockfish 19), int8 rows;
+* the piece-square sets are instances of :mod:`~nnue_infer.features.piece_square`'s king-bucketed mechanism;
 * :mod:`~nnue_infer.features.board`: board -> validated bitboards, shared by all sets.
 
-A network's input is its piece-square set (``Architecture.feature_set``, int16 rows).
+A network's input is its piece-square set (``Architecture.feature_set``, int16 rows), plus for
+Stockfish 19 the int8 sets (one index space, :class:`Int8Layout`), all summed into one int16
+accumulator with wrap-around.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from . import full_threats, pawn_pairs
 from .board import MAX_PIECES, board_bitboards, check_position, check_variant
 from .chess768 import chess768
 from .halfkav2_hm import halfkav2_hm
 from .piece_square import FeatureSet
 
-__all__ = ["MAX_PIECES", "FeatureSet", "architecture_features", "board_bitboards", "check_position", "check_variant",
-           "feature_set"]
+__all__ = ["INT8_FEATURE_SETS", "MAX_PIECES", "FeatureSet", "Int8Layout", "architecture_features", "board_bitboards",
+           "check_position", "check_variant", "feature_set", "int8_layout"]
+
+#: Feature sets with int8 rows, by name: their number of features.
+INT8_FEATURE_SETS = {full_threats.NAME: full_threats.NUM_FEATURES, pawn_pairs.NAME: pawn_pairs.NUM_FEATURES}
+
+
+@dataclass(frozen=True)
+class Int8Layout:
+    """Where a network's int8 feature sets sit in their shared index space (rows of ``int8_weights``).
+
+    Attributes
+    ----------
+    num_features : int
+        Total int8 rows (0 when the network has none).
+    threats : int
+        1 if FullThreats is used (rows 0 .. 59,807), else 0.
+    pairs : int
+        1 if PP_3Wide is used, else 0.
+    pair_offset : int
+        First row of the pawn pairs (59,808 after FullThreats, else 0).
+    """
+
+    num_features: int
+    threats: int
+    pairs: int
+    pair_offset: int
+
+
+def int8_layout(names: tuple[str, ...]) -> Int8Layout:
+    """The :class:`Int8Layout` of the int8 feature sets ``names`` (FullThreats first, then PP_3Wide).
+
+    ``ValueError`` for an unknown set, a repeated one or another order.
+    """
+    known = list(INT8_FEATURE_SETS)
+    for name in names:
+        if name not in INT8_FEATURE_SETS:
+            raise ValueError(f"unknown int8 feature set {name!r}; known: {known}")
+    if list(names) != [n for n in known if n in names]:
+        raise ValueError(f"int8 feature sets must be distinct and in the order {known}, got {list(names)}")
+    threats = int(full_threats.NAME in names)
+    pairs = int(pawn_pairs.NAME in names)
+    offset = full_threats.NUM_FEATURES if threats else 0
+    return Int8Layout(offset + (pawn_pairs.NUM_FEATURES if pairs else 0), threats, pairs, offset)
 
 
 def feature_set(name: str, king_buckets: tuple[int, ...] | None = None, mirror: str | None = None) -> FeatureSet:

@@ -1,0 +1,83 @@
+"""Attack sets from bitboards: pawn captures, knight and king steps, slider lines stopping at blockers.
+
+Squares are a1 = 0 ... h8 = 63; bitboards are int64 (bit 63 = h8 is the sign bit, so every
+shift uses the :data:`SQUARE_BB` table instead of ``1 << s``).  Slider attacks walk each line
+until the first occupied square, which is included (no x-rays).
+
+Source: the rules of chess; Stockfish ``src/bitboard.h`` (``attacks_bb``, ``pawn_attacks_bb``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+def _square_bb() -> np.ndarray:
+    out = np.zeros(64, np.uint64)
+    for s in range(64):
+        out[s] = np.uint64(1) << np.uint64(s)
+    return out.view(np.int64)
+
+
+def _leaper_table(steps: list[tuple[int, int]]) -> np.ndarray:
+    out = np.zeros(64, np.uint64)
+    for s in range(64):
+        for df, dr in steps:
+            f, r = s % 8 + df, s // 8 + dr
+            if 0 <= f < 8 and 0 <= r < 8:
+                out[s] |= np.uint64(1) << np.uint64(8 * r + f)
+    return out.view(np.int64)
+
+
+#: One bit per square, int64[64].
+SQUARE_BB = _square_bb()
+#: Knight attacks by square, int64[64].
+KNIGHT_ATTACKS = _leaper_table([(1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2)])
+#: King steps by square, int64[64].
+KING_ATTACKS = _leaper_table([(1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1)])
+#: Pawn capture squares by colour (0 White: one rank up, 1 Black: one rank down) and square, int64[2, 64].
+PAWN_ATTACKS = np.stack([_leaper_table([(-1, 1), (1, 1)]), _leaper_table([(-1, -1), (1, -1)])])
+#: Line directions (file step, rank step): the first four are the rook's, the last four the bishop's.
+DIRECTIONS = np.array([(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (-1, 1), (1, -1), (-1, -1)], np.int64)
+
+
+@njit(cache=True, inline="always")
+def line_attacks(sq, occupied, first, last):
+    """Squares attacked from ``sq`` along directions ``first .. last - 1`` of :data:`DIRECTIONS`
+    (0..4 rook, 4..8 bishop, 0..8 queen), each line stopping at (and including) the first
+    occupied square of ``occupied`` (int64 bitboard)."""
+    att = np.int64(0)
+    f0 = sq & 7
+    r0 = sq >> 3
+    for d in range(first, last):
+        df = DIRECTIONS[d, 0]
+        dr = DIRECTIONS[d, 1]
+        f = f0 + df
+        r = r0 + dr
+        while 0 <= f < 8 and 0 <= r < 8:
+            bit = SQUARE_BB[8 * r + f]
+            att |= bit
+            if occupied & bit:
+                break
+            f += df
+            r += dr
+    return att
+
+
+@njit(cache=True, inline="always")
+def piece_attacks(piece_type, colour, sq, occupied):
+    """Squares a piece attacks (``piece_type`` 0..4 = P, N, B, R, Q; ``colour`` 0 White, 1 Black)
+    on a board with ``occupied`` squares.  Kings (5) attack nothing here (they take part in no
+    threat feature)."""
+    if piece_type == 0:
+        return PAWN_ATTACKS[colour, sq]
+    if piece_type == 1:
+        return KNIGHT_ATTACKS[sq]
+    if piece_type == 2:
+        return line_attacks(sq, occupied, 4, 8)
+    if piece_type == 3:
+        return line_attacks(sq, occupied, 0, 4)
+    if piece_type == 4:
+        return line_attacks(sq, occupied, 0, 8)
+    return np.int64(0)

@@ -1,0 +1,98 @@
+"""FullThreats and PP_3Wide index kernels against the spec's worked examples and an independent
+python-chess reference (tests/threat_reference.py), on seeded playouts and crowded placements."""
+
+from __future__ import annotations
+
+import chess
+import numpy as np
+import pytest
+import reference
+import threat_reference as TR
+
+from nnue_infer.features import board_bitboards
+from nnue_infer.kernels import threats as T
+
+
+def kernel_features(board: chess.Board) -> list[list[int]]:
+    out = np.empty((2, T.MAX_RELATIONS), np.int32)
+    counts = np.empty(2, np.int64)
+    T.active_relation_features(board_bitboards(board), np.int64(1), np.int64(1), np.int64(T.NUM_THREAT_FEATURES),
+                               out, counts)
+    return [sorted(out[p, :counts[p]].tolist()) for p in range(2)]
+
+
+def crowded(rng: np.random.Generator, n_queens: int) -> chess.Board:
+    """Kings plus many sliders (queens, rooks, bishops) and some knights and pawns, at random."""
+    while True:
+        b = chess.Board(None)
+        squares = rng.permutation(64).tolist()
+        b.set_piece_at(squares.pop(), chess.Piece(chess.KING, chess.WHITE))
+        b.set_piece_at(squares.pop(), chess.Piece(chess.KING, chess.BLACK))
+        kinds = [chess.QUEEN] * n_queens + [chess.ROOK] * 4 + [chess.BISHOP] * 4 + [chess.KNIGHT] * 3 + [chess.PAWN] * 6
+        for kind in kinds:
+            s = squares.pop()
+            if kind == chess.PAWN and chess.square_rank(s) in (0, 7):
+                continue
+            b.set_piece_at(s, chess.Piece(kind, bool(rng.integers(2))))
+        b.turn = bool(rng.integers(2))
+        return b
+
+
+def test_tables_match_the_spec():
+    assert T.THREAT_STRIDE.tolist() == [84, 336, 560, 896, 1456, 0]
+    assert T.THREAT_OFFSET[:, 0].tolist() == [0, 336, 3696, 8176, 15344, 29904, 29904, 30240, 33600, 38080, 45248,
+                                              59808]
+    assert T.THREAT_OFFSET[1, 21] - 336 == 98  # F(knight, f3), spec 4.3
+
+
+def test_worked_example_section_4_3():
+    b = chess.Board("4k3/8/8/3r4/4P3/2N5/8/4K3 w - - 0 1")
+    white, black = kernel_features(b)
+    assert white == [286, 438, 3128]
+    assert black == [30036, 31502, 32176]
+
+
+def test_start_position_counts():
+    white, black = kernel_features(chess.Board())
+    for feats in (white, black):
+        threats = [i for i in feats if i < T.NUM_THREAT_FEATURES]
+        assert (len(threats), len(feats) - len(threats)) == (28, 36)
+
+
+def positions():
+    rng = np.random.default_rng(1919)
+    boards = [reference.random_board(rng, chess960=i % 5 == 4) for i in range(60)]
+    boards += [reference.random_placement(rng, n) for n in range(2, 33)]
+    boards += [crowded(rng, q) for q in (1, 3, 5, 8, 10) for _ in range(4)]
+    return boards
+
+
+@pytest.mark.parametrize("board", positions(), ids=lambda b: b.fen())
+def test_kernel_matches_reference(board):
+    got = kernel_features(board)
+    for p, colour in enumerate((chess.WHITE, chess.BLACK)):
+        want = TR.threat_features(board, colour) + TR.pair_features(board, colour)
+        assert got[p] == want, chess.COLOR_NAMES[colour]
+        assert all(0 <= i < T.NUM_THREAT_FEATURES + T.NUM_PAIR_FEATURES for i in got[p])
+
+
+def test_attack_tables_match_python_chess():
+    from nnue_infer.kernels import attacks as A
+
+    rng = np.random.default_rng(7)
+    for sq in range(64):
+        assert int(A.KNIGHT_ATTACKS[sq]) & (2**64 - 1) == chess.BB_KNIGHT_ATTACKS[sq]
+        assert int(A.KING_ATTACKS[sq]) & (2**64 - 1) == chess.BB_KING_ATTACKS[sq]
+        for colour in (chess.WHITE, chess.BLACK):
+            assert int(A.PAWN_ATTACKS[0 if colour else 1, sq]) & (2**64 - 1) == chess.BB_PAWN_ATTACKS[colour][sq]
+    for _ in range(200):
+        occ = int(rng.integers(0, 2**63)) | (int(rng.integers(0, 2)) << 63)
+        occ &= int(rng.integers(0, 2**63))  # sparser
+        sq = int(rng.integers(64))
+        b = chess.Board(None)
+        for s in chess.scan_forward(occ):
+            b.set_piece_at(s, chess.Piece(chess.PAWN, chess.WHITE))
+        occ64 = np.array([occ], np.uint64).view(np.int64)[0]
+        for pt, lo, hi in ((chess.ROOK, 0, 4), (chess.BISHOP, 4, 8), (chess.QUEEN, 0, 8)):
+            b.set_piece_at(sq, chess.Piece(pt, chess.WHITE))
+            assert int(A.line_attacks(sq, occ64 | A.SQUARE_BB[sq], lo, hi)) & (2**64 - 1) == int(b.attacks_mask(sq))
