@@ -25,11 +25,13 @@ from .kernels import fen as KF
 # Idle OpenMP threads sleep instead of spinning (unless the user chose otherwise): on a
 # machine busy with other work, a spinning thread takes CPU from the one still computing
 # (measured here: 10-30% more batch throughput with two threads at load average 6).  Read
-# by libgomp when Numba starts its thread pool, at the first parallel kernel call.
+# by libgomp when Numba starts its thread pool, at the first parallel kernel call; only when
+# the user chose the OpenMP layer (NUMBA_THREADING_LAYER=omp; see kernels/threads.py).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-#: Held around every parallel kernel call: Numba's fallback "workqueue" threading layer
-#: aborts the process when two threads launch parallel kernels at once.
+#: Held around every parallel kernel call: Numba's "workqueue" threading layer (the fallback
+#: when TBB is missing, kernels/threads.py) aborts the process when two threads launch
+#: parallel kernels at once.
 PARALLEL_LOCK = threading.Lock()
 #: Chunks of rows per thread in the batch kernels, handed out one at a time: many, so a
 #: thread slowed down by other work on the machine does not hold the others up.

@@ -401,8 +401,9 @@ class Evaluator:
         several Python threads are safe (also on one ``Evaluator``, alone among its methods);
         they take turns (one lock), each using all threads.
         The first bad row is reported, whatever its problem; nothing is returned then.
-        Importing nnue-infer sets ``OMP_WAIT_POLICY=PASSIVE`` unless it is set (idle worker
-        threads sleep instead of spinning; see :mod:`nnue_infer.batch`).
+        The threading layer is fork-safe (TBB, else Numba's ``workqueue``; see
+        :mod:`nnue_infer.kernels.threads`): ``multiprocessing`` pools started with ``fork``
+        after a batch work.
         """
         net_arrays, scratch_len = self._batch_args  # one read: consistent even while the network is reassigned
         return evaluate_rows(as_sequence(positions), net_arrays, scratch_len)

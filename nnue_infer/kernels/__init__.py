@@ -11,3 +11,7 @@ The price is compile time on a cold cache (``cache=True`` keeps it to the first 
 inlined kernel's code lives in its callers' cache entries, so after editing one, clear
 ``__pycache__`` (or bump the "Last such change" notes in ``forward.py`` and ``batch.py``).
 """
+
+from .threads import choose_threading_layer
+
+choose_threading_layer()  # before any parallel kernel runs: a fork-safe layer (see kernels/threads.py)
