@@ -24,6 +24,11 @@ def tdiv(a: int, b: int) -> int:
     return q if (a < 0) == (b < 0) else -q
 
 
+def _wrap32(x: int) -> int:
+    """Two's-complement wrap to int32 (Stockfish's int32 arithmetic)."""
+    return ((x + 2**31) & 0xFFFFFFFF) - 2**31
+
+
 class NumpyEvaluator:
     """Evaluates HalfKAv2_hm pairwise networks (Stockfish 15.1's layout) with NumPy only."""
 
@@ -79,5 +84,5 @@ class NumpyEvaluator:
         out = int((self.w[2][bucket] @ x2 + self.b[2][bucket])[0])
         skip = tdiv(int(z0[arch.skip_index]) * arch.skip_numerator, arch.skip_denominator)
         positional = out + skip
-        psqt_term = tdiv(int(psqt[stm][bucket] - psqt[not stm][bucket]), 2)
-        return tdiv(psqt_term + positional, arch.output_scale)
+        psqt_term = tdiv(_wrap32(int(psqt[stm][bucket] - psqt[not stm][bucket])), 2)  # Stockfish's int32 arithmetic
+        return tdiv(_wrap32(psqt_term + positional), arch.output_scale)

@@ -519,9 +519,7 @@ class Evaluator:
                         self._layers, per_bucket)
         bucket = arch.bucket_of(pieces)
         psqt, positional = per_bucket[:, 0].tolist(), per_bucket[:, 1].tolist()
-        from .trace import tdiv
-
-        value = tdiv(psqt[bucket] + positional[bucket], arch.output_scale)
+        value = self._evaluate_fresh(board)  # the kernel's value rule (int32 semantics), not a copy of it
         sign = 1 if board.turn == chess.WHITE else -1
         piece_values = {}
         reduced = board.copy(stack=False)

@@ -33,20 +33,49 @@ def _sign(x: int) -> str:
 
 
 def format_cp_compact(value: int, per_pawn: int = PAWN) -> str:
-    """5-character piece value: sign then ``d.dd`` / ``dd.d`` / ``ddd `` (truncated centipawns)."""
-    cp = abs(to_centipawns(value, per_pawn))
+    """5-character piece value: sign then ``d.dd`` / ``dd.d`` / ``ddd `` (truncated centipawns).
+
+    Exactly as Stockfish 15.1's ``format_cp_compact`` computes it, also for absurd values
+    (only extreme networks reach them): ``100 * v`` is an int32 product (wraps), and each digit
+    is the char ``'0' + d``, so a "digit" of 10 or more (100,000 cp and up) prints as the
+    Latin-1 character with that code (mod 256).
+    """
+    cp = abs(tdiv(wrap_int32(100 * value), per_pawn))
     if cp >= 10000:
-        body = f"{cp // 100:3d} "
+        first, rest = cp // 10000, f"{cp // 1000 % 10}{cp // 100 % 10} "
     elif cp >= 1000:
-        body = f"{cp // 100}.{cp // 10 % 10}"
+        first, rest = cp // 1000, f"{cp // 100 % 10}.{cp // 10 % 10}"
     else:
-        body = f"{cp // 100}.{cp % 100:02d}"
-    return _sign(value) + body
+        first, rest = cp // 100, f".{cp // 10 % 10}{cp % 10}"
+    return _sign(value) + chr((ord("0") + first) % 256) + rest
 
 
 def format_cp_aligned(value: int, per_pawn: int = PAWN) -> str:
-    """7-character table cell: sign then C ``%6.2f`` of ``|value| / per_pawn`` (361 for Stockfish 15.1)."""
+    """Table cell: sign then C ``%6.2f`` of ``|value| / per_pawn`` (361 for Stockfish 15.1); 7
+    characters up to 999.99 pawns, more beyond."""
     return _sign(value) + "%6.2f" % (abs(value) / per_pawn)
+
+
+def table_cells(cells: tuple[str, str, str]) -> list[str]:
+    """The three cells of a bucket row as Stockfish 15.1 prints them.
+
+    Stockfish ``sprintf``s the PSQT, positional and total cells into ``char buffer[3][8]``, in
+    that order, then prints each as a C string.  A cell longer than 7 characters (1,000 pawns
+    or more) runs into the next buffer and is cut by the next ``sprintf``, whose text then shows
+    twice; emulated here so that ``str(trace)`` stays byte-identical for any network.
+    """
+    memory = bytearray(24)  # memset to 0
+    for i, text in enumerate(cells):
+        data = text.encode("latin-1") + b"\0"
+        end = 8 * i + len(data)
+        memory.extend(bytes(max(0, end - len(memory))))
+        memory[8 * i:end] = data
+    return [memory[8 * i:memory.index(0, 8 * i)].decode("latin-1") for i in range(3)]
+
+
+def wrap_int32(x: int) -> int:
+    """Two's-complement wrap of a Python int to int32 (C's int arithmetic on x86)."""
+    return (x + 2**31) % 2**32 - 2**31
 
 
 @dataclass(frozen=True)
@@ -60,14 +89,15 @@ class Trace:
     side_to_move : bool
         ``chess.WHITE`` or ``chess.BLACK``.
     psqt : tuple of int
-        Per bucket (bucket 0 first): ``tdiv(psqt_stm - psqt_opp, 2)``, internal units x
+        Per bucket (bucket 0 first): ``tdiv(wrap32(psqt_stm - psqt_opp), 2)``, internal units x
         OutputScale (16), side to move's point of view.
     positional : tuple of int
         Per bucket: layer-stack output including the forward skip, same units and view.
     bucket : int
         The bucket used, ``(pieces - 1) // 4`` for Stockfish 15.1.
     value : int
-        ``tdiv(psqt[bucket] + positional[bucket], 16)``: internal units (361 = one pawn),
+        ``tdiv(wrap32(psqt[bucket] + positional[bucket]), 16)`` (wrap32: Stockfish's int32
+        arithmetic): internal units (361 = one pawn),
         side to move's point of view.
     piece_values : dict of int to int
         Square (a1 = 0) -> value of the piece there (kings excluded), internal units, White's
@@ -117,7 +147,8 @@ class Trace:
                 if sq in self.piece_values:
                     grid[top + 2][8 * f + 2 : 8 * f + 7] = format_cp_compact(self.piece_values[sq], self.units_per_pawn)
         grid[24] = list("+-------" * 8 + "+")
-        lines = [" NNUE derived piece values:", *("".join(row) for row in grid), ""]
+        # Stockfish prints each row as a C string: a NUL "digit" (format_cp_compact) ends the row
+        lines = [" NNUE derived piece values:", *("".join(row).split("\0")[0] for row in grid), ""]
         border = "+------------+------------+------------+------------+"
         color = "White" if self.side_to_move == chess.WHITE else "Black"
         lines += [
@@ -129,7 +160,7 @@ class Trace:
         ]
         for k, (p, q) in enumerate(zip(self.psqt, self.positional)):
             pk, qk = tdiv(p, self.output_scale), tdiv(q, self.output_scale)
-            pk, qk, tk = (format_cp_aligned(v, self.units_per_pawn) for v in (pk, qk, pk + qk))
+            pk, qk, tk = table_cells(tuple(format_cp_aligned(v, self.units_per_pawn) for v in (pk, qk, pk + qk)))
             row = f"|  {k}         |  {pk}   |  {qk}   |  {tk}   |"
             lines.append(row + (" <-- this bucket is used" if k == self.bucket else ""))
         lines += [border, "", "NNUE evaluation".ljust(23) + "%+.2f (white side)" % (self.value_white / self.units_per_pawn)]

@@ -31,6 +31,11 @@ def tdiv(a: int, b: int) -> int:
     return q if (a >= 0) == (b > 0) else -q
 
 
+def wrap32_array(x: np.ndarray) -> np.ndarray:
+    """Two's-complement wrap of int64 values to the int32 range (still int64)."""
+    return ((np.asarray(x, np.int64) + 2**31) & 0xFFFFFFFF) - 2**31
+
+
 def wrap32(x: int) -> int:
     """Two's-complement wrap of a Python int to int32."""
     x = int(x) & 0xFFFFFFFF
@@ -128,17 +133,17 @@ def layer_stack(net, bucket: int, x: np.ndarray, wrap_skip: bool = True, int32_s
     W2 = net.layer_weights[2][bucket].astype(np.int64)
     B2 = net.layer_biases[2][bucket].astype(np.int64)
     x = np.asarray(x, np.int64)
-    z = B0 + W0 @ x
+    z = wrap32_array(B0 + W0 @ x)  # int32 sums, as Stockfish's affine transforms
     fc1_in = np.zeros(W1.shape[1], np.int64)
     fc1_in[:15] = sqr_crelu(z[:15], int32_square)
     fc1_in[15:30] = crelu(z[:15])
-    y = B1 + W1 @ fc1_in
+    y = wrap32_array(B1 + W1 @ fc1_in)
     a = crelu(y)
-    o = int(B2[0] + W2[0] @ a)
+    o = wrap32(int(B2[0] + W2[0] @ a))
     z15 = int(z[15])
     product = wrap32(z15 * SKIP_NUM) if wrap_skip else z15 * SKIP_NUM
     fwd = tdiv(product, SKIP_DEN)
-    return StackTrace(z, fc1_in, y, a, o, fwd, o + fwd)
+    return StackTrace(z, fc1_in, y, a, o, fwd, wrap32(o + fwd))
 
 
 @dataclass
@@ -175,10 +180,10 @@ def evaluate(net, board: chess.Board, wrap_skip: bool = True, int32_square: bool
     x = pairwise(acc[stm], acc[not stm])
     n = len(board.piece_map())
     bucket = tdiv(n - 1, 4)
-    psqt = [tdiv(int(ps[stm][k]) - int(ps[not stm][k]), 2) for k in range(8)]
+    psqt = [tdiv(wrap32(int(ps[stm][k]) - int(ps[not stm][k])), 2) for k in range(8)]  # Stockfish's int32
     stacks = [layer_stack(net, k, x, wrap_skip, int32_square) for k in range(8)]
     positional = [s.positional for s in stacks]
-    value = tdiv(psqt[bucket] + positional[bucket], OUTPUT_SCALE)
+    value = tdiv(wrap32(psqt[bucket] + positional[bucket]), OUTPUT_SCALE)
     return Evaluation((feats[chess.WHITE], feats[chess.BLACK]), (acc[chess.WHITE], acc[chess.BLACK]),
                       (ps[chess.WHITE], ps[chess.BLACK]), x, psqt, positional, bucket, value, stacks)
 

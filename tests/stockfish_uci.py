@@ -17,20 +17,23 @@ class Stockfish:
     """``Stockfish(path)``; ``eval_lines(fen)`` returns every line ``eval`` printed."""
 
     def __init__(self, path: str | Path) -> None:
-        self.proc = subprocess.Popen([str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        # Bytes, decoded as Latin-1 and split at "\n" only: Stockfish's piece-value cells print
+        # chr('0' + digit) even when the "digit" exceeds 9 (100,000 cp and up, only with extreme
+        # networks), which may be any byte, "\r" included; every byte stays one character.
+        self.proc = subprocess.Popen([str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.id_lines = self._command("uci", "uciok")
         self.chess960 = False
 
     def _command(self, text: str, until: str) -> list[str]:
         assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.write((text + "\n").encode("latin-1"))
         self.proc.stdin.flush()
         lines = []
         while True:
-            line = self.proc.stdout.readline()
+            line = self.proc.stdout.readline().decode("latin-1")
             if not line:
                 raise RuntimeError(f"stockfish exited while waiting for {until!r} after {text!r}")
-            line = line.rstrip("\n")
+            line = line.removesuffix("\n")
             if line == until:
                 return lines
             lines.append(line)
@@ -48,7 +51,7 @@ class Stockfish:
         assert self.proc.stdin and self.proc.stdout
         if self.proc.poll() is None:
             try:
-                self.proc.stdin.write("quit\n")
+                self.proc.stdin.write(b"quit\n")
                 self.proc.stdin.flush()
                 self.proc.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):

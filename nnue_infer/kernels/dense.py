@@ -205,7 +205,11 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
 
 @njit(cache=True, inline="always")
 def psqt_term(psqt_acc, stm, bucket):
-    """PSQT contribution: ``tdiv(psqt[stm][bucket] - psqt[opp][bucket], 2)`` (int32[2, P] input)."""
+    """PSQT contribution: ``tdiv(wrap32(psqt[stm][bucket] - psqt[opp][bucket]), 2)`` (int32[2, P] input).
+
+    The difference wraps as Stockfish's int32 subtraction does (``FeatureTransformer::transform``),
+    so the result lies in [-2**30, 2**30].
+    """
     if psqt_acc.shape[1] == 0:
         return 0
-    return tdiv(np.int64(psqt_acc[stm, bucket]) - psqt_acc[1 - stm, bucket], np.int64(2))
+    return tdiv(wrap_int32(np.int64(psqt_acc[stm, bucket]) - psqt_acc[1 - stm, bucket]), np.int64(2))

@@ -15,7 +15,8 @@ from numba import njit
 
 from .accumulator import STATE_FLAG, refresh_accumulator, update_perspective
 from .activation import ft_activate
-from .dense import LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, propagate_layer_stack, psqt_term, scratch_layout, tdiv
+from .dense import (LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, propagate_layer_stack, psqt_term, scratch_layout, tdiv,
+                    wrap_int32)
 from .features import BB_BLACK, BB_WHITE, POS_OK, active_features, check_bitboards, popcount
 
 #: Indices into the ``params`` int64 array.  ``P_CACHE_PAIRS``: refresh-cache entries per
@@ -76,7 +77,8 @@ def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weig
     the network's arrays (compute layout) and scratch buffers: ``feats`` int32[2, 32],
     ``counts`` int64[2], ``acc`` int16[2, L1], ``psqt_acc`` int32[2, P], ``scratch`` int16[>= dense.scratch_size(layers)].
 
-    Returns the value ``tdiv(psqt + positional, OutputScale)`` in internal units from the
+    Returns the value ``tdiv(wrap32(psqt + positional), OutputScale)`` (the sum wraps as
+    Stockfish's int32 does, so every value fits int32) in internal units from the
     side to move's point of view (Stockfish's ``NNUE::evaluate(pos, false)``), or
     ``INVALID_POSITION`` if the bitboards are not representable (see ``features.check_bitboards``).
     """
@@ -86,7 +88,7 @@ def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weig
                           feats, counts, acc, psqt_acc)
     bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
     psqt, positional = forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases, layers)
-    return tdiv(np.int64(psqt) + positional, params[P_OUTPUT_SCALE])
+    return tdiv(wrap_int32(np.int64(psqt) + positional), params[P_OUTPUT_SCALE])  # Stockfish: int32 sum
 
 
 @njit(cache=True)
@@ -122,7 +124,7 @@ def evaluate_pair(new, pair, stm, params, accs, psqts, scratch, weights, biases,
     pieces = popcount(new[BB_WHITE] | new[BB_BLACK])
     bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
     psqt, positional = forward_bucket(accs[pair], psqts[pair], stm, bucket, params, scratch, weights, biases, layers)
-    return tdiv(np.int64(psqt) + positional, params[P_OUTPUT_SCALE])
+    return tdiv(wrap_int32(np.int64(psqt) + positional), params[P_OUTPUT_SCALE])  # Stockfish: int32 sum
 
 
 @njit(cache=True)
