@@ -94,12 +94,15 @@ def test_affine_extremes_wrap_int32():
 
 
 def test_psqt_term():
+    """tdiv(psqt_stm - psqt_opp, 2) with the difference in wrapping int32, as Stockfish's
+    ``FeatureTransformer::transform`` (issue 8 item 3: the extremes wrap, 2**32 - 1 -> -1 -> 0)."""
     acc = np.array([[0, -409, 409, 5, -5, 7, 2**31 - 1, -(2**31)], [0, 0, 0, 10, -10, -8, -(2**31), 2**31 - 1]], np.int32)
     for stm in (0, 1):
         for k in range(8):
-            want = R.tdiv(int(acc[stm, k]) - int(acc[1 - stm, k]), 2)
+            want = R.tdiv(R.wrap32(int(acc[stm, k]) - int(acc[1 - stm, k])), 2)
             assert psqt_term(acc, stm, k) == want
     assert psqt_term(acc, 1, 1) == 204 and psqt_term(acc, 0, 1) == -204
+    assert psqt_term(acc, 0, 6) == psqt_term(acc, 1, 6) == 0
 
 
 def test_layer_stack_matches_reference_on_real_inputs(network, layout, sample_boards):
