@@ -67,6 +67,11 @@ _POSITION_PROBLEMS = {
 }
 
 
+def position_problem(code: int) -> str:
+    """What a ``POS_*`` code of the batch kernels means (for messages)."""
+    return _POSITION_PROBLEMS[int(code)]
+
+
 def as_sequence(positions: Iterable[chess.Board | str]) -> Sequence[chess.Board | str]:
     """``positions`` as a list or tuple (iterators and generators are consumed once).
 
@@ -196,6 +201,13 @@ def evaluate_boards(boards: Sequence[chess.Board], net_arrays: tuple, scratch_le
                     codes: np.ndarray) -> None:
     """Evaluate ``boards`` into ``values`` int32[n], with the kernel's ``POS_*`` result per row in ``codes``."""
     bitboards, stm = board_bitboards_batch(boards)
+    evaluate_bitboards(bitboards, stm, net_arrays, scratch_len, values, codes)
+
+
+def evaluate_bitboards(bitboards: np.ndarray, stm: np.ndarray, net_arrays: tuple, scratch_len: int,
+                       values: np.ndarray, codes: np.ndarray) -> None:
+    """Evaluate int64[n, 8] bitboards with side to move uint8[n] (0 White) into ``values`` int32[n];
+    the kernel's ``POS_*`` result per row goes to ``codes`` int32[n] (rows not ``POS_OK`` get value 0)."""
     with PARALLEL_LOCK, numba.parallel_chunksize(1):
         KB.evaluate_batch(bitboards, stm, *net_arrays, MAX_PIECES, scratch_len, n_chunks(), values, codes)
 

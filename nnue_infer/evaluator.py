@@ -20,7 +20,7 @@ from collections.abc import Iterable
 import chess
 import numpy as np
 
-from .batch import as_sequence, evaluate_rows
+from .batch import as_sequence, evaluate_bitboards, evaluate_rows
 from .errors import ConcurrentUseError, FenError, IllegalMoveError, PositionError
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant
 from .kernels import forward as K
@@ -407,6 +407,34 @@ class Evaluator:
         """
         net_arrays, scratch_len = self._batch_args  # one read: consistent even while the network is reassigned
         return evaluate_rows(as_sequence(positions), net_arrays, scratch_len)
+
+    def evaluate_bitboards(self, bitboards: np.ndarray, stm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Evaluate positions given as bitboards on all cores, with full refreshes (as :meth:`evaluate_batch`).
+
+        Parameters
+        ----------
+        bitboards : int64[n, 8]
+            Per row: pawns, knights, bishops, rooks, queens, kings, white, black (a1 = bit 0),
+            as :func:`nnue_infer.features.board_bitboards`.
+        stm : integer array [n]
+            Side to move, 0 White, 1 Black.
+
+        Returns
+        -------
+        values : int32[n]
+            Internal units, side to move's point of view; 0 for rows that cannot be represented.
+        codes : int32[n]
+            0 for evaluated rows, else the problem (``nnue_infer.kernels.features.POS_*``; a
+            side without exactly one king, more than 32 pieces, a pawn on a back rank, or
+            contradictory bitboards).  Nothing is raised for bad rows.
+        """
+        net_arrays, scratch_len = self._batch_args  # one read, as evaluate_batch (also thread-safe)
+        n = len(bitboards)
+        values = np.empty(n, np.int32)
+        codes = np.empty(n, np.int32)
+        evaluate_bitboards(np.ascontiguousarray(bitboards, np.int64), np.ascontiguousarray(stm, np.uint8), net_arrays,
+                           scratch_len, values, codes)
+        return values, codes
 
     def evaluate_cp(self, board: chess.Board | str | None = None, white_pov: bool = False) -> int:
         """:meth:`evaluate` in centipawns, ``tdiv(100 * value, units_per_pawn)`` (361 for Stockfish 15.1).

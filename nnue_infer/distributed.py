@@ -1,0 +1,311 @@
+"""Score datasets on a Dask cluster: EPD / PGN / Parquet shards -> a partitioned Parquet dataset.
+
+Needs the ``dask`` extra (``pip install 'nnue-infer[dask]'``: ``dask[distributed,dataframe]``,
+``pyarrow`` and the Rust PGN parser).  Nothing else in nnue-infer imports this module.
+
+* :func:`score_files` scores files (globs; plain, gzip or Zstandard) into a directory: one
+  ``part-*.parquet`` per input file (schema: :func:`nnue_infer.parquet.schema`) and, for a
+  file with bad rows, ``_errors/part-*.parquet`` (source, line, game, message).  A bad row
+  never stops the job.  Each part is written to a temporary name and renamed, so a part that
+  exists is complete: a re-run skips the inputs whose part exists, and a task re-run after a
+  worker died rewrites the same name (no duplicated or missing rows).  ``_nnue_infer.json``
+  records the network; a re-run with another network is refused.
+* :func:`evaluate_dataframe` adds ``value``, ``cp`` and ``cp_white`` columns to a Dask
+  DataFrame of FENs.
+
+Workers get the network *by name* (a path every worker can read, ``default`` or
+``stockfish``) and load it once per process (:func:`worker_evaluator`); arrays never travel
+with the tasks.  Dask retries the tasks of a worker that died (``distributed.scheduler.allowed-failures``,
+3 by default).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Input kinds by file name (compression suffixes are stripped first).
+KINDS = {".epd": "epd", ".fen": "epd", ".txt": "epd", ".pgn": "pgn", ".parquet": "parquet"}
+_COMPRESSED = (".gz", ".zst", ".zstd")
+MANIFEST = "_nnue_infer.json"
+#: Sub-directory of the errors table (a leading "_": dataset readers skip it when reading the positions).
+ERRORS_DIR = "_errors"
+
+_local = threading.local()
+_lock = threading.Lock()
+_evaluators: dict[str, object] = {}
+
+
+def input_kind(path: str) -> str:
+    """``"epd"``, ``"pgn"`` or ``"parquet"`` from a file name (``.epd``/``.fen``/``.txt``, ``.pgn``,
+    ``.parquet``, each optionally ``.gz`` / ``.zst``); ``ValueError`` otherwise."""
+    name = path
+    for suffix in _COMPRESSED:
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    ext = os.path.splitext(name)[1].lower()
+    if ext not in KINDS:
+        raise ValueError(f"{path}: unknown input kind {ext!r} (expected .epd, .fen, .txt, .pgn or .parquet, "
+                         "optionally .gz or .zst)")
+    return KINDS[ext]
+
+
+def expand_inputs(inputs: str | Iterable[str]) -> list[str]:
+    """Files named by ``inputs`` (paths or glob patterns), each pattern's matches sorted;
+    ``FileNotFoundError`` for a pattern that matches nothing."""
+    patterns = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    files: list[str] = []
+    for pattern in patterns:
+        pattern = os.fspath(pattern)
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        matches = [m for m in matches if os.path.isfile(m)]
+        if not matches:
+            raise FileNotFoundError(f"no input file matches {pattern!r}")
+        files += matches
+    return files
+
+
+def worker_evaluator(network: str):
+    """This process's :class:`~nnue_infer.evaluator.Evaluator` for ``network`` (a path or spec name),
+    loaded on first use and kept; one per thread (an ``Evaluator`` is not thread-safe)."""
+    from .evaluator import Evaluator
+    from .resources import network_from_spec
+
+    cache = getattr(_local, "evaluators", None)
+    if cache is None:
+        cache = _local.evaluators = {}
+    ev = cache.get(network)
+    if ev is None:
+        with _lock:
+            net = _evaluators.get(network)
+            if net is None:
+                net = _evaluators[network] = network_from_spec(network)
+        ev = cache[network] = Evaluator(net)  # type: ignore[arg-type]
+    return ev
+
+
+def _set_threads(threads: int | None) -> None:
+    if threads:
+        import numba
+
+        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+
+
+def part_name(path: str) -> str:
+    """Stable name of an input's part: its base name and a hash of its absolute path."""
+    digest = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:12]
+    base = os.path.basename(path).replace(".", "_")[:60]
+    return f"part-{base}-{digest}.parquet"
+
+
+def _read_epd(path: str) -> tuple[list[str], np.ndarray]:
+    """FENs of an EPD/FEN file (plain, gzip, zstd) and their 1-based lines; blank and ``#`` lines skipped.
+
+    The first four fields are kept, plus the counters when both are integers (as ``nnue-infer eval --epd``).
+    """
+    from .inputs import open_input
+
+    fens, lines = [], []
+    with open_input(path) as inp:
+        for number, line in enumerate(inp.text, 1):
+            fields = line.split()
+            if not fields or fields[0].startswith("#"):
+                continue
+            keep = 6 if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit() else 4
+            fens.append(" ".join(fields[:keep]))
+            lines.append(number)
+    return fens, np.asarray(lines, np.int64)
+
+
+def _score_fens(ev, source: str, fens: list[str], lines: np.ndarray, errors: list):
+    """Evaluate FENs; bad rows go to ``errors`` (source, line, None, message) and out of the table."""
+    from . import parquet as P
+    from .errors import FenError, PositionError
+
+    try:
+        values = ev.evaluate_batch(fens)
+        keep = np.ones(len(fens), bool)
+    except (FenError, PositionError):  # rare: row by row, to name every bad row
+        values = np.zeros(len(fens), np.int32)
+        keep = np.zeros(len(fens), bool)
+        for i, fen in enumerate(fens):
+            try:
+                values[i] = ev.evaluate(fen)
+                keep[i] = True
+            except ValueError as exc:
+                errors.append((source, int(lines[i]), None, str(exc)))
+    stm = np.array([f.split()[1:2] == ["b"] for f in fens], np.int64)
+    idx = np.flatnonzero(keep)
+    return P.positions_table(source, lines[idx], [fens[i] for i in idx.tolist()], values[idx], stm[idx],
+                             ev.network.architecture.units_per_pawn)
+
+
+def score_file(path: str, network: str, out_dir: str, *, threads: int | None = None, column: str = "fen") -> dict:
+    """Score one input file into ``out_dir/part-*.parquet`` (and ``_errors/part-*.parquet``); the task of
+    :func:`score_files`.  Skips a file whose part exists.  Returns ``{"input", "part", "rows", "errors",
+    "skipped"}``."""
+    from . import parquet as P
+
+    out = os.path.join(out_dir, part_name(path))
+    if os.path.exists(out):
+        return {"input": path, "part": out, "rows": None, "errors": None, "skipped": True}
+    _set_threads(threads)
+    ev = worker_evaluator(network)
+    kind = input_kind(path)
+    errors: list = []
+    tables = []
+    if kind == "pgn":
+        from .pgn import evaluate_games, read_pgn
+
+        for batch in read_pgn(path, threads=threads):
+            errors += [(e.source, e.line, e.game, e.message) for e in batch.errors]
+            kept, values, bad = evaluate_games(ev, batch)
+            errors += [(e.source, e.line, e.game, e.message) for e in bad]
+            tables.append(P.games_table(kept, values, ev.network.architecture.units_per_pawn))
+    elif kind == "epd":
+        fens, lines = _read_epd(path)
+        tables.append(_score_fens(ev, path, fens, lines, errors))
+    else:
+        import pyarrow.parquet as pq
+
+        fens = pq.read_table(path, columns=[column]).column(column).to_pylist()
+        tables.append(_score_fens(ev, path, fens, np.arange(1, len(fens) + 1, dtype=np.int64), errors))
+    import pyarrow as pa
+
+    table = pa.concat_tables(tables) if tables else P.positions_table(path, np.zeros(0, np.int64), [],
+                                                                       np.zeros(0, np.int32), np.zeros(0, np.int64), 1)
+    if errors:
+        os.makedirs(os.path.join(out_dir, ERRORS_DIR), exist_ok=True)
+        P.write_table(P.errors_table(errors), os.path.join(out_dir, ERRORS_DIR, part_name(path)))
+    P.write_table(table, out)  # last: its existence marks the input as done
+    return {"input": path, "part": out, "rows": table.num_rows, "errors": len(errors), "skipped": False}
+
+
+def _check_manifest(out_dir: str, network: str) -> None:
+    """Create ``out_dir`` and its manifest, or check that an existing one names the same network."""
+    from .resources import network_from_spec
+
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, MANIFEST)
+    net = network_from_spec(network)
+    identity = {"network": network, "network_repr": repr(net)}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            old = json.load(f)
+        if old.get("network") != network:
+            raise ValueError(f"{out_dir} holds results of network {old.get('network')!r}, not {network!r}: "
+                             "use another output directory")
+        return
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(identity | {"schema": "nnue_infer.parquet.schema"}, f)
+
+
+@dataclass
+class ScoreReport:
+    """What :func:`score_files` did: per input, the task's summary (see :func:`score_file`)."""
+
+    output: str
+    parts: list[dict] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        """Rows written by this run (skipped inputs not counted)."""
+        return sum(p["rows"] or 0 for p in self.parts)
+
+    @property
+    def errors(self) -> int:
+        """Bad rows / games reported by this run."""
+        return sum(p["errors"] or 0 for p in self.parts)
+
+    @property
+    def skipped(self) -> int:
+        """Inputs whose part already existed."""
+        return sum(bool(p["skipped"]) for p in self.parts)
+
+
+def score_files(inputs: str | Sequence[str], output: str, network: str = "default", client=None, *,
+                threads: int | None = None, column: str = "fen",
+                progress: Callable[[dict], None] | None = None) -> ScoreReport:
+    """Score EPD / PGN / Parquet files into the Parquet dataset directory ``output``, on a Dask cluster.
+
+    Parameters
+    ----------
+    inputs : str or sequence of str
+        Paths or glob patterns (``'shards/*.epd.zst'``); every worker must be able to read them.
+    output : str
+        Dataset directory (created): ``part-*.parquet`` per input, ``_errors/``, ``_nnue_infer.json``.
+        Read it back with ``pyarrow.parquet.read_table(output)`` or ``dask.dataframe.read_parquet``.
+    network : str
+        A network file every worker can read, ``default`` or ``stockfish``.
+    client : distributed.Client, optional
+        The cluster; ``None`` scores in this process, one input after another.
+    threads : int, optional
+        Numba threads per task (default: Numba's default, all cores of the worker's machine).
+    column : str
+        The FEN column of Parquet inputs.
+    progress : callable, optional
+        Called with each input's summary as it completes (e.g. to advance a progress bar).
+
+    Returns
+    -------
+    ScoreReport
+    """
+    files = expand_inputs(inputs)
+    for f in files:
+        input_kind(f)  # unknown kinds fail before any work
+    _check_manifest(output, network)
+    report = ScoreReport(output)
+    if client is None:
+        for f in files:
+            summary = score_file(f, network, output, threads=threads, column=column)
+            report.parts.append(summary)
+            if progress:
+                progress(summary)
+        return report
+    from distributed import as_completed
+
+    run = os.urandom(4).hex()
+    futures = client.map(score_file, files, network=network, out_dir=output, threads=threads, column=column,
+                         pure=False, key=[f"nnue-infer-{run}-{part_name(f)}" for f in files])
+    for future in as_completed(futures):
+        summary = future.result()
+        report.parts.append(summary)
+        if progress:
+            progress(summary)
+    order = {f: i for i, f in enumerate(files)}
+    report.parts.sort(key=lambda p: order[p["input"]])
+    return report
+
+
+def _evaluate_partition(df, column: str, network: str, threads: int | None):
+    """``df`` (pandas) with ``value``, ``cp`` and ``cp_white`` columns for its FEN column."""
+    from .parquet import centipawns
+
+    _set_threads(threads)
+    ev = worker_evaluator(network)
+    fens = df[column].tolist()
+    values = ev.evaluate_batch(fens) if fens else np.zeros(0, np.int32)
+    stm = np.array([f.split()[1:2] == ["b"] for f in fens], np.int64)
+    cp, cp_white = centipawns(values, stm, ev.network.architecture.units_per_pawn)
+    return df.assign(value=values, cp=cp, cp_white=cp_white)
+
+
+def evaluate_dataframe(ddf, column: str = "fen", network: str = "default", *, threads: int | None = None):
+    """A Dask DataFrame like ``ddf`` with ``value`` (int32, internal units, side to move), ``cp`` and
+    ``cp_white`` (int32 centipawns) columns for the FENs in ``column``, computed lazily per partition.
+
+    ``network`` is a path every worker can read, ``default`` or ``stockfish``; each worker
+    process loads it once.  A bad FEN fails its partition with
+    :class:`~nnue_infer.errors.FenError` / :class:`~nnue_infer.errors.PositionError` (row index
+    within the partition); use :func:`score_files` for error tables.
+    """
+    meta = ddf._meta.assign(value=np.int32(0), cp=np.int32(0), cp_white=np.int32(0))
+    return ddf.map_partitions(_evaluate_partition, column, network, threads, meta=meta)

@@ -1,0 +1,385 @@
+"""Game records as arrays: piece-code boards -> bitboards, FEN, SAN, UCI and check flags.
+
+A parsed game arrives as one board per position (``uint8[64]`` piece codes, a1 = 0,
+h8 = 63: 0 empty, 1-6 White pawn, knight, bishop, rook, queen, king, 7-12 the same for
+Black) with the side to move, castling rights and the *pseudo-legal* en passant file
+(set after every double pawn push), plus the move that led to each position.  The kernel
+:func:`describe_games` writes, per position, the bitboards the evaluation kernels read,
+whether the side to move is in check, and the FEN, SAN and UCI strings exactly as
+python-chess writes them (``Board.fen()``, ``Board.san(move)``, ``Move.uci()``; standard
+chess, not Chess960): the en passant square only when a legal en passant capture exists,
+SAN disambiguation among legal moves only, ``+`` / ``#`` suffixes.
+
+Strings go into one ``uint8`` buffer per column, each followed by a newline, with int32
+offsets (row ``i`` is ``buf[offsets[i]:offsets[i + 1] - 1]``), so a column becomes Python
+strings with one decode and one split.
+
+Source of the notation: the PGN standard (sections 8.2.3 SAN, 16.1 FEN) and python-chess 1.11
+``Board.fen`` / ``Board._algebraic_without_suffix`` (disambiguation by file first, by rank
+when another candidate shares the file).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+#: Piece codes of the boards (White; Black adds ``BLACK_OFFSET``).
+EMPTY, PAWN, KNIGHT, BISHOP, ROOK, QUEEN, KING = range(7)
+BLACK_OFFSET = 6
+#: Longest string written per row: FEN (64 squares can take at most 71 characters of
+#: placement, plus side, castling, en passant and counters), SAN (``Qa1xb2#``, ``exd8=Q#``), UCI,
+#: each with its newline.
+FEN_WIDTH, SAN_WIDTH, UCI_WIDTH = 100, 9, 6
+
+_LETTERS = b" PNBRQKpnbrqk"
+_KNIGHT_DF = (1, 2, 2, 1, -1, -2, -2, -1)
+_KNIGHT_DR = (2, 1, -1, -2, -2, -1, 1, 2)
+_KING_DF = (1, 1, 0, -1, -1, -1, 0, 1)
+_KING_DR = (0, 1, 1, 1, 0, -1, -1, -1)
+#: Ray directions: four orthogonal (rook) then four diagonal (bishop).
+_RAY_DF = (1, -1, 0, 0, 1, 1, -1, -1)
+_RAY_DR = (0, 0, 1, -1, 1, -1, 1, -1)
+
+
+@njit(cache=True, inline="always")
+def piece_letter(code):
+    """ASCII letter of a piece code (1..12), FEN case: upper for White."""
+    return np.uint8(_LETTERS[code])
+
+
+@njit(cache=True)
+def attacked(board, sq, by):
+    """Whether square ``sq`` is attacked by colour ``by`` (0 White, 1 Black) on ``board`` uint8[64]."""
+    off = BLACK_OFFSET * by
+    f = sq & 7
+    r = sq >> 3
+    pr = r - 1 if by == 0 else r + 1  # the rank an attacking pawn stands on
+    if 0 <= pr < 8:
+        if f > 0 and board[pr * 8 + f - 1] == PAWN + off:
+            return True
+        if f < 7 and board[pr * 8 + f + 1] == PAWN + off:
+            return True
+    for k in range(8):
+        nf = f + _KNIGHT_DF[k]
+        nr = r + _KNIGHT_DR[k]
+        if 0 <= nf < 8 and 0 <= nr < 8 and board[nr * 8 + nf] == KNIGHT + off:
+            return True
+        nf = f + _KING_DF[k]
+        nr = r + _KING_DR[k]
+        if 0 <= nf < 8 and 0 <= nr < 8 and board[nr * 8 + nf] == KING + off:
+            return True
+    for d in range(8):
+        slider = ROOK + off if d < 4 else BISHOP + off
+        nf = f + _RAY_DF[d]
+        nr = r + _RAY_DR[d]
+        while 0 <= nf < 8 and 0 <= nr < 8:
+            p = board[nr * 8 + nf]
+            if p != EMPTY:
+                if p == slider or p == QUEEN + off:
+                    return True
+                break
+            nf += _RAY_DF[d]
+            nr += _RAY_DR[d]
+    return False
+
+
+@njit(cache=True)
+def king_attacked(board, colour):
+    """Whether ``colour``'s king (0 White, 1 Black) is attacked; False when it has no king."""
+    king = KING + BLACK_OFFSET * colour
+    for sq in range(64):
+        if board[sq] == king:
+            return attacked(board, sq, 1 - colour)
+    return False
+
+
+@njit(cache=True)
+def safe_after(board, frm, to, captured_sq, colour, tmp):
+    """Whether ``colour``'s king is not attacked after moving ``frm`` -> ``to`` (also removing
+    ``captured_sq`` when >= 0: the pawn taken en passant).  ``tmp`` is uint8[64] scratch."""
+    tmp[:] = board
+    tmp[to] = tmp[frm]
+    tmp[frm] = EMPTY
+    if captured_sq >= 0:
+        tmp[captured_sq] = EMPTY
+    return not king_attacked(tmp, colour)
+
+
+@njit(cache=True)
+def reaches(board, frm, to, kind):
+    """Whether a knight, bishop, rook or queen (``kind``) on ``frm`` attacks ``to`` (path clear)."""
+    df = (to & 7) - (frm & 7)
+    dr = (to >> 3) - (frm >> 3)
+    if kind == KNIGHT:
+        return (abs(df) == 1 and abs(dr) == 2) or (abs(df) == 2 and abs(dr) == 1)
+    straight = df == 0 or dr == 0
+    diagonal = abs(df) == abs(dr)
+    if (df == 0 and dr == 0) or not (straight or diagonal):
+        return False
+    if (kind == ROOK and not straight) or (kind == BISHOP and not diagonal):
+        return False
+    sf = (df > 0) - (df < 0)
+    sr = (dr > 0) - (dr < 0)
+    sq = frm + sf + 8 * sr
+    while sq != to:
+        if board[sq] != EMPTY:
+            return False
+        sq += sf + 8 * sr
+    return True
+
+
+@njit(cache=True, inline="always")
+def put_square(out, pos, sq):
+    """Write the name of square ``sq`` (``a1`` .. ``h8``) at ``out[pos]``; returns the next position."""
+    out[pos] = 97 + (sq & 7)
+    out[pos + 1] = 49 + (sq >> 3)
+    return pos + 2
+
+
+@njit(cache=True)
+def put_uint(out, pos, value):
+    """Write a non-negative integer in decimal; returns the next position."""
+    if value == 0:
+        out[pos] = 48
+        return pos + 1
+    n = 0
+    v = value
+    while v > 0:
+        n += 1
+        v //= 10
+    for k in range(n - 1, -1, -1):
+        out[pos + k] = 48 + value % 10
+        value //= 10
+    return pos + n
+
+
+@njit(cache=True)
+def legal_ep_square(board, stm, ep_file, tmp):
+    """The en passant target square if the side to move (0 White) has a legal en passant capture, else -1.
+
+    ``ep_file`` is the file of the pawn that just made a double push (-1 if none).
+    """
+    if ep_file < 0:
+        return -1
+    target = (5 if stm == 0 else 2) * 8 + ep_file
+    captured = target - 8 if stm == 0 else target + 8
+    pawn = PAWN + BLACK_OFFSET * stm
+    for df in (-1, 1):
+        f = ep_file + df
+        if 0 <= f < 8:
+            frm = (captured & ~7) + f
+            if board[frm] == pawn and board[target] == EMPTY and safe_after(board, frm, target, captured, stm, tmp):
+                return target
+    return -1
+
+
+@njit(cache=True)
+def write_fen(board, stm, castling, ep_sq, halfmove, fullmove, out, pos):
+    """Write the FEN of a position as python-chess's ``Board.fen()``; returns the next position.
+
+    ``castling`` is bool[4] (White O-O, White O-O-O, Black O-O, Black O-O-O), ``ep_sq`` a
+    legal en passant square or -1.
+    """
+    for r in range(7, -1, -1):
+        empty = 0
+        for f in range(8):
+            p = board[r * 8 + f]
+            if p == EMPTY:
+                empty += 1
+                continue
+            if empty:
+                out[pos] = 48 + empty
+                pos += 1
+                empty = 0
+            out[pos] = piece_letter(p)
+            pos += 1
+        if empty:
+            out[pos] = 48 + empty
+            pos += 1
+        if r:
+            out[pos] = 47  # '/'
+            pos += 1
+    out[pos] = 32
+    out[pos + 1] = 119 if stm == 0 else 98  # w / b
+    out[pos + 2] = 32
+    pos += 3
+    if castling[0] or castling[1] or castling[2] or castling[3]:
+        for k in range(4):
+            if castling[k]:
+                out[pos] = (75, 81, 107, 113)[k]  # K Q k q
+                pos += 1
+    else:
+        out[pos] = 45
+        pos += 1
+    out[pos] = 32
+    pos += 1
+    if ep_sq >= 0:
+        pos = put_square(out, pos, ep_sq)
+    else:
+        out[pos] = 45
+        pos += 1
+    out[pos] = 32
+    pos = put_uint(out, pos + 1, halfmove)
+    out[pos] = 32
+    return put_uint(out, pos + 1, fullmove)
+
+
+@njit(cache=True)
+def write_san(board, frm, to, promo, check, mate, tmp, out, pos):
+    """Write the SAN of the move ``frm`` -> ``to`` (``promo``: promotion piece 2..5 or -1) played on
+    ``board`` as python-chess's ``Board.san``; ``check`` / ``mate``: the position after it.
+    Returns the next position."""
+    p = board[frm]
+    colour = 1 if p > BLACK_OFFSET else 0
+    kind = p - BLACK_OFFSET * colour
+    if kind == KING and abs((to & 7) - (frm & 7)) == 2:
+        out[pos] = 79
+        out[pos + 1] = 45
+        out[pos + 2] = 79
+        pos += 3
+        if (to & 7) < (frm & 7):
+            out[pos] = 45
+            out[pos + 1] = 79
+            pos += 2
+    else:
+        capture = board[to] != EMPTY or (kind == PAWN and (to & 7) != (frm & 7))
+        if kind == PAWN:
+            if capture:
+                out[pos] = 97 + (frm & 7)
+                pos += 1
+        else:
+            out[pos] = piece_letter(kind)
+            pos += 1
+            if kind != KING:
+                others = False
+                same_rank = False
+                same_file = False
+                for s in range(64):
+                    if s != frm and board[s] == p and reaches(board, s, to, kind) and \
+                            safe_after(board, s, to, -1, colour, tmp):
+                        others = True
+                        same_rank |= (s >> 3) == (frm >> 3)
+                        same_file |= (s & 7) == (frm & 7)
+                if others:
+                    if same_rank or not same_file:
+                        out[pos] = 97 + (frm & 7)
+                        pos += 1
+                    if same_file:
+                        out[pos] = 49 + (frm >> 3)
+                        pos += 1
+        if capture:
+            out[pos] = 120  # x
+            pos += 1
+        pos = put_square(out, pos, to)
+        if promo > 0:
+            out[pos] = 61  # =
+            out[pos + 1] = piece_letter(promo)
+            pos += 2
+    if mate:
+        out[pos] = 35  # '#'
+        pos += 1
+    elif check:
+        out[pos] = 43  # '+'
+        pos += 1
+    return pos
+
+
+@njit(cache=True)
+def write_uci(frm, to, promo, out, pos):
+    """Write a move in UCI (``e2e4``, ``e7e8q``); returns the next position."""
+    pos = put_square(out, pos, frm)
+    pos = put_square(out, pos, to)
+    if promo > 0:
+        out[pos] = piece_letter(promo + BLACK_OFFSET)  # lower case
+        pos += 1
+    return pos
+
+
+@njit(cache=True)
+def describe_games(boards, white_to_move, castling, ep_file, move_from, move_to, move_promo, game_offsets,
+                   start_halfmove, start_fullmove, final_mate, bitboards, stm, in_check, fen_buf, fen_offsets,
+                   san_buf, san_offsets, uci_buf, uci_offsets):
+    """Describe every position of a batch of games (see the module docstring).
+
+    Parameters
+    ----------
+    boards : uint8[n, 64]
+        Piece codes per position, a1 = 0.
+    white_to_move : bool[n]
+    castling : bool[n, 4]
+        White O-O, White O-O-O, Black O-O, Black O-O-O rights.
+    ep_file : int8[n]
+        File of a pawn that just advanced two squares (pseudo-legal en passant), -1 if none.
+    move_from, move_to, move_promo : int16[n]
+        The move that led to the position (promotion piece 2..5 or -1); ignored at a game's
+        first position.
+    game_offsets : int64[g + 1]
+        Game ``j`` is positions ``game_offsets[j]`` .. ``game_offsets[j + 1] - 1``.
+    start_halfmove, start_fullmove : int64[g]
+        Counters of each game's first position (from its FEN, else 0 and 1).
+    final_mate : bool[g]
+        Whether each game's last position is checkmate (the last SAN then ends with ``#``).
+    bitboards : int64[n, 8]
+        Output: pawns, knights, bishops, rooks, queens, kings, white, black (a1 = bit 0).
+    stm : int64[n]
+        Output: side to move, 0 White, 1 Black.
+    in_check : bool[n]
+        Output: the side to move is in check.
+    fen_buf, san_buf, uci_buf : uint8[n * FEN_WIDTH], uint8[n * SAN_WIDTH], uint8[n * UCI_WIDTH]
+        Output: the strings, each followed by a newline (empty SAN / UCI at a game's first position).
+    fen_offsets, san_offsets, uci_offsets : int32[n + 1]
+        Output: string ``i`` of a column is ``buf[offsets[i]:offsets[i + 1] - 1]``.
+    """
+    n = boards.shape[0]
+    tmp = np.empty(64, np.uint8)
+    one = np.int64(1)
+    for i in range(n):
+        for k in range(8):
+            bitboards[i, k] = 0
+        b = boards[i]
+        for sq in range(64):
+            p = b[sq]
+            if p != EMPTY:
+                colour = 1 if p > BLACK_OFFSET else 0
+                bit = one << np.int64(sq)
+                bitboards[i, p - BLACK_OFFSET * colour - 1] |= bit
+                bitboards[i, 6 + colour] |= bit
+        stm[i] = 0 if white_to_move[i] else 1
+        in_check[i] = king_attacked(b, stm[i])
+    fpos = 0
+    spos = 0
+    upos = 0
+    fen_offsets[0] = 0
+    san_offsets[0] = 0
+    uci_offsets[0] = 0
+    for g in range(game_offsets.shape[0] - 1):
+        lo = game_offsets[g]
+        hi = game_offsets[g + 1]
+        halfmove = start_halfmove[g]
+        fullmove = start_fullmove[g]
+        for i in range(lo, hi):
+            if i > lo:
+                before = boards[i - 1]
+                frm = move_from[i]
+                to = move_to[i]
+                if before[frm] == PAWN or before[frm] == PAWN + BLACK_OFFSET or before[to] != EMPTY:
+                    halfmove = 0
+                else:
+                    halfmove += 1
+                if stm[i - 1] == 1:
+                    fullmove += 1
+                spos = write_san(before, frm, to, move_promo[i], in_check[i], final_mate[g] and i == hi - 1, tmp,
+                                 san_buf, spos)
+                upos = write_uci(frm, to, move_promo[i], uci_buf, upos)
+            ep = legal_ep_square(boards[i], stm[i], ep_file[i], tmp)
+            fpos = write_fen(boards[i], stm[i], castling[i], ep, halfmove, fullmove, fen_buf, fpos)
+            fen_buf[fpos] = 10  # a newline after each string
+            san_buf[spos] = 10
+            uci_buf[upos] = 10
+            fpos += 1
+            spos += 1
+            upos += 1
+            fen_offsets[i + 1] = fpos
+            san_offsets[i + 1] = spos
+            uci_offsets[i + 1] = upos
