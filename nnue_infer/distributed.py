@@ -66,7 +66,7 @@ def expand_inputs(inputs: str | Iterable[str]) -> list[str]:
     for pattern in patterns:
         pattern = os.fspath(pattern)
         matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-        matches = [m for m in matches if os.path.isfile(m)]
+        matches = [m for m in matches if os.path.exists(m) and not os.path.isdir(m)]  # files, FIFOs
         if not matches:
             raise FileNotFoundError(f"no input file matches {pattern!r}")
         files += matches
@@ -155,8 +155,13 @@ def score_file(path: str, network: str, out_dir: str, *, threads: int | None = N
     from . import parquet as P
 
     out = os.path.join(out_dir, part_name(path))
-    if os.path.exists(out):
-        return {"input": path, "part": out, "rows": None, "errors": None, "skipped": True}
+    if os.path.exists(out):  # done before (a re-run, or a task re-run after its worker died)
+        import pyarrow.parquet as pq
+
+        errors_path = os.path.join(out_dir, ERRORS_DIR, part_name(path))
+        n_errors = pq.read_metadata(errors_path).num_rows if os.path.exists(errors_path) else 0
+        return {"input": path, "part": out, "rows": pq.read_metadata(out).num_rows, "errors": n_errors,
+                "skipped": True}
     _set_threads(threads)
     ev = worker_evaluator(network)
     kind = input_kind(path)
@@ -217,17 +222,17 @@ class ScoreReport:
 
     @property
     def rows(self) -> int:
-        """Rows written by this run (skipped inputs not counted)."""
+        """Rows in the parts of the inputs (also of those skipped because they were done before)."""
         return sum(p["rows"] or 0 for p in self.parts)
 
     @property
     def errors(self) -> int:
-        """Bad rows / games reported by this run."""
+        """Rows in the errors tables of the inputs."""
         return sum(p["errors"] or 0 for p in self.parts)
 
     @property
     def skipped(self) -> int:
-        """Inputs whose part already existed."""
+        """Inputs whose part already existed when their task ran."""
         return sum(bool(p["skipped"]) for p in self.parts)
 
 

@@ -138,6 +138,8 @@ def split_games(lines: Iterable[str], first_line: int = 1) -> Iterator[tuple[int
     number = first_line - 1
     for line in lines:
         number += 1
+        if number == first_line:
+            line = line.lstrip("\ufeff")
         if not game:
             if not line.strip() or line[0] in "%;":
                 continue
@@ -345,14 +347,31 @@ def _parse_python_chess(source: str, games: list[tuple[int, int, str]]) -> GameB
         rows["ply"] += list(range(n))
         rows["san"] += sans
         rows["uci"] += ucis
+        tags = _tags(text)
         for k in HEADERS:
-            headers[k] += [game.headers.get(k, "")] * n
+            headers[k] += [tags.get(k, "")] * n
     bb = np.array(rows["bb"], np.uint64).reshape(-1, 8).view(np.int64)
     return GameBatch(source, np.array(rows["game"], np.int64), np.array(rows["line"], np.int64),
                      np.array(rows["ply"], np.int32), bb, np.array(rows["stm"], np.int64),
                      np.array(rows["check"], np.bool_), np.array(rows["mate"], np.bool_),
                      np.array(rows["stale"], np.bool_), rows["fen"], rows["san"], rows["uci"],
                      {k: np.array(v, object) for k, v in headers.items()}, errors)
+
+
+def _tags(text: str) -> dict[str, str]:
+    """The tag pairs written in a game's text (python-chess's ``Game.headers`` adds ``"?"`` for
+    missing roster tags; here a missing tag stays missing)."""
+    import chess.pgn
+
+    tags = {}
+    for line in text.splitlines():
+        if line.startswith("["):
+            m = chess.pgn.TAG_REGEX.match(line)
+            if m:
+                tags[m.group(1)] = m.group(2)
+        elif line.strip() and not line.startswith(("%", ";")):
+            break
+    return tags
 
 
 def parse_games(source: str, games: list[tuple[int, int, str]], parser: str = "auto",

@@ -1,0 +1,230 @@
+"""Dask-distributed scoring (nnue_infer.distributed): real local clusters of worker processes.
+
+Each cluster costs a few seconds (worker start, imports, the Numba cache); the inputs are a
+few hundred positions, so the whole module stays within tens of seconds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed", reason="needs the dask extra: pip install -e '.[dask]'")
+pa = pytest.importorskip("pyarrow", reason="needs the dask extra: pip install -e '.[dask]'")
+import pyarrow.parquet as pq  # noqa: E402
+
+import nnue_infer  # noqa: E402
+from nnue_infer import distributed as D  # noqa: E402
+
+BAD = ["8/8/8/8/8/8/8/4K3 w - - 0 1", "not a fen"]
+
+
+@pytest.fixture(scope="module")
+def fens(data_dir):
+    with open(data_dir / "positions-dev.jsonl", encoding="utf-8") as f:
+        return [json.loads(line)["fen"] for line in f][:600]
+
+
+def write_shards(directory, fens, n=6):
+    """n EPD shards (odd ones gzip'd); shard 2 gets two bad rows at lines 3 and 4."""
+    directory.mkdir()
+    size = len(fens) // n
+    expected = []
+    for k in range(n):
+        part = fens[k * size:(k + 1) * size]
+        lines = part[:2] + BAD + part[2:] if k == 2 else part
+        name = directory / (f"s{k}.epd.gz" if k % 2 else f"s{k}.epd")
+        data = "\n".join(lines) + "\n"
+        if k % 2:
+            with gzip.open(name, "wt") as f:
+                f.write(data)
+        else:
+            name.write_text(data)
+        expected += [(str(name), i + 1, fen) for i, fen in enumerate(lines) if fen not in BAD]
+    return expected
+
+
+def read_dataset(out):
+    t = pq.read_table(out, columns=["source", "line", "fen", "value", "cp", "cp_white"]).to_pydict()
+    rows = sorted(zip(t["source"], t["line"], t["fen"], t["value"]))
+    return rows
+
+
+def check_complete(out, expected, network):
+    """Every expected row exactly once, with evaluate_batch's value."""
+    rows = read_dataset(out)
+    keys = [(s, line) for s, line, _, _ in rows]
+    assert len(keys) == len(set(keys)), "duplicated rows"
+    assert [(s, line, f) for s, line, f, _ in rows] == sorted(expected)
+    got = np.array([v for *_, v in rows])
+    want = nnue_infer.evaluate_batch([f for _, _, f in sorted(expected)], network)
+    np.testing.assert_array_equal(got, want)
+
+
+def cluster(method="spawn", n_workers=2):
+    import dask
+    from distributed import Client, LocalCluster
+
+    with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+        lc = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                          dashboard_address=None, worker_dashboard_address=None)
+    return lc, Client(lc)
+
+
+def test_in_process_errors_table_and_rerun(tmp_path, fens):
+    expected = write_shards(tmp_path / "in", fens)
+    out = tmp_path / "out"
+    report = D.score_files(str(tmp_path / "in" / "*"), str(out), "default")
+    assert (report.rows, report.errors, report.skipped) == (len(expected), 2, 0)
+    check_complete(out, expected, nnue_infer.default_network())
+    errors = pq.read_table(out / D.ERRORS_DIR).to_pydict()
+    assert [(os.path.basename(s), line) for s, line in zip(errors["source"], errors["line"])] == [("s2.epd", 3),
+                                                                                                   ("s2.epd", 4)]
+    assert "Black must have exactly one king" in errors["message"][0] and "not a fen" in errors["message"][1]
+    again = D.score_files(str(tmp_path / "in" / "*"), str(out), "default")
+    assert (again.rows, again.skipped) == (len(expected), 6)
+    with pytest.raises(ValueError, match="network"):
+        D.score_files(str(tmp_path / "in" / "*"), str(out), "stockfish")
+
+
+def test_killed_worker_mid_job_gives_complete_output(tmp_path, fens):
+    """A worker is killed (SIGKILL) while it runs a task: the job still writes every row once.
+
+    The task is held on purpose: its input is a FIFO, so the worker blocks opening it until
+    the test writes it, after the kill; Dask reruns the task on a surviving (or restarted) worker.
+    """
+    expected = write_shards(tmp_path / "in", fens)
+    fifo = tmp_path / "in" / "zz-held.epd"
+    os.mkfifo(fifo)
+    held = fens[-20:]
+    expected += [(str(fifo), i + 1, f) for i, f in enumerate(held)]
+    out = tmp_path / "out"
+    lc, client = cluster()
+    try:
+        result = {}
+        job = threading.Thread(target=lambda: result.update(
+            report=D.score_files(str(tmp_path / "in" / "*"), str(out), "default", client, threads=1)))
+        job.start()
+        victim = None
+        deadline = time.monotonic() + 120
+        while victim is None and time.monotonic() < deadline:  # the worker running the held task
+            for worker, keys in client.processing().items():
+                if any(D.part_name(str(fifo)) in str(k) for k in keys):
+                    victim = worker
+            time.sleep(0.05)
+        assert victim is not None, "the held task never started"
+        pid = client.run(os.getpid, workers=[victim])[victim]
+        os.kill(pid, signal.SIGKILL)
+        with open(fifo, "w") as f:  # blocks until the task's retry opens it
+            f.write("\n".join(held) + "\n")
+        job.join(120)
+        assert not job.is_alive()
+    finally:
+        client.close()
+        lc.close()
+    assert result["report"].rows == len(expected)
+    check_complete(out, expected, nnue_infer.default_network())
+
+
+START_METHOD_JOB = """
+import json, sys
+import nnue_infer
+from distributed import Client, LocalCluster
+from nnue_infer import distributed as D
+
+fens = json.loads(sys.argv[1])
+nnue_infer.evaluate_batch(fens)  # the parent has used the parallel kernel (and its thread pool) before the workers start
+with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as lc, \\
+        Client(lc) as client:
+    D.score_files(sys.argv[2], sys.argv[3], "default", client, threads=2)
+"""
+
+
+def _gnu_openmp_layer() -> bool:
+    """Whether Numba would use its OpenMP layer (GNU libgomp here), which aborts a process forked after use."""
+    import importlib.util
+
+    import numba
+
+    layer = numba.config.THREADING_LAYER
+    return layer == "omp" or (layer == "default" and importlib.util.find_spec("tbb") is None)
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver", pytest.param("fork", marks=pytest.mark.xfail(
+    _gnu_openmp_layer(), reason="GNU OpenMP aborts a process forked after it ran a parallel region "
+                                "(threading-layer fix: issue 8)", strict=False))])
+def test_start_methods(tmp_path, fens, method):
+    """Workers started by spawn, forkserver and fork (after the parent ran the parallel batch kernel).
+
+    Dask reads the start method when ``distributed`` is imported, so each runs in a fresh interpreter.
+    """
+    import subprocess
+    import sys
+
+    expected = write_shards(tmp_path / "in", fens[:120], n=2)
+    out = tmp_path / "out"
+    env = os.environ | {"DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD": method}
+    proc = subprocess.run([sys.executable, "-c", START_METHOD_JOB, json.dumps(fens[:50]), str(tmp_path / "in" / "*"),
+                           str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    check_complete(out, expected, nnue_infer.default_network())
+
+
+def test_evaluate_dataframe(fens):
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+    from distributed import Client
+
+    df = pd.DataFrame({"fen": fens[:200], "id": np.arange(200)})
+    with Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as client:
+        got = D.evaluate_dataframe(dd.from_pandas(df, npartitions=4), network="default").compute(scheduler=client)
+    np.testing.assert_array_equal(got["value"].to_numpy(), nnue_infer.evaluate_batch(fens[:200]))
+    assert got["id"].tolist() == list(range(200))
+    black = np.array([f.split()[1] == "b" for f in fens[:200]])
+    np.testing.assert_array_equal(got["cp_white"].to_numpy(), np.where(black, -got["cp"], got["cp"]))
+
+
+def test_pgn_and_parquet_inputs_in_process(tmp_path, fens, data_dir):
+    """A gzip'd PGN shard (SAN, UCI, headers, values as evaluate_game) and a Parquet shard of FENs."""
+    import chess
+    import chess.pgn
+
+    with open(data_dir / "games-dev.jsonl", encoding="utf-8") as f:
+        games = [json.loads(line) for _, line in zip(range(4), f)]
+    text = ""
+    for g in games:
+        game = chess.pgn.Game.from_board(chess.Board(g["start_fen"]))
+        game.headers["White"] = g["id"]
+        game.add_line([chess.Move.from_uci(m) for m in g["moves"]])
+        text += str(game) + "\n\n"
+    (tmp_path / "in").mkdir()
+    with gzip.open(tmp_path / "in" / "games.pgn.gz", "wt") as f:
+        f.write(text)
+    pq.write_table(pa.table({"fen": fens[:30]}), tmp_path / "in" / "fens.parquet")
+    out = tmp_path / "out"
+    report = D.score_files([str(tmp_path / "in" / "*.pgn.gz"), str(tmp_path / "in" / "*.parquet")], str(out), "default")
+    assert report.errors == 0
+    t = pq.read_table(out).to_pydict()
+    pgn_rows = [i for i, s in enumerate(t["source"]) if s.endswith(".pgn.gz")]
+    ev = nnue_infer.Evaluator()
+    want = np.concatenate([ev.evaluate_game(chess.Board(g["start_fen"]), g["moves"]) for g in games])
+    np.testing.assert_array_equal([t["value"][i] for i in pgn_rows], want)
+    first = pgn_rows[:len(games[0]["moves"]) + 1]
+    assert [t["move"][i] for i in first] == [None] + games[0]["moves"]
+    assert [t["white"][i] for i in first] == [games[0]["id"]] * len(first)
+    board = chess.Board(games[0]["start_fen"])
+    sans = [None]
+    for m in games[0]["moves"]:
+        sans.append(board.san(chess.Move.from_uci(m)))
+        board.push_uci(m)
+    assert [t["san"][i] for i in first] == sans
+    pq_rows = [i for i, s in enumerate(t["source"]) if s.endswith(".parquet")]
+    assert [t["line"][i] for i in pq_rows] == list(range(1, 31))
+    np.testing.assert_array_equal([t["value"][i] for i in pq_rows], nnue_infer.evaluate_batch(fens[:30]))

@@ -1,0 +1,195 @@
+"""Fast PGN reading (nnue_infer.pgn, kernels.notation) against python-chess, the reference.
+
+The Rust parser's positions and the notation kernel's FEN / SAN / UCI / check flags must be
+exactly python-chess's (``Board.fen()``, ``Board.san``, ``Move.uci``, ``is_check``,
+``is_checkmate``, ``is_stalemate``) and the values exactly ``evaluate_game``'s.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+
+import chess
+import chess.pgn
+import numpy as np
+import pytest
+
+import nnue_infer
+from nnue_infer import pgn
+
+needs_rust = pytest.mark.skipif(not pgn.rust_parser_available(),
+                                reason="needs the Rust PGN parser: pip install -e '.[pgn]'")
+PARSERS = [pytest.param("rust", marks=needs_rust), "python-chess"]
+
+
+@pytest.fixture(scope="module")
+def dev_games(data_dir):
+    """A lean sample of the dev games: every 15th game plus up to 6 with each rare move kind."""
+    with open(data_dir / "games-dev.jsonl", encoding="utf-8") as f:
+        games = [json.loads(line) for line in f]
+    picked = {i for i in range(0, len(games), 15)}
+    for kind in ("en_passant", "underpromotion", "promotion_capture", "castle_queenside"):
+        picked |= set([i for i, g in enumerate(games) if g["features"].get(kind)][:6])
+    return [games[i] for i in sorted(picked)]
+
+
+def to_pgn(games, annotate: bool) -> str:
+    """PGN text of dev games (python-chess's exporter); ``annotate`` adds comments (one spanning
+    a blank line), NAGs and side variations, which the reader must skip."""
+    rng = random.Random(7)
+    out = io.StringIO()
+    for g in games:
+        game = chess.pgn.Game.from_board(chess.Board(g["start_fen"]))
+        for key in ("Event", "Site", "Date", "White", "Black"):
+            if isinstance(g["meta"].get(key), str):
+                game.headers[key] = g["meta"][key]
+        game.headers["Result"] = g["result"]
+        node = game
+        for uci in g["moves"]:
+            node = node.add_variation(chess.Move.from_uci(uci))
+            if annotate:
+                r = rng.random()
+                if r < 0.05:
+                    node.comment = "a comment {with} text\n\nacross a blank line" if r < 0.01 else "comment"
+                elif r < 0.08:
+                    node.nags.add(rng.choice([1, 2, 3, 4]))
+                elif r < 0.1:
+                    alt = [m for m in node.parent.board().legal_moves if m != node.move]
+                    if alt:
+                        node.parent.add_variation(rng.choice(alt)).comment = "alt"
+        print(game, file=out, end="\n\n")
+    return out.getvalue()
+
+
+def reference_rows(text: str):
+    """Per position (python-chess): game number, ply, fen, san, uci, check, checkmate, stalemate, headers."""
+    rows = []
+    f = io.StringIO(text)
+    number = 0
+    while (game := chess.pgn.read_game(f)) is not None:
+        number += 1
+        board = game.board()
+        white = game.headers["White"] if "[White " in text else ""  # the test texts always name White or no one
+        san, uci = "", ""
+        moves = list(game.mainline_moves())
+        for ply in range(len(moves) + 1):
+            if ply:
+                move = moves[ply - 1]
+                san, uci = board.san(move), move.uci()
+                board.push(move)
+            last = ply == len(moves)
+            rows.append((number, ply, board.fen(), san, uci, board.is_check(), last and board.is_checkmate(),
+                         last and board.is_stalemate(), white))
+    return rows
+
+
+def batch_rows(batches):
+    rows = []
+    for b in batches:
+        rows += list(zip(b.game.tolist(), b.ply.tolist(), b.fen, b.san, b.uci, b.in_check.tolist(),
+                         b.checkmate.tolist(), b.stalemate.tolist(), b.headers["White"].tolist()))
+    return rows
+
+
+def parse_text(text: str, parser: str):
+    games = [(i + 1, line, t) for i, (line, t) in enumerate(pgn.split_games(io.StringIO(text)))]
+    return pgn.parse_games("test.pgn", games, parser)
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+@pytest.mark.parametrize("annotate", [False, True])
+def test_positions_and_notation_equal_python_chess(dev_games, parser, annotate):
+    text = to_pgn(dev_games, annotate)
+    got = batch_rows(parse_text(text, parser))
+    want = reference_rows(text)
+    assert len(got) == len(want) > 3000
+    bad = [(g, w) for g, w in zip(got, want) if g != w]
+    assert not bad, bad[:3]
+    sans = {r[3] for r in got}
+    assert any("=N" in s for s in sans) and "O-O-O" in sans and any(s.endswith("#") for s in sans)
+    assert any(r[2].split()[3] != "-" for r in got)  # legal en passant squares written
+
+
+@needs_rust
+def test_values_equal_evaluate_game(dev_games, data_dir):
+    sf = nnue_infer.default_network()
+    ev = nnue_infer.Evaluator(sf)
+    values = []
+    for batch in parse_text(to_pgn(dev_games, False), "rust"):
+        kept, v, errors = pgn.evaluate_games(ev, batch)
+        assert len(kept) == len(batch) and not errors
+        values.append(v)
+    want = np.concatenate([ev.evaluate_game(chess.Board(g["start_fen"]), g["moves"]) for g in dev_games])
+    np.testing.assert_array_equal(np.concatenate(values), want)
+
+
+SPLIT_CASES = """\ufeff% a line the reader skips
+[Event "one"]
+
+[White "A"]
+
+1. e4 {a comment
+
+with a blank line} e5 2. Nf3 *
+
+[Event "headers only"]
+
+
+1. d4 d5 *
+
+; a comment line
+[Event "three"]
+[FEN "3k4/8/8/8/8/8/8/R3K2R w KQ - 5 40"]
+
+40. O-O-O+ Kc7 41. Rd7+ 1-0
+"""
+
+
+def test_split_games_follows_python_chess():
+    games = list(pgn.split_games(io.StringIO(SPLIT_CASES)))
+    f = io.StringIO(SPLIT_CASES)
+    ref = []
+    while (g := chess.pgn.read_game(f)) is not None:
+        ref.append((g.headers.get("Event"), [m.uci() for m in g.mainline_moves()]))
+    got = []
+    for _, text in games:
+        g = chess.pgn.read_game(io.StringIO(text))
+        got.append((g.headers.get("Event"), [m.uci() for m in g.mainline_moves()]))
+    assert got == ref
+    assert [line for line, _ in games] == [2, 10, 13, 16]
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_fen_header_counters_and_check(parser):
+    rows = batch_rows(parse_text(SPLIT_CASES, parser))
+    assert rows == batch_rows([pgn._parse_python_chess("x", [(i + 1, line, t) for i, (line, t) in
+                                                             enumerate(pgn.split_games(io.StringIO(SPLIT_CASES)))])])
+    assert rows[-3][2:6] == ("3k4/8/8/8/8/8/8/2KR3R b - - 6 40", "O-O-O+", "e1c1", True)
+
+
+@needs_rust
+def test_bad_games_are_errors_with_line_and_keep_earlier_positions():
+    text = ('[Event "ok"]\n\n1. e4 e5 *\n\n[Event "bad"]\n\n1. e4 Ke7 2. Qh5 *\n\n'
+            '[Event "no king"]\n[FEN "8/8/8/8/8/8/8/4K3 w - - 0 1"]\n\n1. Kd1 *\n\n'
+            '[Event "960"]\n[Variant "Chess960"]\n[FEN "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQK2R w KQkq - 0 1"]\n\n'
+            '1. O-O *\n')
+    batches = parse_text(text, "rust")
+    errors = [e for b in batches for e in b.errors]
+    assert [(e.game, e.line) for e in errors] == [(2, 5), (3, 9)]
+    assert "Ke7" in errors[0].message and "king" in errors[1].message
+    assert str(errors[0]).startswith("test.pgn:5: game 2:")
+    rows = batch_rows(batches)
+    assert [(r[0], r[1]) for r in rows] == [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (4, 0), (4, 1)]
+    assert rows[-1][2:5] == ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQ1RK1 b kq - 1 1", "O-O", "e1h1")  # Chess960
+
+
+def test_unrepresentable_positions_are_errors_not_rows():
+    text = '[FEN "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"]\n\n1. e4 *\n\n'
+    text += '[FEN "qqqqkqqq/qqqqqqqq/8/8/8/pp6/QQQQQQQQ/QQQQKQQQ w - - 0 1"]\n\n*\n'  # 34 pieces
+    (batch,) = parse_text(text, "python-chess")
+    kept, values, errors = pgn.evaluate_games(nnue_infer.Evaluator(nnue_infer.default_network()), batch)
+    assert kept.game.tolist() == [1, 1] and len(values) == 2
+    assert [(e.game, e.line) for e in errors] == [(2, 5)]
+    assert "more than 32 pieces" in errors[0].message and "ply 0" in errors[0].message
