@@ -106,23 +106,23 @@ def part_name(path: str) -> str:
     return f"part-{base}-{digest}.parquet"
 
 
-def _read_epd(path: str) -> tuple[list[str], np.ndarray]:
-    """FENs of an EPD/FEN file (plain, gzip, zstd) and their 1-based lines; blank and ``#`` lines skipped.
-
-    The first four fields are kept, plus the counters when both are integers (as ``nnue-infer eval --epd``).
-    """
+def _read_epd(path: str) -> tuple[list[str], np.ndarray, list]:
+    """FENs of an EPD/FEN file (plain, gzip, zstd), their 1-based lines, and error records for lines
+    lacking a FEN field (the strict rules of ``nnue-infer eval --epd``, :mod:`nnue_infer.epd`)."""
+    from .epd import read_epd
     from .inputs import open_input
 
-    fens, lines = [], []
-    with open_input(path) as inp:
-        for number, line in enumerate(inp.text, 1):
-            fields = line.split()
-            if not fields or fields[0].startswith("#"):
-                continue
-            keep = 6 if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit() else 4
-            fens.append(" ".join(fields[:keep]))
-            lines.append(number)
-    return fens, np.asarray(lines, np.int64)
+    with open_input(path, text=False) as inp:
+        rows = read_epd(inp.binary.read())
+    fens = rows.fen.to_list()
+    errors = []
+    keep = np.ones(len(rows), bool)
+    for i in np.flatnonzero(rows.fields != 4).tolist():
+        missing = rows.missing_field(i)
+        if missing:
+            keep[i] = False
+            errors.append((path, int(rows.line[i]), None, f"FEN {fens[i]!r} has no {missing} field"))
+    return [f for f, k in zip(fens, keep.tolist()) if k], rows.line[keep], errors
 
 
 def _score_fens(ev, source: str, fens: list[str], lines: np.ndarray, errors: list):
@@ -176,7 +176,7 @@ def score_file(path: str, network: str, out_dir: str, *, threads: int | None = N
             errors += [(e.source, e.line, e.game, e.message) for e in bad]
             tables.append(P.games_table(kept, values, ev.network.architecture.units_per_pawn))
     elif kind == "epd":
-        fens, lines = _read_epd(path)
+        fens, lines, errors = _read_epd(path)
         tables.append(_score_fens(ev, path, fens, lines, errors))
     else:
         import pyarrow.parquet as pq
@@ -188,6 +188,7 @@ def score_file(path: str, network: str, out_dir: str, *, threads: int | None = N
     table = pa.concat_tables(tables) if tables else P.positions_table(path, np.zeros(0, np.int64), [],
                                                                        np.zeros(0, np.int32), np.zeros(0, np.int64), 1)
     if errors:
+        errors.sort(key=lambda e: e[1])  # by line
         os.makedirs(os.path.join(out_dir, ERRORS_DIR), exist_ok=True)
         P.write_table(P.errors_table(errors), os.path.join(out_dir, ERRORS_DIR, part_name(path)))
     P.write_table(table, out)  # last: its existence marks the input as done
