@@ -123,6 +123,8 @@ def test_killed_worker_mid_job_gives_complete_output(tmp_path, fens):
         assert victim is not None, "the held task never started"
         pid = client.run(os.getpid, workers=[victim])[victim]
         os.kill(pid, signal.SIGKILL)
+        while victim in client.scheduler_info()["workers"] and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the scheduler saw the worker die (no writer may meet the dying reader)
         with open(fifo, "w") as f:  # blocks until the task's retry opens it
             f.write("\n".join(held) + "\n")
         job.join(120)
