@@ -315,3 +315,42 @@ def evaluate_dataframe(ddf, column: str = "fen", network: str = "default", *, th
     """
     meta = ddf._meta.assign(value=np.int32(0), cp=np.int32(0), cp_white=np.int32(0))
     return ddf.map_partitions(_evaluate_partition, column, network, threads, meta=meta)
+
+
+def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str | None = None,
+            workers: int | None = None, progress: bool | None = None, log: Callable[[str], None] = print) -> int:
+    """``nnue-infer eval ... --output DIR.parquet --scheduler ADDRESS | --workers N``: score ``inputs`` on a
+    Dask cluster with a progress bar over inputs (on stderr); returns the exit status (1 if any row
+    or game was bad, as ``nnue-infer eval``).
+
+    ``scheduler`` is a running scheduler's address (``tcp://host:8786``); ``workers`` starts a
+    local cluster of that many worker processes (one thread each, the machine's cores shared
+    among them); neither: a local cluster with one worker per core.
+    """
+    import sys
+
+    from distributed import Client, LocalCluster
+    from tqdm import tqdm
+
+    files = expand_inputs(inputs)
+    cluster = None
+    threads = None
+    if scheduler:
+        client = Client(scheduler)
+    else:
+        n = workers or os.cpu_count() or 1
+        threads = max(1, (os.cpu_count() or 1) // n)
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=None)
+        client = Client(cluster)
+    try:
+        show = progress or (progress is None and sys.stderr.isatty())
+        with tqdm(total=len(files), unit="file", file=sys.stderr, disable=not show, dynamic_ncols=True) as bar:
+            report = score_files(files, output, network, client, threads=threads, progress=lambda s: bar.update(1))
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    log(f"{output}: {report.rows} positions from {len(files)} input(s) ({report.skipped} done before), "
+        f"{report.errors} error(s)" + (f" in {os.path.join(output, ERRORS_DIR)}" if report.errors else ""))
+    return 1 if report.errors else 0
