@@ -150,19 +150,7 @@ with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0
 """
 
 
-def _gnu_openmp_layer() -> bool:
-    """Whether Numba would use its OpenMP layer (GNU libgomp here), which aborts a process forked after use."""
-    import importlib.util
-
-    import numba
-
-    layer = numba.config.THREADING_LAYER
-    return layer == "omp" or (layer == "default" and importlib.util.find_spec("tbb") is None)
-
-
-@pytest.mark.parametrize("method", ["spawn", "forkserver", pytest.param("fork", marks=pytest.mark.xfail(
-    _gnu_openmp_layer(), reason="GNU OpenMP aborts a process forked after it ran a parallel region "
-                                "(threading-layer fix: issue 8)", strict=False))])
+@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
 def test_start_methods(tmp_path, fens, method):
     """Workers started by spawn, forkserver and fork (after the parent ran the parallel batch kernel).
 
