@@ -54,7 +54,7 @@ import chess
 import numpy as np
 
 from .errors import FenError, NetworkFormatError
-from .network import Architecture, _check_array
+from .network import Architecture, _check_array, check_finite
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,8 +118,7 @@ class FloatNetwork:
         object.__setattr__(self, "layer_weights", tuple(weights))
         object.__setattr__(self, "layer_biases", tuple(biases))
         for name, arr in self.tensors().items():
-            if not np.all(np.isfinite(arr)):
-                raise NetworkFormatError(f"tensor {name!r}: contains NaN or infinity")
+            check_finite(name, arr)
 
     def __repr__(self) -> str:
         a = self.architecture

@@ -402,6 +402,18 @@ def stockfish_15_1_architecture(ft_width: int = C.SF_L1) -> Architecture:
     )
 
 
+def check_finite(name: str, arr: np.ndarray) -> None:
+    """Raise :class:`NetworkFormatError` naming tensor ``name`` if the float array ``arr`` holds NaN
+    or infinity (count, first index and value); integer arrays always pass."""
+    if arr.dtype.kind != "f":
+        return
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise NetworkFormatError(f"tensor {name!r}: {int(bad.sum())} value(s) NaN or infinity, the first "
+                                 f"{arr[first]} at index {list(first)}")
+
+
 def _check_array(name: str, arr: np.ndarray, dtype: type, shape: tuple[int, ...]) -> np.ndarray:
     if not isinstance(arr, np.ndarray):
         raise NetworkFormatError(f"tensor {name!r}: expected a numpy array, got {type(arr).__name__}")
@@ -439,7 +451,8 @@ class Network:
     Raises
     ------
     NetworkFormatError
-        A tensor's dtype or shape does not match the architecture.
+        A tensor's dtype or shape does not match the architecture, or a float32 layer holds
+        NaN or infinity (the message names the tensor).
     """
 
     architecture: Architecture
@@ -471,6 +484,9 @@ class Network:
             wt, bt = (np.float32, np.float32) if layer.is_float else (np.int8, np.int32)
             weights.append(_check_array(f"layers[{i}].weights", self.layer_weights[i], wt, (B, layer.outputs, n_in)))
             biases.append(_check_array(f"layers[{i}].biases", self.layer_biases[i], bt, (B, layer.outputs)))
+            if layer.is_float:  # NaN would make every value 0 (saturated to int32), silently
+                check_finite(f"layers.{i}.weights", weights[-1])
+                check_finite(f"layers.{i}.biases", biases[-1])
         object.__setattr__(self, "layer_weights", tuple(weights))
         object.__setattr__(self, "layer_biases", tuple(biases))
 

@@ -43,7 +43,7 @@ import numpy as np
 
 from .errors import QuantisationRangeError, QuantisationWarning
 from .float_network import FloatNetwork, network_tensors
-from .network import FT_ACTIVATIONS, HIDDEN_ONE, Architecture, Network
+from .network import FT_ACTIVATIONS, HIDDEN_ONE, Architecture, Network, check_finite
 
 INT32_MAX = 2**31 - 1
 INT16_MAX = 2**15 - 1
@@ -226,6 +226,9 @@ def quantise_with_report(network: FloatNetwork, scheme: QuantisationScheme = SCH
         dense layer's int32 sum or the final int32 sum on the worst case over positions (at
         most 32 pieces, one per square); the message names the layer and the excess.  Also for
         clipped parameters when ``clip="error"``.
+    NetworkFormatError
+        A tensor holds NaN or infinity (written into the arrays after the network was built);
+        the message names the tensor and the first bad index.
     """
     if clip not in ("saturate", "error"):
         raise ValueError(f"clip must be 'saturate' or 'error', got {clip!r}")
@@ -235,6 +238,7 @@ def quantise_with_report(network: FloatNetwork, scheme: QuantisationScheme = SCH
     report = QuantisationReport(arch)
     ints: dict[str, np.ndarray] = {}
     for name, arr in network_tensors(network).items():
+        check_finite(name, arr)  # also values written into the arrays after construction
         if dtypes[name] is np.float32:
             ints[name] = arr.astype(np.float32)
             continue

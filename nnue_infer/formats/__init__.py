@@ -74,8 +74,21 @@ def format_for_path(path: str | os.PathLike[str]) -> str:
 def save(network: Network | FloatNetwork, path: str | os.PathLike[str], format: str | None = None) -> None:
     """Write ``network`` as ``format`` (``"stockfish"`` or ``"safetensors"``; default: from the extension).
 
-    Raises ``ValueError`` for an unknown format, a float network or a non-Stockfish
-    architecture written as ``.nnue``; ``OSError`` when the file cannot be written.
+    The file is written next to ``path`` under a temporary name, read back with :func:`load`
+    and only then renamed to ``path``: a network the format cannot hold (e.g. an ``.nnue``
+    ``ft_width`` that is not a multiple of 32, a description over 1 MiB) is refused with the
+    reader's reason, and ``path`` is never left half-written or replaced by a file that
+    :func:`load` would refuse.
+
+    Raises
+    ------
+    ValueError
+        Unknown format, a float network or a non-Stockfish architecture written as ``.nnue``;
+        :class:`NetworkFormatError` (a ``ValueError``) when the written file would not load
+        (the message gives the reader's reason); ``path`` is unchanged then.
+    OSError
+        The file cannot be written (``path`` names something other than a regular file, a
+        missing directory, no permission, a full disk).
     """
     from ..float_network import FloatNetwork
     from .safetensors import write_safetensors
@@ -84,9 +97,26 @@ def save(network: Network | FloatNetwork, path: str | os.PathLike[str], format: 
     fmt = format or format_for_path(path)
     if fmt not in FORMAT_EXTENSIONS:
         raise ValueError(f"unknown format {fmt!r}; known: {sorted(FORMAT_EXTENSIONS)}")
-    if fmt == "stockfish":
-        if isinstance(network, FloatNetwork):
-            raise ValueError("a float network cannot be written as .nnue: quantise it first")
-        write_stockfish(network, path)
-    else:
-        write_safetensors(network, path)
+    if fmt == "stockfish" and isinstance(network, FloatNetwork):
+        raise ValueError("a float network cannot be written as .nnue: quantise it first")
+    path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise IsADirectoryError(21, "not a regular file, refusing to replace it", path) if os.path.isdir(path) else \
+            OSError(f"{path}: not a regular file; networks are written to regular files only")
+    tmp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    try:
+        try:
+            (write_stockfish if fmt == "stockfish" else write_safetensors)(network, tmp)
+        except OSError as exc:  # name the file asked for, not the temporary one
+            if exc.filename != tmp:
+                raise
+            raise type(exc)(exc.errno, exc.strerror, path) from None
+        try:
+            load(tmp)
+        except NetworkFormatError as exc:
+            raise NetworkFormatError(f"{path}: not written: this network cannot be stored as {fmt} (reading the file "
+                                     f"back fails: {str(exc).replace(tmp, path)})") from None
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

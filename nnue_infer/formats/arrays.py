@@ -5,6 +5,8 @@
 
 * ``ft.weights`` as ``[num_features, L1]`` or as a ``torch.nn.Linear`` weight ``[L1, num_features]``;
 * ``ft.psqt_weights`` as ``[num_features, P]`` or ``[P, num_features]`` (may be absent when P = 0);
+  which of the two a square array is (``num_features == L1``, e.g. Chess768 with L1 = 768) cannot
+  be told from its shape: then ``ft_layout`` must say it (``"features_first"`` or ``"linear"``);
 * ``layers.{i}.weights`` as ``[buckets, outputs, inputs]``, or a ``Linear(inputs, outputs * buckets)``
   weight ``[outputs * buckets, inputs]`` (nnue-pytorch's layer stacks), with ``inputs`` either the
   padded width or the real one (zero-padded here);
@@ -28,16 +30,33 @@ from ..float_network import FloatNetwork
 from ..network import Architecture
 
 
-def _layout(name: str, arr: np.ndarray, shape: tuple[int, ...], real_in: int | None = None) -> np.ndarray:
+#: Layouts of the feature-transformer arrays: ``[num_features, n]`` or a ``torch.nn.Linear`` weight ``[n, num_features]``.
+FT_LAYOUTS = ("auto", "features_first", "linear")
+
+
+def _layout(name: str, arr: np.ndarray, shape: tuple[int, ...], real_in: int | None = None,
+            ft_layout: str = "auto") -> np.ndarray:
     arr = np.asarray(arr)
     if not np.issubdtype(arr.dtype, np.floating):
         raise NetworkFormatError(f"tensor {name!r}: dtype {arr.dtype}, expected a floating-point type")
     with np.errstate(over="ignore"):  # values beyond float32 become inf: refused by FloatNetwork, naming the tensor
         a = arr.astype(np.float32)
+    if name in ("ft.weights", "ft.psqt_weights"):
+        if a.size == 0 and a.shape in (shape, shape[::-1]):  # no PSQT buckets: nothing to orient
+            return np.zeros(shape, np.float32)
+        if ft_layout == "auto" and shape[0] == shape[1] and a.shape == shape:
+            raise NetworkFormatError(
+                f"tensor {name!r}: shape {a.shape} reads either way (num_features == {shape[1]}); say which with "
+                f"ft_layout='features_first' ([num_features, {shape[1]}]) or ft_layout='linear' (a torch.nn.Linear "
+                f"weight [{shape[1]}, num_features])")
+        if ft_layout == "linear" or (ft_layout == "auto" and a.shape == shape[::-1]):
+            a = a.T
+        if a.shape != shape:
+            raise NetworkFormatError(f"tensor {name!r}: shape {arr.shape} does not fit the architecture, expected "
+                                     f"{shape if ft_layout != 'linear' else shape[::-1]} (ft_layout={ft_layout!r})")
+        return np.ascontiguousarray(a)
     if a.shape == shape:
         return np.ascontiguousarray(a)
-    if len(shape) == 2 and a.shape == shape[::-1] and name.startswith("ft."):
-        return np.ascontiguousarray(a.T)
     if len(shape) == 2 and name.endswith("biases") and a.shape == (shape[0] * shape[1],):
         return np.ascontiguousarray(a.reshape(shape))
     if len(shape) == 3:
@@ -59,7 +78,8 @@ def _layout(name: str, arr: np.ndarray, shape: tuple[int, ...], real_in: int | N
 
 
 def float_network_from_arrays(architecture: Architecture, arrays: Mapping[str, np.ndarray] | str | os.PathLike[str],
-                              names: Mapping[str, str] | None = None, description: str = "") -> FloatNetwork:
+                              names: Mapping[str, str] | None = None, description: str = "", *,
+                              ft_layout: str = "auto") -> FloatNetwork:
     """Build a :class:`FloatNetwork` from named float arrays.
 
     Parameters
@@ -73,13 +93,20 @@ def float_network_from_arrays(architecture: Architecture, arrays: Mapping[str, n
         ``layers.{i}.weights``, ``layers.{i}.biases``) to source name; identity by default.
     description : str
         Stored with the network.
+    ft_layout : {"auto", "features_first", "linear"}
+        Layout of ``ft.weights`` and ``ft.psqt_weights``: ``[num_features, n]``
+        (``"features_first"``), a ``torch.nn.Linear`` weight ``[n, num_features]``
+        (``"linear"``), or told from the shape (``"auto"``; refused when the shape is square).
 
     Raises
     ------
     NetworkFormatError
         A tensor is missing (naming canonical and source names), not floating point, or its
-        shape fits none of the accepted layouts (naming the tensor and the expected shape).
+        shape fits none of the accepted layouts (naming the tensor and the expected shape), or
+        a square feature-transformer array with ``ft_layout="auto"``.
     """
+    if ft_layout not in FT_LAYOUTS:
+        raise ValueError(f"ft_layout must be one of {FT_LAYOUTS}, got {ft_layout!r}")
     from ..features import architecture_features
 
     if not isinstance(arrays, Mapping):
@@ -114,5 +141,5 @@ def float_network_from_arrays(architecture: Architecture, arrays: Mapping[str, n
                 out[canon] = np.zeros(shape, np.float32)
                 continue
             raise NetworkFormatError(f"missing tensor {canon!r} (source name {src!r}); available: {sorted(arrays)[:20]}")
-        out[canon] = _layout(canon, arrays[src], shape, real)
+        out[canon] = _layout(canon, arrays[src], shape, real, ft_layout)
     return FloatNetwork.from_tensors(arch, out, description)
