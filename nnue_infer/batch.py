@@ -16,7 +16,7 @@ import chess
 import numba
 import numpy as np
 
-from .errors import FenError, PositionError
+from .errors import QUOTE_LIMIT, FenError, PositionError, clip, quote
 from .features import MAX_PIECES, check_position, check_variant
 from .kernels import batch as KB
 from .kernels import features as KFT
@@ -133,9 +133,9 @@ def fen_problem(fen: str, code: int, offset: int) -> str:
     details = {
         "char": rest[:1] or "end of field",
         "rank": 8 - fen[:offset].count("/"),
-        "field": (rest.split() or [""])[0],
+        "field": (rest.split() or [""])[0][:QUOTE_LIMIT],  # the whole FEN is quoted (cut) after it
     }
-    return f"{_FEN_PROBLEMS[code].format(**details)} at character {offset} of {fen!r}"
+    return f"{_FEN_PROBLEMS[code].format(**details)} at character {offset} of {quote(fen)}"
 
 
 def board_bitboards_batch(boards: Sequence[chess.Board]) -> tuple[np.ndarray, np.ndarray]:
@@ -243,7 +243,7 @@ def raise_row_error(positions: Sequence[chess.Board | str], i: int, fen_codes: n
             try:
                 chess.Board(position)
             except ValueError as exc:
-                raise FenError(f"row {i}: invalid FEN {position!r}: {exc}") from None
+                raise FenError(f"row {i}: invalid FEN {quote(position)}: {clip(str(exc))}") from None
         raise FenError(f"row {i}: {fen_problem(position, int(fen_codes[i]), int(fen_offsets[i]))}")
     board = chess.Board(position) if isinstance(position, str) else position
     try:

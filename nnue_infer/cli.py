@@ -263,9 +263,14 @@ def eval_cmd(fens, net, fen_opts, epd, pgn, trace, as_json, output, jobs, progre
 
 
 def _eval_positions(ev, positions: list[str], trace: bool, as_json: bool, out) -> int:
-    """One position at a time: text lines, JSON objects or Stockfish-style traces."""
+    """One position at a time: text lines, JSON objects or Stockfish-style traces.
+
+    The text line ends with White's value in pawns as Stockfish's ``NNUE evaluation`` line prints
+    it (``value / units_per_pawn``, two decimals: +0.28), not the truncated centipawns / 100.
+    """
     import chess
 
+    from .errors import clip, quote
     from .trace import to_centipawns
 
     status = 0
@@ -284,7 +289,7 @@ def _eval_positions(ev, positions: list[str], trace: bool, as_json: bool, out) -
                 continue
             value = ev.evaluate(board)
         except ValueError as exc:
-            click.echo(f"error: {fen!r}: {exc}", err=True)
+            click.echo(f"error: {quote(fen)}: {clip(str(exc))}", err=True)
             status = 1
             continue
         cp = to_centipawns(value, ev.network.architecture.units_per_pawn)
@@ -292,7 +297,9 @@ def _eval_positions(ev, positions: list[str], trace: bool, as_json: bool, out) -
         if as_json:
             click.echo(json.dumps({"fen": fen, "value": value, "cp": cp, "cp_white": white_cp}), file=out)
         else:
-            click.echo(f"{fen}\tvalue {value}\tcp {cp:+d} (side to move)\t{white_cp / 100:+.2f} (white side)", file=out)
+            white_value = value if board.turn == chess.WHITE else -value
+            pawns = white_value / ev.network.architecture.units_per_pawn  # as Stockfish's "NNUE evaluation" line
+            click.echo(f"{fen}\tvalue {value}\tcp {cp:+d} (side to move)\t{pawns:+.2f} (white side)", file=out)
     return status
 
 
@@ -340,6 +347,7 @@ def extract(binary, output):
     from .errors import NnueError
     from .formats.stockfish import extract_network
 
+    _check_output_dir(output, "-o")
     try:
         digest = extract_network(binary, output)
     except (NnueError, OSError) as exc:
@@ -369,10 +377,14 @@ def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, perturba
     from .errors import NnueError
     from .resources import stockfish_15_1_network_path
 
+    _check_output_dir(output, "-o")
     try:
-        from . import load
+        from . import Network, load
 
         net = load(teacher or stockfish_15_1_network_path())
+        if not isinstance(net, Network):
+            raise click.ClickException(f"--teacher {teacher} holds a float network; the teacher must be quantised "
+                                       "(nnue-infer quantise)")
         data = D.generate(n, seed, net, D.read_games(games) if games else None,
                           D.read_exclude(exclude) if exclude else None,
                           D.GenerationSettings(holdout_fraction=holdout_fraction,
@@ -445,6 +457,7 @@ def convert(source, dest, fmt):
     from .errors import NnueError
     from .formats import detect_format, format_for_path, load, save
 
+    _check_output_dir(dest, "DEST")
     try:
         fmt = fmt or format_for_path(dest)
         network = load(source)
@@ -473,6 +486,7 @@ def quantise(source, dest, scheme, qa, shift, strict, fmt):
     from .formats import load, save
     from .quantise import SCHEMES, quantise_with_report
 
+    _check_output_dir(dest, "DEST")
     try:
         network = load(source)
         if not isinstance(network, FloatNetwork):
@@ -509,6 +523,8 @@ def crosscheck(float_path, quant_path, positions, plot, worst, as_json):
     from .formats import load
     from .quantise import dequantise
 
+    if plot:
+        _check_output_dir(plot, "--plot")  # before the work, not after it
     try:
         fnet = load(float_path)
         if not isinstance(fnet, FloatNetwork):
@@ -517,15 +533,26 @@ def crosscheck(float_path, quant_path, positions, plot, worst, as_json):
         if isinstance(qnet, FloatNetwork):
             raise click.ClickException(f"{quant_path} holds a float network; --quantised needs a quantised one")
         fens = read_positions(positions)
+        if not fens:
+            raise click.ClickException(f"{positions}: no positions (the file is empty or holds only comments)")
         result = run(fnet, qnet, fens, progress=not as_json)
     except (NnueError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     s = result.summary()
+    if not s["positions"]:
+        raise click.ClickException(f"{positions}: none of the {len(fens)} positions could be evaluated "
+                                   f"(first skipped: {result.skipped[0] if result.skipped else '?'})")
     if plot:
-        plot_histogram(result, plot)
+        try:
+            plot_histogram(result, plot)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write --plot {plot}: {exc.strerror or exc}") from exc
     if as_json:
-        click.echo(json.dumps({**s, "worst": [dict(zip(("fen", "float_cp", "quantised_cp", "error_cp"), w))
-                                              for w in result.worst(worst)], "plot": plot}))
+        import math
+
+        finite = {k: v if not isinstance(v, float) or math.isfinite(v) else None for k, v in s.items()}  # JSON has no NaN
+        click.echo(json.dumps({**finite, "worst": [dict(zip(("fen", "float_cp", "quantised_cp", "error_cp"), w))
+                                                   for w in result.worst(worst)], "plot": plot}, allow_nan=False))
         return
     click.echo(f"positions:   {s['positions']} ({s['skipped']} skipped)")
     click.echo(f"error (quantised - float), centipawns: mean |e| {s['mae_cp']:.3f}, max |e| {s['max_abs_cp']:.3f}, "
@@ -540,6 +567,15 @@ def crosscheck(float_path, quant_path, positions, plot, worst, as_json):
         click.echo(f"  {e:+8.2f} cp  float {f:+9.2f}  quantised {q:+9.2f}  {fen}")
     if plot:
         click.echo(f"histogram:   {plot}")
+
+
+def _check_output_dir(path: str, option: str) -> None:
+    """Usage error (status 2) naming ``option`` when ``path``'s directory does not exist or is not writable."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise click.BadParameter(f"directory {directory} does not exist", param_hint=option)
+    if not os.access(directory, os.W_OK):
+        raise click.BadParameter(f"directory {directory} is not writable", param_hint=option)
 
 
 def main(argv: list[str] | None = None) -> int:

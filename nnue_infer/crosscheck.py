@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import NetworkFormatError, PositionError
+from .errors import NetworkFormatError, PositionError, quote
 from .evaluator import Evaluator
 from .float_network import FloatNetwork, forward_float
 from .network import Network
@@ -148,7 +148,7 @@ def read_positions(path: str | os.PathLike[str]) -> list[str]:
                 except (ValueError, KeyError, TypeError) as exc:
                     raise ValueError(f"{os.fspath(path)}:{lineno}: JSON line without a 'fen' field ({exc})") from exc
                 if not isinstance(fen, str):
-                    raise ValueError(f"{os.fspath(path)}:{lineno}: 'fen' must be a string, got {fen!r}")
+                    raise ValueError(f"{os.fspath(path)}:{lineno}: 'fen' must be a string, got {quote(fen)}")
                 fens.append(fen)
                 continue
             fields = line.split()

@@ -5,6 +5,24 @@ do not care about the details.
 """
 
 
+#: Characters of user input (a FEN, a move, a line) quoted in an error message at most.
+QUOTE_LIMIT = 200
+
+
+def quote(text: object, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(text)``, cut to ``limit`` characters of the text with the number left out: a 4 MB
+    bad line gives a short message, not an 8 MB one."""
+    s = text if isinstance(text, str) else repr(text)
+    if len(s) <= limit:
+        return repr(s) if isinstance(text, str) else s
+    return f"{s[:limit]!r}... ({len(s) - limit} more characters)"
+
+
+def clip(message: str, limit: int = 2 * QUOTE_LIMIT) -> str:
+    """A message from elsewhere (python-chess quotes the whole FEN) cut to ``limit`` characters."""
+    return message if len(message) <= limit else f"{message[:limit]}... ({len(message) - limit} more characters)"
+
+
 class NnueError(Exception):
     """Base class of every error raised by nnue-infer."""
 

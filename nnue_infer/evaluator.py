@@ -21,7 +21,7 @@ import chess
 import numpy as np
 
 from .batch import as_sequence, evaluate_bitboards, evaluate_rows
-from .errors import ConcurrentUseError, FenError, IllegalMoveError, PositionError
+from .errors import ConcurrentUseError, FenError, IllegalMoveError, PositionError, clip, quote
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant
 from .kernels import forward as K
 from .kernels.accumulator import STATE_COLUMNS
@@ -47,7 +47,7 @@ def _as_board(board: chess.Board | str) -> chess.Board:
         try:
             return chess.Board(board)
         except ValueError as exc:
-            raise FenError(f"invalid FEN {board!r}: {exc}") from exc
+            raise FenError(f"invalid FEN {quote(board)}: {clip(str(exc))}") from exc
     raise TypeError(f"expected a chess.Board or a FEN string, got {type(board).__name__}")
 
 
@@ -517,7 +517,7 @@ class Evaluator:
                     if move and not b.occupied_co[b.turn] & squares[move.from_square]:  # (unvalidated moves)
                         raise ValueError(f"move {move.uci()} does not start on a piece of the side to move")
                 except ValueError as exc:
-                    raise IllegalMoveError(f"moves[{i - 1}] ({moves[i - 1]!r}) in {b.fen()}: {exc}") from exc
+                    raise IllegalMoveError(f"moves[{i - 1}] ({quote(moves[i - 1])}) in {b.fen()}: {clip(str(exc))}") from exc
                 b.push(move)
             occupied_co = b.occupied_co
             pack(bitboards, 64 * i, b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings,

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 import chess
 import numpy as np
 
-from .errors import FenError, NetworkFormatError
+from .errors import FenError, NetworkFormatError, clip, quote
 from .network import Architecture, _check_array, check_finite
 
 
@@ -297,7 +297,7 @@ def forward_float_trace(network: FloatNetwork, board: chess.Board | str) -> Floa
         try:
             board = chess.Board(board)
         except ValueError as exc:
-            raise FenError(f"invalid FEN {board!r}: {exc}") from exc
+            raise FenError(f"invalid FEN {quote(board)}: {clip(str(exc))}") from exc
     arch = network.architecture
     white, black = architecture_features(arch).active(board)  # raises PositionError
     stm_f, opp_f = (white, black) if board.turn == chess.WHITE else (black, white)

@@ -143,7 +143,7 @@ def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
         return default_network()
     if spec == "stockfish":
         return stockfish_15_1_network()
-    if not Path(spec).is_file():
+    if not Path(spec).exists():  # a directory or device: load() says what it is
         raise NetworkNotFoundError(f"network file {os.fspath(spec)} does not exist; give an existing .nnue or "
                                    f".safetensors file, or one of the names {' or '.join(NETWORK_NAMES)} "
                                    "('stockfish' needs Debian's package: apt-get install stockfish)")

@@ -25,11 +25,17 @@ FORMAT_EXTENSIONS = {"stockfish": ".nnue", "safetensors": ".safetensors"}
 def detect_format(path: str | os.PathLike[str]) -> str:
     """``"stockfish"`` (``.nnue``, Stockfish 15.1) or ``"safetensors"`` (native) from the file's magic bytes.
 
-    Raises :class:`NetworkFormatError` naming the path when the format is unknown or the
-    file is empty, and ``OSError`` when it cannot be read.
+    Raises :class:`NetworkFormatError` naming the path when the format is unknown, the
+    file is empty or not a regular file (a FIFO would block), ``FileNotFoundError`` when it
+    does not exist and ``OSError`` when it cannot be read.
     """
     from .safetensors import is_safetensors
 
+    if not os.path.isfile(path):  # a FIFO would block, a device or directory is no network
+        if not os.path.exists(path):
+            raise FileNotFoundError(2, "no such network file", os.fspath(path))
+        raise NetworkFormatError(f"{os.fspath(path)}: not a regular file (a directory, device or FIFO); a network "
+                                 "is a .nnue or .safetensors file")
     with open(path, "rb") as f:
         head = f.read(9)
     if len(head) >= 4 and struct.unpack("<I", head[:4])[0] == C.SF_FILE_VERSION:

@@ -1,0 +1,147 @@
+"""Issue 8 items 11 and 13 through the command line: clear errors and exit statuses, no
+tracebacks, no hangs, no NaN JSON, short messages for huge bad input, the plain line's pawns as
+Stockfish prints them.  Each test failed before its fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from nnue_infer import Architecture, FloatNetwork, HiddenLayer, quantise, save
+from nnue_infer.cli import main
+
+FEN = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+
+
+def run(capsys, *args):
+    status = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def small_nets(tmp_path_factory):
+    """A float network file and its quantised version (small, Chess768)."""
+    d = tmp_path_factory.mktemp("nets")
+    arch = Architecture("Chess768", 64, "pairwise", 127, 7, psqt_buckets=0, output_buckets=1,
+                        layers=(HiddenLayer(8, "crelu"), HiddenLayer(1, "none")))
+    fnet = FloatNetwork.random(arch, seed=13)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        qnet = quantise(fnet)
+    save(fnet, d / "float.safetensors")
+    save(qnet, d / "q.safetensors")
+    return d / "float.safetensors", d / "q.safetensors"
+
+
+# --- item 11 ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("target", ["/nonexistent-dir/x.csv", "/dev/full"])
+def test_item11_unwritable_output_is_a_message(tmp_path, capsys, target):
+    """Item 11: ``-o /missing/dir/x.csv`` and ``-o /dev/full`` gave tracebacks."""
+    epd = tmp_path / "p.epd"
+    epd.write_text(FEN + "\n")
+    status, out, err = run(capsys, "eval", "--epd", epd, "-o", target)
+    assert status == 1 and out == ""
+    assert err.startswith("Error: cannot write") and target.split("/")[-1] in err and "Traceback" not in err
+    assert len(err.splitlines()) == 1
+
+
+def test_item11_crosscheck_plot_into_a_missing_directory_fails_before_the_work(tmp_path, capsys, small_nets):
+    """Item 11: ``crosscheck --plot /missing/dir/p.png`` raised PIL's traceback after all the work."""
+    fpath, qpath = small_nets
+    pos = tmp_path / "p.epd"
+    pos.write_text(FEN + "\n")
+    status, out, err = run(capsys, "crosscheck", "--float", fpath, "--quantised", qpath, "--positions", pos,
+                           "--plot", tmp_path / "missing" / "p.png")
+    assert status == 2 and out == ""
+    assert "Invalid value for --plot" in err and "does not exist" in err
+
+
+def test_item11_datagen_with_a_float_teacher(tmp_path, capsys, small_nets):
+    """Item 11: ``datagen --teacher float.safetensors`` raised ``TypeError``."""
+    status, out, err = run(capsys, "datagen", "-o", tmp_path / "p.npz", "-n", 10, "--teacher", small_nets[0])
+    assert status == 1
+    assert err.strip() == f"Error: --teacher {small_nets[0]} holds a float network; the teacher must be quantised " \
+                          "(nnue-infer quantise)"
+
+
+def test_item11_extract_into_a_missing_directory(tmp_path, capsys):
+    """Item 11: ``extract -o /missing/n.nnue`` named the temporary ``.part`` file."""
+    status, out, err = run(capsys, "extract", "/usr/games/stockfish", "-o", tmp_path / "missing" / "n.nnue")
+    assert status == 2 and ".part" not in err and f"directory {tmp_path / 'missing'} does not exist" in err
+
+
+@pytest.mark.parametrize("what", ["devnull", "directory", "fifo"])
+def test_item11_net_that_is_not_a_regular_file(tmp_path, capsys, what):
+    """Item 11: ``--net /dev/null`` or a directory said "does not exist"; ``info FIFO`` hung."""
+    path = {"devnull": "/dev/null", "directory": str(tmp_path)}.get(what)
+    if what == "fifo":
+        path = str(tmp_path / "net.fifo")
+        os.mkfifo(path)
+    status, out, err = run(capsys, "eval", "--net", path, FEN)
+    assert status == 1 and err.strip() == (f"Error: {path}: not a regular file (a directory, device or FIFO); a network "
+                                           "is a .nnue or .safetensors file")
+    if what != "directory":  # info takes files only (click refuses a directory with status 2)
+        r = subprocess.run([sys.executable, "-m", "nnue_infer", "info", path], capture_output=True, text=True,
+                           timeout=120)  # hung before
+        assert r.returncode == 1 and "not a regular file" in r.stderr
+
+
+def test_item11_missing_net_file_still_says_it_does_not_exist(tmp_path, capsys):
+    status, out, err = run(capsys, "eval", "--net", tmp_path / "nope.nnue", FEN)
+    assert status == 1 and "does not exist" in err
+
+
+# --- item 13 ---------------------------------------------------------------------------------
+
+def test_item13_plain_line_prints_what_stockfish_prints(capsys):
+    """Item 13: the plain line printed +0.27 (truncated centipawns / 100) under "(white side)"
+    where ``--trace`` and Stockfish print +0.28 (value / 361)."""
+    status, out, err = run(capsys, "eval", "--net", "stockfish", FEN)
+    assert status == 0
+    assert out == f"{FEN}\tvalue 100\tcp +27 (side to move)\t+0.28 (white side)\n"
+    status, trace, _ = run(capsys, "eval", "--net", "stockfish", "--trace", FEN)
+    assert trace.splitlines()[-1] == "NNUE evaluation        +0.28 (white side)"
+
+
+def test_item13_huge_bad_input_gives_a_short_message(tmp_path, capsys):
+    """Item 13: a bad 4 MB EPD line gave an 8 MB error message (quoted twice, in full)."""
+    huge = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR x " + "K" * 4_000_000
+    epd = tmp_path / "p.epd"
+    epd.write_text(FEN + "\n" + huge + "\n")
+    status, out, err = run(capsys, "eval", "--epd", epd)
+    assert status == 1 and len(out.splitlines()) == 2
+    assert len(err) < 2000 and "more characters" in err and f"{epd}:2:" in err
+    status, out, err = run(capsys, "eval", huge)
+    assert status == 1 and len(err) < 2000 and "more characters" in err
+
+
+@pytest.mark.parametrize("content", ["", "# only a comment\n\n"])
+def test_item13_crosscheck_on_an_empty_file(tmp_path, capsys, small_nets, content):
+    """Item 13: crosscheck on an empty file exited 0 with NaN statistics and wrote invalid JSON."""
+    fpath, qpath = small_nets
+    pos = tmp_path / "empty.epd"
+    pos.write_text(content)
+    status, out, err = run(capsys, "crosscheck", "--float", fpath, "--quantised", qpath, "--positions", pos,
+                           "--plot", "", "--json")
+    assert status == 1 and out == ""
+    assert err.strip() == f"Error: {pos}: no positions (the file is empty or holds only comments)"
+
+
+def test_item13_crosscheck_json_is_valid_even_when_a_statistic_is_undefined(tmp_path, capsys, small_nets):
+    """One position: the correlation is undefined; the JSON says null, never NaN."""
+    fpath, qpath = small_nets
+    pos = tmp_path / "one.epd"
+    pos.write_text(FEN + "\n")
+    status, out, err = run(capsys, "crosscheck", "--float", fpath, "--quantised", qpath, "--positions", pos,
+                           "--plot", "", "--json")
+    assert status == 0
+    summary = json.loads(out, parse_constant=lambda c: pytest.fail(f"invalid JSON constant {c}"))
+    assert summary["positions"] == 1 and summary["correlation"] is None
