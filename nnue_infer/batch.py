@@ -33,6 +33,17 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 #: when TBB is missing, kernels/threads.py) aborts the process when two threads launch
 #: parallel kernels at once.
 PARALLEL_LOCK = threading.Lock()
+
+
+def _new_parallel_lock() -> None:
+    """In a forked child: a fresh lock (a thread of the parent may have held it at the fork, and
+    that thread does not exist in the child: the child's first batch would wait forever)."""
+    global PARALLEL_LOCK
+    PARALLEL_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_parallel_lock)
 #: Chunks of rows per thread in the batch kernels, handed out one at a time: many, so a
 #: thread slowed down by other work on the machine does not hold the others up.
 CHUNKS_PER_THREAD = 32

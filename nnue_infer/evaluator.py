@@ -13,8 +13,10 @@ Incremental evaluation (:meth:`Evaluator.push` / :meth:`Evaluator.pop` /
 from __future__ import annotations
 
 import functools
+import os
 import struct
 import threading
+import weakref
 from collections.abc import Iterable
 
 import chess
@@ -68,6 +70,20 @@ def _exclusive(method):
     return run
 
 
+#: Every live Evaluator, to give each a fresh in-use lock in a forked child (the thread that held
+#: one at the fork does not exist there, so the lock would never be released).
+_ALL_EVALUATORS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _new_locks_after_fork() -> None:
+    for ev in list(_ALL_EVALUATORS):
+        ev._in_use = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_locks_after_fork)
+
+
 class Evaluator:
     """Evaluates positions with one network, from scratch or incrementally along moves.
 
@@ -103,8 +119,20 @@ class Evaluator:
 
             network = default_network()
         self._in_use = threading.Lock()  # held while a method runs: concurrent use raises (see _busy)
+        _ALL_EVALUATORS.add(self)
         self._board = chess.Board()
         self.network = network
+
+    def __getstate__(self) -> dict:
+        """Pickling (spawn pools, ``copy.deepcopy``): everything but the in-use lock."""
+        state = self.__dict__.copy()
+        del state["_in_use"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._in_use = threading.Lock()
+        _ALL_EVALUATORS.add(self)
 
     def _busy(self) -> ConcurrentUseError:
         """The error for a call made while another call (from another thread) is running."""

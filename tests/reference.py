@@ -71,13 +71,14 @@ def features(board: chess.Board, perspective: chess.Color) -> list[int]:
 
 
 def accumulate(net, feats: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """int64 accumulator ``bias + sum(W[f])`` and PSQT accumulator ``sum(PSQT[f])`` (no wrap)."""
+    """Accumulator ``bias + sum(W[f])`` wrapped to int16 as Stockfish's int16 lanes, and PSQT
+    accumulator ``sum(PSQT[f])`` (not wrapped; the PSQT term wraps the difference), both as int64."""
     acc = net.ft_biases.astype(np.int64).copy()
     psqt = np.zeros(net.psqt_weights.shape[1], np.int64)
     for f in feats:
         acc += net.ft_weights[f].astype(np.int64)
         psqt += net.psqt_weights[f].astype(np.int64)
-    return acc, psqt
+    return acc.astype(np.int16).astype(np.int64), psqt
 
 
 def pairwise(acc_stm: np.ndarray, acc_opp: np.ndarray) -> np.ndarray:

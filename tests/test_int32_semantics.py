@@ -33,12 +33,28 @@ def crafted(network, seed: int, psqt_range: int, output_bias: int | None) -> nnu
                               network.layer_weights, biases, description=f"crafted int32 test net {seed}")
 
 
+def extreme(network, seed: int) -> nnue_infer.Network:
+    """Every tensor of Stockfish 15.1's architecture uniformly random over its whole integer range
+    (int16 accumulators, int32 dense sums, skip and PSQT all wrap somewhere)."""
+    rng = np.random.default_rng(seed)
+
+    def full(a):
+        info = np.iinfo(a.dtype)
+        return rng.integers(info.min, info.max + 1, size=a.shape, dtype=np.int64).astype(a.dtype)
+
+    return nnue_infer.Network(network.architecture, full(network.ft_biases), full(network.ft_weights),
+                              full(network.psqt_weights), tuple(map(full, network.layer_weights)),
+                              tuple(map(full, network.layer_biases)), description="extreme weights")
+
+
 @pytest.fixture(scope="module")
 def crafted_nets(network, tmp_path_factory):
-    """(network, .nnue path) pairs: PSQT sums that overflow int32, and a positional term near 2**31."""
+    """(network, .nnue path) pairs: PSQT sums that overflow int32, a positional term near 2**31,
+    and every weight anywhere in its integer range."""
     out = []
-    for seed, psqt_range, bias in [(1, 2**30, None), (2, 2**30, INT32_MAX - 3000), (3, 2**24, INT32_MIN + 2000)]:
-        net = crafted(network, seed, psqt_range, bias)
+    for seed, psqt_range, bias in [(1, 2**30, None), (2, 2**30, INT32_MAX - 3000), (3, 2**24, INT32_MIN + 2000),
+                                   (4, None, None)]:
+        net = crafted(network, seed, psqt_range, bias) if psqt_range else extreme(network, seed)
         path = tmp_path_factory.mktemp("int32") / f"crafted-{seed}.nnue"
         nnue_infer.save(net, path)
         assert nnue_infer.load(path).psqt_weights.tolist() == net.psqt_weights.tolist()

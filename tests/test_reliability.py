@@ -272,3 +272,63 @@ def test_item7_evaluate_batch_refuses_none():
     with pytest.raises(TypeError, match="expected a sequence of FEN strings or boards, got NoneType"):
         nnue_infer.evaluate_batch(None)
     assert np.array_equal(nnue_infer.evaluate_batch([]), np.empty(0, np.int32))
+
+
+# --- found by the hostile pass ------------------------------------------------------------------
+
+def test_evaluators_pickle_and_deepcopy(network):
+    """The in-use lock (item 14) made Evaluators unpicklable ("cannot pickle '_thread.lock'"):
+    spawn pools and ``copy.deepcopy`` need them; the copy follows the same game."""
+    import copy
+    import pickle
+
+    ev = Evaluator(network)
+    for uci in GAME[:5]:
+        ev.push(chess.Move.from_uci(uci))
+    want = ev.evaluate()
+    for clone in (pickle.loads(pickle.dumps(ev)), copy.deepcopy(ev)):
+        assert clone.evaluate() == want and clone.board.fen() == ev.board.fen()
+        clone.push(chess.Move.from_uci(GAME[5]))
+        assert clone.evaluate() == Evaluator(network).evaluate(clone.board)
+    assert ev.evaluate() == want  # the original is untouched
+
+
+def test_a_forked_child_is_not_blocked_by_locks_held_in_the_parent(network):
+    """A thread of the parent inside ``evaluate_game`` (holding the evaluator's lock) and one holding
+    the batch lock at the moment of a fork: the child's evaluator and batches must still work
+    (before: ConcurrentUseError / a batch waiting forever in the child)."""
+    import multiprocessing as mp
+
+    import nnue_infer.batch as B
+
+    ev = Evaluator(network)
+    truth = (Evaluator(network).evaluate(FENS[3]), Evaluator(network).evaluate_batch(FENS).tolist())
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_moves():
+        inside.set()
+        release.wait(30)
+        yield from GAME
+
+    t = threading.Thread(target=lambda: ev.evaluate_game(chess.Board(), slow_moves()))
+    t.start()
+    assert inside.wait(10)
+    B.PARALLEL_LOCK.acquire()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: fork() with threads running
+            ctx = mp.get_context("fork")
+            queue = ctx.Queue()
+            child = ctx.Process(target=_child_work, args=(ev, queue))
+            child.start()
+        child.join(120)
+        assert child.exitcode == 0, "the child hung or failed"
+        assert queue.get(timeout=10) == truth
+    finally:
+        B.PARALLEL_LOCK.release()
+        release.set()
+        t.join()
+
+
+def _child_work(ev, queue):
+    queue.put((ev.evaluate(FENS[3]), ev.evaluate_batch(FENS).tolist()))
