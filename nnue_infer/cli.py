@@ -250,6 +250,8 @@ def eval_cmd(fens, net, fen_opts, epd, pgn, trace, as_json, output, jobs, progre
         if output:
             out.close()
     except OSError as exc:
+        if isinstance(exc, BrokenPipeError) and not output:
+            raise  # stdout's reader went away (| head): click ends quietly with status 1
         if exc.filename is None and not isinstance(exc, NnueError):  # the output failed, not an input
             raise click.ClickException(f"cannot write {output or 'to stdout'}: {exc.strerror or exc}") from exc
         raise click.ClickException(str(exc)) from exc
@@ -378,6 +380,8 @@ def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, perturba
     from .resources import stockfish_15_1_network_path
 
     _check_output_dir(output, "-o")
+    if games == "-" and exclude == "-":
+        raise click.UsageError("--games and --exclude cannot both read standard input ('-')")
     try:
         from . import Network, load
 

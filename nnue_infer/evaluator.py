@@ -150,7 +150,8 @@ class Evaluator:
     @network.setter
     def network(self, network: Network) -> None:
         if not isinstance(network, Network):
-            raise TypeError(f"expected a Network, got {type(network).__name__}")
+            hint = " (a float network: quantise it first, nnue_infer.quantise)" if type(network).__name__ == "FloatNetwork" else ""
+            raise TypeError(f"expected a Network, got {type(network).__name__}{hint}")
         state = self._bind(network)  # everything built before anything is replaced
         if not self._in_use.acquire(False):
             raise self._busy()

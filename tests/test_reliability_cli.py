@@ -145,3 +145,29 @@ def test_item13_crosscheck_json_is_valid_even_when_a_statistic_is_undefined(tmp_
     assert status == 0
     summary = json.loads(out, parse_constant=lambda c: pytest.fail(f"invalid JSON constant {c}"))
     assert summary["positions"] == 1 and summary["correlation"] is None
+
+
+def test_a_closed_stdout_ends_quietly(tmp_path):
+    """Hostile pass: ``nnue-infer eval --epd big.epd | head -2`` printed "Error: cannot write to
+    stdout: Broken pipe"; the reader going away is no error worth a message."""
+    epd = tmp_path / "p.epd"
+    epd.write_text((FEN + "\n") * 20000)
+    r = subprocess.run(f"{sys.executable} -m nnue_infer eval --epd {epd} | head -2", shell=True, capture_output=True,
+                       text=True, executable="/bin/bash", timeout=300)
+    assert r.stdout.splitlines()[0] == "fen,value,cp,cp_white" and len(r.stdout.splitlines()) == 2
+    assert r.stderr == ""
+
+
+def test_compressed_network_and_two_stdin_inputs_are_named(tmp_path, capsys):
+    """Hostile pass: a gzip-compressed network said "unknown network format (first bytes 1f 8b ...)";
+    ``datagen --games - --exclude -`` would read standard input twice."""
+    import gzip
+
+    from nnue_infer.resources import default_network_path
+
+    gz = tmp_path / "net.safetensors.gz"
+    gz.write_bytes(gzip.compress(default_network_path().read_bytes()[:4096]))
+    status, out, err = run(capsys, "info", gz)
+    assert status == 1 and "a gzip-compressed file; decompress the network first (gunzip" in err
+    status, out, err = run(capsys, "datagen", "-o", tmp_path / "p.npz", "--games", "-", "--exclude", "-")
+    assert status == 2 and "cannot both read standard input" in err

@@ -44,6 +44,12 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "safetensors"
     if not head:
         raise NetworkFormatError(f"{os.fspath(path)}: empty file, not a network")
+    from ..inputs import GZIP_MAGIC, ZSTD_MAGIC
+
+    if head.startswith((GZIP_MAGIC, ZSTD_MAGIC)):
+        kind = "gzip" if head.startswith(GZIP_MAGIC) else "zstd"
+        raise NetworkFormatError(f"{os.fspath(path)}: a {kind}-compressed file; decompress the network first "
+                                 f"({'gunzip' if kind == 'gzip' else 'unzstd'} {os.fspath(path)})")
     raise NetworkFormatError(
         f"{os.fspath(path)}: unknown network format (first bytes {head.hex(' ')}); "
         f"expected a Stockfish 15.1 .nnue file (version 0x{C.SF_FILE_VERSION:08X}) or an nnue-infer .safetensors file"
