@@ -24,7 +24,7 @@ from .errors import (
     QuantisationRangeError,
     QuantisationWarning,
 )
-from .evaluator import Evaluator, evaluate, evaluate_batch, evaluate_game
+from .evaluator import Evaluator, evaluate, evaluate_batch, evaluate_cp, evaluate_game
 from .float_network import FloatNetwork, forward_float
 from .formats import load, save
 from .formats.stockfish import extract_network, read_stockfish, write_stockfish
@@ -60,6 +60,7 @@ __all__ = [
     "dequantise",
     "evaluate",
     "evaluate_batch",
+    "evaluate_cp",
     "evaluate_game",
     "extract_network",
     "forward_float",

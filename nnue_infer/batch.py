@@ -223,6 +223,21 @@ def evaluate_bitboards(bitboards: np.ndarray, stm: np.ndarray, net_arrays: tuple
         KB.evaluate_batch(bitboards, stm, *net_arrays, MAX_PIECES, scratch_len, n_chunks(), values, codes)
 
 
+def parse_fen_buffer(buf: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Parse the FENs in ``buf`` (layout of :func:`fen_buffer`) on all cores, raising nothing.
+
+    Returns ``bitboards`` int64[n, 8] (zeros where a row does not parse), ``stm`` uint8[n],
+    ``fen_codes`` int32[n] (``kernels.fen.FEN_*``, 0 = parsed) and ``fen_offsets`` int64[n]
+    (offset of the problem within the row, -1 if none; :func:`fen_problem` words it).
+    """
+    n = offsets.shape[0] - 1
+    bitboards, stm = np.empty((n, 8), np.int64), np.empty(n, np.uint8)
+    fen_codes, fen_offsets = np.empty(n, np.int32), np.empty(n, np.int64)
+    with PARALLEL_LOCK:
+        KF.parse_fens(buf, offsets, bitboards, stm, fen_codes, fen_offsets)
+    return bitboards, stm, fen_codes, fen_offsets
+
+
 def reread_refused_fens(fens: Sequence[str], fen_codes: np.ndarray, values: np.ndarray, codes: np.ndarray,
                         net_arrays: tuple, scratch_len: int) -> None:
     """Evaluate through python-chess the rows the compiled parser refused but python-chess reads.

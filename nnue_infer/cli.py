@@ -1,6 +1,11 @@
-"""The ``nnue-infer`` command line: ``eval``, ``info``, ``extract``, ``datagen``, ``convert``, ``quantise``, ``crosscheck``.
+"""The ``nnue-infer`` command line: ``eval``, ``info``, ``extract``, ``datagen``, ``train``, ``convert``, ``quantise``, ``crosscheck``.
 
-``main(argv) -> int`` is the entry point; heavy imports happen inside the commands.
+``main(argv) -> int`` is the entry point; heavy imports happen inside the commands.  Options
+mean the same in every command: ``--threads N`` (Numba/PyTorch threads), ``--quiet`` (no
+progress bar, no chatter on stderr), ``--progress`` (a bar even when stderr is not a
+terminal), ``--json`` (machine-readable output), ``-o/--output`` (where the result goes;
+``-`` is standard output), ``--net`` (a network file or name).  Every file input may be
+``-`` for standard input, and gzip- or zstd-compressed (:mod:`nnue_infer.inputs`).
 """
 
 from __future__ import annotations
@@ -12,303 +17,419 @@ from pathlib import Path
 
 import click
 
+def _example(*lines: str) -> str:
+    """An ``Examples:`` epilog that click prints verbatim."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
 
 def _load_network(net: str | None):
-    """The network of a ``--net`` value: a file, ``default`` (bundled) or ``stockfish`` (Stockfish 15.1's)."""
+    """The network of a ``--net`` value: a file or a name (``default``, ``stockfish``, ...; :func:`network_from_spec`)."""
+    from .errors import NetworkNotFoundError
     from .resources import network_from_spec
 
-    return network_from_spec(net)
+    try:
+        return network_from_spec(net)
+    except NetworkNotFoundError as exc:
+        if net and net.count("/") == 7 and not Path(net).exists():
+            raise NetworkNotFoundError(f"--net got {net!r}, which looks like a FEN: --net takes a network file or "
+                                       "name; give the position after the options (nnue-infer eval --net NET FEN)") from exc
+        raise
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="nnue-infer")
-def cli() -> None:
-    """Exact, fast evaluation of chess positions with NNUE networks."""
+def _threads(threads: int | None, option: str = "--threads") -> None:
+    """Limit Numba's threads (``None``: all cores); a usage error beyond this machine's threads."""
+    if threads is None:
+        return
+    import numba
+
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        raise click.BadParameter(f"at most {numba.config.NUMBA_NUM_THREADS} (this machine's threads)",
+                                 param_hint=option)
+    numba.set_num_threads(threads)
 
 
-def _read_epd(path: str) -> tuple[list[str], list[int]]:
-    """FENs from an EPD/FEN file (``-``: stdin; gzip/zstd allowed) and their line numbers (1-based).
-
-    Keeps the first four fields (plus the counters if present); blank lines and lines
-    starting with ``#`` are skipped.
-    """
-    from .inputs import open_input
-
-    fens, lines = [], []
-    with open_input(path) as inp:  # bad bytes: that line's FEN error
-        for number, line in enumerate(inp.text, 1):
-            fields = line.split()
-            if not fields or fields[0].startswith("#"):
-                continue
-            keep = 6 if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit() else 4
-            fens.append(" ".join(fields[:keep]))
-            lines.append(number)
-    return fens, lines
+def _show_progress(progress: bool | None, quiet: bool) -> bool:
+    """Draw a bar: never with ``--quiet``, always with ``--progress``, else when stderr is a terminal."""
+    if quiet:
+        return False
+    return bool(progress) or sys.stderr.isatty()
 
 
-#: Rows per batch call in file mode (progress-bar granularity).
-_CHUNK = 8192
-
-
-def _progress_bar(total: int, unit: str, enabled: bool | None):
-    """A tqdm bar on stderr, shown when ``enabled`` (``--progress``) or stderr is a terminal."""
+def _progress_bar(total: int | None, unit: str, show: bool):
+    """A tqdm bar on stderr counting ``unit`` (positions or games), shown when ``show``."""
     from tqdm import tqdm
 
-    show = enabled or sys.stderr.isatty()
-    return tqdm(total=total, unit=unit, unit_scale=unit == "B", file=sys.stderr, disable=not show, dynamic_ncols=True)
+    return tqdm(total=total, unit=unit, file=sys.stderr, disable=not show, dynamic_ncols=True)
 
 
-class _RowWriter:
-    """Writes result rows as CSV with a header (default) or as JSON lines."""
-
-    def __init__(self, out, columns: tuple[str, ...], as_json: bool) -> None:
-        import csv
-
-        self._out, self._columns, self._json = out, columns, as_json
-        self._csv = None if as_json else csv.writer(out, lineterminator="\n")
-        if self._csv is not None:
-            self._csv.writerow(columns)
-
-    def write(self, rows) -> None:
-        if self._csv is not None:
-            self._csv.writerows(rows)
-        else:
-            self._out.writelines(json.dumps(dict(zip(self._columns, row))) + "\n" for row in rows)
+def threads_option(f):
+    return click.option("--threads", type=click.IntRange(min=1),
+                        help="Threads for the compiled kernels (default: all cores).")(f)
 
 
-def _centipawns(values, black_to_move, per_pawn: int = 361):
-    """(cp side to move, cp White) int64 arrays from int values: ``tdiv(100 * v, per_pawn)``, as ``to_centipawns``."""
-    import numpy as np
-
-    v = np.asarray(values, np.int64)
-    cp = np.sign(v) * (np.abs(100 * v) // per_pawn)
-    return cp, np.where(black_to_move, -cp, cp)
+def quiet_option(f):
+    return click.option("-q", "--quiet", is_flag=True, help="No progress bar and no messages on stderr but errors.")(f)
 
 
-def _eval_epd(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
-    """Batch-evaluate an EPD file in chunks; bad rows go to stderr (file:line) and give status 1."""
-    import numpy as np
-
-    from .errors import FenError, PositionError
-
-    from .inputs import input_label
-
-    fens, lines = _read_epd(path)
-    path = input_label(path)
-    status = 0
-    with _progress_bar(len(fens), "pos", progress) as bar:
-        for lo in range(0, len(fens), _CHUNK):
-            chunk, numbers = fens[lo:lo + _CHUNK], lines[lo:lo + _CHUNK]
-            try:
-                values = ev.evaluate_batch(chunk)
-            except (FenError, PositionError):  # rare: redo this chunk row by row to report every bad row
-                values, kept, kept_numbers = [], [], []
-                for fen, number in zip(chunk, numbers):
-                    try:
-                        values.append(ev.evaluate(fen))
-                    except ValueError as exc:
-                        bar.write(f"error: {path}:{number}: {exc}", file=sys.stderr)
-                        status = 1
-                        continue
-                    kept.append(fen)
-                    kept_numbers.append(number)
-                chunk = kept
-            black = np.array([f.split()[1:2] == ["b"] for f in chunk], bool)
-            cp, cp_white = _centipawns(values, black, ev.network.architecture.units_per_pawn)
-            writer.write(zip(chunk, np.asarray(values).tolist(), cp.tolist(), cp_white.tolist()))
-            bar.update(len(numbers))
-    return status
+def progress_option(f):
+    return click.option("--progress", is_flag=True, default=None,
+                        help="Show a progress bar on stderr even when it is not a terminal.")(f)
 
 
-def _eval_pgn(ev, path: str, writer: _RowWriter, progress: bool | None) -> int:
-    """Every position of every game's mainline, scored incrementally with ``Evaluator.evaluate_game``.
+def output_option(help_text: str, **kwargs):
+    def decorate(f):
+        return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), help=help_text,
+                            **kwargs)(f)
+    return decorate
 
-    ``path`` may be ``-`` (stdin), a pipe, or gzip/zstd-compressed (:mod:`nnue_infer.inputs`).
+
+def json_option(help_text: str):
+    def decorate(f):
+        return click.option("--json", "as_json", is_flag=True, help=help_text)(f)
+    return decorate
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+             epilog=_example("nnue-infer eval startpos moves e2e4", "nnue-infer eval --net stockfish --epd positions.epd -o scores.csv",
+                             "nnue-infer COMMAND --help"))
+@click.version_option(package_name="nnue-infer")
+def cli() -> None:
+    """Exact, fast evaluation of chess positions with NNUE networks.
+
+    Every file input may be '-' (standard input) and gzip- or zstd-compressed.
     """
-    import chess
-    import chess.pgn
+
+
+class _Output:
+    """Where results go: ``-o FILE``, or standard output (``None`` or ``-``); binary and text views."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = None if path in (None, "-") else path
+        if self.path is None:
+            sys.stdout.flush()
+            self.binary = sys.stdout.buffer
+        else:
+            try:
+                self.binary = open(self.path, "wb")  # noqa: SIM115 (closed by close())
+            except OSError as exc:
+                raise click.ClickException(f"cannot write --output {self.path}: {exc.strerror or exc}") from exc
+
+    def write_text(self, text: str) -> None:
+        self.binary.write(text.encode("utf-8", "surrogateescape"))
+
+    def close(self) -> None:
+        try:
+            self.binary.flush()
+        finally:
+            if self.path is not None:
+                self.binary.close()
+
+
+def _report(label: str, where: str, message: str) -> None:
+    click.echo(f"error: {label}:{where}: {message}", err=True)
+
+
+def _drop_error_column(table: dict, keep_errors: bool):
+    """Rows to write: all (with the error column) under ``--keep-errors``, else the good rows without it."""
+    from .output import take
+
+    if keep_errors:
+        return table
+    errors = table["error"]
+    good = ~errors.valid if errors.valid is not None else None
+    rest = {k: c for k, c in table.items() if k != "error"}
+    return rest if good is None else take(rest, good)
+
+
+def _errors_of(table: dict) -> list[tuple[int, str]]:
+    """(row, message) of the rows with an error."""
+    errors = table["error"]
+    if errors.valid is None:
+        return []
     import numpy as np
 
-    import logging
+    return [(int(i), errors[int(i)]) for i in np.flatnonzero(errors.valid)]
 
-    # python-chess also logs each game's errors (to stderr, with a traceback); they are reported below.
-    logging.getLogger("chess.pgn").addHandler(logging.NullHandler())
-    status = 0
+
+def _score_epd_file(ev, source: str, out: _Output, fmt: str, show: bool, strict: bool, keep_errors: bool,
+                    empty_in_check: bool) -> int:
+    from .epd import read_epd
     from .inputs import input_label, open_input
+    from .output import TableWriter
+    from .score import CHUNK_ROWS, score_epd
 
-    with open_input(path) as inp, _progress_bar(inp.size, "B", progress) as bar:
-        f, path = inp.text, input_label(path)
-        number = 0
-        while True:
-            game = chess.pgn.read_game(f)
-            if game is None:
-                break
-            number += 1
-            for err in game.errors:
-                bar.write(f"error: {path}: game {number}: {err}", file=sys.stderr)
+    with open_input(source, text=False) as inp:
+        data = inp.binary.read()
+    label = input_label(source)
+    rows = read_epd(data)
+    writer = TableWriter(out.binary, fmt)
+    status = 0
+    with _progress_bar(len(rows), "pos", show) as bar:
+        for lo, table in zip(range(0, len(rows), CHUNK_ROWS), score_epd(ev, rows, strict=strict,
+                                                                        empty_in_check=empty_in_check)):
+            for i, message in _errors_of(table):
+                bar.write(f"error: {label}:{table['line'][i]}: {message}", file=sys.stderr)
                 status = 1
-            try:
-                board = game.board()
-            except ValueError as exc:  # a bad [FEN] header (already among game.errors)
-                if not game.errors:
-                    bar.write(f"error: {path}: game {number}: {exc}", file=sys.stderr)
-                status = 1
-                continue
-            if board.uci_variant != "chess":
-                bar.write(f"error: {path}: game {number}: variant {board.uci_variant!r} is not supported "
-                          "(standard chess and Chess960 only)", file=sys.stderr)
-                status = 1
-                continue
-            moves = list(game.mainline_moves())
-            try:
-                values = ev.evaluate_game(board, moves)
-            except ValueError as exc:
-                bar.write(f"error: {path}: game {number}: {exc}", file=sys.stderr)
-                status = 1
-                continue
-            fens, black = [board.fen()], [board.turn == chess.BLACK]
-            for move in moves:
-                board.push(move)
-                fens.append(board.fen())
-                black.append(board.turn == chess.BLACK)
-            cp, cp_white = _centipawns(values, np.array(black), ev.network.architecture.units_per_pawn)
-            ucis = [""] + [m.uci() for m in moves]
-            writer.write(zip([number] * len(fens), range(len(fens)), ucis, fens, values.tolist(), cp.tolist(),
-                             cp_white.tolist()))
-            bar.update(inp.bytes_read - bar.n)  # bytes taken from the source: no tell(), pipes work
+            writer.write(_drop_error_column(table, keep_errors))
+            bar.update(len(table["line"]))
+    if writer.columns is None:  # no positions: the CSV header alone
+        from .score import VALUE_COLUMNS
+
+        TableWriter(out.binary, fmt, columns=["line", "fen", *VALUE_COLUMNS] + ["error"] * keep_errors)
     return status
 
 
-@cli.command("eval")
-@click.argument("fens", nargs=-1)
-@click.option("--net", help="Network: a file (.nnue or .safetensors), 'default' (the bundled network, used when "
-              "--net is not given) or 'stockfish' (Stockfish 15.1's net from Debian's stockfish package).")
+def _score_pgn_file(ev, source: str, out: _Output, fmt: str, show: bool, keep_errors: bool,
+                    empty_in_check: bool) -> int:
+    from .inputs import input_label, open_input
+    from .output import TableWriter
+    from .score import score_pgn
+
+    label = input_label(source)
+    writer = TableWriter(out.binary, fmt)
+    status = 0
+    positions = 0
+    with open_input(source) as inp, _progress_bar(None, "game", show) as bar:
+        for table, games in score_pgn(ev, inp.text, empty_in_check=empty_in_check):
+            for i, message in _errors_of(table):
+                bar.write(f"error: {label}: game {table['game'][i]}: {message}", file=sys.stderr)
+                status = 1
+            rows = _drop_error_column(table, keep_errors)
+            writer.write(rows)
+            positions += len(rows["game"])
+            bar.set_postfix_str(f"{positions} positions", refresh=False)
+            bar.update(games)
+    return status
+
+
+@cli.command("eval", epilog=_example(
+    'nnue-infer eval "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"',
+    "nnue-infer eval startpos moves e4 e5 Nf3          (UCI or SAN moves)",
+    "nnue-infer eval --net stockfish --trace --svg trace.svg startpos",
+    "nnue-infer eval --epd positions.epd.gz -o scores.csv --keep-errors",
+    "zcat games.pgn.gz | nnue-infer eval --pgn - --json > plies.jsonl"))
+@click.argument("positions", nargs=-1)
+@click.option("--net", help="Network: a file (.nnue or .safetensors) or a name: 'default' (the bundled network, "
+              "used when --net is not given), 'stockfish' (Stockfish 15.1's net from Debian's stockfish package), "
+              "or another name nnue_infer.resources knows.")
 @click.option("--fen", "fen_opts", multiple=True, help="A position in FEN (may be repeated).")
 @click.option("--epd", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
-              help="File with one FEN/EPD per line ('-': stdin; gzip/zstd read directly): batch evaluation on "
-              "all cores, CSV (or --json) output.")
+              help="File with one FEN/EPD per line ('-': stdin; gzip/zstd read directly): batch evaluation on all "
+              "cores; rows: line,fen,value,cp,cp_white,in_check,outcome, then one column per EPD operation (id, bm, ...).")
 @click.option("--pgn", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
-              help="PGN file ('-': stdin; gzip/zstd read directly): every position of every game's mainline, "
-              "incremental; CSV (or --json) output.")
-@click.option("--trace", is_flag=True, help="Print Stockfish 15.1's eval text for the NNUE (piece values, bucket table, NNUE line).")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per position.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write results to this file instead of stdout.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Threads for batch evaluation (default: all cores).")
-@click.option("--progress", is_flag=True, default=None, help="Show a progress bar on stderr even when it is not a terminal.")
-def eval_cmd(fens, net, fen_opts, epd, pgn, trace, as_json, output, jobs, progress):
-    """Evaluate positions given as FEN arguments, --fen, or files (--epd, --pgn).
+              help="PGN file ('-': stdin; gzip/zstd read directly): every position of every game's mainline; rows: "
+              "game,event,site,date,round,white,black,result,ply,san,uci,fen,value,cp,cp_white,in_check,outcome.")
+@click.option("--lenient", is_flag=True, help="Read FENs as python-chess does (missing side to move = White, missing "
+              "castling = none); by default a FEN lacking a field is an error naming it.")
+@click.option("--keep-errors", is_flag=True, help="Write rows that cannot be scored too, with null values and an "
+              "'error' column (default: report them on stderr only).")
+@click.option("--empty-in-check", is_flag=True, help="Leave value, cp and cp_white empty when the side to move is in "
+              "check, as Stockfish prints no NNUE evaluation there.")
+@click.option("--trace", is_flag=True, help="Print Stockfish 15.1's eval text for the NNUE (piece values, bucket "
+              "table, NNUE line).")
+@click.option("--svg", "svg_path", type=click.Path(dir_okay=False),
+              help="With --trace and one position: also draw the board with each piece's value and the bucket "
+              "table into this SVG file.")
+@json_option("JSON lines instead of text (positions) or CSV (files); numbers are JSON numbers.")
+@output_option("Write the results to this file ('-': stdout, the default).")
+@threads_option
+@click.option("-j", "--jobs", type=click.IntRange(min=1), hidden=True, help="Deprecated name of --threads.")
+@progress_option
+@quiet_option
+def eval_cmd(positions, net, fen_opts, epd, pgn, lenient, keep_errors, empty_in_check, trace, svg_path, as_json,
+             output, threads, jobs, progress, quiet):
+    """Evaluate positions: FEN arguments, startpos / fen FEN [moves ...], --fen, or files (--epd, --pgn).
 
-    FEN arguments and --fen print, per position, the NNUE value in internal units and
-    centipawns from the side to move's point of view, and centipawns from White's (--trace:
-    Stockfish's eval text).  --epd and --pgn write CSV rows (--json: JSON lines): for EPD
-    "fen,value,cp,cp_white"; for PGN "game,ply,move,fen,value,cp,cp_white" (ply 0 is the
-    start position, "move" the UCI move that led to the position).
+    POSITIONS are FENs (quoted, or as separate words), 'startpos', 'fen FEN', each optionally
+    followed by 'moves' and UCI or SAN moves, as in Stockfish's 'position' command; several
+    positions may follow each other.  Each gets one line: the FEN, value, cp (side to move),
+    White's view in pawns, and 'in check' / 'checkmate' / 'stalemate' when so.  --epd and --pgn
+    write CSV (--json: JSON lines) with one row per position; rows join back to the input by
+    'line' (EPD) or 'game' and 'ply' (PGN).
+
+    Units: 'value' is the network's output in internal units from the side to move's point of
+    view (Stockfish 15.1: 361 = one pawn; the network's units_per_pawn); 'cp' is centipawns,
+    tdiv(100 * value, units_per_pawn), side to move; 'cp_white' is cp from White's point of view.
+
+    Exit status 1 if any position could not be scored (each is reported on stderr).
     """
     from .errors import NnueError
     from .evaluator import Evaluator
 
-    if (epd or pgn) and (fens or fen_opts):
-        raise click.UsageError("give FEN arguments / --fen, or a file (--epd / --pgn), not both")
+    if jobs is not None:
+        if threads is not None:
+            raise click.UsageError("give --threads only (--jobs is its deprecated name)")
+        if not quiet:
+            click.echo("warning: --jobs is deprecated; use --threads", err=True)
+        threads = jobs
+    if (epd or pgn) and (positions or fen_opts):
+        raise click.UsageError("give positions (arguments, --fen) or a file (--epd / --pgn), not both")
     if epd and pgn:
         raise click.UsageError("give one of --epd and --pgn")
     if pgn and trace:
-        raise click.UsageError("--trace works with FEN arguments, --fen and --epd, not --pgn")
-    if jobs is not None:
-        import numba
-
-        if jobs > numba.config.NUMBA_NUM_THREADS:
-            raise click.BadParameter(f"at most {numba.config.NUMBA_NUM_THREADS} (this machine's threads)",
-                                     param_hint="--jobs")
-        numba.set_num_threads(jobs)
+        raise click.UsageError("--trace works with positions and --epd, not --pgn")
+    if svg_path and not trace:
+        raise click.UsageError("--svg draws a trace: add --trace")
+    if not (positions or fen_opts or epd or pgn):
+        raise click.UsageError("give a position: FEN arguments, startpos [moves ...], --fen FEN, --epd FILE or --pgn FILE")
+    _threads(threads, "--threads" if jobs is None else "--jobs")
     source = epd or pgn
-    if output and source and source != "-" and os.path.exists(output) and os.path.samefile(output, source):
+    if output not in (None, "-") and source and source != "-" and os.path.exists(output) \
+            and os.path.samefile(output, source):
         raise click.UsageError(f"--output {output} is the input file: it would be emptied before it is read")
-    try:
-        positions = list(fen_opts) + [" ".join(fens)] * bool(fens) + (_read_epd(epd)[0] if epd and trace else [])
-    except OSError as exc:
-        raise click.ClickException(str(exc)) from exc
-    if not positions and not (epd or pgn):
-        raise click.UsageError("give a position: FEN arguments, --fen FEN, --epd FILE or --pgn FILE")
+    boards = []
+    if positions or fen_opts:
+        boards = _parse_position_args(positions, fen_opts, not lenient)
+        if not boards:
+            sys.exit(1)
+    elif trace:
+        boards = _epd_boards(epd, not lenient)
+    if svg_path and len(boards) != 1:
+        raise click.UsageError(f"--svg draws one position; {len(boards)} given")
     try:
         ev = Evaluator(_load_network(net))
     except (NnueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
+    fmt = "jsonl" if as_json else "csv"
+    show = _show_progress(progress, quiet)
+    out = _Output(output)
     try:
-        out = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout
-    except OSError as exc:
-        raise click.ClickException(f"cannot write --output {output}: {exc.strerror or exc}") from exc
-    try:
-        if (epd or pgn) and not trace:
-            if pgn:
-                columns = ("game", "ply", "move", "fen", "value", "cp", "cp_white")
-                status = _eval_pgn(ev, pgn, _RowWriter(out, columns, as_json), progress)
-            else:
-                status = _eval_epd(ev, epd, _RowWriter(out, ("fen", "value", "cp", "cp_white"), as_json), progress)
+        if boards:
+            status = _eval_boards(ev, boards, trace, svg_path, as_json, empty_in_check, out)
+        elif pgn:
+            status = _score_pgn_file(ev, pgn, out, fmt, show, keep_errors, empty_in_check)
         else:
-            status = _eval_positions(ev, positions, trace, as_json, out)
-        out.flush()  # a full disk shows here (or at close), not as a traceback at exit
-        if output:
-            out.close()
+            status = _score_epd_file(ev, epd, out, fmt, show, not lenient, keep_errors, empty_in_check)
+        out.close()
     except OSError as exc:
         if isinstance(exc, BrokenPipeError) and not output:
             raise  # stdout's reader went away (| head): click ends quietly with status 1
         if exc.filename is None and not isinstance(exc, NnueError):  # the output failed, not an input
-            raise click.ClickException(f"cannot write {output or 'to stdout'}: {exc.strerror or exc}") from exc
+            raise click.ClickException(f"cannot write {out.path or 'to stdout'}: {exc.strerror or exc}") from exc
         raise click.ClickException(str(exc)) from exc
     finally:
-        if output and not out.closed:
+        if out.path is not None and not out.binary.closed:
             try:
-                out.close()
+                out.binary.close()
             except OSError:
                 pass  # already reported
     sys.exit(status)
 
 
-def _eval_positions(ev, positions: list[str], trace: bool, as_json: bool, out) -> int:
+def _parse_position_args(words, fen_opts, strict: bool) -> list:
+    """Positions (text, board) of the arguments and --fen options; problems go to stderr and leave a ``None`` board."""
+    from .errors import clip
+    from .positions import Position, board_from_fen, parse_positions
+
+    boards: list = []
+    failed = False
+    for fen in fen_opts:
+        try:
+            boards.append(Position(fen, board_from_fen(fen, strict)))
+        except ValueError as exc:
+            click.echo(f"error: --fen: {clip(str(exc))}", err=True)
+            failed = True
+    if words:
+        try:
+            boards += parse_positions(words, strict)
+        except ValueError as exc:
+            click.echo(f"error: {clip(str(exc))}", err=True)  # the message names the FEN or the move
+            failed = True
+    if failed:
+        boards.append(None)  # exit status 1 after the others
+    return boards
+
+
+def _epd_boards(source: str, strict: bool) -> list:
+    """Positions of an EPD file, one by one (for --trace); bad rows are reported and give status 1."""
+    from .epd import read_epd
+    from .inputs import input_label, open_input
+    from .positions import Position, board_from_fen
+
+    try:
+        with open_input(source, text=False) as inp:
+            rows = read_epd(inp.binary.read())
+    except OSError as exc:
+        raise click.ClickException(str(exc)) from exc
+    boards: list = []
+    for i in range(len(rows)):
+        fen = rows.fen[i] or ""
+        try:
+            boards.append(Position(fen, board_from_fen(fen, strict)))
+        except ValueError as exc:
+            _report(input_label(source), str(rows.line[i]), str(exc))
+            boards.append(None)
+    return boards
+
+
+def _eval_boards(ev, positions: list, trace: bool, svg_path: str | None, as_json: bool, empty_in_check: bool,
+                 out: _Output) -> int:
     """One position at a time: text lines, JSON objects or Stockfish-style traces.
 
     The text line ends with White's value in pawns as Stockfish's ``NNUE evaluation`` line prints
     it (``value / units_per_pawn``, two decimals: +0.28), not the truncated centipawns / 100.
     """
     import chess
+    import numpy as np
 
     from .errors import clip, quote
-    from .trace import to_centipawns
+    from .output import encode
+    from .score import outcome_code, value_columns
 
     status = 0
-    for fen in positions:
+    for position in positions:
+        if position is None:  # reported while parsing
+            status = 1
+            continue
+        board = position.board
+        fen = board.fen()
         try:
-            board = chess.Board(fen)
             if trace:
                 t = ev.trace(board)
                 if as_json:
-                    click.echo(json.dumps({"fen": fen, "bucket": t.bucket, "value": t.value, "psqt": t.psqt,
-                                           "positional": t.positional,
-                                           "piece_values": {chess.SQUARE_NAMES[s]: v for s, v in t.piece_values.items()}}),
-                               file=out)
+                    out.write_text(json.dumps({"fen": fen, "bucket": t.bucket, "value": t.value, "psqt": t.psqt,
+                                               "positional": t.positional,
+                                               "piece_values": {chess.SQUARE_NAMES[s]: v
+                                                                for s, v in t.piece_values.items()}}) + "\n")
                 else:
-                    click.echo(t.format_stockfish(), file=out)
+                    out.write_text(t.format_stockfish() + "\n")
+                if svg_path:
+                    Path(svg_path).write_text(t.svg(), encoding="utf-8")
                 continue
             value = ev.evaluate(board)
         except ValueError as exc:
-            click.echo(f"error: {quote(fen)}: {clip(str(exc))}", err=True)
+            click.echo(f"error: {quote(position.text)}: {clip(str(exc))}", err=True)
             status = 1
             continue
-        cp = to_centipawns(value, ev.network.architecture.units_per_pawn)
-        white_cp = cp if board.turn == chess.WHITE else -cp
+        check, outcome = board.is_check(), outcome_code(board)
+        cols = value_columns(np.array([value]), np.array([board.turn == chess.BLACK]), np.array([check]),
+                             np.array([outcome]), np.array([True]), ev.network.architecture.units_per_pawn,
+                             empty_in_check)
         if as_json:
-            click.echo(json.dumps({"fen": fen, "value": value, "cp": cp, "cp_white": white_cp}), file=out)
-        else:
-            white_value = value if board.turn == chess.WHITE else -value
-            pawns = white_value / ev.network.architecture.units_per_pawn  # as Stockfish's "NNUE evaluation" line
-            click.echo(f"{fen}\tvalue {value}\tcp {cp:+d} (side to move)\t{pawns:+.2f} (white side)", file=out)
+            from .output import TextColumn
+
+            out.write_text(encode({"fen": TextColumn.from_strings([fen]), **cols}, "jsonl").decode())
+            continue
+        finished = {1: "\tcheckmate", 2: "\tstalemate"}.get(outcome, "")
+        if check and empty_in_check:  # as Stockfish: "Final evaluation: none (in check)"
+            out.write_text(f"{fen}\tvalue none (in check){finished}\n")
+            continue
+        flags = "\tin check" * (check and not finished) + finished
+        cp = int(cols["cp"][0])
+        pawns = (value if board.turn == chess.WHITE else -value) / ev.network.architecture.units_per_pawn
+        out.write_text(f"{fen}\tvalue {value}\tcp {cp:+d} (side to move)\t{pawns:+.2f} (white side){flags}\n")
     return status
 
 
-@cli.command()
+@cli.command(epilog=_example("nnue-infer info nn-ad9b42354671.nnue", "nnue-infer info --json sf.safetensors | jq .architecture"))
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-def info(file):
-    """Show a network file's format, architecture, dimensions, hashes and SHA-256."""
+@json_option("Print one JSON object (file, format, sha256, description, architecture, dimensions, hashes).")
+def info(file, as_json):
+    """Show a network file's format, architecture, dimensions, hashes and SHA-256.
+
+    Dimensions are counts (features, neurons); the architecture's units_per_pawn is the
+    number of internal units the network's value gives one pawn (361 for Stockfish 15.1).
+    """
     import dataclasses
     import hashlib
 
@@ -324,6 +445,20 @@ def info(file):
         raise click.ClickException(str(exc)) from exc
     arch = network.architecture
     sha = hashlib.sha256(Path(file).read_bytes()).hexdigest()
+    ft = {"features": int(network.ft_weights.shape[0]), "width": arch.ft_width, "dtype": str(network.ft_weights.dtype),
+          "psqt_buckets": arch.psqt_buckets, "psqt_dtype": str(network.psqt_weights.dtype)}
+    layers = [{"outputs": l.outputs, "activation": l.activation, "dtype": str(w.dtype)}
+              for l, w in zip(arch.layers, network.layer_weights)]
+    hashes = None
+    if fmt == "stockfish":
+        l1 = arch.ft_width
+        hashes = {"network": f"0x{ft_hash(l1) ^ layer_stack_hash(l1):08X}", "feature_transformer": f"0x{ft_hash(l1):08X}",
+                  "layer_stack": f"0x{layer_stack_hash(l1):08X}"}
+    if as_json:
+        click.echo(json.dumps({"file": file, "format": fmt, "sha256": sha, "description": network.description,
+                               "summary": repr(network), "architecture": json.loads(arch.to_json()),
+                               "feature_transformer": ft, "layers": layers, "hashes": hashes}))
+        return
     click.echo(f"file:          {file}")
     click.echo(f"format:        {fmt}")
     click.echo(f"sha256:        {sha}")
@@ -331,36 +466,56 @@ def info(file):
     click.echo(f"architecture:  {network!r}")
     for key, value in dataclasses.asdict(arch).items():
         click.echo(f"  {key}: {value}")
-    click.echo(f"feature transformer: {network.ft_weights.shape[0]} features -> {arch.ft_width} {network.ft_weights.dtype} "
-               f"(+{arch.psqt_buckets} PSQT {network.psqt_weights.dtype}) per perspective")
-    click.echo("dense layers:  " + ", ".join(f"{l.outputs} {l.activation} ({w.dtype})"
-                                              for l, w in zip(arch.layers, network.layer_weights)))
-    if fmt == "stockfish":
-        l1 = arch.ft_width
-        click.echo(f"hashes:        network 0x{ft_hash(l1) ^ layer_stack_hash(l1):08X}, "
-                   f"feature transformer 0x{ft_hash(l1):08X}, layer stack 0x{layer_stack_hash(l1):08X}")
+    click.echo(f"feature transformer: {ft['features']} features -> {arch.ft_width} {ft['dtype']} "
+               f"(+{arch.psqt_buckets} PSQT {ft['psqt_dtype']}) per perspective")
+    click.echo("dense layers:  " + ", ".join(f"{l['outputs']} {l['activation']} ({l['dtype']})" for l in layers))
+    if hashes:
+        click.echo(f"hashes:        network {hashes['network']}, feature transformer {hashes['feature_transformer']}, "
+                   f"layer stack {hashes['layer_stack']}")
 
 
-@cli.command()
+@cli.command(epilog=_example("nnue-infer extract /usr/games/stockfish            (writes nn-ad9b42354671.nnue here)",
+                             "nnue-infer extract /usr/games/stockfish -o sf15.nnue"))
 @click.argument("binary", type=click.Path(exists=True, dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the network.")
-def extract(binary, output):
+@output_option("Where to write the network (default: nn-<first 12 hex digits of its SHA-256>.nnue in the current "
+               "directory, Stockfish's own name for it).")
+@quiet_option
+def extract(binary, output, quiet):
     """Extract the NNUE network embedded in an engine BINARY (e.g. /usr/games/stockfish)."""
+    import tempfile
+
     from .errors import NnueError
     from .formats.stockfish import extract_network
 
-    _check_output_dir(output, "-o")
+    if output == "-":
+        raise click.BadParameter("a network is binary: give a file name", param_hint="--output")
+    _check_output_dir(output or "nn.nnue", "-o")
     try:
-        digest = extract_network(binary, output)
+        if output:
+            digest = extract_network(binary, output)
+        else:
+            fd, tmp = tempfile.mkstemp(suffix=".nnue", prefix=".nnue-infer-extract-", dir=".")
+            os.close(fd)
+            try:
+                digest = extract_network(binary, tmp)
+                output = f"nn-{digest[:12]}.nnue"
+                os.replace(tmp, output)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
     except (NnueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"wrote {output} (sha256 {digest}, nn-{digest[:12]}.nnue)")
+    if not quiet:
+        click.echo(f"wrote {output} (sha256 {digest}, nn-{digest[:12]}.nnue)")
 
 
-@cli.command()
+@cli.command(epilog=_example("nnue-infer datagen -o positions.npz -n 100000 --seed 1 --games games.jsonl "
+                             "--exclude corpus.jsonl"))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Positions file to write (.npz).")
-@click.option("-n", "--positions", "n", type=click.IntRange(min=1), default=1_000_000, show_default=True,
-              help="Number of distinct positions.")
+@click.option("-n", "--count", "n", type=click.IntRange(min=1), default=1_000_000, show_default=True,
+              help="Number of distinct positions to generate.")
+@click.option("--positions", "n_deprecated", type=click.IntRange(min=1), hidden=True,
+              help="Deprecated name of --count.")
 @click.option("--seed", type=int, default=1, show_default=True, help="Random seed (same seed and inputs, same file).")
 @click.option("--games", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help="JSONL games (id, start_fen, moves) to start perturbation episodes from; without: playouts only.")
@@ -372,10 +527,22 @@ def extract(binary, output):
               help="Share of games (by a hash of the game id) never used as starting points.")
 @click.option("--perturbation-fraction", type=float, default=0.5, show_default=True,
               help="Share of positions from perturbations of game positions (the rest: playouts).")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
-def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, perturbation_fraction, quiet):
-    """Generate labelled training positions for distillation (see nnue_infer.datagen for the file format)."""
+@threads_option
+@progress_option
+@quiet_option
+def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_fraction, perturbation_fraction, threads,
+            progress, quiet):
+    """Generate labelled training positions for distillation (see nnue_infer.datagen for the file format).
+
+    Labels are the teacher's values in internal units, side to move's point of view (Stockfish
+    15.1: 361 = one pawn).  Prints a JSON summary of the file on stdout.
+    """
     from . import datagen as D
+
+    if n_deprecated is not None:
+        click.echo("warning: --positions is deprecated; use -n/--count", err=True)
+        n = n_deprecated
+    _threads(threads)
     from .errors import NnueError
     from .resources import stockfish_15_1_network_path
 
@@ -392,14 +559,16 @@ def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, perturba
         data = D.generate(n, seed, net, D.read_games(games) if games else None,
                           D.read_exclude(exclude) if exclude else None,
                           D.GenerationSettings(holdout_fraction=holdout_fraction,
-                                               perturbation_fraction=perturbation_fraction), progress=not quiet)
+                                               perturbation_fraction=perturbation_fraction),
+                          progress=_show_progress(progress, quiet))
         D.save(output, data)
     except (NnueError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(json.dumps({"output": output, **D.summary(data), "meta": json.loads(str(data["meta"]))}, indent=1))
 
 
-@cli.command()
+@cli.command(epilog=_example("nnue-infer train positions.npz -o run/ --epochs 10 --eval-positions corpus.jsonl",
+                             "nnue-infer train a.npz b.npz -o run/ --arch stockfish-15.1 --threads 2"))
 @click.argument("data", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Directory for checkpoint.pt, loss.jsonl, loss.png, float.safetensors, network.safetensors, summary.json.")
@@ -414,18 +583,22 @@ def datagen(output, n, seed, games, exclude, teacher, holdout_fraction, perturba
 @click.option("--sigmoid-scale", type=float, default=400.0, show_default=True,
               help="S of the loss: win probability = sigmoid(cp / S).")
 @click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True, help="PyTorch/Numba threads.")
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Threads for PyTorch and the compiled kernels.")
 @click.option("--eval-positions", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help="Corpus (JSONL with fen and raw.value) to measure the quantised network against the teacher.")
 @click.option("--resume", is_flag=True, help="Continue from OUTPUT/checkpoint.pt.")
-@click.option("--quiet", is_flag=True, help="No progress bars.")
+@progress_option
+@quiet_option
 def train(data, out_dir, arch, ft_width, epochs, batch_size, lr, lr_final, val_fraction, sigmoid_scale, seed, threads,
-          eval_positions, resume, quiet):
+          eval_positions, resume, progress, quiet):
     """Distil: train a float network on positions files (nnue-infer datagen), quantise it, check it.
 
-    Several DATA files are concatenated in order.
+    Several DATA files are concatenated in order.  The loss compares win probabilities
+    sigmoid(cp / S) of the network's and the teacher's values in centipawns (S: --sigmoid-scale);
+    the summary's errors are in centipawns.
 
-    Needs the 'train' extra (PyTorch): pip install 'nnue-infer[train]'.
+    Needs the 'train' extra (PyTorch, matplotlib): pip install 'nnue-infer[train]'.
     """
     from .errors import NnueError
 
@@ -440,8 +613,8 @@ def train(data, out_dir, arch, ft_width, epochs, batch_size, lr, lr_final, val_f
         architecture = T.architecture_from_spec(arch, ft_width)
         config = T.TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, lr_final_fraction=lr_final,
                                val_fraction=val_fraction, sigmoid_scale_cp=sigmoid_scale, seed=seed, threads=threads)
-        summary = T.run(list(data), out_dir, architecture, config, eval_positions, resume, progress=not quiet,
-                        log=lambda m: click.echo(m, err=True))
+        summary = T.run(list(data), out_dir, architecture, config, eval_positions, resume, progress=_show_progress(progress, quiet),
+                        log=(lambda m: None) if quiet else (lambda m: click.echo(m, err=True)))
     except (NnueError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(json.dumps({k: summary[k] for k in ("network", "network_bytes", "train_seconds", "final",
@@ -449,13 +622,17 @@ def train(data, out_dir, arch, ft_width, epochs, batch_size, lr, lr_final, val_f
                            } | ({"accuracy": summary["accuracy"]} if "accuracy" in summary else {}), indent=1))
 
 
-@cli.command()
+@cli.command(epilog=_example("nnue-infer convert nn-ad9b42354671.nnue sf.safetensors", "nnue-infer convert sf.safetensors sf.nnue"))
 @click.argument("source", type=click.Path(exists=True, dir_okay=False))
 @click.argument("dest", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["stockfish", "safetensors"]),
               help="Output format (default: from DEST's extension, .nnue or .safetensors).")
-def convert(source, dest, fmt):
-    """Convert a network between Stockfish 15.1's .nnue format and the native .safetensors format (lossless)."""
+@quiet_option
+def convert(source, dest, fmt, quiet):
+    """Convert a network between Stockfish 15.1's .nnue format and the native .safetensors format (lossless).
+
+    Prints the source and destination formats, DEST's size in bytes and its SHA-256.
+    """
     import hashlib
 
     from .errors import NnueError
@@ -468,21 +645,29 @@ def convert(source, dest, fmt):
         save(network, dest, fmt)
     except (NnueError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
-    sha = hashlib.sha256(Path(dest).read_bytes()).hexdigest()
-    click.echo(f"{source} ({detect_format(source)}) -> {dest} ({fmt}), {Path(dest).stat().st_size} bytes, sha256 {sha}")
+    if not quiet:
+        sha = hashlib.sha256(Path(dest).read_bytes()).hexdigest()
+        click.echo(f"{source} ({detect_format(source)}) -> {dest} ({fmt}), {Path(dest).stat().st_size} bytes, sha256 {sha}")
 
 
-@cli.command()
+@cli.command(epilog=_example("nnue-infer quantise float.safetensors net.safetensors",
+                             "nnue-infer quantise float.safetensors net.nnue --scheme qa255-qb64 --strict"))
 @click.argument("source", type=click.Path(exists=True, dir_okay=False))
 @click.argument("dest", type=click.Path(dir_okay=False))
 @click.option("--scheme", type=click.Choice(["stockfish", "qa255-qb64"]), default="stockfish", show_default=True,
               help="Integer scales: stockfish = QA 127 (shift 7 for pairwise), QB 64; qa255-qb64 = QA 255 (shift 9).")
-@click.option("--qa", type=int, help="Override QA.")
-@click.option("--shift", type=int, help="Override the feature-transformer shift (default: smallest keeping outputs <= 127).")
+@click.option("--qa", type=int, help="Override QA (the feature transformer's integer scale: QA = 1.0).")
+@click.option("--shift", type=int, help="Override the feature-transformer shift in bits (default: smallest keeping "
+              "outputs <= 127).")
 @click.option("--strict", is_flag=True, help="Fail instead of saturating parameters that do not fit.")
 @click.option("--format", "fmt", type=click.Choice(["stockfish", "safetensors"]), help="Output format (default: from DEST).")
-def quantise(source, dest, scheme, qa, shift, strict, fmt):
-    """Quantise a float network (native .safetensors, kind float) and write it; prints what was clipped."""
+@quiet_option
+def quantise(source, dest, scheme, qa, shift, strict, fmt, quiet):
+    """Quantise a float network (native .safetensors, kind float) and write it; prints what was clipped.
+
+    Values keep the float network's units: output_units internal units per 1.0 of float output
+    (units_per_pawn of them make a pawn).
+    """
     import dataclasses
 
     from .errors import NnueError
@@ -504,31 +689,49 @@ def quantise(source, dest, scheme, qa, shift, strict, fmt):
         save(q, dest, fmt)
     except (NnueError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(str(report))
-    click.echo(f"wrote {dest}")
+    if not quiet:
+        click.echo(str(report))
+        click.echo(f"wrote {dest}")
 
 
-@cli.command()
+@cli.command(epilog=_example("nnue-infer crosscheck --float float.safetensors --quantised net.safetensors "
+                             "--positions corpus.jsonl",
+                             "nnue-infer crosscheck --float sf.nnue --quantised sf.nnue --positions p.epd.gz --plot e.png"))
 @click.option("--float", "float_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Float network (native .safetensors); a quantised file is dequantised.")
 @click.option("--quantised", "quant_path", required=True, type=click.Path(exists=True, dir_okay=False),
               help="Quantised network (.nnue or .safetensors).")
 @click.option("--positions", required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True),
-              help="Positions: JSON lines with a 'fen' field, or EPD/FEN lines.")
-@click.option("--plot", type=click.Path(dir_okay=False), default="crosscheck.png", show_default=True,
-              help="Where to write the error histogram (PNG).")
-@click.option("--worst", type=int, default=5, show_default=True, help="How many worst positions to list.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-def crosscheck(float_path, quant_path, positions, plot, worst, as_json):
-    """Compare a float network with its quantised version over many positions (errors in centipawns)."""
+              help="Positions file: JSON lines with a 'fen' field, or EPD/FEN lines ('-': stdin; gzip/zstd).")
+@click.option("--plot", type=click.Path(dir_okay=False),
+              help="Also write the error histogram to this PNG (needs the plot extra: pip install 'nnue-infer[plot]').")
+@click.option("--worst", type=click.IntRange(min=0), default=5, show_default=True,
+              help="How many worst positions to list.")
+@json_option("Print the summary as one JSON object.")
+@threads_option
+@progress_option
+@quiet_option
+def crosscheck(float_path, quant_path, positions, plot, worst, as_json, threads, progress, quiet):
+    """Compare a float network with its quantised version over many positions.
+
+    Errors are quantised minus float, in centipawns from the side to move's point of view
+    (100 * value / units_per_pawn, unrounded).
+    """
     from .crosscheck import crosscheck as run, plot_histogram, read_positions
     from .errors import NnueError
     from .float_network import FloatNetwork
     from .formats import load
     from .quantise import dequantise
 
+    _threads(threads)
     if plot:
         _check_output_dir(plot, "--plot")  # before the work, not after it
+        from .plotting import pyplot
+
+        try:
+            pyplot()
+        except ImportError as exc:
+            raise click.ClickException(str(exc)) from exc
     try:
         fnet = load(float_path)
         if not isinstance(fnet, FloatNetwork):
@@ -539,7 +742,7 @@ def crosscheck(float_path, quant_path, positions, plot, worst, as_json):
         fens = read_positions(positions)
         if not fens:
             raise click.ClickException(f"{positions}: no positions (the file is empty or holds only comments)")
-        result = run(fnet, qnet, fens, progress=not as_json)
+        result = run(fnet, qnet, fens, progress=_show_progress(progress, quiet))
     except (NnueError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     s = result.summary()

@@ -108,11 +108,10 @@ def crosscheck(float_network: FloatNetwork, network: Network, fens: list[str], p
 
 
 def plot_histogram(result: CrosscheckResult, path: str | os.PathLike[str], title: str = "") -> None:
-    """Write a PNG histogram of the errors (quantised - float, centipawns) with matplotlib."""
-    import matplotlib
+    """Write a PNG histogram of the errors (quantised - float, centipawns) with matplotlib (the ``plot`` extra)."""
+    from .plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     s = result.summary()
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)

@@ -18,6 +18,7 @@ import struct
 import threading
 import weakref
 from collections.abc import Iterable
+from typing import Union
 
 import chess
 import numpy as np
@@ -89,8 +90,10 @@ class Evaluator:
 
     Parameters
     ----------
-    network : Network, optional
-        The network; defaults to :func:`nnue_infer.resources.default_network`.
+    network : Network, str or os.PathLike, optional
+        The network, a network file (``.nnue`` / ``.safetensors``) or a name such as
+        ``"default"`` or ``"stockfish"`` (:func:`nnue_infer.resources.network_from_spec`);
+        defaults to :func:`nnue_infer.resources.default_network`.
 
     Notes
     -----
@@ -113,15 +116,11 @@ class Evaluator:
     evaluator (the refresh cache and all accumulators are rebuilt, the board is kept).
     """
 
-    def __init__(self, network: Network | None = None) -> None:
-        if network is None:
-            from .resources import default_network
-
-            network = default_network()
+    def __init__(self, network: Network | str | os.PathLike[str] | None = None) -> None:
         self._in_use = threading.Lock()  # held while a method runs: concurrent use raises (see _busy)
         _ALL_EVALUATORS.add(self)
         self._board = chess.Board()
-        self.network = network
+        self.network = as_network(network)
 
     def __getstate__(self) -> dict:
         """Pickling (spawn pools, ``copy.deepcopy``): everything but the in-use lock."""
@@ -315,6 +314,32 @@ class Evaluator:
                 self._trusted = ply
         finally:
             lock.release()
+
+    def push_uci(self, uci: str) -> chess.Move:
+        """Play the move in UCI notation (``e2e4``, ``e7e8q``, ``e1g1``), like ``chess.Board.push_uci``; returns it.
+
+        Raises :class:`IllegalMoveError` (a ``ValueError``) for a malformed or illegal move;
+        nothing changes then.
+        """
+        try:
+            move = self._board.parse_uci(uci)
+        except ValueError as exc:
+            raise IllegalMoveError(f"{exc} in {self._board.fen()}") from None
+        self.push(move)
+        return move
+
+    def push_san(self, san: str) -> chess.Move:
+        """Play the move in SAN (``Nf3``, ``O-O``, ``exd8=Q+``), like ``chess.Board.push_san``; returns it.
+
+        Raises :class:`IllegalMoveError` (a ``ValueError``) for a malformed, ambiguous or
+        illegal move; nothing changes then.
+        """
+        try:
+            move = self._board.parse_san(san)
+        except ValueError as exc:
+            raise IllegalMoveError(f"{exc} in {self._board.fen()}") from None
+        self.push(move)
+        return move
 
     def pop(self) -> chess.Move:
         """Take back the last move and return it, like ``chess.Board.pop``.
@@ -591,19 +616,67 @@ class Evaluator:
 _local = threading.local()
 
 
+#: What the module-level functions and :class:`Evaluator` take as a network: a ``Network``, a
+#: network file, a name (``"default"``, ``"stockfish"``, ...) or ``None`` (the default network).
+NetworkLike = Union[Network, str, "os.PathLike[str]", None]
+
+
+def as_network(network: Network | str | os.PathLike[str] | None) -> Network:
+    """``network`` itself, or the network a file path or name gives (:func:`nnue_infer.resources.network_from_spec`).
+
+    ``None`` is the default network.  Raises ``TypeError`` for anything else, and what
+    :func:`~nnue_infer.resources.network_from_spec` raises for a bad file or unknown name.
+    """
+    if isinstance(network, Network):
+        return network
+    from .resources import network_from_spec
+
+    if network is None or isinstance(network, (str, os.PathLike)):
+        return network_from_spec(network)
+    raise TypeError(f"expected a Network, a network file or a name such as 'default' or 'stockfish', "
+                    f"got {type(network).__name__}")
+
+
+def _spec_network(spec: str | os.PathLike[str]) -> Network:
+    """This thread's network for a file or name, loaded once per (spec, file size, modification time)."""
+    key: tuple = (os.fspath(spec),)
+    try:
+        st = os.stat(spec)
+        key += (st.st_size, st.st_mtime_ns)
+    except OSError:
+        pass
+    cache = getattr(_local, "specs", None)
+    if cache is None:
+        cache = _local.specs = {}
+    net = cache.pop(key, None)
+    if net is None:
+        net = as_network(spec)
+        if len(cache) >= _CACHED_EVALUATORS:
+            del cache[next(iter(cache))]
+    cache[key] = net
+    return net
+
+
 #: Evaluators (and so networks) each thread keeps for the module-level functions.
 _CACHED_EVALUATORS = 4
 
 
-def _thread_evaluator(network: Network | None) -> Evaluator:
-    """This thread's cached :class:`Evaluator` for ``network`` (default: the default network).
+def _thread_evaluator(network: Network | str | os.PathLike[str] | None) -> Evaluator:
+    """This thread's cached :class:`Evaluator` for ``network`` (a network, file or name; default: the default network).
 
     Evaluators of the :data:`_CACHED_EVALUATORS` most recently used networks are kept, so a
     program going through many networks does not keep them all alive.
     """
     from .resources import default_network
 
-    net = network if network is not None else default_network()
+    if network is None:
+        net = default_network()
+    elif isinstance(network, Network):
+        net = network
+    elif isinstance(network, (str, os.PathLike)):
+        net = _spec_network(network)
+    else:
+        net = as_network(network)  # raises TypeError
     cache = getattr(_local, "evaluators", None)
     if cache is None:
         cache = _local.evaluators = {}
@@ -616,11 +689,12 @@ def _thread_evaluator(network: Network | None) -> Evaluator:
     return ev
 
 
-def evaluate(board: chess.Board | str, network: Network | None = None) -> int:
+def evaluate(board: chess.Board | str, network: NetworkLike = None) -> int:
     """Evaluate ``board`` with ``network`` (default: :func:`nnue_infer.resources.default_network`).
 
     Internal units from the side to move's point of view, as :meth:`Evaluator.evaluate`.
-    Thread-safe: each thread gets its own cached :class:`Evaluator` per network.
+    ``network`` may be a ``Network``, a file or a name (``"stockfish"``; loaded once per
+    thread).  Thread-safe: each thread gets its own cached :class:`Evaluator` per network.
 
     Raises ``TypeError`` when ``board`` is neither a ``chess.Board`` nor a FEN string.
     """
@@ -629,7 +703,16 @@ def evaluate(board: chess.Board | str, network: Network | None = None) -> int:
     return _thread_evaluator(network).evaluate(board)
 
 
-def evaluate_batch(positions: Iterable[chess.Board | str], network: Network | None = None) -> np.ndarray:
+def evaluate_cp(board: chess.Board | str, network: NetworkLike = None, white_pov: bool = False) -> int:
+    """:func:`evaluate` in centipawns, ``tdiv(100 * value, units_per_pawn)`` (361 for Stockfish 15.1).
+
+    Side to move's point of view, or White's when ``white_pov`` is true; see
+    :meth:`Evaluator.evaluate_cp`.  Thread-safe like :func:`evaluate`.
+    """
+    return _thread_evaluator(network).evaluate_cp(board, white_pov=white_pov)
+
+
+def evaluate_batch(positions: Iterable[chess.Board | str], network: NetworkLike = None) -> np.ndarray:
     """Evaluate many boards or FEN strings with ``network`` (default: the default network), on all cores.
 
     Returns int32[n] in internal units, each from its side to move's point of view, exactly
@@ -638,7 +721,7 @@ def evaluate_batch(positions: Iterable[chess.Board | str], network: Network | No
     return _thread_evaluator(network).evaluate_batch(positions)
 
 
-def evaluate_game(board: chess.Board | str, moves: Iterable[chess.Move | str], network: Network | None = None, *,
+def evaluate_game(board: chess.Board | str, moves: Iterable[chess.Move | str], network: NetworkLike = None, *,
                   validate: bool = True) -> np.ndarray:
     """Values of a game's start position and of the position after each move (int32 array).
 

@@ -26,6 +26,7 @@ from typing import IO, Union
 
 import numpy as np
 
+from .batch import PARALLEL_LOCK
 from .kernels import text as KT
 
 #: Output formats of :func:`encode` and :class:`TableWriter`.
@@ -181,6 +182,11 @@ def encode(table: Table, fmt: str) -> bytes:
     if not cells:
         prefixes.append(_bytes(first))
     suffix_b = _bytes(suffix)
+    with PARALLEL_LOCK:  # Numba's workqueue layer aborts on concurrent parallel launches
+        return _encode(n, prefixes, cells, suffix_b, null_b)
+
+
+def _encode(n: int, prefixes: list, cells: list, suffix_b: np.ndarray, null_b: np.ndarray) -> bytes:
     lengths = np.zeros(n, np.int64)
     lengths += sum(p.shape[0] for p in prefixes) + suffix_b.shape[0]
     for c in cells:

@@ -111,18 +111,19 @@ def default_network() -> Network:
         return _default
 
 
-def stockfish_15_1_network() -> Network:
+def stockfish_15_1_network(binary: str | os.PathLike[str] | None = None) -> Network:
     """Stockfish 15.1's network ``nn-ad9b42354671.nnue`` (loaded once, thread-safe).
 
-    Extracted from Debian's ``stockfish`` package on first use (see
-    :func:`stockfish_15_1_network_path`, whose errors it raises).
+    Extracted on first use from ``binary`` (default: Debian's ``/usr/games/stockfish``) into
+    :func:`cache_dir` (see :func:`stockfish_15_1_network_path`, whose errors it raises); later
+    calls use the cached copy, whatever ``binary``.
     """
     global _stockfish
     with _lock:
         if _stockfish is None:
             from .formats import load
 
-            _stockfish = load(stockfish_15_1_network_path())
+            _stockfish = load(stockfish_15_1_network_path(binary))
         return _stockfish
 
 

@@ -168,3 +168,87 @@ class Trace:
 
     def __str__(self) -> str:
         return self.format_stockfish()
+
+    def svg(self, size: int = 400) -> str:
+        """The trace as a picture: the board with each piece's value, and the bucket table beside it.
+
+        The board is python-chess's SVG board (``chess.svg.board``, ``size`` pixels wide, White
+        at the bottom); every piece but the kings sits on a square coloured by its derived value
+        (:attr:`piece_values`, White's point of view): green for White's gain, red for Black's,
+        the strongest colour at the largest ``|value|`` of the position, with the value in pawns
+        written in the square.  Beside it: per bucket the material (PSQT), positional (layer
+        stack) and total contributions in pawns, side to move's view, the used bucket marked,
+        and the ``NNUE evaluation`` line, as in :meth:`format_stockfish`.
+
+        Returns
+        -------
+        str
+            A standalone SVG document (UTF-8 text, no XML declaration).
+        """
+        import xml.etree.ElementTree as ET
+
+        import chess.svg
+
+        board = chess.Board(self.fen)
+        largest = max((abs(v) for v in self.piece_values.values()), default=0) or 1
+        fill = {sq: _value_colour(v / largest) for sq, v in self.piece_values.items()}
+        inner = ET.fromstring(chess.svg.board(board, fill=fill, size=size, coordinates=True))
+        margin, square = 15, 45  # python-chess's coordinate margin and square size (viewBox units)
+        for sq, v in self.piece_values.items():
+            x = margin + chess.square_file(sq) * square
+            y = margin + (7 - chess.square_rank(sq)) * square
+            ET.SubElement(inner, "rect", {"x": f"{x + 3:g}", "y": f"{y + square - 12:g}", "width": str(square - 6),
+                                          "height": "11", "rx": "2", "fill": "#ffffff", "fill-opacity": "0.85"})
+            label = ET.SubElement(inner, "text", {"x": f"{x + square / 2:g}", "y": f"{y + square - 3.5:g}",
+                                                   "text-anchor": "middle", "font-family": "monospace",
+                                                   "font-size": "10", "fill": "#000000"})
+            label.text = format_cp_compact(v, self.units_per_pawn).strip()
+        width, row = 360, 22
+        height = max(size, 60 + row * (len(self.psqt) + 4))
+        root = ET.Element("svg", {"xmlns": "http://www.w3.org/2000/svg", "width": str(size + width + 20),
+                                  "height": str(height), "viewBox": f"0 0 {size + width + 20} {height}"})
+        inner.set("x", "0")
+        inner.set("y", "0")
+        root.append(inner)
+        left = size + 20
+
+        def text(x, y, content, **attrs):
+            el = ET.SubElement(root, "text", {"x": f"{x:g}", "y": f"{y:g}", "font-family": "monospace",
+                                              "font-size": "13", **attrs})
+            el.text = content
+            return el
+
+        colour = "White" if self.side_to_move == chess.WHITE else "Black"
+        text(left, 20, f"NNUE network contributions ({colour} to move)", **{"font-weight": "bold"})
+        columns = ((left, "Bucket"), (left + 70, "Material"), (left + 160, "Positional"), (left + 255, "Total"))
+        for x, name in columns:
+            text(x, 46, name, **{"font-weight": "bold"})
+        for k, (p, q) in enumerate(zip(self.psqt, self.positional)):
+            y = 46 + row * (k + 1)
+            if k == self.bucket:
+                ET.SubElement(root, "rect", {"x": str(left - 4), "y": str(y - 15), "width": str(width - 10),
+                                             "height": str(row - 2), "fill": "#fff3b0", "stroke": "#c9a400"})
+            pk, qk = tdiv(p, self.output_scale), tdiv(q, self.output_scale)
+            cells = (str(k), *(format_cp_aligned(v, self.units_per_pawn).replace(" ", "")
+                               for v in (pk, qk, pk + qk)))
+            for (x, _), cell in zip(columns, cells):
+                text(x, y, cell)
+        y = 46 + row * (len(self.psqt) + 2)
+        text(left, y, f"NNUE evaluation {self.value_white / self.units_per_pawn:+.2f} (white side)",
+             **{"font-weight": "bold"})
+        text(left, y + row, "piece values in pawns, White's view", **{"font-size": "11"})
+        text(left, y + row + 16, f"(green +, red -; full colour at {largest / self.units_per_pawn:.2f})",
+             **{"font-size": "11"})
+        return ET.tostring(root, encoding="unicode")
+
+    def _repr_svg_(self) -> str:
+        """Jupyter's rich display: :meth:`svg`."""
+        return self.svg()
+
+
+def _value_colour(t: float) -> str:
+    """``#rrggbbaa`` for ``t`` in [-1, 1]: white at 0, green (#1b9e3e) at +1, red (#d62728) at -1."""
+    target = (0x1B, 0x9E, 0x3E) if t >= 0 else (0xD6, 0x27, 0x28)
+    a = min(1.0, abs(t))
+    r, g, b = (round(255 + (c - 255) * a) for c in target)
+    return f"#{r:02x}{g:02x}{b:02x}e6"

@@ -364,10 +364,9 @@ def _loss(pred: torch.Tensor, target: torch.Tensor, arch: Architecture, teacher_
 
 
 def _plot(log: list[dict], path: Path) -> None:
-    import matplotlib
+    from .plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
     ep = [r["epoch"] for r in log]

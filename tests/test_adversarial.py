@@ -215,8 +215,9 @@ def test_epd_with_invalid_utf8_and_bom_reports_lines(tmp_path, capsys, evaluator
     status = main(["eval", "--net", "stockfish", "--epd", str(path)])
     captured = capsys.readouterr()
     assert status == 1
-    rows = [line.split(",") for line in captured.out.splitlines()[1:]]
-    assert [(r[0], int(r[1])) for r in rows] == [(START, evaluator.evaluate(START))] * 2
+    rows = [line.split(",") for line in captured.out.splitlines()[1:]]  # line,fen,value,...
+    assert [(r[0], r[1], int(r[2])) for r in rows] == [("1", START, evaluator.evaluate(START)),
+                                                       ("3", START, evaluator.evaluate(START))]
     assert captured.err.startswith(f"error: {path}:2: ") and len(captured.err.splitlines()) == 1
 
 
@@ -312,8 +313,11 @@ def test_pgn_with_a_bad_fen_header_is_reported_and_skipped(tmp_path, capfd):
     status = main(["eval", "--pgn", str(path)])
     out, err = capfd.readouterr()
     assert status == 1
-    assert [line.split(",")[:3] for line in out.splitlines()[1:]] == [
-        ["2", "0", ""], ["2", "1", "e2e4"], ["2", "2", "e7e5"], ["3", "0", ""], ["3", "1", "e2e4"], ["3", "2", "e7e5"]]
+    import csv
+    import io
+
+    assert [(r["game"], r["ply"], r["uci"]) for r in csv.DictReader(io.StringIO(out))] == [
+        ("2", "0", ""), ("2", "1", "e2e4"), ("2", "2", "e7e5"), ("3", "0", ""), ("3", "1", "e2e4"), ("3", "2", "e7e5")]
     assert err.splitlines() == [f"error: {path}: game 1: expected 8 rows in position part of fen: 'xyz'",
                                 f"error: {path}: game 3: illegal san: 'Ke3' in "
                                 "rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2"]

@@ -66,7 +66,8 @@ def test_eval_json_matches_corpus(capsys, corpus):
     for g, r in zip(got, rows):
         v = r["raw"]["value"]
         cp = int(100 * v / 361)  # |100 v| < 2**53: float truncation is exact here
-        assert g == {"fen": r["fen"], "value": v, "cp": cp, "cp_white": cp if r["side_to_move"] == "w" else -cp}
+        assert g == {"fen": r["fen"], "value": v, "cp": cp, "cp_white": cp if r["side_to_move"] == "w" else -cp,
+                     "in_check": r["in_check"], "outcome": "none"}
 
 
 def test_eval_trace_is_stockfish_text(capsys, trace_rows, corpus_raw_lines):
@@ -181,4 +182,4 @@ def test_subprocess_trace_byte_identical(corpus_raw_lines, trace_rows):
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stdout == ("\n".join(nnue_part(corpus_raw_lines[fen])) + "\n").encode()
     bad = subprocess.run([sys.executable, "-m", "nnue_infer", "eval", "garbage"], capture_output=True, timeout=300)
-    assert bad.returncode == 1 and b"expected 8 rows" in bad.stderr
+    assert bad.returncode == 1 and b"'garbage' is neither a FEN, 'startpos'" in bad.stderr

@@ -1,4 +1,4 @@
-"""``nnue-infer eval --epd`` / ``--pgn``: file mode (CSV or JSON lines, progress bar, --jobs, --output).
+"""``nnue-infer eval --epd`` / ``--pgn``: file mode (CSV or JSON lines, rows that join back, progress, --threads, --output).
 
 Numbers are checked against single evaluation and against Stockfish 15.1's values in the
 dev corpus (``raw``); fixtures ``evaluator``, ``corpus`` and ``data_dir`` come from ``conftest.py``.
@@ -7,6 +7,7 @@ dev corpus (``raw``); fixtures ``evaluator``, ``corpus`` and ``data_dir`` come f
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import subprocess
@@ -67,73 +68,153 @@ def run(capsys, *args):
     return status, captured.out, captured.err
 
 
-def test_epd_csv_matches_stockfish(tmp_path, capsys, epd_rows):
+OPERA = ('[Event "Paris"]\n[Site "Paris FRA"]\n[Date "1858.11.02"]\n[Round "?"]\n[White "Paul Morphy"]\n'
+         '[Black "Duke Karl / Count Isouard"]\n[Result "1-0"]\n\n'
+         '1. e4 e5 2. Nf3 d6 3. d4 Bg4 4. dxe5 Bxf3 5. Qxf3 dxe5 6. Bc4 Nf6 7. Qb3 Qe7 8. Nc3 c6 9. Bg5 b5 '
+         '10. Nxb5 cxb5 11. Bxb5+ Nbd7 12. O-O-O Rd8 13. Rxd7 Rxd7 14. Rd1 Qe6 15. Bxd7+ Nxd7 16. Qb8+ Nxb8 '
+         '17. Rd8# 1-0\n')
+EPD_COLUMNS = ["line", "fen", "value", "cp", "cp_white", "in_check", "outcome"]
+
+
+def test_epd_csv_matches_stockfish_and_joins_back(tmp_path, capsys, epd_rows):
     path = write_epd(tmp_path / "p.epd", [r["fen"] for r in epd_rows])
     status, out, err = run(capsys, "--epd", path)
     assert status == 0 and err == ""
+    assert out.splitlines()[0] == ",".join(EPD_COLUMNS + ["bm", "id"])
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert out.startswith("fen,value,cp,cp_white\n")
     assert len(rows) == len(epd_rows)
-    for row, ref in zip(rows, epd_rows):
+    for i, (row, ref) in enumerate(zip(rows, epd_rows)):
         board = chess.Board(ref["fen"])
-        assert chess.Board(row["fen"]).board_fen() == board.board_fen()
+        assert int(row["line"]) == i + 3  # a comment and a blank line come first
+        assert row["fen"] == ref["fen"]  # the input's text
         value = int(row["value"])
         assert value == ref["raw"]["value"]
         assert int(row["cp"]) == to_centipawns(value)
         assert int(row["cp_white"]) == (1 if board.turn else -1) * to_centipawns(value)
+        assert row["in_check"] == ("true" if ref["in_check"] else "false")
+        assert row["outcome"] == "none"
+        assert (row["bm"], row["id"]) == (("e4", f"row {i}") if i % 3 == 0 else ("", ""))
 
 
-def test_epd_json_lines_and_output_file(tmp_path, capsys, epd_rows):
+def test_epd_json_lines_are_typed_and_output_file(tmp_path, capsys, epd_rows):
     path = write_epd(tmp_path / "p.epd", [r["fen"] for r in epd_rows[:40]])
     target = tmp_path / "out.jsonl"
     status, out, err = run(capsys, "--epd", path, "--json", "--output", target)
     assert (status, out, err) == (0, "", "")
     objs = [json.loads(line) for line in target.read_text().splitlines()]
     assert [o["value"] for o in objs] == [r["raw"]["value"] for r in epd_rows[:40]]
-    assert set(objs[0]) == {"fen", "value", "cp", "cp_white"}
+    assert list(objs[0]) == EPD_COLUMNS + ["bm", "id"]
+    assert all(type(o["value"]) is int and type(o["cp"]) is int and type(o["in_check"]) is bool for o in objs)
+    assert objs[0]["id"] == "row 0" and objs[1]["id"] is None
 
 
-def test_jobs_one_gives_the_same_output(tmp_path, capsys, epd_rows):
+def test_epd_from_stdin_gzip_and_dash_output(tmp_path, capsys, monkeypatch, epd_rows):
+    text = "\n".join(r["fen"] for r in epd_rows[:10]) + "\n"
+    packed = tmp_path / "p.epd.gz"
+    packed.write_bytes(gzip.compress(text.encode()))
+    status, from_gzip, _ = run(capsys, "--epd", packed, "-o", "-")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    status2, from_stdin, _ = run(capsys, "--epd", "-")
+    assert status == status2 == 0 and from_gzip == from_stdin
+    assert [int(r["value"]) for r in csv.DictReader(io.StringIO(from_gzip))] == [r["raw"]["value"] for r in epd_rows[:10]]
+
+
+def test_threads_one_gives_the_same_output_and_jobs_still_works(tmp_path, capsys, epd_rows):
     path = write_epd(tmp_path / "p.epd", [r["fen"] for r in epd_rows])
     _, all_cores, _ = run(capsys, "--epd", path)
-    status, one, _ = run(capsys, "--epd", path, "--jobs", "1")
+    status, one, _ = run(capsys, "--epd", path, "--threads", "1")
     assert status == 0 and one == all_cores
+    status, old, err = run(capsys, "--epd", path, "--jobs", "1")
+    assert status == 0 and old == all_cores and "--jobs is deprecated; use --threads" in err
 
 
-@pytest.mark.parametrize("jobs", ["0", "100000"])
-def test_bad_jobs_is_a_usage_error(tmp_path, capsys, jobs):
+@pytest.mark.parametrize("threads", ["0", "100000"])
+def test_bad_threads_is_a_usage_error(tmp_path, capsys, threads):
     path = write_epd(tmp_path / "p.epd", [chess.STARTING_FEN])
-    status, out, err = run(capsys, "--epd", path, "--jobs", jobs)
-    assert status == 2 and out == "" and "--jobs" in err
+    status, out, err = run(capsys, "--epd", path, "--threads", threads)
+    assert status == 2 and out == "" and "--threads" in err
 
 
-def test_bad_epd_rows_are_reported_by_line_and_skipped(tmp_path, capsys, epd_rows):
+def test_bad_rows_are_reported_by_line_and_kept_on_request(tmp_path, capsys, epd_rows):
     fens = [r["fen"] for r in epd_rows[:20]]
-    path = write_epd(tmp_path / "p.epd", fens, extra=["8/8/8/8/8/8/8/8 w - - 0 1", "rnbqkbnr/pppppppp/8/8 w - - 0 1"])
+    extra = ["8/8/8/8/8/8/8/8 w - - 0 1", "rnbqkbnr/pppppppp/8/8 w - - 0 1", "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR"]
+    path = write_epd(tmp_path / "p.epd", fens, extra=extra)
     status, out, err = run(capsys, "--epd", path)
     assert status == 1
     assert len(out.splitlines()) == 1 + len(fens)
     lines = err.splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert lines[0].startswith(f"error: {path}:{len(fens) + 3}: ") and "White must have exactly one king" in lines[0]
-    assert lines[1].startswith(f"error: {path}:{len(fens) + 4}: ")
+    assert lines[1].startswith(f"error: {path}:{len(fens) + 4}: ") and "8 ranks" in lines[1]
+    assert lines[2].startswith(f"error: {path}:{len(fens) + 5}: ") and "no side to move field" in lines[2]
+    status, out, _ = run(capsys, "--epd", path, "--keep-errors")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert status == 1 and len(rows) == len(fens) + 3 and list(rows[0])[-1] == "error"
+    assert [r["line"] for r in rows[-3:]] == [str(len(fens) + k) for k in (3, 4, 5)]
+    assert all(r["value"] == r["cp"] == r["in_check"] == r["outcome"] == "" and r["error"] for r in rows[-3:])
+    assert all(r["error"] == "" for r in rows[:-3])
 
 
-def test_progress_bar_only_when_asked_or_tty(tmp_path, capsys, epd_rows):
+def test_strict_fen_by_default_lenient_on_request(tmp_path, capsys, evaluator):
+    """The 1.e4 position typed without its side to move: an error, not White's 158 (Black to move: -52)."""
+    path = tmp_path / "p.epd"
+    path.write_text("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR\nrnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b\n"
+                    "4k3/8/8/8/8/8/8/4K3 w - - 3\n")
+    status, out, err = run(capsys, "--epd", path)
+    assert status == 1 and out.splitlines() == [",".join(EPD_COLUMNS)]
+    assert "no side to move field" in err and "no castling rights field" in err and "no full-move number field" in err
+    status, out, err = run(capsys, "--epd", path, "--lenient")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert status == 0 and err == ""
+    assert [int(r["value"]) for r in rows] == [evaluator.evaluate("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR w"),
+                                               -52, evaluator.evaluate("4k3/8/8/8/8/8/8/4K3 w - - 3 1")]
+
+
+def test_in_check_rows_match_stockfish_and_can_be_left_empty(tmp_path, capsys, corpus):
+    """Stockfish 15.1 prints 'none (in check)' exactly where the in_check column says true."""
+    rows = [r for r in corpus if r["in_check"]][:15] + [r for r in corpus if not r["in_check"]][:15]
+    path = write_epd(tmp_path / "p.epd", [r["fen"] for r in rows])
+    status, out, _ = run(capsys, "--epd", path, "--json", "--empty-in-check")
+    got = [json.loads(line) for line in out.splitlines()]
+    assert status == 0 and len(got) == 30
+    for g, r in zip(got, rows):
+        in_check = r["sf"]["final_eval"] == "none (in check)"
+        assert g["in_check"] is in_check and g["in_check"] is r["in_check"]
+        assert (g["value"] is None) is in_check and (g["cp"] is None) is in_check
+        if not in_check:
+            assert g["value"] == r["raw"]["value"]
+
+
+def test_checkmate_and_stalemate_are_flagged(tmp_path, capsys):
+    path = tmp_path / "p.epd"
+    path.write_text("1n1Rkb1r/p4ppp/4q3/4p1B1/4P3/8/PPP2PPP/2K5 b k - 1 17\n"   # the Opera Game's mate
+                    "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1\n"                          # stalemate
+                    "8/8/8/2k5/3Pp3/8/8/3K4 b - d3 0 1\n")                       # only e.p. saves it
+    status, out, _ = run(capsys, "--epd", path)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert status == 0
+    assert [(r["in_check"], r["outcome"]) for r in rows] == [("true", "checkmate"), ("false", "stalemate"),
+                                                             ("true", "none")]
+
+
+def test_progress_bar_only_when_asked_or_tty_and_never_when_quiet(tmp_path, capsys, epd_rows):
     path = write_epd(tmp_path / "p.epd", [r["fen"] for r in epd_rows[:30]])
     _, _, quiet = run(capsys, "--epd", path)
     assert quiet == ""  # stderr is not a terminal under pytest
     status, out, bar = run(capsys, "--epd", path, "--progress")
     assert status == 0 and "30/30" in bar and "pos/s" in bar
     assert len(out.splitlines()) == 31
+    _, _, silent = run(capsys, "--epd", path, "--progress", "--quiet")
+    assert silent == ""
 
 
-def test_pgn_every_ply_matches_single_evaluation_and_stockfish(tmp_path, capsys, games, corpus, evaluator):
+def test_pgn_rows_have_tags_san_uci_and_match_stockfish(tmp_path, capsys, games, corpus, evaluator):
     path = tmp_path / "games.pgn"
     path.write_text(to_pgn(games))
     status, out, err = run(capsys, "--pgn", path)
     assert status == 0 and err == ""
-    assert out.startswith("game,ply,move,fen,value,cp,cp_white\n")
+    assert out.splitlines()[0] == ("game,event,site,date,round,white,black,result,ply,san,uci,fen,value,cp,cp_white,"
+                                   "in_check,outcome")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert len(rows) == sum(len(g["moves"]) + 1 for g in games)
     raw = {(r["game_id"], r["ply"]): r["raw"]["value"] for r in corpus if r["game_id"]}
@@ -142,31 +223,48 @@ def test_pgn_every_ply_matches_single_evaluation_and_stockfish(tmp_path, capsys,
     for number, g in enumerate(games, 1):
         board = chess.Board(g["start_fen"])
         for ply in range(len(g["moves"]) + 1):
+            san = ""
             if ply:
-                board.push_uci(g["moves"][ply - 1])
+                move = chess.Move.from_uci(g["moves"][ply - 1])
+                san = board.san(move)
+                board.push(move)
             row = rows[i]
             i += 1
-            assert (int(row["game"]), int(row["ply"])) == (number, ply)
-            assert row["move"] == ("" if ply == 0 else g["moves"][ply - 1])
+            assert (int(row["game"]), int(row["ply"]), row["event"]) == (number, ply, g["id"])
+            assert row["uci"] == ("" if ply == 0 else g["moves"][ply - 1]) and row["san"] == san
             assert row["fen"] == board.fen()
             value = int(row["value"])
             assert value == evaluator.evaluate(board)
             assert int(row["cp_white"]) == (1 if board.turn else -1) * to_centipawns(value)
+            assert row["in_check"] == ("true" if board.is_check() else "false")
             if (g["id"], ply) in raw:
                 assert value == raw[g["id"], ply]
                 checked_raw += 1
     assert checked_raw >= 20
 
 
-def test_pgn_json_lines_and_progress(tmp_path, capsys, games):
-    path = tmp_path / "games.pgn"
-    path.write_text(to_pgn(games[:2]))
-    status, out, bar = run(capsys, "--pgn", path, "--json", "--progress")
-    assert "100%" in bar and "B/s" in bar
+def test_pgn_opera_game_tags_and_final_mate(tmp_path, capsys):
+    path = tmp_path / "opera.pgn"
+    path.write_text(OPERA)
+    status, out, _ = run(capsys, "--pgn", path, "--json")
     objs = [json.loads(line) for line in out.splitlines()]
-    assert status == 0 and len(objs) == sum(len(g["moves"]) + 1 for g in games[:2])
-    assert set(objs[0]) == {"game", "ply", "move", "fen", "value", "cp", "cp_white"}
-    assert objs[0]["ply"] == 0 and objs[0]["move"] == ""
+    assert status == 0 and len(objs) == 34
+    last = objs[-1]
+    assert (last["white"], last["black"], last["result"], last["date"]) == (
+        "Paul Morphy", "Duke Karl / Count Isouard", "1-0", "1858.11.02")
+    assert (last["ply"], last["san"], last["uci"]) == (33, "Rd8#", "d1d8")
+    assert (last["in_check"], last["outcome"]) == (True, "checkmate")
+    assert [o["outcome"] for o in objs[:-1]] == ["none"] * 33
+    assert objs[0]["san"] is None and type(objs[0]["value"]) is int
+
+
+def test_pgn_progress_counts_games_and_positions(tmp_path, capsys, games):
+    path = tmp_path / "games.pgn"
+    path.write_text(to_pgn(games[:3]))
+    status, out, bar = run(capsys, "--pgn", path, "--progress")
+    positions = sum(len(g["moves"]) + 1 for g in games[:3])
+    assert status == 0 and "3game" in bar.replace(" ", "") and f"{positions} positions" in bar
+    assert "B/s" not in bar
 
 
 def test_pgn_illegal_move_bad_setup_and_variants(tmp_path, capsys, evaluator):
@@ -191,6 +289,10 @@ def test_pgn_illegal_move_bad_setup_and_variants(tmp_path, capsys, evaluator):
     assert int(rows[-2]["value"]) == evaluator.evaluate(board)
     board.push_san("g3")
     assert int(rows[-1]["value"]) == evaluator.evaluate(board)
+    status, out, _ = run(capsys, "--pgn", path, "--keep-errors")
+    kept = list(csv.DictReader(io.StringIO(out)))
+    errors = [(r["game"], r["ply"], r["event"]) for r in kept if r["error"]]
+    assert errors == [("2", "3", "illegal"), ("3", "0", "no king"), ("4", "0", "crazyhouse")]
 
 
 @pytest.mark.parametrize("args", [
@@ -198,6 +300,7 @@ def test_pgn_illegal_move_bad_setup_and_variants(tmp_path, capsys, evaluator):
     ["--pgn", "PGN", "--epd", "EPD"],
     ["--epd", "EPD", chess.STARTING_FEN],
     ["--epd", "EPD", "--fen", chess.STARTING_FEN],
+    ["--svg", "x.svg", chess.STARTING_FEN],
 ])
 def test_conflicting_inputs_are_usage_errors(tmp_path, capsys, args):
     pgn = tmp_path / "g.pgn"
@@ -208,7 +311,7 @@ def test_conflicting_inputs_are_usage_errors(tmp_path, capsys, args):
     assert status == 2 and out == "" and "Usage" in err
 
 
-def test_fen_and_trace_modes_unchanged(tmp_path, capsys, evaluator):
+def test_fen_and_trace_modes(tmp_path, capsys, evaluator):
     fen = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
     value = evaluator.evaluate(fen)
     status, out, _ = run(capsys, fen)
@@ -224,4 +327,5 @@ def test_console_script_runs_epd(tmp_path, epd_rows):
     proc = subprocess.run([sys.executable, "-m", "nnue_infer", "eval", "--net", "stockfish", "--epd", str(path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert [int(line.split(",")[1]) for line in proc.stdout.splitlines()[1:]] == [r["raw"]["value"] for r in epd_rows[:5]]
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert [int(r["value"]) for r in rows] == [r["raw"]["value"] for r in epd_rows[:5]]

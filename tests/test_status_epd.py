@@ -6,10 +6,12 @@ import random
 
 import chess
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from nnue_infer.batch import fen_buffer
 from nnue_infer.epd import read_epd
 from nnue_infer.kernels import status as KS
+from nnue_infer.score import CHECKMATE, NONE, STALEMATE, outcomes
 
 #: Positions where the only legal move is special, or none is: e.p. as the only move, pinned e.p. pawn,
 #: smothered mate, stalemates with pins, promotion as the only move.
@@ -30,44 +32,58 @@ SPECIAL = [
 ]
 
 
-def random_positions(seed: int, games: int) -> list[str]:
+def play(seed: int, plies: int, chess960: bool) -> list[chess.Board]:
+    """Boards along one random legal game (captures, checks and promotions preferred, so that games end)."""
     rng = random.Random(seed)
-    fens = []
-    for _ in range(games):
-        board = chess.Board()
-        while not board.is_game_over() and len(board.move_stack) < 250:
-            fens.append(board.fen())
-            board.push(rng.choice(list(board.legal_moves)))
-        fens.append(board.fen())
-    return fens
+    board = chess.Board.from_chess960_pos(rng.randrange(960)) if chess960 else chess.Board()
+    boards = [board.copy()]
+    while len(boards) <= plies and not board.is_game_over():
+        moves = list(board.legal_moves)
+        forcing = [m for m in moves if board.is_capture(m) or board.gives_check(m) or m.promotion]
+        board.push(rng.choice(forcing if forcing and rng.random() < 0.6 else moves))
+        boards.append(board.copy())
+    return boards
 
 
-def expected(fen: str) -> tuple[bool, int]:
-    b = chess.Board(fen)
-    return b.is_check(), KS.CHECKMATE if b.is_checkmate() else KS.STALEMATE if b.is_stalemate() else KS.NONE
-
-
-def test_status_matches_python_chess():
-    fens = SPECIAL + random_positions(7, 40) + ["8/8/8/8/8/8/8/8 w - - 0 1", "not a fen"]
-    buf, offsets = fen_buffer(fens)
-    check, outcome = np.empty(len(fens), bool), np.empty(len(fens), np.int8)
-    KS.status_fens(buf, offsets, 32, check, outcome)
-    got = list(zip(check.tolist(), outcome.tolist()))
-    assert got[-2:] == [(False, KS.UNKNOWN)] * 2
-    assert got[:-2] == [expected(f) for f in fens[:-2]]
-    kinds = {o for _, o in got}
-    assert {KS.NONE, KS.CHECKMATE, KS.STALEMATE} <= kinds  # the sample covers every outcome
-
-
-def test_status_from_bitboards():
+def status_of(boards: list[chess.Board]):
+    """(in_check, cleared) from the bitboard kernel."""
     from nnue_infer.batch import board_bitboards_batch
 
-    boards = [chess.Board(f) for f in SPECIAL]
     bitboards, stm = board_bitboards_batch(boards)
-    ep = np.array([-1 if b.ep_square is None else b.ep_square for b in boards], np.int64)
-    check, outcome = np.empty(len(boards), bool), np.empty(len(boards), np.int8)
-    KS.status_bitboards(bitboards, stm, ep, check, outcome)
-    assert list(zip(check.tolist(), outcome.tolist())) == [expected(f) for f in SPECIAL]
+    n = len(boards)
+    check, cleared = np.empty(n, bool), np.empty(n, np.uint8)
+    KS.status_batch(bitboards, stm, np.ones(n, bool), check, cleared)
+    return check, cleared
+
+
+def check_sound(boards: list[chess.Board]) -> tuple[int, int]:
+    check, cleared = status_of(boards)
+    outcome = outcomes(check, cleared, np.ones(len(boards), bool), [b.fen() for b in boards],
+                       np.array([b.chess960 for b in boards]))
+    for b, c, k, o in zip(boards, check.tolist(), cleared.tolist(), outcome.tolist()):
+        assert c == b.is_check(), b.fen()
+        assert o == (CHECKMATE if b.is_checkmate() else STALEMATE if b.is_stalemate() else NONE), b.fen()
+        if k == KS.CLEARED:
+            assert not b.is_checkmate() and not b.is_stalemate(), b.fen()  # the filter is sound
+    return int((cleared == KS.CLEARED).sum()), len(boards)
+
+
+def test_special_positions():
+    check_sound([chess.Board(f) for f in SPECIAL])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), plies=st.integers(0, 300), chess960=st.booleans())
+def test_status_of_random_games_agrees_with_python_chess(seed, plies, chess960):
+    check_sound(play(seed, plies, chess960))
+
+
+def test_filter_clears_most_positions_and_sees_mates_and_stalemates():
+    boards = [b for seed in range(30) for b in play(seed, 400, seed % 5 == 0)]
+    boards += [chess.Board(f) for f in SPECIAL]
+    cleared, n = check_sound(boards)
+    assert cleared >= 0.9 * n  # python-chess is asked about the few others only
+    assert any(b.is_checkmate() for b in boards) and any(b.is_stalemate() for b in boards)
 
 
 def test_epd_lines_fields_and_operations():

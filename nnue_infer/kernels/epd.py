@@ -166,3 +166,4 @@ def pack_rows(buf, starts, ends, out, offsets):
         out[pos] = 10
         pos += 1
     offsets[starts.shape[0]] = pos
+

@@ -19,7 +19,7 @@ python-chess ``chess/__init__.py``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .features import BB_BISHOPS, BB_BLACK, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE
 
@@ -200,3 +200,23 @@ def parse_fen(buf, start, end, bitboards):
     if field == 0:
         return FEN_EMPTY, start, 0
     return FEN_OK, -1, stm
+
+
+@njit(parallel=True, cache=True)
+def parse_fens(buf, offsets, bitboards, stm, codes, problem_offsets):
+    """:func:`parse_fen` on ``n`` rows in parallel (``buf`` / ``offsets`` int64[n + 1] as in the module docstring).
+
+    Fills ``bitboards`` int64[n, 8] (zeros for a row that does not parse), ``stm`` uint8[n],
+    ``codes`` int32[n] (``FEN_*``) and ``problem_offsets`` int64[n] (offset of the problem
+    within the row, -1 when valid).
+    """
+    n = offsets.shape[0] - 1
+    n_chunks = max(1, min(n, 64))
+    for c in prange(n_chunks):
+        for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            code, where, side = parse_fen(buf, offsets[i], offsets[i + 1], bitboards[i])
+            codes[i] = code
+            stm[i] = side
+            problem_offsets[i] = where - offsets[i] if where >= 0 else -1
+            if code != FEN_OK:
+                bitboards[i, :] = 0

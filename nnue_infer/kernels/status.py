@@ -1,241 +1,118 @@
-"""Whether a position is check, checkmate or stalemate, for many positions at once.
+"""Check, and a sound filter for "neither checkmate nor stalemate", from bitboards in bulk.
 
-Stockfish prints no NNUE evaluation when the side to move is in check, and a network's
-number for a checkmate or a stalemate means nothing: these kernels flag such rows.  The
-rules are python-chess's (``Board.is_check``, ``is_checkmate``, ``is_stalemate``) for
-standard chess: a move is legal when it leaves the mover's king unattacked; en passant needs
-the e.p. square empty and the opponent's pawn behind it.  Castling is never generated:
-castling is legal only when the king's first step is, so it never is the only legal move in
-standard chess (in Chess960 a king that does not move while castling is the exception).
+Stockfish prints no NNUE evaluation when the side to move is in check, and a network's number
+for a finished game means nothing; the file mode flags such rows.  Only attack arithmetic
+runs here (:mod:`nnue_infer.kernels.attacks`); the rules of chess stay python-chess's: rows
+this filter cannot clear go to ``Board.is_checkmate`` / ``is_stalemate``
+(:func:`nnue_infer.score.outcome_code`), which also knows castling and Chess960.
 
-Positions are mailboxes ``int8[64]`` (0 empty, 1..6 pawn..king as python-chess, plus 8 for
-Black), squares a1 = 0 .. h8 = 63.
+The filter is sound (it never clears a mate or a stalemate).  A position is cleared when
+
+* the king has a step to a square that holds no own piece and that no enemy piece attacks
+  with the king lifted off the board (so a slider sees through the king's square): that step
+  is legal; or
+* the side to move is not in check and some piece other than the king that stands on no line
+  (rank, file, diagonal) through its own king has a move: a pawn push to an empty square, a
+  pawn capture of an enemy piece, or a knight/slider move to a square without an own piece.
+  Such a piece cannot be pinned, so, not in check, its move is legal (e.p. captures and
+  castling are left to python-chess).
 """
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit, prange
 
-from .features import BB_BLACK, BB_KINGS, BB_WHITE, POS_OK, check_bitboards, lowest_square, without_lowest
-from .fen import FEN_OK, is_space, parse_fen
+from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks
+from .features import BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, lowest_square, \
+    without_lowest
 
-#: Outcome codes (``status_*`` ``outcome`` arrays); labels in :data:`OUTCOMES`.
-NONE, CHECKMATE, STALEMATE, UNKNOWN = 0, 1, 2, 3
-OUTCOMES = ("none", "checkmate", "stalemate", "unknown")
-
-PAWN, KNIGHT, BISHOP, ROOK, QUEEN, KING = 1, 2, 3, 4, 5, 6
-BLACK_BIT = 8
-
-_KNIGHT = np.array([[1, 2], [2, 1], [2, -1], [1, -2], [-1, -2], [-2, -1], [-2, 1], [-1, 2]], np.int64)
-_KING = np.array([[1, 0], [1, 1], [0, 1], [-1, 1], [-1, 0], [-1, -1], [0, -1], [1, -1]], np.int64)
-# Rays: the first four are orthogonal (rook, queen), the last four diagonal (bishop, queen).
-_RAYS = np.array([[1, 0], [0, 1], [-1, 0], [0, -1], [1, 1], [-1, 1], [-1, -1], [1, -1]], np.int64)
+#: ``status`` results: in check or not, and whether the filter cleared the position.
+NOT_CLEARED, CLEARED = 0, 1
 
 
 @njit(cache=True)
-def fill_mailbox(bitboards, board):
-    """``board`` int8[64] from ``bitboards`` int64[8] (pawns .. kings, white, black)."""
-    board[:] = 0
-    for kind in range(6):
-        b = bitboards[kind]
-        while b != 0:
-            sq = lowest_square(b)
-            board[sq] = kind + 1 + (BLACK_BIT if (bitboards[BB_BLACK] >> sq) & 1 else 0)
-            b = without_lowest(b)
+def attackers(bitboards, sq, by, occupied):
+    """Pieces of side ``by`` (0 White, 1 Black) attacking square ``sq`` with ``occupied`` squares (int64)."""
+    them = bitboards[BB_WHITE + by]
+    diagonal = (bitboards[BB_BISHOPS] | bitboards[BB_QUEENS]) & them
+    straight = (bitboards[BB_ROOKS] | bitboards[BB_QUEENS]) & them
+    found = PAWN_ATTACKS[1 - by, sq] & bitboards[BB_PAWNS] & them
+    found |= KNIGHT_ATTACKS[sq] & bitboards[BB_KNIGHTS] & them
+    found |= KING_ATTACKS[sq] & bitboards[BB_KINGS] & them
+    if diagonal:
+        found |= line_attacks(sq, occupied, 4, 8) & diagonal
+    if straight:
+        found |= line_attacks(sq, occupied, 0, 4) & straight
+    return found
 
 
 @njit(cache=True)
-def attacked(board, sq, by_black):
-    """Whether square ``sq`` is attacked by a piece of the side ``by_black`` (0 White, 1 Black)."""
-    colour = BLACK_BIT if by_black else 0
-    f, r = sq % 8, sq // 8
-    # pawns: a White pawn attacks upwards, so it stands one rank below
-    pr = r - 1 if not by_black else r + 1
-    if 0 <= pr < 8:
-        for df in (-1, 1):
-            pf = f + df
-            if 0 <= pf < 8 and board[pr * 8 + pf] == PAWN + colour:
-                return True
-    for k in range(8):
-        nf, nr = f + _KNIGHT[k, 0], r + _KNIGHT[k, 1]
-        if 0 <= nf < 8 and 0 <= nr < 8 and board[nr * 8 + nf] == KNIGHT + colour:
+def _has_free_move(bitboards, stm, king, occupied):
+    """Whether a piece of ``stm`` off every line through its king (hence unpinnable) has a move."""
+    own = bitboards[BB_WHITE + stm]
+    enemy = bitboards[BB_WHITE + 1 - stm]
+    aligned = line_attacks(king, 0, 0, 8)  # every square on a line through the king (empty board)
+    free = own & ~aligned & ~bitboards[BB_KINGS]
+    pawns = free & bitboards[BB_PAWNS]
+    while pawns:
+        sq = lowest_square(pawns)
+        pawns = without_lowest(pawns)
+        ahead = sq + 8 if stm == 0 else sq - 8
+        if (occupied & SQUARE_BB[ahead]) == 0 or PAWN_ATTACKS[stm, sq] & enemy:
             return True
-        nf, nr = f + _KING[k, 0], r + _KING[k, 1]
-        if 0 <= nf < 8 and 0 <= nr < 8 and board[nr * 8 + nf] == KING + colour:
+    others = free & ~bitboards[BB_PAWNS]
+    while others:
+        sq = lowest_square(others)
+        others = without_lowest(others)
+        if bitboards[BB_KNIGHTS] & SQUARE_BB[sq]:
+            targets = KNIGHT_ATTACKS[sq]
+        elif bitboards[BB_BISHOPS] & SQUARE_BB[sq]:
+            targets = line_attacks(sq, occupied, 4, 8)
+        elif bitboards[BB_ROOKS] & SQUARE_BB[sq]:
+            targets = line_attacks(sq, occupied, 0, 4)
+        else:
+            targets = line_attacks(sq, occupied, 0, 8)
+        if targets & ~own:
             return True
-    for k in range(8):
-        slider = ROOK if k < 4 else BISHOP
-        df, dr = _RAYS[k, 0], _RAYS[k, 1]
-        nf, nr = f + df, r + dr
-        while 0 <= nf < 8 and 0 <= nr < 8:
-            p = board[nr * 8 + nf]
-            if p != 0:
-                if p == slider + colour or p == QUEEN + colour:
-                    return True
-                break
-            nf += df
-            nr += dr
     return False
 
 
 @njit(cache=True)
-def _legal(board, frm, to, ep_victim, king_sq, black):
-    """Whether moving ``board[frm]`` to ``to`` (capturing on ``ep_victim`` if >= 0) leaves the mover's
-    king (on ``king_sq`` before the move) unattacked; ``board`` is restored."""
-    moved, captured = board[frm], board[to]
-    victim = 0
-    if ep_victim >= 0:
-        victim = board[ep_victim]
-        board[ep_victim] = 0
-    board[to] = moved
-    board[frm] = 0
-    ok = not attacked(board, to if frm == king_sq else king_sq, 1 - black)
-    board[frm] = moved
-    board[to] = captured
-    if ep_victim >= 0:
-        board[ep_victim] = victim
-    return ok
+def position_status(bitboards, stm):
+    """``(in_check, cleared)`` of one position with one king per side (``bitboards`` int64[8], ``stm`` 0/1).
 
-
-@njit(cache=True)
-def has_legal_move(board, black, ep_square):
-    """Whether the side ``black`` (0 White, 1 Black) has a legal move (castling aside, see the module)."""
-    colour = BLACK_BIT if black else 0
-    king_sq = -1
-    for sq in range(64):
-        if board[sq] == KING + colour:
-            king_sq = sq
-    for frm in range(64):
-        p = board[frm]
-        if p == 0 or (p & BLACK_BIT) != colour:
-            continue
-        kind = p & 7
-        f, r = frm % 8, frm // 8
-        if kind == PAWN:
-            dr = -1 if black else 1
-            nr = r + dr
-            if 0 <= nr < 8:
-                to = nr * 8 + f
-                if board[to] == 0:
-                    if _legal(board, frm, to, -1, king_sq, black):
-                        return True
-                    start = 6 if black else 1
-                    to2 = (r + 2 * dr) * 8 + f
-                    if r == start and board[to2] == 0 and _legal(board, frm, to2, -1, king_sq, black):
-                        return True
-                for df in (-1, 1):
-                    nf = f + df
-                    if not 0 <= nf < 8:
-                        continue
-                    to = nr * 8 + nf
-                    q = board[to]
-                    if q != 0 and (q & BLACK_BIT) != colour and _legal(board, frm, to, -1, king_sq, black):
-                        return True
-                    if q == 0 and to == ep_square:
-                        victim = to - 8 * dr
-                        if board[victim] == PAWN + (BLACK_BIT - colour) and _legal(board, frm, to, victim, king_sq,
-                                                                                   black):
-                            return True
-            continue
-        if kind == KNIGHT or kind == KING:
-            for k in range(8):
-                if kind == KNIGHT:
-                    nf, nr = f + _KNIGHT[k, 0], r + _KNIGHT[k, 1]
-                else:
-                    nf, nr = f + _KING[k, 0], r + _KING[k, 1]
-                if 0 <= nf < 8 and 0 <= nr < 8:
-                    q = board[nr * 8 + nf]
-                    if (q == 0 or (q & BLACK_BIT) != colour) and _legal(board, frm, nr * 8 + nf, -1, king_sq, black):
-                        return True
-            continue
-        first = 4 if kind == BISHOP else 0
-        last = 4 if kind == ROOK else 8
-        for k in range(first, last):
-            df, dr = _RAYS[k, 0], _RAYS[k, 1]
-            nf, nr = f + df, r + dr
-            while 0 <= nf < 8 and 0 <= nr < 8:
-                q = board[nr * 8 + nf]
-                if q != 0 and (q & BLACK_BIT) == colour:
-                    break
-                if _legal(board, frm, nr * 8 + nf, -1, king_sq, black):
-                    return True
-                if q != 0:
-                    break
-                nf += df
-                nr += dr
-    return False
-
-
-@njit(cache=True)
-def position_status(bitboards, black, ep_square, board):
-    """``(in_check, outcome)`` of one representable position (``board``: int8[64] scratch).
-
-    ``ep_square`` is the FEN's e.p. square (0..63) or -1.
+    ``cleared`` is :data:`CLEARED` when the filter proves the position is neither checkmate nor
+    stalemate, else :data:`NOT_CLEARED` (python-chess decides).
     """
-    fill_mailbox(bitboards, board)
-    kings = bitboards[BB_KINGS] & bitboards[BB_WHITE + black]
-    check = attacked(board, lowest_square(kings), 1 - black)
-    if has_legal_move(board, black, ep_square):
-        return check, NONE
-    return check, CHECKMATE if check else STALEMATE
-
-
-@njit(cache=True)
-def en_passant_square(buf, start, end):
-    """The e.p. square (0..63) named by the fourth field of the FEN ``buf[start:end]``, else -1."""
-    field = 0
-    pos = start
-    while pos < end:
-        while pos < end and is_space(buf[pos]):
-            pos += 1
-        if pos >= end:
-            break
-        f_start = pos
-        while pos < end and not is_space(buf[pos]):
-            pos += 1
-        if field == 3:
-            if pos - f_start == 2 and 97 <= buf[f_start] <= 104 and 49 <= buf[f_start + 1] <= 56:
-                return (buf[f_start + 1] - 49) * 8 + buf[f_start] - 97
-            return -1
-        field += 1
-    return -1
+    own = bitboards[BB_WHITE + stm]
+    occupied = bitboards[BB_WHITE] | bitboards[BB_WHITE + 1]
+    king = lowest_square(bitboards[BB_KINGS] & own)
+    check = attackers(bitboards, king, 1 - stm, occupied) != 0
+    lifted = occupied & ~SQUARE_BB[king]
+    steps = KING_ATTACKS[king] & ~own
+    while steps:
+        to = lowest_square(steps)
+        steps = without_lowest(steps)
+        if attackers(bitboards, to, 1 - stm, lifted) == 0:
+            return check, CLEARED
+    if not check and _has_free_move(bitboards, stm, king, occupied):
+        return check, CLEARED
+    return check, NOT_CLEARED
 
 
 @njit(parallel=True, cache=True)
-def status_fens(buf, offsets, max_pieces, in_check, outcome):
-    """Check and outcome of ``n`` FENs (``buf`` / ``offsets`` as for ``kernels.batch.evaluate_fens``).
+def status_batch(bitboards, stm, valid, in_check, cleared):
+    """:func:`position_status` of ``n`` positions (``bitboards`` int64[n, 8], ``stm`` uint8[n]) on all cores.
 
-    Fills ``in_check`` (bool[n]) and ``outcome`` (int8[n], ``NONE`` / ``CHECKMATE`` /
-    ``STALEMATE``; ``UNKNOWN`` with ``in_check`` false for a row that does not parse or
-    cannot be represented).
+    Rows with ``valid[i]`` false (unparsed or unrepresentable) get ``in_check`` false and
+    ``cleared`` :data:`NOT_CLEARED`.  Fills ``in_check`` bool[n] and ``cleared`` uint8[n].
     """
-    n = offsets.shape[0] - 1
-    n_chunks = max(1, min(n, 64))
-    for c in prange(n_chunks):
-        bitboards = np.empty(8, np.int64)
-        board = np.empty(64, np.int8)
-        for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            code, _, stm = parse_fen(buf, offsets[i], offsets[i + 1], bitboards)
-            if code != FEN_OK or check_bitboards(bitboards, max_pieces) != POS_OK:
-                in_check[i] = False
-                outcome[i] = UNKNOWN
-                continue
-            check, result = position_status(bitboards, stm, en_passant_square(buf, offsets[i], offsets[i + 1]),
-                                            board)
-            in_check[i] = check
-            outcome[i] = result
-
-
-@njit(parallel=True, cache=True)
-def status_bitboards(bitboards, stm, ep_squares, in_check, outcome):
-    """As :func:`status_fens` for int64[n, 8] ``bitboards``, uint8[n] ``stm`` (1 Black) and
-    int64[n] ``ep_squares`` (-1 none) of representable positions."""
     n = bitboards.shape[0]
     n_chunks = max(1, min(n, 64))
     for c in prange(n_chunks):
-        board = np.empty(64, np.int8)
         for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            check, result = position_status(bitboards[i], np.int64(stm[i]), ep_squares[i], board)
-            in_check[i] = check
-            outcome[i] = result
+            if valid[i]:
+                in_check[i], cleared[i] = position_status(bitboards[i], stm[i])
+            else:
+                in_check[i], cleared[i] = False, NOT_CLEARED
+

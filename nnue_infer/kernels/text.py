@@ -1,4 +1,4 @@
-"""Text of table cells, written straight into one output buffer (CSV and JSON lines).
+"""Text of table cells, written straight into one output buffer (CSV and JSON lines), rows in parallel.
 
 A table is written column by column: first every row's length is summed
 (``*_lengths`` add into ``lengths`` int64[n]), then each column's cells are copied to
@@ -15,7 +15,7 @@ LF and doubles its quotes (RFC 4180, as Python's ``csv`` module with ``QUOTE_MIN
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 #: Text cell modes.
 RAW, CSV, JSON = 0, 1, 2
@@ -42,18 +42,18 @@ def decimal_length(v):
     return n
 
 
-@njit(cache=True)
+@njit(parallel=True, cache=True)
 def int_lengths(values, valid, null_len, lengths):
     """Add each cell's text length (decimal, or ``null_len`` when not valid) to ``lengths``."""
-    for i in range(values.shape[0]):
+    for i in prange(values.shape[0]):
         lengths[i] += decimal_length(values[i]) if valid[i] else null_len
 
 
-@njit(cache=True)
+@njit(parallel=True, cache=True)
 def write_ints(out, cursor, values, valid, null):
     """Write the decimal text of ``values[i]`` (``null`` when not valid) at ``cursor[i]``; advance."""
     ten = np.uint64(10)
-    for i in range(values.shape[0]):
+    for i in prange(values.shape[0]):
         pos = cursor[i]
         if not valid[i]:
             for k in range(null.shape[0]):
@@ -95,10 +95,10 @@ def _json_escaped_length(c):
     return 1
 
 
-@njit(cache=True)
+@njit(parallel=True, cache=True)
 def text_lengths(buf, starts, ends, valid, mode, null_len, lengths):
     """Add each text cell's written length in ``mode`` (``null_len`` when not valid) to ``lengths``."""
-    for i in range(starts.shape[0]):
+    for i in prange(starts.shape[0]):
         if not valid[i]:
             lengths[i] += null_len
             continue
@@ -121,10 +121,10 @@ def text_lengths(buf, starts, ends, valid, mode, null_len, lengths):
             lengths[i] += n
 
 
-@njit(cache=True)
+@njit(parallel=True, cache=True)
 def write_texts(out, cursor, buf, starts, ends, valid, mode, null):
     """Write each text cell in ``mode`` (``null`` when not valid) at ``cursor[i]``; advance."""
-    for i in range(starts.shape[0]):
+    for i in prange(starts.shape[0]):
         pos = cursor[i]
         if not valid[i]:
             for k in range(null.shape[0]):
@@ -189,11 +189,11 @@ def write_texts(out, cursor, buf, starts, ends, valid, mode, null):
         cursor[i] = pos
 
 
-@njit(cache=True)
+@njit(parallel=True, cache=True)
 def write_constant(out, cursor, constant):
     """Write the bytes ``constant`` at every ``cursor[i]``; advance."""
     m = constant.shape[0]
-    for i in range(cursor.shape[0]):
+    for i in prange(cursor.shape[0]):
         pos = cursor[i]
         for k in range(m):
             out[pos + k] = constant[k]
