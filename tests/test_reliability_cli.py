@@ -119,8 +119,10 @@ def test_item13_huge_bad_input_gives_a_short_message(tmp_path, capsys):
     status, out, err = run(capsys, "eval", "--epd", epd)
     assert status == 1 and len(out.splitlines()) == 2
     assert len(err) < 2000 and "more characters" in err and f"{epd}:2:" in err
-    status, out, err = run(capsys, "eval", huge)
+    status, out, err = run(capsys, "eval", "--fen", huge)
     assert status == 1 and len(err) < 2000 and "more characters" in err
+    status, out, err = run(capsys, "eval", huge)  # as words: the placement lacks its side to move ('x' is none)
+    assert status == 1 and len(err) < 2000 and "no side to move field" in err
 
 
 @pytest.mark.parametrize("content", ["", "# only a comment\n\n"])
