@@ -10,6 +10,12 @@ python-chess writes them (``Board.fen()``, ``Board.san(move)``, ``Move.uci()``; 
 chess, not Chess960): the en passant square only when a legal en passant capture exists,
 SAN disambiguation among legal moves only, ``+`` / ``#`` suffixes.
 
+It decides no rule of its own: the moves were validated by the parser, which also says
+whether a game ends in checkmate or stalemate.  What it needs beyond formatting is attack
+arithmetic on bitboards (:mod:`nnue_infer.kernels.attacks`): is the side to move in check,
+would a rival piece that also reaches the target square leave its king attacked (then it does
+not count for SAN disambiguation), is an en passant capture possible without exposing the king.
+
 Strings go into one ``uint8`` buffer per column, each followed by a newline, with int32
 offsets (row ``i`` is ``buf[offsets[i]:offsets[i + 1] - 1]``), so a column becomes Python
 strings with one decode and one split.
@@ -24,6 +30,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks, piece_attacks
+from .features import BB_BLACK, BB_KINGS, BB_WHITE, king_square, lowest_square, without_lowest
+
 #: Piece codes of the boards (White; Black adds ``BLACK_OFFSET``).
 EMPTY, PAWN, KNIGHT, BISHOP, ROOK, QUEEN, KING = range(7)
 BLACK_OFFSET = 6
@@ -32,101 +41,52 @@ BLACK_OFFSET = 6
 #: each with its newline.
 FEN_WIDTH, SAN_WIDTH, UCI_WIDTH = 100, 9, 6
 
-_LETTERS = b" PNBRQKpnbrqk"
-_KNIGHT_DF = (1, 2, 2, 1, -1, -2, -2, -1)
-_KNIGHT_DR = (2, 1, -1, -2, -2, -1, 1, 2)
-_KING_DF = (1, 1, 0, -1, -1, -1, 0, 1)
-_KING_DR = (0, 1, 1, 1, 0, -1, -1, -1)
-#: Ray directions: four orthogonal (rook) then four diagonal (bishop).
-_RAY_DF = (1, -1, 0, 0, 1, 1, -1, -1)
-_RAY_DR = (0, 0, 1, -1, 1, -1, 1, -1)
+#: FEN letters of the piece codes 1..12.
+_LETTERS = (32, 80, 78, 66, 82, 81, 75, 112, 110, 98, 114, 113, 107)
 
 
 @njit(cache=True, inline="always")
 def piece_letter(code):
     """ASCII letter of a piece code (1..12), FEN case: upper for White."""
-    return np.uint8(_LETTERS[code])
+    return _LETTERS[code]
 
 
 @njit(cache=True)
-def attacked(board, sq, by):
-    """Whether square ``sq`` is attacked by colour ``by`` (0 White, 1 Black) on ``board`` uint8[64]."""
-    off = BLACK_OFFSET * by
-    f = sq & 7
-    r = sq >> 3
-    pr = r - 1 if by == 0 else r + 1  # the rank an attacking pawn stands on
-    if 0 <= pr < 8:
-        if f > 0 and board[pr * 8 + f - 1] == PAWN + off:
-            return True
-        if f < 7 and board[pr * 8 + f + 1] == PAWN + off:
-            return True
-    for k in range(8):
-        nf = f + _KNIGHT_DF[k]
-        nr = r + _KNIGHT_DR[k]
-        if 0 <= nf < 8 and 0 <= nr < 8 and board[nr * 8 + nf] == KNIGHT + off:
-            return True
-        nf = f + _KING_DF[k]
-        nr = r + _KING_DR[k]
-        if 0 <= nf < 8 and 0 <= nr < 8 and board[nr * 8 + nf] == KING + off:
-            return True
-    for d in range(8):
-        slider = ROOK + off if d < 4 else BISHOP + off
-        nf = f + _RAY_DF[d]
-        nr = r + _RAY_DR[d]
-        while 0 <= nf < 8 and 0 <= nr < 8:
-            p = board[nr * 8 + nf]
-            if p != EMPTY:
-                if p == slider or p == QUEEN + off:
-                    return True
-                break
-            nf += _RAY_DF[d]
-            nr += _RAY_DR[d]
-    return False
+def attacked(bitboards, sq, by):
+    """Whether square ``sq`` is attacked by colour ``by`` (0 White, 1 Black); ``bitboards`` int64[8]
+    as :func:`describe_games` writes them."""
+    them = bitboards[BB_WHITE + by]
+    occupied = bitboards[BB_WHITE] | bitboards[BB_BLACK]
+    queens = bitboards[4]
+    return ((PAWN_ATTACKS[1 - by, sq] & bitboards[0] & them) | (KNIGHT_ATTACKS[sq] & bitboards[1] & them)
+            | (KING_ATTACKS[sq] & bitboards[BB_KINGS] & them)
+            | (line_attacks(sq, occupied, 0, 4) & (bitboards[3] | queens) & them)
+            | (line_attacks(sq, occupied, 4, 8) & (bitboards[2] | queens) & them)) != 0
 
 
 @njit(cache=True)
-def king_attacked(board, colour):
+def king_attacked(bitboards, colour):
     """Whether ``colour``'s king (0 White, 1 Black) is attacked; False when it has no king."""
-    king = KING + BLACK_OFFSET * colour
-    for sq in range(64):
-        if board[sq] == king:
-            return attacked(board, sq, 1 - colour)
-    return False
+    k = king_square(bitboards, colour)
+    return k >= 0 and attacked(bitboards, k, 1 - colour)
 
 
 @njit(cache=True)
-def safe_after(board, frm, to, captured_sq, colour, tmp):
-    """Whether ``colour``'s king is not attacked after moving ``frm`` -> ``to`` (also removing
-    ``captured_sq`` when >= 0: the pawn taken en passant).  ``tmp`` is uint8[64] scratch."""
-    tmp[:] = board
-    tmp[to] = tmp[frm]
-    tmp[frm] = EMPTY
+def safe_after(bitboards, frm, to, captured_sq, colour, tmp):
+    """Whether ``colour``'s king is not attacked after its piece moves ``frm`` -> ``to`` (capturing what
+    stands there, and the pawn on ``captured_sq`` when >= 0: en passant).  ``tmp`` is int64[8] scratch."""
+    tmp[:] = bitboards
+    keep = ~SQUARE_BB[to]
     if captured_sq >= 0:
-        tmp[captured_sq] = EMPTY
+        keep &= ~SQUARE_BB[captured_sq]
+    moving = -1
+    for k in range(8):
+        if k < 6 and tmp[k] & SQUARE_BB[frm]:
+            moving = k
+        tmp[k] &= keep & ~SQUARE_BB[frm]
+    tmp[moving] |= SQUARE_BB[to]
+    tmp[BB_WHITE + colour] |= SQUARE_BB[to]
     return not king_attacked(tmp, colour)
-
-
-@njit(cache=True)
-def reaches(board, frm, to, kind):
-    """Whether a knight, bishop, rook or queen (``kind``) on ``frm`` attacks ``to`` (path clear)."""
-    df = (to & 7) - (frm & 7)
-    dr = (to >> 3) - (frm >> 3)
-    if kind == KNIGHT:
-        return (abs(df) == 1 and abs(dr) == 2) or (abs(df) == 2 and abs(dr) == 1)
-    straight = df == 0 or dr == 0
-    diagonal = abs(df) == abs(dr)
-    if (df == 0 and dr == 0) or not (straight or diagonal):
-        return False
-    if (kind == ROOK and not straight) or (kind == BISHOP and not diagonal):
-        return False
-    sf = (df > 0) - (df < 0)
-    sr = (dr > 0) - (dr < 0)
-    sq = frm + sf + 8 * sr
-    while sq != to:
-        if board[sq] != EMPTY:
-            return False
-        sq += sf + 8 * sr
-    return True
 
 
 @njit(cache=True, inline="always")
@@ -155,10 +115,11 @@ def put_uint(out, pos, value):
 
 
 @njit(cache=True)
-def legal_ep_square(board, stm, ep_file, tmp):
+def legal_ep_square(board, bitboards, stm, ep_file, tmp):
     """The en passant target square if the side to move (0 White) has a legal en passant capture, else -1.
 
-    ``ep_file`` is the file of the pawn that just made a double push (-1 if none).
+    ``board`` uint8[64] and ``bitboards`` int64[8] are the position; ``ep_file`` the file of the
+    pawn that just made a double push (-1 if none).
     """
     if ep_file < 0:
         return -1
@@ -169,7 +130,8 @@ def legal_ep_square(board, stm, ep_file, tmp):
         f = ep_file + df
         if 0 <= f < 8:
             frm = (captured & ~7) + f
-            if board[frm] == pawn and board[target] == EMPTY and safe_after(board, frm, target, captured, stm, tmp):
+            if board[frm] == pawn and board[target] == EMPTY and safe_after(bitboards, frm, target, captured, stm,
+                                                                              tmp):
                 return target
     return -1
 
@@ -226,10 +188,10 @@ def write_fen(board, stm, castling, ep_sq, halfmove, fullmove, out, pos):
 
 
 @njit(cache=True)
-def write_san(board, frm, to, promo, check, mate, tmp, out, pos):
-    """Write the SAN of the move ``frm`` -> ``to`` (``promo``: promotion piece 2..5 or -1) played on
-    ``board`` as python-chess's ``Board.san``; ``check`` / ``mate``: the position after it.
-    Returns the next position."""
+def write_san(board, bitboards, frm, to, promo, check, mate, tmp, out, pos):
+    """Write the SAN of the move ``frm`` -> ``to`` (``promo``: promotion piece 2..5 or -1) played on the
+    position ``board`` uint8[64] / ``bitboards`` int64[8], as python-chess's ``Board.san``; ``check`` /
+    ``mate``: the position after it.  Returns the next position."""
     p = board[frm]
     colour = 1 if p > BLACK_OFFSET else 0
     kind = p - BLACK_OFFSET * colour
@@ -252,12 +214,17 @@ def write_san(board, frm, to, promo, check, mate, tmp, out, pos):
             out[pos] = piece_letter(kind)
             pos += 1
             if kind != KING:
+                # the same kind of piece that could also move to `to` legally: attacks are symmetric for N, B, R, Q
+                occupied = bitboards[BB_WHITE] | bitboards[BB_BLACK]
+                rivals = (piece_attacks(kind - 1, colour, to, occupied) & bitboards[kind - 1]
+                          & bitboards[BB_WHITE + colour] & ~SQUARE_BB[frm])
                 others = False
                 same_rank = False
                 same_file = False
-                for s in range(64):
-                    if s != frm and board[s] == p and reaches(board, s, to, kind) and \
-                            safe_after(board, s, to, -1, colour, tmp):
+                while rivals != 0:
+                    s = lowest_square(rivals)
+                    rivals = without_lowest(rivals)
+                    if safe_after(bitboards, s, to, -1, colour, tmp):
                         others = True
                         same_rank |= (s >> 3) == (frm >> 3)
                         same_file |= (s & 7) == (frm & 7)
@@ -332,8 +299,7 @@ def describe_games(boards, white_to_move, castling, ep_file, move_from, move_to,
         Output: string ``i`` of a column is ``buf[offsets[i]:offsets[i + 1] - 1]``.
     """
     n = boards.shape[0]
-    tmp = np.empty(64, np.uint8)
-    one = np.int64(1)
+    tmp = np.empty(8, np.int64)
     for i in range(n):
         for k in range(8):
             bitboards[i, k] = 0
@@ -342,11 +308,10 @@ def describe_games(boards, white_to_move, castling, ep_file, move_from, move_to,
             p = b[sq]
             if p != EMPTY:
                 colour = 1 if p > BLACK_OFFSET else 0
-                bit = one << np.int64(sq)
-                bitboards[i, p - BLACK_OFFSET * colour - 1] |= bit
-                bitboards[i, 6 + colour] |= bit
+                bitboards[i, p - BLACK_OFFSET * colour - 1] |= SQUARE_BB[sq]
+                bitboards[i, BB_WHITE + colour] |= SQUARE_BB[sq]
         stm[i] = 0 if white_to_move[i] else 1
-        in_check[i] = king_attacked(b, stm[i])
+        in_check[i] = king_attacked(bitboards[i], stm[i])
     fpos = 0
     spos = 0
     upos = 0
@@ -369,10 +334,10 @@ def describe_games(boards, white_to_move, castling, ep_file, move_from, move_to,
                     halfmove += 1
                 if stm[i - 1] == 1:
                     fullmove += 1
-                spos = write_san(before, frm, to, move_promo[i], in_check[i], final_mate[g] and i == hi - 1, tmp,
-                                 san_buf, spos)
+                spos = write_san(before, bitboards[i - 1], frm, to, move_promo[i], in_check[i],
+                                 final_mate[g] and i == hi - 1, tmp, san_buf, spos)
                 upos = write_uci(frm, to, move_promo[i], uci_buf, upos)
-            ep = legal_ep_square(boards[i], stm[i], ep_file[i], tmp)
+            ep = legal_ep_square(boards[i], bitboards[i], stm[i], ep_file[i], tmp)
             fpos = write_fen(boards[i], stm[i], castling[i], ep, halfmove, fullmove, fen_buf, fpos)
             fen_buf[fpos] = 10  # a newline after each string
             san_buf[spos] = 10
