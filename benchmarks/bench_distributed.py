@@ -39,6 +39,11 @@ def write_shards(directory: str, fens: list[str], shards: int, prefix: str = "s"
             f.write("\n".join(fens[k * size:(k + 1) * size]) + "\n")
 
 
+def _load_network(net: str) -> None:
+    """Run on every worker: load the network (once per process)."""
+    D.worker_evaluator(net)
+
+
 def timed(fn):
     t = time.perf_counter()
     fn()
@@ -81,7 +86,7 @@ def main() -> None:
                 up = time.perf_counter() - t0
                 D.score_files(os.path.join(tmp, "in", "s0000.epd"), os.path.join(tmp, f"w{workers}"), args.net,
                               client, threads=1)  # every worker loads the network once
-                client.run(lambda: D.worker_evaluator(args.net))
+                client.run(_load_network, args.net)
                 rows.append((f"score_files, LocalCluster {workers} worker(s) x 1 thread",
                              timed(lambda: D.score_files(pattern, os.path.join(tmp, f"c{workers}"), args.net, client,
                                                          threads=1))))

@@ -158,6 +158,45 @@ def errors_table(errors: Sequence) -> object:
     }, schema=errors_schema())
 
 
+def text_array(column):
+    """A ``pyarrow`` string array of a :class:`~nnue_infer.output.TextColumn` (bytes gathered with NumPy,
+    no Python object per cell)."""
+    pa = _pa()
+    starts = np.asarray(column.starts, np.int64)
+    lengths = np.asarray(column.ends, np.int64) - starts
+    offsets = np.zeros(len(starts) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    total = int(offsets[-1])
+    if total and not (len(starts) and starts[0] == 0 and np.array_equal(starts[1:], offsets[1:-1])):
+        gather = np.repeat(starts - offsets[:-1], lengths) + np.arange(total)  # source byte of each output byte
+        data = np.asarray(column.buf)[gather]
+    else:
+        data = np.asarray(column.buf)[:total]
+    validity = None
+    if column.valid is not None and not column.valid.all():
+        validity = pa.py_buffer(np.packbits(np.asarray(column.valid, bool), bitorder="little"))
+    return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data)),
+                                            validity).cast(pa.string())
+
+
+def to_arrow(table):
+    """A ``pyarrow.Table`` of an output table (``{name: column}``, see :mod:`nnue_infer.output`): integer and
+    bool arrays as they are, masked arrays with nulls, :class:`~nnue_infer.output.TextColumn` as strings."""
+    pa = _pa()
+    from .output import TextColumn
+
+    arrays, names = [], []
+    for name, column in table.items():
+        if isinstance(column, TextColumn):
+            arrays.append(text_array(column))
+        elif isinstance(column, np.ma.MaskedArray):
+            arrays.append(pa.array(np.ma.getdata(column), mask=np.ma.getmaskarray(column)))
+        else:
+            arrays.append(pa.array(np.asarray(column)))
+        names.append(name)
+    return pa.Table.from_arrays(arrays, names=names)
+
+
 def write_table(table, path: str) -> None:
     """Write ``table`` to the Parquet file ``path`` atomically (a temporary file, then a rename),
     so a file that exists is complete; zstd-compressed."""
