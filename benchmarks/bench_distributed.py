@@ -7,8 +7,8 @@ Inputs: EPD shards of the dev positions (repeated), written to a temporary direc
 * ``score_files`` on a ``LocalCluster`` of 1 and 2 worker processes (1 thread each), after the
   cluster is up and the workers have loaded the network (a warm-up job), as a ratio to the
   single-process figures;
-* per-task overhead: many tiny shards (a few positions each) on 2 workers, seconds per task
-  beyond the positions' own cost.
+* per-task cost: many tiny shards (5 positions each) in process and on 2 workers, seconds per
+  input file beyond the positions' own cost (reading, Parquet writing, and on the cluster scheduling).
 
 Run: ``python benchmarks/bench_distributed.py [--shards 8 --copies 10]``.
 """
@@ -39,9 +39,11 @@ def write_shards(directory: str, fens: list[str], shards: int, prefix: str = "s"
             f.write("\n".join(fens[k * size:(k + 1) * size]) + "\n")
 
 
-def _load_network(net: str) -> None:
-    """Run on every worker: load the network (once per process)."""
-    D.worker_evaluator(net)
+def _warm_up(net: str) -> None:
+    """Run on every worker: load the network (once per process), the compiled kernels and pyarrow."""
+    import pyarrow.parquet  # noqa: F401
+
+    D.worker_evaluator(net).evaluate_batch(list(positions()[:64]))
 
 
 def timed(fn):
@@ -79,17 +81,21 @@ def main() -> None:
         rows.append(("score_files, in process (client=None), 1 thread",
                      timed(lambda: D.score_files(pattern, os.path.join(tmp, "p0"), args.net))))
         overhead = None
+        task_stats = []
+        t_tiny_local = timed(lambda: D.score_files(os.path.join(tmp, "tiny", "*.epd"), os.path.join(tmp, "lt"), args.net))
         for workers in (1, 2):
             t0 = time.perf_counter()
             with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                               dashboard_address=None) as lc, Client(lc) as client:
                 up = time.perf_counter() - t0
-                D.score_files(os.path.join(tmp, "in", "s0000.epd"), os.path.join(tmp, f"w{workers}"), args.net,
-                              client, threads=1)  # every worker loads the network once
-                client.run(_load_network, args.net)
+                client.run(_warm_up, args.net)  # every worker: network, kernels, pyarrow
+                reports = []
                 rows.append((f"score_files, LocalCluster {workers} worker(s) x 1 thread",
-                             timed(lambda: D.score_files(pattern, os.path.join(tmp, f"c{workers}"), args.net, client,
-                                                         threads=1))))
+                             timed(lambda: reports.append(D.score_files(pattern, os.path.join(tmp, f"c{workers}"),
+                                                                        args.net, client, threads=1)))))
+                inside = sum(p["seconds"] for p in reports[0].parts)
+                cpu = sum(p["thread_cpu_seconds"] for p in reports[0].parts)
+                task_stats.append((workers, inside, cpu))
                 if workers == 2:
                     t_tiny = timed(lambda: D.score_files(os.path.join(tmp, "tiny", "*.epd"), os.path.join(tmp, "ct"),
                                                          args.net, client, threads=1))
@@ -102,8 +108,11 @@ def main() -> None:
         print(f"{'':<58} {'positions/s':>12} {'vs evaluate_batch 1 thread':>28}")
         for label, t in rows:
             print(f"{label:<58} {n / t:>12,.0f} {base / t:>27.2f}x")
-        print(f"per-task overhead (2 workers, {args.tiny} shards of 5 positions): {overhead * 1e3:.1f} ms per task "
-              "(worker time)")
+        for workers, inside, cpu in task_stats:
+            print(f"{workers} worker(s): time inside the tasks {inside:.2f} s wall, {cpu:.2f} s CPU of the task threads "
+                  f"({n / cpu:,.0f} positions per CPU second)")
+        print(f"per-task cost, {args.tiny} shards of 5 positions: in process {t_tiny_local / args.tiny * 1e3:.1f} ms "
+              f"per input; on 2 workers {overhead * 1e3:.1f} ms per task (worker time, beyond the positions' own cost)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

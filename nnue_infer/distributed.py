@@ -151,7 +151,8 @@ def _score_fens(ev, source: str, fens: list[str], lines: np.ndarray, errors: lis
 def score_file(path: str, network: str, out_dir: str, *, threads: int | None = None, column: str = "fen") -> dict:
     """Score one input file into ``out_dir/part-*.parquet`` (and ``_errors/part-*.parquet``); the task of
     :func:`score_files`.  Skips a file whose part exists.  Returns ``{"input", "part", "rows", "errors",
-    "skipped"}``."""
+    "skipped"}`` and, for work done, ``"seconds"`` (wall clock) and ``"thread_cpu_seconds"`` (CPU time of the
+    task's thread; Numba's other threads not counted)."""
     from . import parquet as P
 
     out = os.path.join(out_dir, part_name(path))
@@ -162,6 +163,9 @@ def score_file(path: str, network: str, out_dir: str, *, threads: int | None = N
         n_errors = pq.read_metadata(errors_path).num_rows if os.path.exists(errors_path) else 0
         return {"input": path, "part": out, "rows": pq.read_metadata(out).num_rows, "errors": n_errors,
                 "skipped": True}
+    import time
+
+    wall, cpu = time.perf_counter(), time.thread_time()
     _set_threads(threads)
     ev = worker_evaluator(network)
     kind = input_kind(path)
@@ -192,7 +196,8 @@ def score_file(path: str, network: str, out_dir: str, *, threads: int | None = N
         os.makedirs(os.path.join(out_dir, ERRORS_DIR), exist_ok=True)
         P.write_table(P.errors_table(errors), os.path.join(out_dir, ERRORS_DIR, part_name(path)))
     P.write_table(table, out)  # last: its existence marks the input as done
-    return {"input": path, "part": out, "rows": table.num_rows, "errors": len(errors), "skipped": False}
+    return {"input": path, "part": out, "rows": table.num_rows, "errors": len(errors), "skipped": False,
+            "seconds": time.perf_counter() - wall, "thread_cpu_seconds": time.thread_time() - cpu}
 
 
 def _check_manifest(out_dir: str, network: str) -> None:

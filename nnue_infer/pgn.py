@@ -400,6 +400,19 @@ def parse_games(source: str, games: list[tuple[int, int, str]], parser: str = "a
     return batches
 
 
+def read_pgn_lines(lines: Iterable[str], source: str, *, parser: str = "auto",
+                   games_per_batch: int = GAMES_PER_BATCH, threads: int | None = None) -> Iterator[GameBatch]:
+    """:func:`read_pgn` over PGN text already open: ``lines`` (e.g. a text stream), named ``source`` in errors."""
+    pending: list[tuple[int, int, str]] = []
+    for number, (line, text) in enumerate(split_games(lines), 1):
+        pending.append((number, line, text))
+        if len(pending) >= games_per_batch:
+            yield from parse_games(source, pending, parser, threads)
+            pending = []
+    if pending:
+        yield from parse_games(source, pending, parser, threads)
+
+
 def read_pgn(source: str | os.PathLike[str], *, parser: str = "auto", games_per_batch: int = GAMES_PER_BATCH,
              threads: int | None = None) -> Iterator[GameBatch]:
     """Every mainline position of every game of a PGN source, in batches of whole games.
@@ -423,16 +436,9 @@ def read_pgn(source: str | os.PathLike[str], *, parser: str = "auto", games_per_
     """
     from .inputs import input_label, open_input
 
-    label = input_label(source)
     with open_input(source) as inp:
-        pending: list[tuple[int, int, str]] = []
-        for number, (line, text) in enumerate(split_games(inp.text), 1):
-            pending.append((number, line, text))
-            if len(pending) >= games_per_batch:
-                yield from parse_games(label, pending, parser, threads)
-                pending = []
-        if pending:
-            yield from parse_games(label, pending, parser, threads)
+        yield from read_pgn_lines(inp.text, input_label(source), parser=parser, games_per_batch=games_per_batch,
+                                  threads=threads)
 
 
 def evaluate_games(evaluator, batch: GameBatch) -> tuple[GameBatch, np.ndarray, list[PgnError]]:
