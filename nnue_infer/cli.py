@@ -151,6 +151,40 @@ def _errors_of(table: dict) -> list[tuple[int, str]]:
     return [(int(i), errors[int(i)]) for i in np.flatnonzero(errors.valid)]
 
 
+def _table_writer(out: _Output, fmt: str):
+    """A table writer for ``fmt``: CSV / JSON lines to the output stream, or a Parquet file (``-o NAME.parquet``)."""
+    if fmt == "parquet":
+        from .parquet import ParquetTableWriter
+
+        try:
+            return ParquetTableWriter(out.path)
+        except ImportError as exc:
+            raise click.ClickException(str(exc)) from exc
+    from .output import TableWriter
+
+    return TableWriter(out.binary, fmt)
+
+
+def _eval_distributed(epd, pgn, output, net, scheduler, workers, progress, quiet) -> int:
+    """``eval --epd/--pgn PATTERN --output DIR --scheduler ADDRESS | --workers N``: a Dask job."""
+    if not (epd or pgn) or output in (None, "-"):
+        raise click.UsageError("--scheduler / --workers score --epd / --pgn files into a Parquet dataset "
+                               "directory: give --epd or --pgn and --output DIR")
+    if scheduler and workers:
+        raise click.UsageError("give one of --scheduler and --workers")
+    try:
+        from .distributed import run_job
+    except ImportError as exc:
+        raise click.ClickException(f"{exc}; --scheduler / --workers need the dask extra: "
+                                   "pip install 'nnue-infer[dask]'") from exc
+    try:
+        return run_job([p for p in (epd, pgn) if p], output, net or "default", scheduler=scheduler,
+                       workers=workers, progress=_show_progress(progress, quiet),
+                       log=lambda m: None if quiet else click.echo(m, err=True))
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
 def _score_epd_file(ev, source: str, out: _Output, fmt: str, show: bool, strict: bool, keep_errors: bool,
                     empty_in_check: bool) -> int:
     from .epd import read_epd
@@ -162,7 +196,7 @@ def _score_epd_file(ev, source: str, out: _Output, fmt: str, show: bool, strict:
         data = inp.binary.read()
     label = input_label(source)
     rows = read_epd(data)
-    writer = TableWriter(out.binary, fmt)
+    writer = _table_writer(out, fmt)
     status = 0
     with _progress_bar(len(rows), "pos", show) as bar:
         for lo, table in zip(range(0, len(rows), CHUNK_ROWS), score_epd(ev, rows, strict=strict,
@@ -172,7 +206,9 @@ def _score_epd_file(ev, source: str, out: _Output, fmt: str, show: bool, strict:
                 status = 1
             writer.write(_drop_error_column(table, keep_errors))
             bar.update(len(table["line"]))
-    if writer.columns is None:  # no positions: the CSV header alone
+    if fmt == "parquet":
+        writer.close()
+    elif writer.columns is None:  # no positions: the CSV header alone
         from .score import VALUE_COLUMNS
 
         TableWriter(out.binary, fmt, columns=["line", "fen", *VALUE_COLUMNS] + ["error"] * keep_errors)
@@ -186,11 +222,11 @@ def _score_pgn_file(ev, source: str, out: _Output, fmt: str, show: bool, keep_er
     from .score import score_pgn
 
     label = input_label(source)
-    writer = TableWriter(out.binary, fmt)
+    writer = _table_writer(out, fmt)
     status = 0
     positions = 0
     with open_input(source) as inp, _progress_bar(None, "game", show) as bar:
-        for table, games in score_pgn(ev, inp.text, empty_in_check=empty_in_check):
+        for table, games in score_pgn(ev, inp.text, source=label, empty_in_check=empty_in_check):
             for i, message in _errors_of(table):
                 bar.write(f"error: {label}: game {table['game'][i]}: {message}", file=sys.stderr)
                 status = 1
@@ -199,6 +235,8 @@ def _score_pgn_file(ev, source: str, out: _Output, fmt: str, show: bool, keep_er
             positions += len(rows["game"])
             bar.set_postfix_str(f"{positions} positions", refresh=False)
             bar.update(games)
+    if fmt == "parquet":
+        writer.close()
     return status
 
 
@@ -213,12 +251,16 @@ def _score_pgn_file(ev, source: str, out: _Output, fmt: str, show: bool, keep_er
               "used when --net is not given), 'stockfish' (Stockfish 15.1's net from Debian's stockfish package), "
               "or another name nnue_infer.resources knows.")
 @click.option("--fen", "fen_opts", multiple=True, help="A position in FEN (may be repeated).")
-@click.option("--epd", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+@click.option("--epd", type=click.Path(dir_okay=False, allow_dash=True),
               help="File with one FEN/EPD per line ('-': stdin; gzip/zstd read directly): batch evaluation on all "
               "cores; rows: line,fen,value,cp,cp_white,in_check,outcome, then one column per EPD operation (id, bm, ...).")
-@click.option("--pgn", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+@click.option("--pgn", type=click.Path(dir_okay=False, allow_dash=True),
               help="PGN file ('-': stdin; gzip/zstd read directly): every position of every game's mainline; rows: "
               "game,event,site,date,round,white,black,result,ply,san,uci,fen,value,cp,cp_white,in_check,outcome.")
+@click.option("--scheduler", metavar="ADDRESS", help="Score --epd/--pgn files (glob patterns allowed) on the Dask "
+              "cluster whose scheduler is ADDRESS (tcp://host:8786) into the Parquet dataset directory --output "
+              "(needs the dask extra; see nnue_infer.distributed).")
+@click.option("--workers", type=click.IntRange(min=1), help="As --scheduler, on a local cluster of N worker processes.")
 @click.option("--lenient", is_flag=True, help="Read FENs as python-chess does (missing side to move = White, missing "
               "castling = none); by default a FEN lacking a field is an error naming it.")
 @click.option("--keep-errors", is_flag=True, help="Write rows that cannot be scored too, with null values and an "
@@ -236,7 +278,7 @@ def _score_pgn_file(ev, source: str, out: _Output, fmt: str, show: bool, keep_er
 @click.option("-j", "--jobs", type=click.IntRange(min=1), hidden=True, help="Deprecated name of --threads.")
 @progress_option
 @quiet_option
-def eval_cmd(positions, net, fen_opts, epd, pgn, lenient, keep_errors, empty_in_check, trace, svg_path, as_json,
+def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, keep_errors, empty_in_check, trace, svg_path, as_json,
              output, threads, jobs, progress, quiet):
     """Evaluate positions: FEN arguments, startpos / fen FEN [moves ...], --fen, or files (--epd, --pgn).
 
@@ -272,6 +314,11 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, lenient, keep_errors, empty_in_
         raise click.UsageError("--svg draws a trace: add --trace")
     if not (positions or fen_opts or epd or pgn):
         raise click.UsageError("give a position: FEN arguments, startpos [moves ...], --fen FEN, --epd FILE or --pgn FILE")
+    if scheduler or workers:
+        sys.exit(_eval_distributed(epd, pgn, output, net, scheduler, workers, progress, quiet))
+    for option, path in (("--epd", epd), ("--pgn", pgn)):
+        if path and path != "-" and not os.path.exists(path):
+            raise click.BadParameter(f"File {path!r} does not exist.", param_hint=f"'{option}'")
     _threads(threads, "--threads" if jobs is None else "--jobs")
     source = epd or pgn
     if output not in (None, "-") and source and source != "-" and os.path.exists(output) \
@@ -291,6 +338,10 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, lenient, keep_errors, empty_in_
     except (NnueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     fmt = "jsonl" if as_json else "csv"
+    if output and output.endswith(".parquet") and (epd or pgn):
+        if as_json:
+            raise click.UsageError("--json and a .parquet --output exclude each other")
+        fmt = "parquet"
     show = _show_progress(progress, quiet)
     out = _Output(output)
     try:

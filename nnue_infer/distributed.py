@@ -106,46 +106,26 @@ def part_name(path: str) -> str:
     return f"part-{base}-{digest}.parquet"
 
 
-def _read_epd(path: str) -> tuple[list[str], np.ndarray, list]:
-    """FENs of an EPD/FEN file (plain, gzip, zstd), their 1-based lines, and error records for lines
-    lacking a FEN field (the strict rules of ``nnue-infer eval --epd``, :mod:`nnue_infer.epd`)."""
+def _tables(path: str, kind: str, ev, column: str, threads: int | None):
+    """Result tables (:mod:`nnue_infer.score`) of one input file."""
     from .epd import read_epd
-    from .inputs import open_input
+    from .inputs import input_label, open_input
+    from .score import score_epd, score_pgn
 
-    with open_input(path, text=False) as inp:
-        rows = read_epd(inp.binary.read())
-    fens = rows.fen.to_list()
-    errors = []
-    keep = np.ones(len(rows), bool)
-    for i in np.flatnonzero(rows.fields != 4).tolist():
-        missing = rows.missing_field(i)
-        if missing:
-            keep[i] = False
-            errors.append((path, int(rows.line[i]), None, f"FEN {fens[i]!r} has no {missing} field"))
-    return [f for f, k in zip(fens, keep.tolist()) if k], rows.line[keep], errors
+    if kind == "pgn":
+        with open_input(path) as inp:
+            for table, _ in score_pgn(ev, inp.text, source=input_label(path)):
+                yield table
+        return
+    if kind == "epd":
+        with open_input(path, text=False) as inp:
+            data = inp.binary.read()
+    else:  # Parquet: one FEN per row, rows numbered from 1 like lines
+        import pyarrow.parquet as pq
 
-
-def _score_fens(ev, source: str, fens: list[str], lines: np.ndarray, errors: list):
-    """Evaluate FENs; bad rows go to ``errors`` (source, line, None, message) and out of the table."""
-    from . import parquet as P
-    from .errors import FenError, PositionError
-
-    try:
-        values = ev.evaluate_batch(fens)
-        keep = np.ones(len(fens), bool)
-    except (FenError, PositionError):  # rare: row by row, to name every bad row
-        values = np.zeros(len(fens), np.int32)
-        keep = np.zeros(len(fens), bool)
-        for i, fen in enumerate(fens):
-            try:
-                values[i] = ev.evaluate(fen)
-                keep[i] = True
-            except ValueError as exc:
-                errors.append((source, int(lines[i]), None, str(exc)))
-    stm = np.array([f.split()[1:2] == ["b"] for f in fens], np.int64)
-    idx = np.flatnonzero(keep)
-    return P.positions_table(source, lines[idx], [fens[i] for i in idx.tolist()], values[idx], stm[idx],
-                             ev.network.architecture.units_per_pawn)
+        fens = pq.read_table(path, columns=[column]).column(column).to_pylist()
+        data = "".join(f"{f}\n" for f in fens).encode()
+    yield from score_epd(ev, read_epd(data))
 
 
 def score_file(path: str, network: str, out_dir: str, *, threads: int | None = None, column: str = "fen") -> dict:
@@ -153,50 +133,40 @@ def score_file(path: str, network: str, out_dir: str, *, threads: int | None = N
     :func:`score_files`.  Skips a file whose part exists.  Returns ``{"input", "part", "rows", "errors",
     "skipped"}`` and, for work done, ``"seconds"`` (wall clock) and ``"thread_cpu_seconds"`` (CPU time of the
     task's thread; Numba's other threads not counted)."""
+    import time
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
     from . import parquet as P
 
     out = os.path.join(out_dir, part_name(path))
+    errors_path = os.path.join(out_dir, ERRORS_DIR, part_name(path))
     if os.path.exists(out):  # done before (a re-run, or a task re-run after its worker died)
-        import pyarrow.parquet as pq
-
-        errors_path = os.path.join(out_dir, ERRORS_DIR, part_name(path))
         n_errors = pq.read_metadata(errors_path).num_rows if os.path.exists(errors_path) else 0
         return {"input": path, "part": out, "rows": pq.read_metadata(out).num_rows, "errors": n_errors,
                 "skipped": True}
-    import time
-
     wall, cpu = time.perf_counter(), time.thread_time()
     _set_threads(threads)
     ev = worker_evaluator(network)
-    kind = input_kind(path)
-    errors: list = []
-    tables = []
-    if kind == "pgn":
-        from .pgn import evaluate_games, read_pgn
-
-        for batch in read_pgn(path, threads=threads):
-            errors += [(e.source, e.line, e.game, e.message) for e in batch.errors]
-            kept, values, bad = evaluate_games(ev, batch)
-            errors += [(e.source, e.line, e.game, e.message) for e in bad]
-            tables.append(P.games_table(kept, values, ev.network.architecture.units_per_pawn))
-    elif kind == "epd":
-        fens, lines, errors = _read_epd(path)
-        tables.append(_score_fens(ev, path, fens, lines, errors))
-    else:
-        import pyarrow.parquet as pq
-
-        fens = pq.read_table(path, columns=[column]).column(column).to_pylist()
-        tables.append(_score_fens(ev, path, fens, np.arange(1, len(fens) + 1, dtype=np.int64), errors))
-    import pyarrow as pa
-
-    table = pa.concat_tables(tables) if tables else P.positions_table(path, np.zeros(0, np.int64), [],
-                                                                       np.zeros(0, np.int32), np.zeros(0, np.int64), 1)
-    if errors:
-        errors.sort(key=lambda e: e[1])  # by line
+    target, errors_target = P.schema(), P.errors_schema()
+    parts, bad = [], []
+    for table in _tables(path, input_kind(path), ev, column, threads):
+        arrow = P.to_arrow(table)
+        failed = arrow.column("error").is_valid()
+        if pc.any(failed).as_py():
+            e = arrow.filter(failed)
+            bad.append(P.conform(e.append_column("message", e.column("error")), path, errors_target))
+            arrow = arrow.filter(pc.invert(failed))
+        parts.append(P.conform(arrow, path, target))
+    table = pa.concat_tables(parts) if parts else target.empty_table()
+    n_errors = sum(t.num_rows for t in bad)
+    if bad:
         os.makedirs(os.path.join(out_dir, ERRORS_DIR), exist_ok=True)
-        P.write_table(P.errors_table(errors), os.path.join(out_dir, ERRORS_DIR, part_name(path)))
+        P.write_table(pa.concat_tables(bad), errors_path)
     P.write_table(table, out)  # last: its existence marks the input as done
-    return {"input": path, "part": out, "rows": table.num_rows, "errors": len(errors), "skipped": False,
+    return {"input": path, "part": out, "rows": table.num_rows, "errors": n_errors, "skipped": False,
             "seconds": time.perf_counter() - wall, "thread_cpu_seconds": time.thread_time() - cpu}
 
 
@@ -298,15 +268,13 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
 
 def _evaluate_partition(df, column: str, network: str, threads: int | None):
     """``df`` (pandas) with ``value``, ``cp`` and ``cp_white`` columns for its FEN column."""
-    from .parquet import centipawns
-
     _set_threads(threads)
     ev = worker_evaluator(network)
     fens = df[column].tolist()
-    values = ev.evaluate_batch(fens) if fens else np.zeros(0, np.int32)
-    stm = np.array([f.split()[1:2] == ["b"] for f in fens], np.int64)
-    cp, cp_white = centipawns(values, stm, ev.network.architecture.units_per_pawn)
-    return df.assign(value=values, cp=cp, cp_white=cp_white)
+    values = ev.evaluate_batch(fens).astype(np.int64) if fens else np.zeros(0, np.int64)
+    black = np.array([f.split()[1:2] == ["b"] for f in fens], bool)
+    cp = np.sign(values) * (np.abs(100 * values) // ev.network.architecture.units_per_pawn)  # tdiv
+    return df.assign(value=values, cp=cp, cp_white=np.where(black, -cp, cp))
 
 
 def evaluate_dataframe(ddf, column: str = "fen", network: str = "default", *, threads: int | None = None):
@@ -318,7 +286,7 @@ def evaluate_dataframe(ddf, column: str = "fen", network: str = "default", *, th
     :class:`~nnue_infer.errors.FenError` / :class:`~nnue_infer.errors.PositionError` (row index
     within the partition); use :func:`score_files` for error tables.
     """
-    meta = ddf._meta.assign(value=np.int32(0), cp=np.int32(0), cp_white=np.int32(0))
+    meta = ddf._meta.assign(value=np.int64(0), cp=np.int64(0), cp_white=np.int64(0))
     return ddf.map_partitions(_evaluate_partition, column, network, threads, meta=meta)
 
 

@@ -1,43 +1,40 @@
 """Scored positions as Arrow tables and Parquet files (needs ``pyarrow``: the ``parquet`` or ``dask`` extra).
 
-One schema, :func:`schema`, for every input kind, so EPD, PGN and Parquet shards of one job
-land in one dataset.  Columns, in order:
+:func:`to_arrow` turns a result table of :mod:`nnue_infer.score` (the columns ``nnue-infer eval``
+writes as CSV / JSON lines) into an Arrow table, column for column; :class:`ParquetTableWriter`
+streams such tables into one Parquet file (``nnue-infer eval ... -o scores.parquet``).
+
+Datasets of many inputs (:mod:`nnue_infer.distributed`) have one schema for every kind of input,
+:func:`schema`, so EPD, PGN and Parquet shards of one job land in one dataset:
 
 ================  ==========  ============================================================
 column            type        meaning
 ================  ==========  ============================================================
-``source``        string      the input file, as given (dictionary-encoded)
-``line``          int64       EPD: the position's line (1-based); PGN: the first line of its game;
-                              Parquet input: the row (1-based)
+``source``        string      the input file, as given
+``line``          int64       EPD: the position's line (1-based); Parquet input: its row (1-based); PGN: null
 ``game``          int64       PGN: 1-based game number in the file; null otherwise
-``ply``           int32       PGN: plies from the game's start position (0 = start); null otherwise
-``fen``           string      the position (PGN: python-chess's ``Board.fen()``; EPD: as read)
-``move``          string      PGN: the UCI move that led to the position; null at ply 0 and otherwise
-``san``           string      PGN: the same move in SAN (python-chess's ``Board.san``); null likewise
-``value``         int32       NNUE value, internal units, side to move's point of view
-``cp``            int32       ``value`` in centipawns, ``tdiv(100 * value, units_per_pawn)``, side to move
-``cp_white``      int32       ``cp`` from White's point of view
-``in_check``      bool        the side to move is in check (Stockfish prints no NNUE value then);
-                              null when not computed (EPD and Parquet input)
-``outcome``       string      ``checkmate`` or ``stalemate`` when the position is one, else ``none``;
-                              null when not computed (EPD and Parquet input)
-``event`` ...     string      PGN game headers ``event``, ``site``, ``date``, ``round``, ``white``,
-``result``                    ``black``, ``result`` (null when absent or not PGN)
+``event`` ...     string      PGN tags ``event``, ``site``, ``date``, ``round``, ``white``, ``black``,
+``result``                    ``result`` (null when absent, and for EPD)
+``ply``           int64       PGN: plies from the game's start position (0 = start); null otherwise
+``san``, ``uci``  string      PGN: the move that led to the position (python-chess's SAN and UCI); null at ply 0
+``fen``           string      the position (PGN: python-chess's ``Board.fen()``; EPD: as written)
+``value``         int64       NNUE value, internal units, side to move's point of view
+``cp``            int64       ``tdiv(100 * value, units_per_pawn)``, side to move
+``cp_white``      int64       ``cp`` from White's point of view
+``in_check``      bool        the side to move is in check (Stockfish prints no NNUE value then)
+``outcome``       string      ``checkmate``, ``stalemate`` or ``none``
 ================  ==========  ============================================================
 
-Errors (:func:`errors_schema`): ``source``, ``line``, ``game`` (null unless PGN), ``message``.
+EPD operations are not kept in datasets.  Errors (:func:`errors_schema`): ``source``, ``line``,
+``game``, ``ply``, ``message``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
-from .pgn import HEADERS, GameBatch
-
-#: Header columns, lower-case names of :data:`nnue_infer.pgn.HEADERS`.
-HEADER_COLUMNS = tuple(h.lower() for h in HEADERS)
+#: PGN tag columns (lower-case names of :data:`nnue_infer.score.PGN_TAGS`).
+TAG_COLUMNS = ("event", "site", "date", "round", "white", "black", "result")
 
 
 def _pa():
@@ -49,113 +46,39 @@ def _pa():
 
 
 def schema():
-    """The ``pyarrow.Schema`` of scored positions (see the module docstring)."""
+    """The ``pyarrow.Schema`` of scored-position datasets (see the module docstring)."""
     pa = _pa()
-    fields = [
-        pa.field("source", pa.dictionary(pa.int32(), pa.string()), nullable=False),
-        pa.field("line", pa.int64(), nullable=False),
-        pa.field("game", pa.int64()),
-        pa.field("ply", pa.int32()),
-        pa.field("fen", pa.string(), nullable=False),
-        pa.field("move", pa.string()),
-        pa.field("san", pa.string()),
-        pa.field("value", pa.int32(), nullable=False),
-        pa.field("cp", pa.int32(), nullable=False),
-        pa.field("cp_white", pa.int32(), nullable=False),
-        pa.field("in_check", pa.bool_()),
-        pa.field("outcome", pa.string()),
-    ] + [pa.field(name, pa.string()) for name in HEADER_COLUMNS]
+    fields = [pa.field("source", pa.string(), nullable=False), pa.field("line", pa.int64()),
+              pa.field("game", pa.int64())]
+    fields += [pa.field(name, pa.string()) for name in TAG_COLUMNS]
+    fields += [pa.field("ply", pa.int64()), pa.field("san", pa.string()), pa.field("uci", pa.string()),
+               pa.field("fen", pa.string()), pa.field("value", pa.int64()), pa.field("cp", pa.int64()),
+               pa.field("cp_white", pa.int64()), pa.field("in_check", pa.bool_()), pa.field("outcome", pa.string())]
     return pa.schema(fields, metadata={"nnue-infer": "scored positions; value in internal units, side to move"})
 
 
 def errors_schema():
-    """The ``pyarrow.Schema`` of the errors table: ``source``, ``line``, ``game``, ``message``."""
+    """The ``pyarrow.Schema`` of the errors table: ``source``, ``line``, ``game``, ``ply``, ``message``."""
     pa = _pa()
-    return pa.schema([pa.field("source", pa.string(), nullable=False), pa.field("line", pa.int64(), nullable=False),
-                      pa.field("game", pa.int64()), pa.field("message", pa.string(), nullable=False)])
+    return pa.schema([pa.field("source", pa.string(), nullable=False), pa.field("line", pa.int64()),
+                      pa.field("game", pa.int64()), pa.field("ply", pa.int64()),
+                      pa.field("message", pa.string(), nullable=False)])
 
 
-def centipawns(values: np.ndarray, stm: np.ndarray, units_per_pawn: int) -> tuple[np.ndarray, np.ndarray]:
-    """(cp, cp_white) int32 from int values and side to move (0 White): ``tdiv(100 * v, units_per_pawn)``."""
-    v = np.asarray(values, np.int64)
-    cp = np.sign(v) * (np.abs(100 * v) // units_per_pawn)
-    return cp.astype(np.int32), np.where(np.asarray(stm) == 1, -cp, cp).astype(np.int32)
-
-
-def _source_column(source: str, n: int):
+def conform(table, source: str, target):
+    """``table`` (Arrow) with exactly the columns of schema ``target``: ``source`` filled in, missing
+    columns null, extra columns (EPD operations, ``error``) dropped."""
     pa = _pa()
-    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([source], pa.string()))
-
-
-def _nulls(n: int, type_):
-    return _pa().nulls(n, type_)
-
-
-def positions_table(source: str, lines: np.ndarray, fens: Sequence[str], values: np.ndarray, stm: np.ndarray,
-                    units_per_pawn: int, in_check: np.ndarray | None = None, outcome: Sequence[str] | None = None):
-    """A table of scored EPD / FEN positions (``game``, ``ply``, moves and headers null).
-
-    ``lines`` int64[n] are 1-based line (or row) numbers, ``stm`` the side to move (0 White).
-    """
-    pa = _pa()
-    n = len(fens)
-    cp, cp_white = centipawns(values, stm, units_per_pawn)
-    cols = {
-        "source": _source_column(source, n),
-        "line": pa.array(np.asarray(lines, np.int64)),
-        "game": _nulls(n, pa.int64()),
-        "ply": _nulls(n, pa.int32()),
-        "fen": pa.array(fens, pa.string()),
-        "move": _nulls(n, pa.string()),
-        "san": _nulls(n, pa.string()),
-        "value": pa.array(np.asarray(values, np.int32)),
-        "cp": pa.array(cp),
-        "cp_white": pa.array(cp_white),
-        "in_check": _nulls(n, pa.bool_()) if in_check is None else pa.array(np.asarray(in_check, bool)),
-        "outcome": _nulls(n, pa.string()) if outcome is None else pa.array(outcome, pa.string()),
-    }
-    for name in HEADER_COLUMNS:
-        cols[name] = _nulls(n, pa.string())
-    return pa.Table.from_pydict(cols, schema=schema())
-
-
-def games_table(batch: GameBatch, values: np.ndarray, units_per_pawn: int):
-    """A table of the scored positions of a :class:`~nnue_infer.pgn.GameBatch` (``values`` per row)."""
-    pa = _pa()
-    n = len(batch)
-    cp, cp_white = centipawns(values, batch.stm, units_per_pawn)
-    first = batch.ply == 0
-    outcome = np.where(batch.checkmate, "checkmate", np.where(batch.stalemate, "stalemate", "none"))
-    cols = {
-        "source": _source_column(batch.source, n),
-        "line": pa.array(batch.line),
-        "game": pa.array(batch.game),
-        "ply": pa.array(batch.ply),
-        "fen": pa.array(batch.fen, pa.string()),
-        "move": pa.array(batch.uci, pa.string(), mask=first),
-        "san": pa.array(batch.san, pa.string(), mask=first),
-        "value": pa.array(np.asarray(values, np.int32)),
-        "cp": pa.array(cp),
-        "cp_white": pa.array(cp_white),
-        "in_check": pa.array(batch.in_check),
-        "outcome": pa.array(outcome, pa.string()),
-    }
-    for tag, name in zip(HEADERS, HEADER_COLUMNS):
-        values_ = batch.headers[tag]
-        cols[name] = pa.array(values_, pa.string(), mask=values_ == "")
-    return pa.Table.from_pydict(cols, schema=schema())
-
-
-def errors_table(errors: Sequence) -> object:
-    """The errors table of ``(source, line, game or None, message)`` records (see :func:`errors_schema`)."""
-    pa = _pa()
-    rows = [tuple(e) for e in errors]
-    return pa.Table.from_pydict({
-        "source": pa.array([r[0] for r in rows], pa.string()),
-        "line": pa.array([r[1] for r in rows], pa.int64()),
-        "game": pa.array([r[2] for r in rows], pa.int64()),
-        "message": pa.array([r[3] for r in rows], pa.string()),
-    }, schema=errors_schema())
+    n = table.num_rows
+    arrays = []
+    for f in target:
+        if f.name == "source":
+            arrays.append(pa.array([source] * n, pa.string()))
+        elif f.name in table.column_names:
+            arrays.append(table.column(f.name).cast(f.type))
+        else:
+            arrays.append(pa.nulls(n, f.type))
+    return pa.Table.from_arrays(arrays, schema=target)
 
 
 def text_array(column):
@@ -208,3 +131,44 @@ def write_table(table, path: str) -> None:
     tmp = os.path.join(head, f".{name}.tmp-{os.getpid()}")  # dataset readers skip names starting with "."
     pq.write_table(table, tmp, compression="zstd")
     os.replace(tmp, path)
+
+
+class ParquetTableWriter:
+    """Writes result tables (:mod:`nnue_infer.output` columns) one after another into one Parquet file,
+    the counterpart of :class:`nnue_infer.output.TableWriter`.  The first table fixes the schema; the
+    file is written under a temporary name and renamed by :meth:`close`."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.rows = 0
+        self.columns: tuple[str, ...] | None = None
+        self._writer = None
+        import os
+
+        head, name = os.path.split(path)
+        self._tmp = os.path.join(head, f".{name}.tmp-{os.getpid()}")
+
+    def write(self, table) -> None:
+        """Append the rows of ``table`` (the same columns as the first table)."""
+        import pyarrow.parquet as pq
+
+        arrow = to_arrow(table)
+        if self._writer is None:
+            self.columns = tuple(arrow.column_names)
+            self._writer = pq.ParquetWriter(self._tmp, arrow.schema, compression="zstd")
+        elif tuple(arrow.column_names) != self.columns:
+            raise ValueError(f"columns {tuple(arrow.column_names)} differ from the columns written before, {self.columns}")
+        self._writer.write_table(arrow.cast(self._writer.schema))
+        self.rows += arrow.num_rows
+
+    def close(self) -> None:
+        """Finish the file (an empty table of no columns when nothing was written) and rename it into place."""
+        import os
+
+        import pyarrow.parquet as pq
+
+        if self._writer is None:
+            pq.write_table(_pa().table({}), self._tmp)
+        else:
+            self._writer.close()
+        os.replace(self._tmp, self.path)

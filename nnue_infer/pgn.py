@@ -44,12 +44,14 @@ PARSERS = ("auto", "rust", "python-chess")
 
 
 class PgnError(NamedTuple):
-    """A problem with one game: its source, 1-based game number, first line, and the message."""
+    """A problem with one game: its source, 1-based game number, first line, the message, and the
+    game's tags (``{}`` if none could be read)."""
 
     source: str
     game: int
     line: int
     message: str
+    headers: dict = {}
 
     def __str__(self) -> str:
         return f"{self.source}:{self.line}: game {self.game}: {self.message}"
@@ -278,8 +280,8 @@ def _parse_rust(source: str, games: list[tuple[int, int, str]], threads: int | N
     n_moves = int(move_offsets[-1])
     frm, to, promo = (cat("from_squares"), cat("to_squares"), cat("promotions")) if n_moves else (
         np.zeros(1, np.uint8), np.zeros(1, np.uint8), np.full(1, -1, np.int8))
-    errors = [PgnError(source, number, line, message)
-              for (number, line, _), message in zip(games, parse_errors) if message]
+    errors = [PgnError(source, number, line, message, h)
+              for (number, line, _), message, h in zip(games, parse_errors, headers) if message]
     return _describe(source, [g[0] for g in games], [g[1] for g in games], boards, cat("turn"),
                      np.ascontiguousarray(cat("castling")), cat("en_passant"), frm[move_index].astype(np.int16),
                      to[move_index].astype(np.int16), promo[move_index].astype(np.int16), position_offsets,
@@ -315,15 +317,16 @@ def _parse_python_chess(source: str, games: list[tuple[int, int, str]]) -> GameB
         game = chess.pgn.read_game(io.StringIO(text))
         if game is None:
             continue
+        tags = _tags(text)
         if game.errors:
-            errors.append(PgnError(source, number, line, str(game.errors[0])))
+            errors.append(PgnError(source, number, line, str(game.errors[0]), tags))
         try:
             board = game.board()
         except ValueError:
             continue
         if board.uci_variant != "chess":
             errors.append(PgnError(source, number, line, f"variant {board.uci_variant!r} is not supported "
-                                                         "(standard chess and Chess960 only)"))
+                                                         "(standard chess and Chess960 only)", tags))
             continue
         sans, ucis = [""], [""]
         boards = [board.copy(stack=False)]
@@ -347,7 +350,6 @@ def _parse_python_chess(source: str, games: list[tuple[int, int, str]]) -> GameB
         rows["ply"] += list(range(n))
         rows["san"] += sans
         rows["uci"] += ucis
-        tags = _tags(text)
         for k in HEADERS:
             headers[k] += [tags.get(k, "")] * n
     bb = np.array(rows["bb"], np.uint64).reshape(-1, 8).view(np.int64)
@@ -397,7 +399,31 @@ def parse_games(source: str, games: list[tuple[int, int, str]], parser: str = "a
             run.append(g)
     if run:
         batches.append(_parse_rust(source, run, threads))
-    return batches
+    return [b for batch in batches for b in _reread_refused_setups(source, batch, games, threads)]
+
+
+def _reread_refused_setups(source: str, batch: GameBatch, games: list[tuple[int, int, str]],
+                           threads: int | None) -> list[GameBatch]:
+    """``batch``, with the games whose ``[FEN]`` the Rust parser refused (e.g. a side without a king)
+    read again by python-chess, which accepts any placement: their positions then get the
+    evaluator's precise reason (:func:`evaluate_games`)."""
+    refused = {e.game for e in batch.errors if e.message.startswith(("invalid FEN", "failed to parse FEN"))}
+    if not refused:
+        return [batch]
+    numbers = sorted({int(g) for g in batch.game.tolist()} | {e.game for e in batch.errors})
+    by_number = {g[0]: g for g in games}
+    out, run = [], []
+    for number in numbers:
+        if number in refused:
+            if run:
+                out.append(_parse_rust(source, run, threads))
+                run = []
+            out.append(_parse_python_chess(source, [by_number[number]]))
+        else:
+            run.append(by_number[number])
+    if run:
+        out.append(_parse_rust(source, run, threads))
+    return out
 
 
 def read_pgn_lines(lines: Iterable[str], source: str, *, parser: str = "auto",

@@ -19,9 +19,7 @@ good rows); the caller decides whether to write them.  Tables come in chunks
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
-from typing import TextIO
+from collections.abc import Iterable, Iterator
 
 import chess
 import numpy as np
@@ -34,6 +32,8 @@ from .features import check_position
 from .kernels import status as KS
 from .output import TextColumn
 
+#: Games per PGN table (about 80 positions each in real games).
+GAMES_PER_TABLE = 2000
 #: Rows per table chunk (and per progress-bar step).
 CHUNK_ROWS = 65536
 #: Columns about the position's value and state, in this order, at the end of every table.
@@ -179,101 +179,65 @@ class _Offset:
         return self.fens[self.lo + i] or ""
 
 
-def score_pgn(ev: Evaluator, stream: TextIO, *, empty_in_check: bool = False, games_per_table: int = 256,
-              report=None) -> Iterator[tuple[dict, int]]:
-    """Tables of every position of every game's mainline in ``stream``, with the number of games in each.
+def score_pgn(ev: Evaluator, stream: Iterable[str], *, source: str = "<pgn>", empty_in_check: bool = False,
+              games_per_table: int = GAMES_PER_TABLE, parser: str = "auto") -> Iterator[tuple[dict, int]]:
+    """Tables of every position of every game's mainline in ``stream`` (lines of PGN text), with the
+    number of games in each.
 
     Columns: ``game`` (1-based), the :data:`PGN_TAGS` (lower case), ``ply`` (0 = start
     position), ``san`` and ``uci`` (the move that led to the position; null at ply 0),
     ``fen``, :data:`VALUE_COLUMNS`, ``error``.  A game with a problem (illegal move, bad FEN
     tag, chess variant) keeps its rows up to the problem and gets one error row after them
-    (ply of the move that failed, or 0).  Games start from their ``FEN`` tag when there is
-    one; values come from :meth:`Evaluator.evaluate_game` (incremental).
+    (the ply the failed move would have reached); a position the network cannot represent is
+    an error row itself.  Games are read by :func:`nnue_infer.pgn.read_pgn_lines` (with the
+    ``pgn`` extra a compiled parser: nothing replays the games in Python, no move is checked
+    twice) and evaluated in batches on all cores.
     """
-    import chess.pgn
+    from .batch import position_problem
+    from .pgn import read_pgn_lines
 
-    # python-chess also logs each game's errors (with a traceback); they are reported in the error column.
-    logging.getLogger("chess.pgn").addHandler(logging.NullHandler())
     per_pawn = ev.network.architecture.units_per_pawn
-    number = 0
-    done = False
-    while not done:
-        cols: dict[str, list] = {k: [] for k in ("game", *PGN_TAGS, "ply", "san", "uci", "fen", "value", "black",
-                                                  "bitboards", "chess960", "ok", "error")}
-        games = 0
-        while games < games_per_table:
-            game = chess.pgn.read_game(stream)
-            if game is None:
-                done = True
-                break
-            number += 1
-            games += 1
-            _game_rows(ev, game, number, cols)
-        if not cols["game"]:
-            continue
-        m = len(cols["game"])
-        ok = np.array(cols["ok"], bool)
-        bitboards = np.array(cols["bitboards"], np.uint64).reshape(m, 8).view(np.int64)
-        black = np.array(cols["black"], bool)
-        in_check, cleared = np.empty(m, bool), np.empty(m, np.uint8)
-        with PARALLEL_LOCK:
-            KS.status_batch(bitboards, black.astype(np.uint8), ok, in_check, cleared)
-        outcome = outcomes(in_check, cleared, ok, cols["fen"], np.array(cols["chess960"], bool))
-        table: dict = {"game": np.array(cols["game"], np.int64)}
-        table |= {tag.lower(): TextColumn.from_strings(cols[tag]) for tag in PGN_TAGS}
-        table["ply"] = np.array(cols["ply"], np.int64)
-        table |= {k: TextColumn.from_strings(cols[k]) for k in ("san", "uci", "fen")}
-        table |= value_columns(np.array(cols["value"], np.int64), black, in_check, outcome, ok, per_pawn,
-                               empty_in_check)
-        table["error"] = error_column(m, {i: e for i, e in enumerate(cols["error"]) if e is not None})
-        yield table, games
+    for batch in read_pgn_lines(stream, source, parser=parser, games_per_batch=games_per_table):
+        n = len(batch)
+        values, codes = ev.evaluate_bitboards(batch.bitboards, batch.stm)
+        game = batch.game
+        last_row = {g: i for i, g in enumerate(game.tolist())}  # games are contiguous
+        keep = np.ones(n, bool)
+        # (game, ply, row whose tags / FEN the error row takes or -1, message, tags)
+        problems: list[tuple[int, int, int, str | None, str, dict]] = []
+        for i in np.flatnonzero(codes).tolist():  # a position the network cannot represent ends its game
+            g = int(game[i])
+            if keep[i]:
+                keep[i:last_row[g] + 1] = False
+                problems.append((g, int(batch.ply[i]), i, batch.fen[i], position_problem(codes[i]), {}))
+        stopped = {p[0] for p in problems}
+        for e in batch.errors:
+            if e.game not in stopped:
+                end = last_row.get(e.game, -1)
+                problems.append((e.game, int(batch.ply[end]) + 1 if end >= 0 else 0, end, None, e.message, e.headers))
+        rows = np.flatnonzero(keep)
+        k = len(problems)
+        order = np.argsort(np.concatenate([game[rows], np.array([p[0] for p in problems], np.int64)]), kind="stable")
+        is_row = order < len(rows)
+        src = [int(rows[o]) if r else -1 for o, r in zip(order.tolist(), is_row.tolist())]
+        prob = [problems[o - len(rows)] if not r else None for o, r in zip(order.tolist(), is_row.tolist())]
+        table: dict = {"game": np.concatenate([game[rows], np.array([p[0] for p in problems], np.int64)])[order]}
+        for tag in PGN_TAGS:
+            col = batch.headers[tag]
+            cells = [col[i] if i >= 0 else (col[p[2]] if p[2] >= 0 else p[5].get(tag, "")) for i, p in zip(src, prob)]
+            table[tag.lower()] = TextColumn.from_strings([c or None for c in cells])
+        table["ply"] = np.array([batch.ply[i] if i >= 0 else p[1] for i, p in zip(src, prob)], np.int64)
+        table["san"] = TextColumn.from_strings([batch.san[i] or None if i >= 0 else None for i in src])
+        table["uci"] = TextColumn.from_strings([batch.uci[i] or None if i >= 0 else None for i in src])
+        table["fen"] = TextColumn.from_strings([batch.fen[i] if i >= 0 else p[3] for i, p in zip(src, prob)])
+        picked = np.array([max(i, 0) for i in src], np.int64)
+        ok = np.array([i >= 0 for i in src], bool)
+        outcome = np.where(batch.checkmate, CHECKMATE, np.where(batch.stalemate, STALEMATE, NONE))
+        table |= value_columns(values[picked] if n else np.zeros(len(src), np.int32),
+                               (batch.stm[picked] == 1) if n else np.zeros(len(src), bool),
+                               batch.in_check[picked] if n else np.zeros(len(src), bool),
+                               outcome[picked] if n else np.zeros(len(src), np.int64), ok, per_pawn, empty_in_check)
+        table["error"] = error_column(len(src), {j: p[4] for j, p in enumerate(prob) if p is not None})
+        yield table, len(set(table["game"].tolist()))
 
 
-def _game_rows(ev: Evaluator, game, number: int, cols: dict[str, list]) -> None:
-    """Append one game's rows (and its error row, if any) to the column lists ``cols``."""
-    tags = [game.headers.get(tag) for tag in PGN_TAGS]
-
-    def row(ply, san, uci, fen, value, black, bitboards, chess960, error):
-        cols["game"].append(number)
-        for tag, text in zip(PGN_TAGS, tags):
-            cols[tag].append(text)
-        cols["ply"].append(ply)
-        cols["san"].append(san)
-        cols["uci"].append(uci)
-        cols["fen"].append(fen)
-        cols["value"].append(value)
-        cols["black"].append(black)
-        cols["bitboards"].extend(bitboards)
-        cols["chess960"].append(chess960)
-        cols["ok"].append(error is None)
-        cols["error"].append(error)
-
-    nothing = (0,) * 8
-    problem = "; ".join(str(e) for e in game.errors) or None
-    try:
-        board = game.board()
-    except ValueError as exc:  # a bad FEN tag
-        row(0, None, None, game.headers.get("FEN"), 0, False, nothing, False, problem or str(exc))
-        return
-    if board.uci_variant != "chess":
-        row(0, None, None, board.fen(), 0, False, nothing, False,
-            f"variant {board.uci_variant!r} is not supported (standard chess and Chess960 only)")
-        return
-    moves = list(game.mainline_moves())
-    try:
-        values = ev.evaluate_game(board, moves, validate=False).tolist()
-    except ValueError as exc:
-        row(0, None, None, board.fen(), 0, False, nothing, False, str(exc))
-        return
-    for ply in range(len(moves) + 1):
-        san = uci = None
-        if ply:
-            move = moves[ply - 1]
-            san, uci = board.san(move), move.uci()
-            board.push(move)
-        occ = board.occupied_co
-        row(ply, san, uci, board.fen(), values[ply], board.turn == chess.BLACK,
-            (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings, occ[1], occ[0]),
-            board.chess960, None)
-    if problem is not None:
-        row(len(moves) + 1, None, None, None, 0, board.turn == chess.BLACK, nothing, False, problem)

@@ -88,7 +88,7 @@ def test_in_process_errors_table_and_rerun(tmp_path, fens):
     assert [(os.path.basename(s), line) for s, line in zip(errors["source"], errors["line"])] == [("s2.epd", 3),
                                                                                                    ("s2.epd", 4)]
     assert "Black must have exactly one king" in errors["message"][0]
-    assert errors["message"][1] == "FEN 'not a fen' has no en passant square field"
+    assert errors["message"][1] == "invalid character 'o' in the placement field at character 1 of 'not a fen'"
     again = D.score_files(str(tmp_path / "in" / "*"), str(out), "default")
     assert (again.rows, again.skipped) == (len(expected), 6)
     with pytest.raises(ValueError, match="network"):
@@ -208,7 +208,7 @@ def test_pgn_and_parquet_inputs_in_process(tmp_path, fens, data_dir):
     want = np.concatenate([ev.evaluate_game(chess.Board(g["start_fen"]), g["moves"]) for g in games])
     np.testing.assert_array_equal([t["value"][i] for i in pgn_rows], want)
     first = pgn_rows[:len(games[0]["moves"]) + 1]
-    assert [t["move"][i] for i in first] == [None] + games[0]["moves"]
+    assert [t["uci"][i] for i in first] == [None] + games[0]["moves"]
     assert [t["white"][i] for i in first] == [games[0]["id"]] * len(first)
     board = chess.Board(games[0]["start_fen"])
     sans = [None]
@@ -219,3 +219,28 @@ def test_pgn_and_parquet_inputs_in_process(tmp_path, fens, data_dir):
     pq_rows = [i for i, s in enumerate(t["source"]) if s.endswith(".parquet")]
     assert [t["line"][i] for i in pq_rows] == list(range(1, 31))
     np.testing.assert_array_equal([t["value"][i] for i in pq_rows], nnue_infer.evaluate_batch(fens[:30]))
+
+
+def test_cli_parquet_output_and_workers(tmp_path, fens, capsys):
+    """``eval --pgn ... -o x.parquet`` holds the CSV's rows; ``eval --epd 'glob' --output DIR --workers 1``
+    writes the dataset (exit status 1: the shards' two bad rows, listed in _errors)."""
+    import csv
+    import io
+
+    from nnue_infer.cli import main
+
+    pgn = tmp_path / "g.pgn"
+    pgn.write_text('[Event "e"]\n[White "w"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 a6 4. Bxc6 dxc6 *\n\n1. d4 d5 *\n')
+    assert main(["eval", "--pgn", str(pgn), "-o", str(tmp_path / "g.parquet")]) == 0
+    assert main(["eval", "--pgn", str(pgn)]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    t = pq.read_table(tmp_path / "g.parquet").to_pylist()
+    assert [{k: "" if v is None else str(v).lower() if isinstance(v, bool) else str(v) for k, v in r.items()}
+            for r in t] == rows
+    assert t[7]["san"] == "Bxc6" and t[7]["white"] == "w" and t[-1]["event"] is None
+    expected = write_shards(tmp_path / "in", fens[:90], n=3)
+    out = tmp_path / "ds"
+    status = main(["eval", "--epd", str(tmp_path / "in" / "s*"), "--output", str(out), "--workers", "1"])
+    assert status == 1
+    check_complete(out, expected, nnue_infer.default_network())
+    assert pq.read_table(out / D.ERRORS_DIR).num_rows == 2
