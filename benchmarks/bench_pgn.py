@@ -1,8 +1,8 @@
 """PGN file -> values, end to end on one core: the fast path (nnue_infer.pgn) against python-chess's.
 
 Both paths read the same PGN file (the dev games, repeated, exported by python-chess) and write
-the same CSV rows (game, ply, UCI move, FEN, value, cp, cp_white; the fast path also SAN and
-in_check) to memory, with one Numba thread and one parser thread.  The python-chess path is the
+CSV rows (game, ply, UCI move, FEN, value, cp, cp_white; the fast path, ``nnue-infer eval --pgn``'s
+``score_pgn``, also the tags, SAN, in_check and outcome) to memory, with one Numba thread and one parser thread.  The python-chess path is the
 command line's before the fast path: ``chess.pgn.read_game`` per game, ``evaluate_game`` (which
 checks every move's legality again), then ``Board.push`` / ``Board.fen()`` for the FEN column.
 Values are checked equal.  Run: ``python benchmarks/bench_pgn.py [--copies 4]``.
@@ -29,7 +29,13 @@ from common import data_dir  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer import pgn  # noqa: E402
-from nnue_infer.parquet import centipawns  # noqa: E402
+
+
+def centipawns(values: np.ndarray, black: np.ndarray, per_pawn: int) -> tuple[np.ndarray, np.ndarray]:
+    """(cp, cp_white): tdiv(100 * value, per_pawn), side to move and White."""
+    v = np.asarray(values, np.int64)
+    cp = np.sign(v) * (np.abs(100 * v) // per_pawn)
+    return cp, np.where(black, -cp, cp)
 
 
 def write_pgn(path: str, copies: int) -> None:
@@ -74,20 +80,19 @@ def python_chess_path(path: str, ev) -> np.ndarray:
 
 
 def fast_path(path: str, ev) -> np.ndarray:
-    """nnue_infer.pgn: Rust parser + notation kernel, batch evaluation, CSV through nnue_infer.output."""
-    from nnue_infer.output import TableWriter, TextColumn
+    """What ``nnue-infer eval --pgn`` runs now: nnue_infer.score.score_pgn (Rust parser + notation kernel +
+    batch evaluation) and nnue_infer.output's CSV writer."""
+    from nnue_infer.output import TableWriter
+    from nnue_infer.score import score_pgn
 
     sink = io.BytesIO()
     writer = TableWriter(sink, "csv")
     values_all = []
-    for batch in pgn.read_pgn(path, threads=1):
-        kept, values, _ = pgn.evaluate_games(ev, batch)
-        cp, cp_white = centipawns(values, kept.stm, ev.network.architecture.units_per_pawn)
-        writer.write({"game": kept.game, "ply": kept.ply, "move": TextColumn.from_strings(kept.uci),
-                      "san": TextColumn.from_strings(kept.san), "fen": TextColumn.from_strings(kept.fen),
-                      "value": values, "cp": cp, "cp_white": cp_white, "in_check": kept.in_check})
-        values_all.append(values)
-    return np.concatenate(values_all)
+    with open(path, encoding="utf-8-sig") as f:
+        for table, _ in score_pgn(ev, f, source=path):
+            writer.write(table)
+            values_all.append(np.ma.getdata(table["value"]))
+    return np.concatenate(values_all).astype(np.int32)
 
 
 def parse_only(path: str) -> int:
@@ -126,7 +131,7 @@ def main() -> None:
           f"1 parser thread; load average {load[0]:.2f} on {os.cpu_count()} cores")
     print("positions/s                                               wall clock   per CPU second")
     for label, (wall, cpu) in (("python-chess path (read_game, evaluate_game, Board.fen)", t_slow),
-                               ("fast path (nnue_infer.pgn + output)", t_fast),
+                               ("fast path (eval --pgn: score_pgn + output)", t_fast),
                                ("fast path, reading only (parse + FEN/SAN/UCI/check)", t_parse)):
         print(f"  {label:<56} {n / wall:>10,.0f}   {n / cpu:>12,.0f}")
     print(f"fast path / python-chess path: {t_slow[0] / t_fast[0]:.1f}x wall clock, "

@@ -179,6 +179,12 @@ class _Offset:
         return self.fens[self.lo + i] or ""
 
 
+def _text(cells: np.ndarray, valid: np.ndarray) -> TextColumn:
+    """A text column of the strings ``cells`` (object array) with ``valid`` false for null cells."""
+    column = TextColumn.from_strings(cells.tolist())
+    return column if valid.all() else TextColumn(column.buf, column.starts, column.ends, np.asarray(valid, bool))
+
+
 def score_pgn(ev: Evaluator, stream: Iterable[str], *, source: str = "<pgn>", empty_in_check: bool = False,
               games_per_table: int = GAMES_PER_TABLE, parser: str = "auto") -> Iterator[tuple[dict, int]]:
     """Tables of every position of every game's mainline in ``stream`` (lines of PGN text), with the
@@ -218,26 +224,42 @@ def score_pgn(ev: Evaluator, stream: Iterable[str], *, source: str = "<pgn>", em
         rows = np.flatnonzero(keep)
         k = len(problems)
         order = np.argsort(np.concatenate([game[rows], np.array([p[0] for p in problems], np.int64)]), kind="stable")
-        is_row = order < len(rows)
-        src = [int(rows[o]) if r else -1 for o, r in zip(order.tolist(), is_row.tolist())]
-        prob = [problems[o - len(rows)] if not r else None for o, r in zip(order.tolist(), is_row.tolist())]
+        src = np.concatenate([rows, np.full(k, -1, np.int64)])[order]  # batch row of each table row, -1: an error row
+        is_row = src >= 0
+        prob_at = np.flatnonzero(~is_row)  # table rows of the problems, in problem order
+        problem_of = order[prob_at] - len(rows)
         table: dict = {"game": np.concatenate([game[rows], np.array([p[0] for p in problems], np.int64)])[order]}
         for tag in PGN_TAGS:
-            col = batch.headers[tag]
-            cells = [col[i] if i >= 0 else (col[p[2]] if p[2] >= 0 else p[5].get(tag, "")) for i, p in zip(src, prob)]
-            table[tag.lower()] = TextColumn.from_strings([c or None for c in cells])
-        table["ply"] = np.array([batch.ply[i] if i >= 0 else p[1] for i, p in zip(src, prob)], np.int64)
-        table["san"] = TextColumn.from_strings([batch.san[i] or None if i >= 0 else None for i in src])
-        table["uci"] = TextColumn.from_strings([batch.uci[i] or None if i >= 0 else None for i in src])
-        table["fen"] = TextColumn.from_strings([batch.fen[i] if i >= 0 else p[3] for i, p in zip(src, prob)])
-        picked = np.array([max(i, 0) for i in src], np.int64)
-        ok = np.array([i >= 0 for i in src], bool)
+            cells = np.full(len(src), "", object)
+            cells[is_row] = batch.headers[tag][src[is_row]]
+            for t, q in zip(prob_at.tolist(), problem_of.tolist()):
+                p = problems[q]
+                cells[t] = batch.headers[tag][p[2]] if p[2] >= 0 else p[5].get(tag, "")
+            table[tag.lower()] = _text(cells, cells != "")
+        ply = np.zeros(len(src), np.int64)
+        ply[is_row] = batch.ply[src[is_row]]
+        ply[prob_at] = [problems[q][1] for q in problem_of.tolist()]
+        table["ply"] = ply
+        moved = is_row & (ply > 0)
+        for name, column in (("san", batch.san), ("uci", batch.uci)):
+            cells = np.full(len(src), "", object)
+            cells[is_row] = np.asarray(column, object)[src[is_row]]
+            table[name] = _text(cells, moved)
+        fens = np.full(len(src), "", object)
+        fens[is_row] = np.asarray(batch.fen, object)[src[is_row]]
+        has_fen = is_row.copy()
+        for t, q in zip(prob_at.tolist(), problem_of.tolist()):
+            if problems[q][3] is not None:
+                fens[t], has_fen[t] = problems[q][3], True
+        table["fen"] = _text(fens, has_fen)
+        picked = np.maximum(src, 0)
         outcome = np.where(batch.checkmate, CHECKMATE, np.where(batch.stalemate, STALEMATE, NONE))
         table |= value_columns(values[picked] if n else np.zeros(len(src), np.int32),
                                (batch.stm[picked] == 1) if n else np.zeros(len(src), bool),
                                batch.in_check[picked] if n else np.zeros(len(src), bool),
-                               outcome[picked] if n else np.zeros(len(src), np.int64), ok, per_pawn, empty_in_check)
-        table["error"] = error_column(len(src), {j: p[4] for j, p in enumerate(prob) if p is not None})
+                               outcome[picked] if n else np.zeros(len(src), np.int64), is_row, per_pawn, empty_in_check)
+        table["error"] = error_column(len(src), {t: problems[q][4] for t, q in zip(prob_at.tolist(),
+                                                                                   problem_of.tolist())})
         yield table, len(set(table["game"].tolist()))
 
 
