@@ -295,7 +295,8 @@ class Evaluator:
             ``move`` is not a ``chess.Move`` (also unvalidated).
         """
         if not isinstance(move, chess.Move):
-            raise TypeError(f"expected a chess.Move, got {type(move).__name__}")
+            hint = "; push_uci('e2e4') and push_san('e4') take text" if isinstance(move, str) else ""
+            raise TypeError(f"expected a chess.Move, got {type(move).__name__}{hint}")
         lock = self._in_use
         if not lock.acquire(False):
             raise self._busy()

@@ -59,6 +59,8 @@ def test_push_uci_and_push_san(network):
     ev.push_san("Nf6")
     assert ev.push_san("O-O") == chess.Move.from_uci("e1g1")
     assert ev.evaluate() == -66 and ev.evaluate() == ev.evaluate(ev.board)
+    with pytest.raises(TypeError, match=r"push_uci\('e2e4'\) and push_san\('e4'\) take text"):
+        ev.push("e2e4")
     fen = ev.board.fen()
     for bad, push in (("e2e4", ev.push_uci), ("Ke2", ev.push_san), ("xyz", ev.push_uci), ("Nc3", ev.push_san)):
         with pytest.raises(IllegalMoveError, match=fen.split()[0].replace("/", "/")):

@@ -15,7 +15,9 @@ The filter is sound (it never clears a mate or a stalemate).  A position is clea
   (rank, file, diagonal) through its own king has a move: a pawn push to an empty square, a
   pawn capture of an enemy piece, or a knight/slider move to a square without an own piece.
   Such a piece cannot be pinned, so, not in check, its move is legal (e.p. captures and
-  castling are left to python-chess).
+  castling are left to python-chess); or
+* the side to move is in check by one piece, and such an unpinnable piece can capture the
+  checker or step onto a square between it and the king.
 """
 
 from __future__ import annotations
@@ -78,6 +80,53 @@ def _has_free_move(bitboards, stm, king, occupied):
 
 
 @njit(cache=True)
+def _free_piece_reaches(bitboards, stm, king, occupied, targets):
+    """Whether a piece of ``stm`` off every line through its king can move onto a square of
+    ``targets`` (enemy pieces to capture, empty squares to step on)."""
+    own = bitboards[BB_WHITE + stm]
+    enemy = bitboards[BB_WHITE + 1 - stm]
+    free = own & ~line_attacks(king, 0, 0, 8) & ~bitboards[BB_KINGS]
+    pawns = free & bitboards[BB_PAWNS]
+    while pawns:
+        sq = lowest_square(pawns)
+        pawns = without_lowest(pawns)
+        if PAWN_ATTACKS[stm, sq] & enemy & targets:
+            return True
+        one = sq + 8 if stm == 0 else sq - 8
+        if (occupied & SQUARE_BB[one]) == 0:
+            if SQUARE_BB[one] & targets:
+                return True
+            two = one + 8 if stm == 0 else one - 8
+            if (sq >> 3) == (1 if stm == 0 else 6) and (occupied & SQUARE_BB[two]) == 0 and SQUARE_BB[two] & targets:
+                return True
+    others = free & ~bitboards[BB_PAWNS]
+    while others:
+        sq = lowest_square(others)
+        others = without_lowest(others)
+        if bitboards[BB_KNIGHTS] & SQUARE_BB[sq]:
+            reach = KNIGHT_ATTACKS[sq]
+        elif bitboards[BB_BISHOPS] & SQUARE_BB[sq]:
+            reach = line_attacks(sq, occupied, 4, 8)
+        elif bitboards[BB_ROOKS] & SQUARE_BB[sq]:
+            reach = line_attacks(sq, occupied, 0, 4)
+        else:
+            reach = line_attacks(sq, occupied, 0, 8)
+        if reach & targets & ~own:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _between(king, checker, occupied):
+    """The (empty) squares strictly between ``king`` and a slider ``checker`` on one line; 0 if none."""
+    for d in range(8):
+        ray = line_attacks(king, occupied, d, d + 1)
+        if ray & SQUARE_BB[checker]:
+            return ray & ~SQUARE_BB[checker]
+    return 0
+
+
+@njit(cache=True)
 def position_status(bitboards, stm):
     """``(in_check, cleared)`` of one position with one king per side (``bitboards`` int64[8], ``stm`` 0/1).
 
@@ -95,8 +144,15 @@ def position_status(bitboards, stm):
         steps = without_lowest(steps)
         if attackers(bitboards, to, 1 - stm, lifted) == 0:
             return check, CLEARED
-    if not check and _has_free_move(bitboards, stm, king, occupied):
-        return check, CLEARED
+    if not check:
+        if _has_free_move(bitboards, stm, king, occupied):
+            return check, CLEARED
+        return check, NOT_CLEARED
+    checkers = attackers(bitboards, king, 1 - stm, occupied)
+    if without_lowest(checkers) == 0:  # one checker: capture it or block its line with an unpinnable piece
+        checker = lowest_square(checkers)
+        if _free_piece_reaches(bitboards, stm, king, occupied, checkers | _between(king, checker, occupied)):
+            return check, CLEARED
     return check, NOT_CLEARED
 
 
