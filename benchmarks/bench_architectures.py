@@ -33,8 +33,8 @@ from common import machine, positions  # noqa: E402
 import nnue_infer  # noqa: E402
 from nnue_infer.float_network import FloatNetwork
 from nnue_infer.kernels.activation import ft_activate  # noqa: E402
-from nnue_infer.network import FT_ACTIVATIONS, Architecture, HiddenLayer  # noqa: E402
-from nnue_infer.quantise import SCHEMES, quantise  # noqa: E402
+from nnue_infer.network import FT_ACTIVATIONS, Architecture, HiddenLayer, default_gate_table  # noqa: E402
+from nnue_infer.quantise import SCHEMES, quantise, table_samples  # noqa: E402
 
 WIDTHS = (256, 512, 1024)
 
@@ -69,7 +69,7 @@ def best_of(fns: dict, repeat: int, number: int) -> dict:
 
 
 def architecture(activation: str, width: int) -> Architecture:
-    shift = {1: 0, 2: 7, 4: 21}[FT_ACTIVATIONS[activation].degree]
+    shift = {1: 0, 2: 7, 3: 14, 4: 21}[FT_ACTIVATIONS[activation].degree]
     return Architecture(feature_set="HalfKAv2_hm", ft_width=width, ft_activation=activation, ft_clamp=127,
                         ft_shift=shift, psqt_buckets=8, output_buckets=8,
                         layers=(HiddenLayer(16, "sqr_crelu+crelu", activated=15), HiddenLayer(32, "crelu"),
@@ -86,6 +86,7 @@ def main() -> None:
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
     rng = np.random.default_rng(0)
+    table = np.rint(127 * table_samples(default_gate_table(), 127)).astype(np.int32)  # lut_glu's gate
     print("\n## activation kernel (both perspectives), us/call, ratio to pairwise at the same width")
     print(f"{'activation':18s}" + "".join(f"{f'L1={w}':>22s}" for w in WIDTHS))
     kernel: dict[tuple[str, int], float] = {}
@@ -94,8 +95,8 @@ def main() -> None:
         fns = {}
         for name, act in FT_ACTIVATIONS.items():
             out = np.empty(w if act.paired else 2 * w, np.int16)
-            shift = {1: 0, 2: 7, 4: 21}[act.degree]
-            fns[name] = lambda act=act, out=out, shift=shift: ft_activate(acc, 0, act.code, 127, shift, out)
+            shift = {1: 0, 2: 7, 3: 14, 4: 21}[act.degree]
+            fns[name] = lambda act=act, out=out, shift=shift: ft_activate(acc, 0, act.code, 127, shift, table, out)
         out8 = np.empty(w, np.uint8)
         fns["pairwise (before)"] = lambda: pairwise_before(acc, 0, 127, 7, out8)
         for name, t in best_of(fns, args.repeat, 2000).items():

@@ -18,9 +18,13 @@ output bucket ``(pieces - 1) // (32 // output_buckets)``.
        pairwise_screlu  clamp(a, 0, 1)**2 * clamp(b, 0, 1)**2
        glu              clamp(a, 0, 1) * clamp(b, -1, 1)
        bilinear         clamp(a, -1, 1) * clamp(b, -1, 1)
+       hswish_glu       x (x + 1) / 2 * clamp(b, -1, 1),  x = clamp(a, -1, 1)  (hard-swish(3x)/3 gate)
+       lut_glu          t(clamp(a, -1, 1)) * clamp(b, -1, 1),  t = piecewise-linear through
+                        ``ft_table`` (K samples uniform over [-1, 1], |t| <= 1)
 
-   Output in [0, 1] (or [-1, 1] for glu/bilinear); 1.0 is ``QA**degree / 2**ft_shift`` in
-   the quantised network (``Architecture.ft_scale``; 126.0078125 for Stockfish 15.1).
+   Output in [0, 1] (or [-1, 1] for the signed glu, bilinear, hswish_glu, lut_glu); 1.0 is
+   ``QA**degree / 2**ft_shift`` in the quantised network (``Architecture.ft_scale``;
+   126.0078125 for Stockfish 15.1).
 3. **Dense layers** of bucket ``B``: ``z = layer_weights[i][B] @ x + layer_biases[i][B]``
    (x zero-padded to the layer's padded input width).  Hidden activations on the first
    ``activated`` outputs, 1.0 being the integer 127 of ClippedReLU::
@@ -54,7 +58,7 @@ import chess
 import numpy as np
 
 from .errors import FenError, NetworkFormatError, clip, quote
-from .network import Architecture, _check_array, check_finite
+from .network import TABLE_ACTIVATIONS, Architecture, _check_array, check_finite
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,6 +84,9 @@ class FloatNetwork:
         Dense biases per layer (unit: 1.0 = the activation's clamp point; output layer: ``y``).
     description : str
         Free text.
+    ft_table : float32[K], optional
+        Gate of ``lut_glu``: its values at K (odd, >= 3) points uniform over [-1, 1], each
+        within [-1, 1]; ``None`` for every other activation.
 
     Raises
     ------
@@ -94,6 +101,7 @@ class FloatNetwork:
     layer_weights: tuple[np.ndarray, ...]
     layer_biases: tuple[np.ndarray, ...]
     description: str = ""
+    ft_table: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         from .features import architecture_features
@@ -117,6 +125,19 @@ class FloatNetwork:
             biases.append(_check_array(f"layers[{i}].biases", self.layer_biases[i], np.float32, (B, layer.outputs)))
         object.__setattr__(self, "layer_weights", tuple(weights))
         object.__setattr__(self, "layer_biases", tuple(biases))
+        if arch.ft_activation in TABLE_ACTIVATIONS:
+            t = self.ft_table
+            if t is None:
+                raise NetworkFormatError(f"tensor 'ft.table': missing; {arch.ft_activation} needs its gate table")
+            if not isinstance(t, np.ndarray) or t.ndim != 1 or t.size < 3 or t.size % 2 == 0:
+                raise NetworkFormatError(f"tensor 'ft.table': must be a 1-D array of an odd number (>= 3) of samples, "
+                                         f"got shape {getattr(t, 'shape', None)}")
+            t = _check_array("ft_table", t, np.float32, t.shape)
+            if np.all(np.isfinite(t)) and np.abs(t).max() > 1.0:
+                raise NetworkFormatError(f"tensor 'ft.table': value {float(np.abs(t).max())} outside [-1, 1]")
+            object.__setattr__(self, "ft_table", t)
+        elif self.ft_table is not None:
+            raise NetworkFormatError(f"tensor 'ft.table': {arch.ft_activation} has no gate table")
         for name, arr in self.tensors().items():
             check_finite(name, arr)
 
@@ -150,6 +171,8 @@ class FloatNetwork:
         """
         from .features import architecture_features
 
+        from .network import default_gate_table
+
         rng = np.random.default_rng(seed)
         nf = architecture_features(architecture).num_features
         L1 = architecture.ft_width
@@ -171,6 +194,7 @@ class FloatNetwork:
             layer_weights=tuple(layer_w),
             layer_biases=tuple(layer_b),
             description=f"random (seed {seed})",
+            ft_table=default_gate_table() if architecture.ft_activation in TABLE_ACTIVATIONS else None,
         )
 
 
@@ -179,12 +203,14 @@ def network_tensors(network) -> dict[str, np.ndarray]:  # Network or FloatNetwor
 
     ``ft.biases`` [L1], ``ft.weights`` [F, L1], ``ft.psqt_weights`` [F, P], then per dense
     layer i ``layers.{i}.weights`` [buckets, outputs, padded inputs] and ``layers.{i}.biases``
-    [buckets, outputs].
+    [buckets, outputs]; ``ft.table`` (the ``lut_glu`` gate table) last, when the network has one.
     """
     out = {"ft.biases": network.ft_biases, "ft.weights": network.ft_weights, "ft.psqt_weights": network.psqt_weights}
     for i, (w, b) in enumerate(zip(network.layer_weights, network.layer_biases)):
         out[f"layers.{i}.weights"] = w
         out[f"layers.{i}.biases"] = b
+    if network.ft_table is not None:
+        out["ft.table"] = network.ft_table
     return out
 
 
@@ -192,6 +218,8 @@ def _from_tensors(arch: Architecture, tensors: dict[str, np.ndarray]) -> dict:
     names = ["ft.biases", "ft.weights", "ft.psqt_weights"]
     for i in range(len(arch.layers)):
         names += [f"layers.{i}.weights", f"layers.{i}.biases"]
+    if arch.ft_activation in TABLE_ACTIVATIONS:
+        names.append("ft.table")
     missing = [n for n in names if n not in tensors]
     if missing:
         raise NetworkFormatError(f"missing tensor(s) {missing}")
@@ -205,6 +233,7 @@ def _from_tensors(arch: Architecture, tensors: dict[str, np.ndarray]) -> dict:
         "psqt_weights": tensors["ft.psqt_weights"],
         "layer_weights": tuple(tensors[f"layers.{i}.weights"] for i in range(n)),
         "layer_biases": tuple(tensors[f"layers.{i}.biases"] for i in range(n)),
+        "ft_table": tensors.get("ft.table"),
     }
 
 
@@ -213,10 +242,18 @@ def _from_tensors(arch: Architecture, tensors: dict[str, np.ndarray]) -> dict:
 SQR_CRELU_GAIN = 127.0 / 128.0
 
 
-def ft_activation_float(name: str, acc_stm: np.ndarray, acc_opp: np.ndarray) -> np.ndarray:
+def gate_table_value(table: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The ``lut_glu`` gate t(x): piecewise-linear through ``table`` (K samples uniform over
+    [-1, 1]) at ``x`` clamped to [-1, 1]; float64 like ``x``."""
+    k = table.shape[0]
+    return np.interp(np.clip(x, -1.0, 1.0), np.linspace(-1.0, 1.0, k), table.astype(np.float64))
+
+
+def ft_activation_float(name: str, acc_stm: np.ndarray, acc_opp: np.ndarray, table: np.ndarray | None = None) -> np.ndarray:
     """The float feature-transformer activation ``name`` of both perspectives (side to move first).
 
     ``acc_*`` float64[L1]; returns float64[L1] (paired activations) or float64[2 * L1].
+    ``table`` float32[K]: the gate table of ``lut_glu`` (required for it, ignored otherwise).
     """
     out = []
     for acc in (acc_stm, acc_opp):
@@ -234,6 +271,13 @@ def ft_activation_float(name: str, acc_stm: np.ndarray, acc_opp: np.ndarray) -> 
             out.append(np.clip(a, 0.0, 1.0) * np.clip(b, -1.0, 1.0))
         elif name == "bilinear":
             out.append(np.clip(a, -1.0, 1.0) * np.clip(b, -1.0, 1.0))
+        elif name == "hswish_glu":
+            x = np.clip(a, -1.0, 1.0)
+            out.append(x * (x + 1.0) / 2.0 * np.clip(b, -1.0, 1.0))
+        elif name == "lut_glu":
+            if table is None:
+                raise ValueError("lut_glu needs its gate table")
+            out.append(gate_table_value(table, a) * np.clip(b, -1.0, 1.0))
         else:
             raise ValueError(f"unknown feature-transformer activation {name!r}")
     return np.concatenate(out)
@@ -309,7 +353,7 @@ def forward_float_trace(network: FloatNetwork, board: chess.Board | str) -> Floa
     if arch.psqt_buckets:
         p = network.psqt_weights.astype(np.float64)
         psqt = (p[stm_f].sum(0)[bucket] - p[opp_f].sum(0)[bucket]) / 2.0
-    x = ft_activation_float(arch.ft_activation, acc_stm, acc_opp)
+    x = ft_activation_float(arch.ft_activation, acc_stm, acc_opp, network.ft_table)
     skip = 0.0
     y = 0.0
     widths = arch.layer_inputs()

@@ -82,6 +82,10 @@ class FtActivation:
 #: * ``pairwise_screlu`` clamp(a, 0, 1)**2 * clamp(b, 0, 1)**2
 #: * ``glu``             clamp(a, 0, 1) * clamp(b, -1, 1)        (gate activated, value only bounded)
 #: * ``bilinear``        clamp(a, -1, 1) * clamp(b, -1, 1)       (neither activated)
+#: * ``hswish_glu``      h(x) * clamp(b, -1, 1), x = clamp(a, -1, 1), h(x) = x (x + 1) / 2
+#:                       = hard-swish(3x) / 3: a smooth gate (SwiGLU's NNUE form), exact in integers
+#: * ``lut_glu``         t(clamp(a, -1, 1)) * clamp(b, -1, 1), t the piecewise-linear function
+#:                       through the network's gate table (``ft_table``; GEGLU/SwiGLU by table)
 FT_ACTIVATIONS = {
     "crelu": FtActivation(A.FT_CRELU, False, 1, False, 1.0),
     "screlu": FtActivation(A.FT_SCRELU, False, 2, False, 2.0),
@@ -89,7 +93,24 @@ FT_ACTIVATIONS = {
     "pairwise_screlu": FtActivation(A.FT_PAIRWISE_SCRELU, True, 4, False, 4.0),
     "glu": FtActivation(A.FT_GLU, True, 2, True, 2.0),
     "bilinear": FtActivation(A.FT_BILINEAR, True, 2, True, 2.0),
+    "hswish_glu": FtActivation(A.FT_HSWISH_GLU, True, 3, True, 1.5),
+    "lut_glu": FtActivation(A.FT_LUT_GLU, True, 2, True, 2.0),
 }
+#: Activations whose gate is a table stored with the network (``ft_table``).
+TABLE_ACTIVATIONS = ("lut_glu",)
+#: Samples of the default gate table of a float ``lut_glu`` network (uniform over [-1, 1]).
+DEFAULT_TABLE_SAMPLES = 257
+
+
+def default_gate_table(samples: int = DEFAULT_TABLE_SAMPLES) -> np.ndarray:
+    """The default ``lut_glu`` gate: SiLU with slope 4, ``t(u) = u * sigmoid(4 u)``, sampled at
+    ``samples`` points uniform over u in [-1, 1]; float32[samples], values in [-0.07, 0.99].
+
+    Within the clamp it is a smoothed ReLU (GELU and SiLU have this shape); any function with
+    |t| <= 1 can be stored instead.
+    """
+    u = np.linspace(-1.0, 1.0, samples)
+    return (u / (1.0 + np.exp(-4.0 * u))).astype(np.float32)
 #: Feature sets known to :mod:`nnue_infer.features`.
 FEATURE_SETS = ("HalfKAv2_hm", "Chess768")
 #: Horizontal mirroring modes: none, own king moved to files e-h (HalfKAv2_hm), or to files a-d
@@ -447,6 +468,9 @@ class Network:
         Dense biases per layer (float32 for float layers).
     description : str
         Free text stored with the network (Stockfish's description string).
+    ft_table : int16[2 * QA + 1], optional
+        Gate table of ``lut_glu`` (``T[i]`` = gate((i - QA) / QA) at scale QA, |T| <= QA);
+        ``None`` for every other activation.
 
     Raises
     ------
@@ -462,6 +486,7 @@ class Network:
     layer_weights: tuple[np.ndarray, ...]
     layer_biases: tuple[np.ndarray, ...]
     description: str = ""
+    ft_table: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         from .features import architecture_features
@@ -473,6 +498,16 @@ class Network:
         fix("ft_biases", np.int16, (L1,))
         fix("ft_weights", np.int16, (nf, L1))
         fix("psqt_weights", np.int32, (nf, arch.psqt_buckets))
+        if arch.ft_activation in TABLE_ACTIVATIONS:
+            if self.ft_table is None:
+                raise NetworkFormatError(f"tensor 'ft.table': missing; {arch.ft_activation} needs its gate table")
+            fix("ft_table", np.int16, (2 * arch.ft_clamp + 1,))
+            worst = int(np.abs(self.ft_table.astype(np.int64)).max())
+            if worst > arch.ft_clamp:
+                raise NetworkFormatError(f"tensor 'ft.table': entry {worst} exceeds QA={arch.ft_clamp} by "
+                                         f"{worst - arch.ft_clamp} (the gate must stay within [-1, 1])")
+        elif self.ft_table is not None:
+            raise NetworkFormatError(f"tensor 'ft.table': {arch.ft_activation} has no gate table")
         if len(self.layer_weights) != len(arch.layers) or len(self.layer_biases) != len(arch.layers):
             raise NetworkFormatError(
                 f"layers: architecture has {len(arch.layers)} dense layers, got "
@@ -504,12 +539,16 @@ class Network:
         Returns ``(weights int8[total], biases int32[total], layers int64[n_layers, 8])``;
         integer weights keep the file layout ``[bucket][output][input]``.
         Float32 layers are appended to ``biases`` as bit patterns (weights ``[bucket][out][in]``,
-        then biases), with activation codes ``>= ACT_FLOAT``.
+        then biases), with activation codes ``>= ACT_FLOAT``.  A ``lut_glu`` gate table comes
+        first in ``biases`` (offset 0, where ``kernels.activation.ft_activate`` reads it).
         """
         arch = self.architecture
         table = np.zeros((len(arch.layers), LAYER_TABLE_COLUMNS), np.int64)
         w_parts, b_parts = [], []
         w_off = b_off = 0
+        if self.ft_table is not None:
+            b_parts.append(self.ft_table.astype(np.int32))
+            b_off = self.ft_table.size
         for i, (layer, w, b) in enumerate(zip(arch.layers, self.layer_weights, self.layer_biases)):
             if layer.is_float:
                 continue

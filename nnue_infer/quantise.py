@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import QuantisationRangeError, QuantisationWarning
-from .float_network import FloatNetwork, network_tensors
+from .float_network import FloatNetwork, gate_table_value, network_tensors
 from .network import FT_ACTIVATIONS, HIDDEN_ONE, Architecture, Network, check_finite
 
 INT32_MAX = 2**31 - 1
@@ -154,7 +154,8 @@ def tensor_scales(arch: Architecture) -> dict[str, float]:
     """Integer per float 1.0 of every tensor of ``arch`` (canonical names, see the module table)."""
     final = float(arch.output_units * arch.output_scale)
     hidden_out = float(HIDDEN_ONE * 2**arch.weight_scale_bits)
-    scales = {"ft.biases": float(arch.ft_clamp), "ft.weights": float(arch.ft_clamp), "ft.psqt_weights": final}
+    scales = {"ft.biases": float(arch.ft_clamp), "ft.weights": float(arch.ft_clamp), "ft.psqt_weights": final,
+              "ft.table": float(arch.ft_clamp)}
     for i, layer in enumerate(arch.layers):
         if layer.is_float:  # float32 layers keep their float values
             scales[f"layers.{i}.weights"] = scales[f"layers.{i}.biases"] = 1.0
@@ -167,7 +168,8 @@ def tensor_scales(arch: Architecture) -> dict[str, float]:
 
 
 def _dtypes(arch: Architecture) -> dict[str, type]:
-    out: dict[str, type] = {"ft.biases": np.int16, "ft.weights": np.int16, "ft.psqt_weights": np.int32}
+    out: dict[str, type] = {"ft.biases": np.int16, "ft.weights": np.int16, "ft.psqt_weights": np.int32,
+                            "ft.table": np.int16}
     for i, layer in enumerate(arch.layers):
         out[f"layers.{i}.weights"] = np.float32 if layer.is_float else np.int8
         out[f"layers.{i}.biases"] = np.float32 if layer.is_float else np.int32
@@ -242,6 +244,8 @@ def quantise_with_report(network: FloatNetwork, scheme: QuantisationScheme = SCH
         if dtypes[name] is np.float32:
             ints[name] = arr.astype(np.float32)
             continue
+        if name == "ft.table":  # the gate resampled at every integer accumulator value -QA..QA
+            arr = table_samples(arr, arch.ft_clamp)
         info = np.iinfo(dtypes[name])
         q = np.rint(arr.astype(np.float64) * scales[name])
         over = (q > info.max) | (q < info.min)
@@ -259,10 +263,16 @@ def quantise_with_report(network: FloatNetwork, scheme: QuantisationScheme = SCH
         ft_biases=ints["ft.biases"], ft_weights=ints["ft.weights"], psqt_weights=ints["ft.psqt_weights"],
         layer_weights=tuple(ints[f"layers.{i}.weights"] for i in range(n)),
         layer_biases=tuple(ints[f"layers.{i}.biases"] for i in range(n)),
-        description=network.description,
+        description=network.description, ft_table=ints.get("ft.table"),
     )
     report.overflow_risks.extend(check_ranges(qnet))
     return qnet, report
+
+
+def table_samples(table: np.ndarray, qa: int) -> np.ndarray:
+    """A float ``lut_glu`` gate table (K samples over [-1, 1]) evaluated at every accumulator
+    integer -QA..QA: float64[2 * QA + 1], to be rounded at scale QA."""
+    return gate_table_value(table, np.arange(-qa, qa + 1, dtype=np.float64) / qa)
 
 
 def quantise(network: FloatNetwork, scheme: QuantisationScheme = SCHEMES["stockfish"]) -> Network:
@@ -419,7 +429,8 @@ class ErrorBound:
         ref = network_tensors(float_network)
         self.s2 = {}
         for name, q in network_tensors(network).items():
-            d = q.astype(np.float64) / scales[name] - ref[name].astype(np.float64)
+            r = table_samples(ref[name], arch.ft_clamp) if name == "ft.table" else ref[name].astype(np.float64)
+            d = q.astype(np.float64) / scales[name] - r
             self.s2[name] = float(np.mean(d * d)) if d.size else 0.0
 
     def _ft(self, a: np.ndarray, V: float) -> tuple[np.ndarray, np.ndarray]:
@@ -438,6 +449,21 @@ class ErrorBound:
         if name in ("crelu", "screlu"):
             g = reach(a, 0) * (1.0 if name == "crelu" else 2 * cmax(a, 0))
             live = a + m > 0
+        elif name in ("hswish_glu", "lut_glu"):
+            h = a.shape[0] // 2
+            x, y = a[:h], a[h:]
+            cx, cy = cmax(x, -1.0), cmax(y, -1.0)
+            if name == "hswish_glu":  # gate h(x) = x (x + 1) / 2: |h| <= cx (cx + 1) / 2, |h'| <= cx + 1/2
+                gate, slope = cx * (cx + 1) / 2, cx + 0.5
+                V_gate = 0.0
+            else:  # gate t: |t| <= max |table|, |t'| <= the table's steepest segment; entries rounded at QA
+                t = self.float_network.ft_table.astype(np.float64)
+                gate = np.full_like(cx, np.abs(t).max())
+                slope = np.abs(np.diff(t)).max() * (t.size - 1) / 2
+                V_gate = self.s2["ft.table"]
+            gx, gy = reach(x, -1.0) * slope * cy, reach(y, -1.0) * gate
+            V_out = (gx * gx + gy * gy) * V + V_gate * cy * cy + q * q / 12
+            return np.full_like(cx, q / 2), V_out
         else:
             h = a.shape[0] // 2
             x, y = a[:h], a[h:]

@@ -250,6 +250,12 @@ class FloatModel(torch.nn.Module):
             self.layer_biases.append(torch.nn.Parameter(torch.zeros(B, layer.outputs)))
             n_in = layer.activated_width
         self._limits = _weight_limits(arch)
+        if arch.ft_activation == "lut_glu":  # the gate table: fixed, stored with the network
+            from .network import default_gate_table
+
+            self.register_buffer("ft_table", torch.from_numpy(default_gate_table()))
+        else:
+            self.ft_table = None
 
     def _ft_act(self, acc: torch.Tensor) -> torch.Tensor:
         name = self.arch.ft_activation
@@ -267,6 +273,16 @@ class FloatModel(torch.nn.Module):
             return a.clamp(0, 1) * b.clamp(-1, 1)
         if name == "bilinear":
             return a.clamp(-1, 1) * b.clamp(-1, 1)
+        if name == "hswish_glu":
+            x = a.clamp(-1, 1)
+            return x * (x + 1) * 0.5 * b.clamp(-1, 1)
+        if name == "lut_glu":  # piecewise-linear through the table (float_network.gate_table_value)
+            t = self.ft_table
+            u = (a.clamp(-1, 1) + 1) * (0.5 * (t.shape[0] - 1))
+            i0 = u.detach().floor().clamp(max=t.shape[0] - 2)
+            frac = u - i0
+            i0 = i0.long()
+            return (t[i0] + (t[i0 + 1] - t[i0]) * frac) * b.clamp(-1, 1)
         raise TrainingError(f"unknown feature-transformer activation {name!r}")
 
     @staticmethod
@@ -353,7 +369,8 @@ def model_to_float_network(model: FloatModel, description: str = ""):
     psqt = t(model.psqt_weights)[:nf] if arch.psqt_buckets else np.zeros((nf, 0), np.float32)
     return FloatNetwork(arch, ft_biases=t(model.ft_biases), ft_weights=np.ascontiguousarray(t(model.ft_weights)[:nf]),
                         psqt_weights=np.ascontiguousarray(psqt), layer_weights=tuple(weights),
-                        layer_biases=tuple(t(b) for b in model.layer_biases), description=description)
+                        layer_biases=tuple(t(b) for b in model.layer_biases), description=description,
+                        ft_table=None if model.ft_table is None else t(model.ft_table))
 
 
 def _loss(pred: torch.Tensor, target: torch.Tensor, arch: Architecture, teacher_units_per_pawn: float,

@@ -18,7 +18,7 @@ LAYERS_SF = (HiddenLayer(16, "sqr_crelu+crelu", activated=15), HiddenLayer(32, "
 
 
 def arch_for(activation: str, feature_set: str = "HalfKAv2_hm", **kw) -> Architecture:
-    shift = {1: 0, 2: 7, 4: 21}[FT_ACTIVATIONS[activation].degree]
+    shift = {1: 0, 2: 7, 3: 14, 4: 21}[FT_ACTIVATIONS[activation].degree]
     base = dict(feature_set=feature_set, ft_width=128, ft_activation=activation, ft_clamp=127, ft_shift=shift,
                 psqt_buckets=8, output_buckets=8, layers=LAYERS_SF, skip_index=15)
     base.update(kw)

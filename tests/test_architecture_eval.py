@@ -19,7 +19,7 @@ MIRRORED_BUCKETS = tuple((sq // 8) // 2 + 4 * ((sq % 8) >= 2) for sq in range(64
 
 
 def make(activation, feature_set="HalfKAv2_hm", scheme="stockfish", **kw):
-    shift = {1: 0, 2: 7, 4: 21}[FT_ACTIVATIONS[activation].degree]
+    shift = {1: 0, 2: 7, 3: 14, 4: 21}[FT_ACTIVATIONS[activation].degree]
     base = dict(feature_set=feature_set, ft_width=64, ft_activation=activation, ft_clamp=127, ft_shift=shift,
                 psqt_buckets=8, output_buckets=8, layers=SF_LAYERS, skip_index=15)
     base.update(kw)

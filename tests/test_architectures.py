@@ -87,7 +87,7 @@ def test_halfkav2_hm_rejects_custom_buckets():
 
 def test_ft_output_width():
     for name, act in FT_ACTIVATIONS.items():
-        shift = {1: 0, 2: 7, 4: 21}[act.degree]
+        shift = {1: 0, 2: 7, 3: 14, 4: 21}[act.degree]
         arch = small_arch(ft_activation=name, ft_shift=shift)
         assert arch.ft_output_width == (64 if act.paired else 128)
 

@@ -17,11 +17,18 @@ pairwise         clamp(a,0,QA)*clamp(b,0,QA) >> s    0..QA**2     7: 0..126     
 pairwise_screlu  clamp(a,0,QA)**2*clamp(b,0,QA)**2   0..QA**4     21: 0..124      25: 0..126        int64 (<= 2**60)
 glu              clamp(a,0,QA)*clamp(b,-QA,QA) >> s  +-QA**2      7: -127..126    9: -128..127      int32 (<= 2**30)
 bilinear         clamp(a,-QA,QA)*clamp(b,-QA,QA)>>s  +-QA**2      7: -127..126    9: -128..127      int32 (<= 2**30)
+hswish_glu       x*(x+QA)*clamp(b,-QA,QA) >> (s+1),  +-2*QA**3    14: -126..125   17: -128..127     int64 (<= 2**47)
+                 x = clamp(a,-QA,QA)
+lut_glu          T[clamp(a,-QA,QA)+QA]*clamp(b,...)  +-QA**2      7: -127..126    9: -128..127      int32 (<= 2**30)
+                 >> s, T int16[2*QA+1], |T| <= QA
 ===============  ==================================  ===========  ==============  ================  ===============
 
 Why nothing overflows: QA <= 32767 (int16), so a degree-2 product is at most 32767**2 < 2**30
-and is formed in int32 (Numba widens to int64 anyway); the degree-4 product is formed in int64
-explicitly.  The output magnitude ``QA**degree >> shift`` is checked when the
+and is formed in int32 (Numba widens to int64 anyway); the degree-3 product of ``hswish_glu``
+(|x*(x+QA)| <= 2*QA**2, times |b| <= QA: at most 2*32767**3 < 2**47) and the degree-4 product
+are formed in int64 explicitly.  ``lut_glu``'s table entries are checked to lie in [-QA, QA]
+when the :class:`~nnue_infer.network.Network` is built, so its product is bounded like
+``bilinear``'s.  The output magnitude ``QA**degree >> shift`` is checked when the
 :class:`~nnue_infer.network.Architecture` is built to fit the first dense layer's input type
 (uint8 for the non-negative activations, int8 for ``glu``/``bilinear``; the floor of a negative
 product can reach one below ``-(QA**degree >> shift)``, e.g. -128, still int8), and is stored
@@ -62,6 +69,8 @@ FT_SCRELU = 2  #: clamp(a, 0, QA)**2 >> shift
 FT_PAIRWISE_SCRELU = 3  #: clamp(a, 0, QA)**2 * clamp(b, 0, QA)**2 >> shift  (int64 product)
 FT_GLU = 4  #: clamp(a, 0, QA) * clamp(b, -QA, QA) >> shift  (signed)
 FT_BILINEAR = 5  #: clamp(a, -QA, QA) * clamp(b, -QA, QA) >> shift  (signed)
+FT_HSWISH_GLU = 6  #: x * (x + QA) * clamp(b, -QA, QA) >> (shift + 1), x = clamp(a, -QA, QA)  (signed, int64)
+FT_LUT_GLU = 7  #: T[clamp(a, -QA, QA) + QA] * clamp(b, -QA, QA) >> shift, T the network's table  (signed)
 
 
 @njit(cache=True, inline="always")
@@ -135,13 +144,59 @@ def clamp_ft(acc, stm, clamp_max, square, shift, out):
 
 
 @njit(cache=True, inline="always")
-def ft_activate(acc, stm, code, clamp_max, shift, out):
+def hswish_gate_mul(acc, stm, clamp_max, shift, out):
+    """``hswish_glu``: ``out[h*L/2 + j] = (x * (x + QA) * clamp(b, -QA, QA)) >> (shift + 1)``, x = clamp(a, -QA, QA).
+
+    The gate ``x * (x + QA) / 2`` is QA**2 times hard-swish(3u)/3 at u = x / QA (exact in
+    integers: (x + QA) is hard-swish's ReLU6(3u + 3) / 6 scaled by 2 QA on [-1, 1]); it lies in
+    [-QA**2/8, QA**2].  The product (|x * (x + QA)| <= 2 QA**2, times |b| <= QA, at most
+    2 * 32767**3 < 2**47) is formed in int64; the one extra shift halves it, so the output is
+    at most ``QA**3 >> shift`` in magnitude (floor: one more below zero) and 1.0 = QA**3 / 2**shift.
+    Layout as :func:`pairwise_clamp_mul`.
+    """
+    half = acc.shape[1] // 2
+    for h in range(2):
+        row = acc[stm ^ h]
+        base = h * half
+        for j in range(half):
+            x = np.int64(min(max(row[j], -clamp_max), clamp_max))
+            b = np.int64(min(max(row[j + half], -clamp_max), clamp_max))
+            out[base + j] = (x * (x + clamp_max) * b) >> (shift + 1)
+
+
+@njit(cache=True, inline="always")
+def lut_gate_mul(acc, stm, clamp_max, shift, table, out):
+    """``lut_glu``: ``out[h*L/2 + j] = (T[clamp(a, -QA, QA) + QA] * clamp(b, -QA, QA)) >> shift``.
+
+    ``table`` holds the gate's quantised values ``T`` (int32 entries; at least ``2 * QA + 1``,
+    ``T[i]`` = gate((i - QA) / QA) * QA rounded, read from index 0), any bounded function for one
+    gather.  ``Network`` checks |T| <= QA, so |product| <= QA**2 < 2**30 and the output is within
+    ``QA**2 >> shift`` (int8 range with the quantiser's shift).  Layout as :func:`pairwise_clamp_mul`.
+    """
+    half = acc.shape[1] // 2
+    for h in range(2):
+        row = acc[stm ^ h]
+        base = h * half
+        for j in range(half):
+            g = table[min(max(row[j], -clamp_max), clamp_max) + clamp_max]
+            b = min(max(row[j + half], -clamp_max), clamp_max)
+            out[base + j] = (g * b) >> shift
+
+
+@njit(cache=True, inline="always")
+def ft_activate(acc, stm, code, clamp_max, shift, table, out):
     """Feature-transformer activation ``code`` (``FT_*``) of both accumulators into ``out``.
 
     ``acc`` int16[2, L1]; ``out`` int16[L1] for the paired activations, int16[2 * L1] for
-    ``crelu``/``screlu``; side to move's half first.
+    ``crelu``/``screlu``; side to move's half first.  ``table`` int32[>= 2 * QA + 1]: the gate
+    table of ``lut_glu`` at its start (the network's flat biases array, see
+    ``Network.compute_layout``); the other activations ignore it.
     """
-    if code == FT_PAIRWISE:
+    if code == FT_LUT_GLU:
+        lut_gate_mul(acc, stm, clamp_max, shift, table, out)
+    elif code == FT_HSWISH_GLU:
+        hswish_gate_mul(acc, stm, clamp_max, shift, out)
+    elif code == FT_PAIRWISE:
         pairwise_clamp_mul(acc, stm, np.int64(0), np.int64(0), clamp_max, shift, out)
     elif code == FT_GLU:
         pairwise_clamp_mul(acc, stm, np.int64(0), -clamp_max, clamp_max, shift, out)

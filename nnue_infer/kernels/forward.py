@@ -5,7 +5,7 @@ arguments.  Source: Stockfish 15.1, ``nnue/evaluate_nnue.cpp`` (``evaluate``, ``
 
 Note: Numba's on-disk cache keys a function on its own file only, so a change to a kernel
 that this module calls must come with an edit of this file (or a cleared ``__pycache__``).
-Last such change: count_changes skips empty differences (kernels.features).
+Last such change: ft_activate takes the lut_glu gate table (kernels.activation).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases,
     features go to its first entries).  Returns ``(psqt, positional)`` in
     internal units times OutputScale, side to move's point of view.
     """
-    ft_activate(acc, stm, params[P_FT_ACTIVATION], params[P_FT_CLAMP], params[P_FT_SHIFT], scratch)
+    ft_activate(acc, stm, params[P_FT_ACTIVATION], params[P_FT_CLAMP], params[P_FT_SHIFT], biases, scratch)
     positional = propagate_layer_stack(scratch, bucket, weights, biases, layers, params[P_WEIGHT_SHIFT],
                                        params[P_SKIP_INDEX], params[P_SKIP_NUM], params[P_SKIP_DEN],
                                        params[P_FLOAT_OUTPUT])
