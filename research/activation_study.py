@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -82,7 +83,7 @@ class StudyConfig:
 
     ft_width: int = 128
     positions: tuple[int, int, int] = (1_000_000, 40_000, 40_000)
-    short_steps: int = 1500
+    short_steps: int = 1000
     long_factor: int = 4
     batch_size: int = 1024
     lr: float = 2e-3
@@ -362,6 +363,14 @@ def sparsity(out: np.ndarray) -> dict:
             "negative_fraction": float((out < 0).mean()), "saturated_fraction": float((np.abs(out) >= 120).mean())}
 
 
+@functools.lru_cache(maxsize=1)
+def _dev_corpus(shared: str) -> list:
+    """The dev corpus (Stockfish 15.1's values of real positions), read once per process."""
+    from nnue_infer.distil import read_corpus
+
+    return read_corpus(Path(shared) / "data" / "positions-dev.jsonl")
+
+
 def measure_run(out: Path, run: Run, cfg: StudyConfig, n_cross: int = 1000, n_bound: int = 200,
                 n_sparse: int = 4000, log=print) -> dict:
     """Stage 3 for one trained run: ``runs/NAME/measure.json`` and ``runs/NAME/network.safetensors``.
@@ -375,7 +384,7 @@ def measure_run(out: Path, run: Run, cfg: StudyConfig, n_cross: int = 1000, n_bo
     """
     from nnue_infer.crosscheck import crosscheck
     from nnue_infer.datagen import load_positions
-    from nnue_infer.distil import agreement, corpus_accuracy, read_corpus
+    from nnue_infer.distil import agreement, corpus_accuracy
     from nnue_infer.evaluator import Evaluator
     from nnue_infer.float_network import forward_float
     from nnue_infer.formats import load, save
@@ -399,8 +408,7 @@ def measure_run(out: Path, run: Run, cfg: StudyConfig, n_cross: int = 1000, n_bo
     within = [abs(ev.evaluate(f) - forward_float(fnet, f)) <= bound(f) for f in fens[:n_bound]]
     feats, _, _ = _features(out, "test", qnet.architecture)
     sp = sparsity(ft_outputs(qnet, feats[:n_sparse]))
-    corpus = read_corpus(shared_dir() / "data" / "positions-dev.jsonl")
-    dev = corpus_accuracy(qnet, corpus, 361.0, 0.25)
+    dev = corpus_accuracy(qnet, _dev_corpus(str(shared_dir())), 361.0, 0.25)
     result = {"run": run.name, "quantisation": str(report), "clipped": [str(c) for c in report.clipped],
               "test": test_acc, "dev": dev, "float_vs_quantised": cc,
               "within_error_bound": float(np.mean(within)), "sparsity": sp,
@@ -469,13 +477,14 @@ def load_config(out: Path, cfg: StudyConfig | None) -> StudyConfig:
     return cfg
 
 
-def worker(out: Path, shard: int, jobs: int, variants=VARIANTS, log=print) -> None:
-    """Train and measure the planned runs with index % jobs == shard, in order."""
+def worker(out: Path, shard: int, jobs: int, variants=VARIANTS, log=print, **measure) -> None:
+    """Train and measure the planned runs with index % jobs == shard, in order (``measure``: keyword
+    arguments of :func:`measure_run`)."""
     cfg = load_config(out, None)
     for i, run in enumerate(planned_runs(cfg, variants)):
         if i % jobs == shard:
             train_run(out, run, cfg, log)
-            measure_run(out, run, cfg, log=log)
+            measure_run(out, run, cfg, log=log, **measure)
 
 
 def run_study(out: Path, cfg: StudyConfig | None, jobs: int = 1, variants=VARIANTS, log=print) -> None:
