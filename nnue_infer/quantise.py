@@ -408,7 +408,9 @@ class ErrorBound:
     outputs, each carrying a floor error: ``crelu``/``screlu`` (all L1 outputs of both
     perspectives, slopes 1 / 2) > ``bilinear``/``glu`` (L1/2 outputs, never exactly zero for
     bilinear) > ``pairwise`` (zero wherever a clamp at 0 is certain) > ``pairwise_screlu``
-    (small slope near 0).
+    (small slope near 0).  The smooth gates ``hswish_glu`` (gate slope |x + 1/2| <= 3/2) and
+    ``lut_glu`` (slope of the table's steepest segment) are never exactly zero either; ``lut_glu``
+    adds the rounding of its table entries (variance ``s2(ft.table) * clamp(b)**2``).
 
     Parameters
     ----------

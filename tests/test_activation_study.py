@@ -88,7 +88,9 @@ def test_report(study, tmp_path):
     table = write_report(study, tmp_path, VARIANTS)
     md = (tmp_path / "activation-study.md").read_text()
     assert "old" not in md and table in md and md.endswith("discussion\n")
-    assert [line.split("|")[1].strip() for line in table.splitlines()[2:]] == list(VARIANTS)
+    main, _, paired = table.split("\n\n")
+    assert [line.split("|")[1].strip() for line in main.splitlines()[2:]] == list(VARIANTS)
+    assert [line.split("|")[1].strip() for line in paired.splitlines()[2:]] == ["lut_glu"]  # vs pairwise
     raw = json.loads((tmp_path / "activation-study" / "results.json").read_text())
     assert len(raw["runs"]) == 4 and all("measure" in r for r in raw["runs"].values())
     for png in ("loss-curves.png", "sparsity.png"):

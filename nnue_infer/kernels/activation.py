@@ -17,7 +17,7 @@ pairwise         clamp(a,0,QA)*clamp(b,0,QA) >> s    0..QA**2     7: 0..126     
 pairwise_screlu  clamp(a,0,QA)**2*clamp(b,0,QA)**2   0..QA**4     21: 0..124      25: 0..126        int64 (<= 2**60)
 glu              clamp(a,0,QA)*clamp(b,-QA,QA) >> s  +-QA**2      7: -127..126    9: -128..127      int32 (<= 2**30)
 bilinear         clamp(a,-QA,QA)*clamp(b,-QA,QA)>>s  +-QA**2      7: -127..126    9: -128..127      int32 (<= 2**30)
-hswish_glu       x*(x+QA)*clamp(b,-QA,QA) >> (s+1),  +-2*QA**3    14: -126..125   17: -128..127     int64 (<= 2**47)
+hswish_glu       x*(x+QA)*clamp(b,-QA,QA) >> (s+1),  +-2*QA**3    14: -126..125   17: -127..126     int64 (<= 2**47)
                  x = clamp(a,-QA,QA)
 lut_glu          T[clamp(a,-QA,QA)+QA]*clamp(b,...)  +-QA**2      7: -127..126    9: -128..127      int32 (<= 2**30)
                  >> s, T int16[2*QA+1], |T| <= QA
