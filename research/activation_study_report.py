@@ -71,6 +71,8 @@ def summarise(raw: dict, variants) -> list[dict]:
         speeds = [s for s in raw["speed"] if v in s["ratio_to_pairwise"]]
         same = [s for s in speeds if s["budget"] == row.get("measured_budget", "long")]
         row["speed"] = [s["ratio_to_pairwise"][v] for s in (same or speeds)]  # speed barely depends on the weights
+        row["kernel_speed"] = [s["activation_ratio_to_pairwise"][v] for s in (same or speeds)
+                               if "activation_ratio_to_pairwise" in s]
         row["planned_seeds"] = len(seeds)
         rows.append(row)
     return rows
@@ -83,6 +85,7 @@ def table_markdown(rows: list[dict], raw: dict) -> str:
     head = (f"| variant | val loss x1e4, {short} steps | val loss x1e4, {long} steps | test MAE (cp) [{mb}] | "
             f"dev MAE (cp) [{mb}] | dev held-out MAE (cp) [{mb}] | float-vs-quantised mean / max (cp) [{mb}] | "
             f"within ErrorBound [{mb}] | zero outputs [{mb}] | all-zero 4-byte blocks [{mb}] | batch speed vs pairwise | "
+            "activation kernel speed vs pairwise | "
             "FT params | seeds (short/long) |")
     lines = [head, "| --- |" + " ---: |" * (head.count("|") - 2)]
     for r in rows:
@@ -92,6 +95,7 @@ def table_markdown(rows: list[dict], raw: dict) -> str:
             f"{s('dev_mae', '.2f')} | {s('dev_held_mae', '.1f')} | {s('fq_mae', '.2f')} / "
             f"{_ms(r.get('fq_max', []), '.1f').split(' ')[0] if r.get('fq_max') else '-'} | "
             f"{s('within_bound', '.3f')} | {s('zeros', '.3f')} | {s('blocks', '.3f')} | {s('speed', '.2f')} | "
+            f"{s('kernel_speed', '.2f')} | "
             f"{r.get('ft_params') or '-'} | {r['n_short']}/{r['n_long']} |")
     return "\n".join(lines)
 

@@ -75,6 +75,12 @@ def test_resume_gives_the_same_run(study, tmp_path):
     assert [p["val_loss"] for p in resumed["curve"]] == [p["val_loss"] for p in straight["curve"]]
 
 
+def test_speed_ratios(study):
+    s = S.measure_speed(study, CFG, 1, "short", positions=50, repeats=1, variants=VARIANTS, log=lambda *a: None)
+    assert s["ratio_to_pairwise"]["pairwise"] == s["activation_ratio_to_pairwise"]["pairwise"] == 1.0
+    assert set(s["us_per_position"]) == set(VARIANTS) and all(r > 0 for r in s["ratio_to_pairwise"].values())
+
+
 def test_sparsity_counts_zero_blocks():
     out = np.zeros((2, 8), np.int16)
     out[0, :3] = 1  # position 0: block 0 has non-zeros, block 1 all zero
