@@ -201,11 +201,16 @@ class Run:
         return f"{self.budget}-{self.variant}-s{self.seed}"
 
 
+#: Order of the long runs within a seed: the reference first, then the gated variants, the ungated last.
+LONG_ORDER = ("pairwise", "bilinear", "glu", "lut_glu", "hswish_glu", "pairwise_screlu", "crelu", "screlu")
+
+
 def planned_runs(cfg: StudyConfig, variants=VARIANTS) -> list[Run]:
-    """All runs in the order they are trained: every short run first, then the long runs seed by seed
-    (so that an interrupted study has complete short-budget results and whole seeds of the long one)."""
+    """All runs in the order they are trained: every short run first, then the long runs seed by seed,
+    each seed in :data:`LONG_ORDER` (so that an interrupted study has complete short-budget results,
+    whole seeds of the long one, and the comparisons with ``pairwise`` paired by seed first)."""
     runs = [Run(v, s, "short") for s in cfg.seeds for v in variants]
-    runs += [Run(v, s, "long") for s in cfg.seeds for v in variants]
+    runs += [Run(v, s, "long") for s in cfg.seeds for v in sorted(variants, key=LONG_ORDER.index)]
     return runs
 
 
