@@ -145,7 +145,7 @@ def plot_curves(raw: dict, variants, path: Path) -> None:
             ax.plot(steps, vals.mean(0), color=colours(i), label=f"{v} ({len(rs)} seeds)",
                     linestyle="--" if v in ("crelu", "screlu") else "-")
             ax.fill_between(steps, vals.min(0), vals.max(0), color=colours(i), alpha=0.18)
-        ax.set_title(f"{budget} budget: validation loss (mean, band = min..max over seeds)")
+        ax.set_title(f"{budget} budget: validation loss (mean, band = min..max over seeds)", fontsize=10)
         ax.set_xlabel("optimiser step")
         ax.set_ylabel("MSE of sigmoid(cp / 600) x 1e4")
         ax.set_yscale("log")
@@ -177,7 +177,9 @@ def plot_sparsity(raw: dict, variants, path: Path) -> None:
             h = np.sum(ms, axis=0).astype(np.float64)
             ax.plot(centres, h / h.sum(), color=colours(i), marker="o", markersize=3, label=v,
                     linestyle="--" if v in ("crelu", "screlu") else "-")
-        ax.set_title(f"share of {title} in the first dense layer's input, per test position")
+        ax.set_title(f"fc_0 input: {title} per test position (long budget)", fontsize=10)
+        if key == "zero_block_fraction_hist":
+            ax.set_xlim(0, 0.3)
         ax.set_xlabel(f"share of {title}")
         ax.set_ylabel("share of positions")
         ax.grid(True, alpha=0.3)
