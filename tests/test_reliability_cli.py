@@ -156,7 +156,7 @@ def test_a_closed_stdout_ends_quietly(tmp_path):
     epd.write_text((FEN + "\n") * 20000)
     r = subprocess.run(f"{sys.executable} -m nnue_infer eval --epd {epd} | head -2", shell=True, capture_output=True,
                        text=True, executable="/bin/bash", timeout=300)
-    assert r.stdout.splitlines()[0] == "fen,value,cp,cp_white" and len(r.stdout.splitlines()) == 2
+    assert r.stdout.splitlines()[0] == "line,fen,value,cp,cp_white,in_check,outcome" and len(r.stdout.splitlines()) == 2
     assert r.stderr == ""
 
 
