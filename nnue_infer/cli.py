@@ -333,6 +333,8 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
         boards = _epd_boards(epd, not lenient)
     if svg_path and len(boards) != 1:
         raise click.UsageError(f"--svg draws one position; {len(boards)} given")
+    if svg_path:
+        _check_output_dir(svg_path, "--svg")
     try:
         ev = Evaluator(_load_network(net))
     except (NnueError, OSError) as exc:
@@ -445,7 +447,10 @@ def _eval_boards(ev, positions: list, trace: bool, svg_path: str | None, as_json
                 else:
                     out.write_text(t.format_stockfish() + "\n")
                 if svg_path:
-                    Path(svg_path).write_text(t.svg(), encoding="utf-8")
+                    try:
+                        Path(svg_path).write_text(t.svg(), encoding="utf-8")
+                    except OSError as exc:
+                        raise click.ClickException(f"cannot write --svg {svg_path}: {exc.strerror or exc}") from exc
                 continue
             value = ev.evaluate(board)
         except ValueError as exc:

@@ -267,7 +267,7 @@ class Evaluator:
         self._trusted = 0
 
     def push(self, move: chess.Move, *, validate: bool = True) -> None:
-        """Play ``move`` (a legal ``chess.Move`` or ``chess.Move.null()``) on the current position.
+        """Play ``move`` (a legal ``chess.Move``, or ``chess.Move.null()`` when not in check) on the current position.
 
         Costs python-chess's legality check and ``Board.push``; the accumulators are updated
         later, by :meth:`evaluate`, only if needed.  Castling may be given as king-to-target
@@ -305,6 +305,9 @@ class Evaluator:
             if validate:
                 if move and (not board.is_legal(move) or board.kings & chess.BB_SQUARES[move.to_square]):
                     raise IllegalMoveError(f"illegal move {move.uci()} in {board.fen()}")
+                if not move and board.is_check():
+                    raise IllegalMoveError(f"null move in check in {board.fen()} (the side that passed would "
+                                           "stand in check with the opponent to move)")
             elif move and not board.occupied_co[board.turn] & chess.BB_SQUARES[move.from_square]:
                 # python-chess would fail an assertion half-way through push(), leaving the move on the stack
                 raise IllegalMoveError(f"move {move.uci()} does not start on a piece of the side to move in "
@@ -517,7 +520,7 @@ class Evaluator:
             Start position (board or FEN; not modified).
         moves : iterable of chess.Move or str
             The moves, as ``chess.Move`` or UCI strings (``e1g1`` or king-takes-rook
-            castling, ``e7e8q``, ``0000`` for a null move).
+            castling, ``e7e8q``, ``0000`` for a null move, refused in check when validated).
         validate : bool
             Check each move's legality (python-chess's ``is_legal``, most of the cost).
             ``False`` for moves known to be legal (e.g. from a parsed PGN); a position that
@@ -569,6 +572,8 @@ class Evaluator:
                         raise ValueError(f"illegal move {move.uci()}")
                     if validate and move and b.kings & squares[move.to_square]:
                         raise ValueError(f"move {move.uci()} captures a king")
+                    if validate and not move and b.is_check():
+                        raise ValueError("null move in check (the side that passed would stand in check)")
                     if move and not b.occupied_co[b.turn] & squares[move.from_square]:  # (unvalidated moves)
                         raise ValueError(f"move {move.uci()} does not start on a piece of the side to move")
                 except ValueError as exc:

@@ -70,16 +70,22 @@ def board_from_fen(fen: str, strict: bool = True) -> chess.Board:
 
 def parse_move(board: chess.Board, text: str) -> chess.Move:
     """The move ``text`` (UCI such as ``e2e4``/``e7e8q``/``e1g1``, or SAN such as ``Nf3``, ``O-O``,
-    ``exd8=Q+``) in ``board``; :class:`IllegalMoveError` naming the move and the position."""
+    ``exd8=Q+``) in ``board``; :class:`IllegalMoveError` naming the move and the position.
+
+    The null move (``0000``, ``--``) is accepted except in check (Stockfish never makes a null
+    move in check: the side that passed would stand in check with the opponent to move)."""
     try:
-        return board.parse_uci(text)
+        move = board.parse_uci(text)
     except ValueError:
-        pass
-    try:
-        return board.parse_san(text)
-    except ValueError as exc:
-        raise IllegalMoveError(f"move {text!r} is neither a legal UCI nor a legal SAN move in {board.fen()} "
-                               f"({exc})") from None
+        try:
+            move = board.parse_san(text)
+        except ValueError as exc:
+            raise IllegalMoveError(f"move {text!r} is neither a legal UCI nor a legal SAN move in {board.fen()} "
+                                   f"({exc})") from None
+    if not move and board.is_check():
+        raise IllegalMoveError(f"null move {text!r} in check in {board.fen()} (the side to move would leave its "
+                               "king in check)")
+    return move
 
 
 @dataclass
@@ -107,6 +113,8 @@ def parse_positions(words: Sequence[str], strict: bool = True) -> list[Position]
         A move that is not legal (the message names it and the position).
     """
     tokens = [t for w in words for t in w.split()]
+    if words and not tokens:
+        raise FenError("empty position (the arguments hold only spaces)")
     positions: list[Position] = []
     i = 0
     n = len(tokens)
@@ -135,7 +143,8 @@ def parse_positions(words: Sequence[str], strict: bool = True) -> list[Position]
         if i < n and tokens[i] == "moves":
             i += 1
             index = 0
-            while i < n and tokens[i] not in ("startpos", "fen", "moves") and "/" not in tokens[i]:
+            while i < n and tokens[i] not in ("startpos", "fen", "moves") and (
+                    "/" not in tokens[i] or tokens[i] in _RESULTS):
                 text = _MOVE_NUMBER.sub("", tokens[i])
                 i += 1
                 if not text or text in _RESULTS:
