@@ -68,11 +68,10 @@ def summarise(raw: dict, variants) -> list[dict]:
                 row["blocks"] = [x["sparsity"]["zero_block_fraction"] for x in m]
                 row["ft_params"] = rs[0]["ft_parameters"] if rs else None
                 row["measured_budget"] = budget
+        # every speed measurement (seeds and budgets): the work per position does not depend on the weights
         speeds = [s for s in raw["speed"] if v in s["ratio_to_pairwise"]]
-        same = [s for s in speeds if s["budget"] == row.get("measured_budget", "long")]
-        row["speed"] = [s["ratio_to_pairwise"][v] for s in (same or speeds)]  # speed barely depends on the weights
-        row["kernel_speed"] = [s["activation_ratio_to_pairwise"][v] for s in (same or speeds)
-                               if "activation_ratio_to_pairwise" in s]
+        row["speed"] = [s["ratio_to_pairwise"][v] for s in speeds]
+        row["kernel_speed"] = [s["activation_ratio_to_pairwise"][v] for s in speeds if "activation_ratio_to_pairwise" in s]
         row["planned_seeds"] = len(seeds)
         rows.append(row)
     return rows
