@@ -331,6 +331,10 @@ def _parse_python_chess(source: str, games: list[tuple[int, int, str]]) -> GameB
         sans, ucis = [""], [""]
         boards = [board.copy(stack=False)]
         for move in game.mainline_moves():
+            if not move:  # as the Rust parser: a null move ('--') ends the game with an error
+                errors.append(PgnError(source, number, line, f"null move at ply {len(boards)}: -- (a null move is "
+                                       "not a chess move; in check it would leave the king in check)", tags))
+                break
             sans.append(board.san(move))
             ucis.append(move.uci())
             board.push(move)

@@ -57,3 +57,25 @@ def test_svg_into_a_missing_directory_or_a_full_device_is_named(capsys, tmp_path
     assert status == 2 and out == "" and "--svg" in err and "does not exist" in err
     status, _, err = run(capsys, "eval", "--trace", "--svg", "/dev/full", "startpos")
     assert status == 1 and "cannot write --svg /dev/full" in err and "stdout" not in err
+
+
+def test_both_pgn_parsers_end_a_game_at_a_null_move(tmp_path):
+    """python-chess reads '--' as a null move, also in check, and then lets the next move capture
+    the king (a row without a black king); the Rust parser refuses it. Both end the game there."""
+    from nnue_infer import pgn
+
+    path = tmp_path / "null.pgn"
+    path.write_text('[Event "null in check"]\n\n1. e4 f5 2. Qh5+ -- 3. Qe8 *\n\n[Event "next"]\n\n1. d4 *\n')
+    seen = {}
+    for parser in ("python-chess", "rust"):
+        if parser == "rust" and not pgn.rust_parser_available():
+            continue
+        batches = list(pgn.read_pgn(path, parser=parser))
+        fens = [f for b in batches for f in b.fen]
+        errors = [e for b in batches for e in b.errors]
+        assert [e.game for e in errors] == [1] and "--" in errors[0].message
+        assert all("k" in f.split()[0] for f in fens)  # never a position without the black king
+        seen[parser] = fens
+    assert len(seen["python-chess"]) == 4 + 2
+    if "rust" in seen:
+        assert seen["rust"] == seen["python-chess"]
