@@ -12,13 +12,14 @@ Parsers (``parser=``):
 
 * ``"rust"``: ``rust-pgn-reader-python-binding`` (PyPI; Rust, on the ``shakmaty`` move
   generator), installed by the ``pgn`` extra.  About 3 million positions per second per core
-  here, against about 30,000 for python-chess's ``read_game``.
+  here, parsing only (``benchmarks/bench_pgn.py`` measures the whole path against python-chess's).
 * ``"python-chess"``: python-chess's ``chess.pgn.read_game`` replaying every game (the
   reference, and the fallback when the Rust parser is not installed).
 * ``"auto"`` (default): the Rust parser when installed, else python-chess.
 
 Chess960 games (a ``Variant`` header) always go through python-chess (X-FEN castling); other
-variants are errors.  Games the parser rejects keep the positions before the first bad move
+variants are errors.  Games whose ``[FEN]`` the Rust parser refuses (e.g. a side without a king)
+are read again by python-chess, so that the evaluator names the problem of their positions.  Games the parser rejects keep the positions before the first bad move
 and produce a :class:`PgnError` naming the source, the game number and its first line.
 Null moves (``--``) are an error with the Rust parser (python-chess plays them).
 """
