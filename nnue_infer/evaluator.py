@@ -85,6 +85,12 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_locks_after_fork)
 
 
+def _in_position(message: str, board: chess.Board) -> str:
+    """``message`` ending with the position's FEN (python-chess's move errors often name it already)."""
+    fen = board.fen()
+    return message if fen in message else f"{message} in {fen}"
+
+
 class Evaluator:
     """Evaluates positions with one network, from scratch or incrementally along moves.
 
@@ -325,10 +331,12 @@ class Evaluator:
         Raises :class:`IllegalMoveError` (a ``ValueError``) for a malformed or illegal move;
         nothing changes then.
         """
+        if not isinstance(uci, str):
+            raise TypeError(f"expected a UCI move string, got {type(uci).__name__}")
         try:
             move = self._board.parse_uci(uci)
         except ValueError as exc:
-            raise IllegalMoveError(f"{exc} in {self._board.fen()}") from None
+            raise IllegalMoveError(_in_position(str(exc), self._board)) from None
         self.push(move)
         return move
 
@@ -338,10 +346,12 @@ class Evaluator:
         Raises :class:`IllegalMoveError` (a ``ValueError``) for a malformed, ambiguous or
         illegal move; nothing changes then.
         """
+        if not isinstance(san, str):
+            raise TypeError(f"expected a SAN move string, got {type(san).__name__}")
         try:
             move = self._board.parse_san(san)
         except ValueError as exc:
-            raise IllegalMoveError(f"{exc} in {self._board.fen()}") from None
+            raise IllegalMoveError(_in_position(str(exc), self._board)) from None
         self.push(move)
         return move
 

@@ -79,3 +79,17 @@ def test_both_pgn_parsers_end_a_game_at_a_null_move(tmp_path):
     assert len(seen["python-chess"]) == 4 + 2
     if "rust" in seen:
         assert seen["rust"] == seen["python-chess"]
+
+
+def test_push_uci_and_push_san_name_bad_moves_once_and_refuse_non_strings():
+    ev = nnue_infer.Evaluator()
+    with pytest.raises(IllegalMoveError) as info:
+        ev.push_san("Rd1")
+    assert str(info.value).count(chess.STARTING_FEN) == 1
+    with pytest.raises(IllegalMoveError) as info:
+        ev.push_uci("a1a8q")
+    assert str(info.value).count(chess.STARTING_FEN) == 1
+    for push in (ev.push_uci, ev.push_san):
+        with pytest.raises(TypeError, match="move string, got NoneType"):
+            push(None)
+    assert ev.board.fen() == chess.STARTING_FEN and not ev.board.move_stack
