@@ -33,6 +33,43 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 #: ``-`` names standard input.
 STDIN = "-"
+#: Longest text line read (bytes): a file without newlines (``/dev/zero``, a binary file) raises
+#: :class:`InputError` instead of filling the memory.
+MAX_LINE = 1 << 24
+
+
+class _LineGuard(io.RawIOBase):
+    """A raw stream over ``source`` (decompressed bytes) that raises :class:`InputError` once a line
+    exceeds ``max_line`` bytes; checked per chunk in C (``bytes.rfind``, ``bytes.count``), so
+    reading lines costs no Python work per line."""
+
+    def __init__(self, source: BinaryIO, name: str, max_line: int) -> None:
+        self._source, self._name, self._max_line = source, name, max_line
+        self._open_line = 0  # bytes since the last newline
+        self._newlines = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        data = self._source.read1(len(b))  # type: ignore[attr-defined]
+        n = len(data)
+        last = data.rfind(b"\n")
+        if last < 0:
+            self._open_line += n
+        else:
+            self._newlines += data.count(b"\n")
+            self._open_line = n - last - 1
+        if self._open_line > self._max_line:
+            raise InputError(f"{self._name}: line {self._newlines + 1} is longer than {self._max_line} bytes "
+                             "(not a text file of positions or games?)")
+        b[:n] = data
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._source.close()
+        super().close()
 
 
 class _CountingReader(io.RawIOBase):
@@ -179,8 +216,9 @@ class Input:
             self.compression = None
             self.binary = counted
         self._counted = counted
-        self.text: TextIO | None = (io.TextIOWrapper(self.binary, encoding=encoding, errors=errors)
-                                    if text else None)
+        self._guard = io.BufferedReader(_LineGuard(self.binary, self.name, MAX_LINE)) if text else None
+        self.text: TextIO | None = (io.TextIOWrapper(self._guard, encoding=encoding, errors=errors)
+                                    if self._guard is not None else None)
 
     @property
     def bytes_read(self) -> int:
@@ -189,7 +227,7 @@ class Input:
 
     def close(self) -> None:
         """Close the streams and the source (never standard input)."""
-        for stream in (self.text, self.binary, self._counted, self._counter):
+        for stream in (self.text, self._guard, self.binary, self._counted, self._counter):
             if stream is not None:
                 stream.close()
 
@@ -210,8 +248,9 @@ def open_input(source: str | os.PathLike[str], *, text: bool = True, encoding: s
         A file, FIFO or ``/dev/stdin``-style path, or ``"-"`` for standard input.  gzip and
         Zstandard content is decompressed on the fly (detected from the magic bytes).
     text : bool
-        Whether to decode: ``Input.text`` is then a text stream (universal newlines);
-        ``Input.binary`` always gives the decompressed bytes.
+        Whether to decode: ``Input.text`` is then a text stream (universal newlines; lines of
+        at most :data:`MAX_LINE` bytes, else :class:`InputError`); ``Input.binary`` gives the
+        decompressed bytes (read one or the other).
     encoding, errors : str
         Text decoding, as for :func:`open` (default: UTF-8 with an optional BOM; undecodable
         bytes become U+FFFD, so a bad line is reported by whatever parses it).

@@ -191,3 +191,18 @@ def test_corrupt_compressed_pgn_is_a_clear_error(tmp_path):
     assert r.stderr.decode().strip().splitlines()[-1] == (
         "Error: <stdin>: corrupt or truncated gzip data (Compressed file ended before the end-of-stream "
         "marker was reached)")
+
+
+def test_a_file_without_newlines_is_refused_not_read_into_memory(capsys):
+    """Hostile pass: ``--epd /dev/zero`` (or ``--pgn``, or any reader) read one endless line until the
+    memory ran out; lines are capped at ``MAX_LINE`` characters."""
+    from nnue_infer.cli import main
+    from nnue_infer.inputs import MAX_LINE
+
+    for option in ("--epd", "--pgn"):
+        assert main(["eval", option, "/dev/zero"]) == 1
+        err = capsys.readouterr().err
+        assert err.strip() == (f"Error: /dev/zero: line 1 is longer than {MAX_LINE} bytes (not a text file "
+                               "of positions or games?)")
+    with pytest.raises(InputError, match="line 1 is longer"):
+        read_positions("/dev/zero")
