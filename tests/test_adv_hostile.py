@@ -93,3 +93,18 @@ def test_push_uci_and_push_san_name_bad_moves_once_and_refuse_non_strings():
         with pytest.raises(TypeError, match="move string, got NoneType"):
             push(None)
     assert ev.board.fen() == chess.STARTING_FEN and not ev.board.move_stack
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.999])
+def test_a_truncated_safetensors_file_names_the_tensor_and_sizes(tmp_path, keep):
+    from nnue_infer import load
+    from nnue_infer.errors import NetworkFormatError
+    from nnue_infer.resources import default_network_path
+
+    data = default_network_path().read_bytes()
+    path = tmp_path / "cut.safetensors"
+    path.write_bytes(data[: int(len(data) * keep)])
+    with pytest.raises(NetworkFormatError, match=r"truncated in tensor '[\w.]+' \(bytes \d+\.\.\d+ of the file\): "
+                                                 rf"the file has {int(len(data) * keep)} bytes, its header needs "
+                                                 rf"{len(data)}"):
+        load(path)

@@ -146,7 +146,7 @@ def test_corrupt_safetensors(tmp_path, q_tensors):
     data = p.read_bytes()
     (n,) = struct.unpack("<Q", data[:8])
     p.write_bytes(data[: 8 + n + 10])  # tensor data cut off
-    with pytest.raises(NetworkFormatError, match="unreadable safetensors data"):
+    with pytest.raises(NetworkFormatError, match=r"truncated in tensor .* the file has \d+ bytes"):
         load(p)
     p.write_bytes(data[:8] + b"{" + b"x" * (n - 1) + data[8 + n:])
     with pytest.raises(NetworkFormatError, match="not JSON"):

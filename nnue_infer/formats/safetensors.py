@@ -66,9 +66,8 @@ def write_safetensors(network: Network | FloatNetwork, path: str | os.PathLike[s
         f.write(data)
 
 
-def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The string metadata of a safetensors file (``NetworkFormatError`` if the header is unreadable)."""
-    path = os.fspath(path)
+def _read_header(path: str) -> tuple[int, object]:
+    """The header length ``n`` and the parsed JSON header of a safetensors file (data starts at ``8 + n``)."""
     with open(path, "rb") as f:
         head = f.read(8)
         if len(head) < 8:
@@ -83,6 +82,29 @@ def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
         header = json.loads(raw)
     except ValueError as exc:
         raise NetworkFormatError(f"{path}: safetensors header at offset 8 is not JSON: {exc}") from exc
+    return n, header
+
+
+def _check_data_size(path: str) -> None:
+    """``NetworkFormatError`` naming the first tensor whose data lies beyond the end of the file (truncation)."""
+    n, header = _read_header(path)
+    size = os.path.getsize(path)
+    if not isinstance(header, dict):
+        return  # the safetensors reader names this
+    spans = [(v["data_offsets"][1], k, v["data_offsets"][0]) for k, v in header.items()
+             if k != "__metadata__" and isinstance(v, dict) and isinstance(v.get("data_offsets"), list)
+             and len(v["data_offsets"]) == 2 and all(type(o) is int for o in v["data_offsets"])]
+    for end, name, start in sorted(spans):
+        if 8 + n + end > size:
+            raise NetworkFormatError(f"{path}: truncated in tensor {name!r} (bytes {8 + n + start}..{8 + n + end} of "
+                                     f"the file): the file has {size} bytes, its header needs "
+                                     f"{8 + n + max(spans)[0]}")
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The string metadata of a safetensors file (``NetworkFormatError`` if the header is unreadable)."""
+    path = os.fspath(path)
+    _, header = _read_header(path)
     meta = header.get("__metadata__") if isinstance(header, dict) else None
     return dict(meta) if isinstance(meta, dict) else {}
 
@@ -135,6 +157,7 @@ def read_safetensors(path: str | os.PathLike[str]) -> Network | FloatNetwork:
         arch = Architecture.from_dict(info["architecture"])
     except NetworkFormatError as exc:
         raise NetworkFormatError(f"{path}: metadata 'architecture': {exc}") from exc
+    _check_data_size(path)
     try:
         tensors = load_file(path)
     except (SafetensorError, OSError, TypeError, ValueError) as exc:  # TypeError: dtypes numpy lacks (BF16)
