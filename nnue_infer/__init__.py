@@ -27,7 +27,8 @@ from .errors import (
 from .evaluator import Evaluator, evaluate, evaluate_batch, evaluate_cp, evaluate_game
 from .float_network import FloatNetwork, forward_float
 from .formats import load, save
-from .formats.stockfish import extract_network, read_stockfish, write_stockfish
+from .extract import extract_network
+from .formats.stockfish import read_stockfish, write_stockfish
 from .network import Architecture, HiddenLayer, Network, stockfish_15_1_architecture
 from .quantise import QuantisationScheme, dequantise, quantise
 from .resources import default_network, default_network_path, network_from_spec, stockfish_15_1_network, stockfish_15_1_network_path

@@ -492,7 +492,7 @@ def info(file, as_json):
     from . import load
     from .errors import NnueError
     from .formats import detect_format
-    from .formats.stockfish import ft_hash, layer_stack_hash
+    from .formats.stockfish import network_hashes
 
     try:
         fmt = detect_format(file)
@@ -508,8 +508,8 @@ def info(file, as_json):
     hashes = None
     if fmt == "stockfish":
         l1 = arch.ft_width
-        hashes = {"network": f"0x{ft_hash(l1) ^ layer_stack_hash(l1):08X}", "feature_transformer": f"0x{ft_hash(l1):08X}",
-                  "layer_stack": f"0x{layer_stack_hash(l1):08X}"}
+        net_h, ft_h, stack_h = network_hashes(arch)
+        hashes = {"network": f"0x{net_h:08X}", "feature_transformer": f"0x{ft_h:08X}", "layer_stack": f"0x{stack_h:08X}"}
     if as_json:
         click.echo(json.dumps({"file": file, "format": fmt, "sha256": sha, "description": network.description,
                                "summary": repr(network), "architecture": json.loads(arch.to_json()),
@@ -531,38 +531,69 @@ def info(file, as_json):
 
 
 @cli.command(epilog=_example("nnue-infer extract /usr/games/stockfish            (writes nn-ad9b42354671.nnue here)",
-                             "nnue-infer extract /usr/games/stockfish -o sf15.nnue"))
-@click.argument("binary", type=click.Path(exists=True, dir_okay=False))
-@output_option("Where to write the network (default: nn-<first 12 hex digits of its SHA-256>.nnue in the current "
-               "directory, Stockfish's own name for it).")
+                             "nnue-infer extract /usr/games/stockfish -o sf15.nnue",
+                             "nnue-infer extract --list ~/.cache/nnue-infer/npm/stockfish-17.1.0.tgz",
+                             "nnue-infer extract stockfish-17.1.0.tgz -o nets/   (every net, under its own name)"))
+@click.argument("source", type=click.Path(exists=True))
+@click.option("-o", "--output", type=click.Path(), help="Where to write the network: a file (named nn-<12 hex>.nnue "
+              "to pick one of several) or a directory (every network, under its name).  Default: the current directory.")
+@click.option("--list", "list_only", is_flag=True, help="Only list the networks found (name, size, SHA-256, where, "
+              "which known Stockfish net it is).")
 @quiet_option
-def extract(binary, output, quiet):
-    """Extract the NNUE network embedded in an engine BINARY (e.g. /usr/games/stockfish)."""
-    import tempfile
-
+def extract(source, output, list_only, quiet):
+    """Extract the Stockfish networks embedded in SOURCE: an engine binary (e.g. /usr/games/stockfish),
+    a .wasm (the first part of a split one brings the others), an npm tarball (stockfish-17.1.0.tgz)
+    or an unpacked package directory."""
     from .errors import NnueError
-    from .formats.stockfish import extract_network
+    from .extract import extract_network, find_networks, write_networks
+    from .registry import known_by_sha256
 
     if output == "-":
         raise click.BadParameter("a network is binary: give a file name", param_hint="--output")
-    _check_output_dir(output or "nn.nnue", "-o")
     try:
-        if output:
-            digest = extract_network(binary, output)
+        if list_only:
+            found = find_networks(source)
+            if not found:
+                raise click.ClickException(f"{source}: no embedded Stockfish network found")
+            for f in found:
+                known = ", ".join(f"{k.spec} (Stockfish {k.version} {k.role})" for k in known_by_sha256(f.sha256))
+                click.echo(f"{f.name}\t{f.size} bytes\tsha256 {f.sha256}\t{f.source} @ {f.offset}"
+                           + (f"\t{known}" if known else ""))
+            return
+        target = output or "."
+        if not os.path.isdir(target):
+            _check_output_dir(target, "-o")
+            digests = [extract_network(source, target)]
+            names = [target]
         else:
-            fd, tmp = tempfile.mkstemp(suffix=".nnue", prefix=".nnue-infer-extract-", dir=".")
-            os.close(fd)
-            try:
-                digest = extract_network(binary, tmp)
-                output = f"nn-{digest[:12]}.nnue"
-                os.replace(tmp, output)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+            written = write_networks(find_networks(source), target)
+            if not written:
+                raise click.ClickException(f"{source}: no embedded Stockfish network found")
+            digests = [f.sha256 for f in written]
+            names = [os.path.join(target, f.name) for f in written]
     except (NnueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     if not quiet:
-        click.echo(f"wrote {output} (sha256 {digest}, nn-{digest[:12]}.nnue)")
+        for name, digest in zip(names, digests):
+            click.echo(f"wrote {name} (sha256 {digest}, nn-{digest[:12]}.nnue)")
+
+
+@cli.command(epilog=_example("nnue-infer fetch sf17.1-small"))
+@click.argument("spec")
+def fetch(spec):
+    """Download (npm pack stockfish@V into the cache) and extract a known Stockfish network SPEC:
+    sf16, sf17.1, sf17.1-small, sf17.1-lite, sf18-small, sf18-lite, sf19-lite."""
+    from .errors import NnueError
+    from .registry import known_by_spec
+    from .resources import known_network_path
+
+    known = known_by_spec(spec)
+    try:
+        path = known_network_path(spec, fetch=True)
+    except NnueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    assert known is not None
+    click.echo(f"{path} (Stockfish {known.version} {known.role} net, {known.size} bytes, sha256 {known.sha256})")
 
 
 @cli.command(epilog=_example("nnue-infer datagen -o positions.npz -n 100000 --seed 1 --games games.jsonl "

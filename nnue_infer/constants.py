@@ -7,8 +7,10 @@ Every value names its source.  Unless stated otherwise the source is the
 
 from __future__ import annotations
 
-#: File format version, first u32 of a ``.nnue`` file (``nnue_common.h``: ``Version``).
+#: File format version, first u32 of a ``.nnue`` file (``nnue_common.h``: ``Version``), Stockfish 12-18.
 SF_FILE_VERSION = 0x7AF32F20
+#: The same in Stockfish 19 (``shared/reference/stockfish-19-nnue.md`` section 2).
+SF19_FILE_VERSION = 0x6A448AFA
 
 #: Hash of the HalfKAv2_hm feature set (``features/half_ka_v2_hm.h``: ``HashValue``).
 HALFKAV2_HM_HASH = 0x7F234CB8

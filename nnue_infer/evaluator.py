@@ -30,7 +30,8 @@ from .kernels import forward as K
 from .kernels.accumulator import STATE_COLUMNS
 from .kernels.dense import scratch_size
 from .kernels.forward import INVALID_POSITION, evaluate_fresh, evaluate_stack
-from .network import Network
+from .normalisation import material
+from .network import SKIP_MODES, VALUE_DIVISIONS, Network
 from .trace import Trace, to_centipawns
 
 #: A position's 8 bitboards as native-endian uint64, written straight into the ``state``
@@ -185,6 +186,9 @@ class Evaluator:
         params[K.P_CACHE_PAIRS] = fs.num_king_frames
         params[K.P_MAX_PIECES] = MAX_PIECES
         params[K.P_FLOAT_OUTPUT] = arch.output_units * arch.output_scale
+        params[K.P_SKIP_SUB] = arch.skip_subtract_index
+        params[K.P_SKIP_MODE] = SKIP_MODES.index(arch.skip_mode)
+        params[K.P_VALUE_DIVISION] = VALUE_DIVISIONS.index(arch.value_division)
         weights, biases, layers = network.compute_layout
         cfg = np.concatenate([
             params,
@@ -626,7 +630,7 @@ class Evaluator:
             piece_values[sq] = sign * (value - self._evaluate_fresh(reduced))
             reduced.set_piece_at(sq, piece)
         return Trace(board.fen(), board.turn, tuple(psqt), tuple(positional), bucket, value, piece_values,
-                     arch.output_scale, arch.units_per_pawn)
+                     arch.output_scale, arch.units_per_pawn, arch.stockfish_version, material(board))
 
 
 _local = threading.local()

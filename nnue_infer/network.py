@@ -20,7 +20,7 @@ from . import constants as C
 from .errors import NetworkFormatError
 from .kernels import activation as A
 from .kernels.activation import ACT_CRELU, ACT_NONE, ACT_SQR_CRELU, ACT_SQR_CRELU_AND_CRELU
-from .kernels.dense import LAYER_TABLE_COLUMNS
+from .kernels.dense import COL_SHIFT, COL_X_IN, COL_X_OUT, LAYER_TABLE_COLUMNS
 
 #: Hidden-layer activation names and their kernel codes (integer layers).
 HIDDEN_ACTIVATIONS = {
@@ -113,6 +113,14 @@ def default_gate_table(samples: int = DEFAULT_TABLE_SAMPLES) -> np.ndarray:
     return (u / (1.0 + np.exp(-4.0 * u))).astype(np.float32)
 #: Feature sets known to :mod:`nnue_infer.features`.
 FEATURE_SETS = ("HalfKAv2_hm", "Chess768")
+#: Forward-skip modes (see ``Architecture.skip_mode``).
+SKIP_MODES = ("separate", "output")
+#: Rules turning (psqt, positional) into the value (see ``Architecture.value_division``).
+VALUE_DIVISIONS = ("sum", "each")
+#: Storage of feature-transformer arrays in ``.nnue`` files (see ``Architecture.ft_compression``).
+FT_COMPRESSIONS = ("none", "leb128")
+#: Stockfish versions whose ``eval`` text :class:`~nnue_infer.trace.Trace` renders.
+STOCKFISH_VERSIONS = ("15.1", "16", "17.1", "18", "19")
 #: Horizontal mirroring modes: none, own king moved to files e-h (HalfKAv2_hm), or to files a-d
 #: (bullet's ``ChessBucketsMirrored``).
 MIRROR_MODES = {"none": 0, "e-h": 1, "a-d": 2}
@@ -142,12 +150,22 @@ class HiddenLayer:
         layer: float32 parameters, float64 arithmetic; may also use ``"relu"`` and
         ``"screlu"``).  The first layer is int8; float layers follow the integer ones, and the
         integer layer feeding the first float layer applies its activation in float.
+    shift : int, optional
+        Right shift of this layer's int32 sums in its activation: ClippedReLU is
+        ``clamp(z >> shift, 0, 127)``, SqrClippedReLU ``min(127, z*z >> (2*shift + 7))``.
+        ``None``: the architecture's ``weight_scale_bits`` (6).  Stockfish 19's fc_0 uses 7.
+    concat_inputs : bool
+        The layer reads the concatenation of the activations of *all* earlier dense layers
+        (each block padded to a multiple of 32), not only the previous layer's: Stockfish 19's
+        fc_2 reads [fc_0 sqr, fc_0 clipped, fc_1 sqr, fc_1 clipped] (128 inputs).
     """
 
     outputs: int
     activation: str
     activated: int | None = None
     precision: str = "int8"
+    shift: int | None = None
+    concat_inputs: bool = False
 
     @property
     def is_float(self) -> bool:
@@ -217,6 +235,27 @@ class Architecture:
     units_per_pawn : int
         Internal units per pawn, for centipawn conversion (361 for Stockfish 15.1, 100 for
         networks whose output is already in centipawns).
+    skip_subtract_index : int
+        With ``skip_index``: the skip is ``z[skip_index] - z[skip_subtract_index]`` (Stockfish
+        19: z[30] - z[31]); -1 (default) for ``z[skip_index]`` alone.
+    skip_mode : str
+        ``"separate"`` (Stockfish 15.1-18): positional = output + tdiv(wrap32(skip * num), den),
+        the skip scaled alone in 32-bit arithmetic.  ``"output"`` (Stockfish 19): positional =
+        tdiv((output + skip) * num, den), the sum scaled with a 64-bit product.
+    value_division : str
+        How the value follows from the bucket's PSQT and positional terms: ``"sum"``
+        (Stockfish 15.1 and 16: tdiv(psqt + positional, output_scale)) or ``"each"`` (17.1 and
+        later: tdiv(psqt, output_scale) + tdiv(positional, output_scale)).
+    file_version : int
+        Stockfish ``.nnue`` header version the network is written with: ``0x7AF32F20``
+        (Stockfish 12-18) or ``0x6A448AFA`` (Stockfish 19).  Only the ``.nnue`` writer reads it.
+    ft_compression : str
+        Storage of the feature transformer's int16/int32 arrays in ``.nnue``: ``"none"`` (raw,
+        Stockfish 15.1) or ``"leb128"`` (signed LEB128 blocks, Stockfish 16 and later).
+    stockfish_version : str
+        The Stockfish version whose ``eval`` text and pawn normalisation
+        :meth:`nnue_infer.trace.Trace.format_stockfish` follows: ``"15.1"``, ``"16"``,
+        ``"17.1"``, ``"18"`` or ``"19"`` (see :mod:`nnue_infer.normalisation`).
 
     Source: Stockfish 15.1, ``nnue/nnue_architecture.h``; nnue-pytorch ``model.py``
     (float semantics); bullet ``inputs`` (Chess768, king buckets, mirroring).
@@ -239,6 +278,12 @@ class Architecture:
     mirror: str | None = None
     output_units: int = C.SF_OUTPUT_UNITS
     units_per_pawn: int = C.NORMALIZE_TO_PAWN_VALUE
+    skip_subtract_index: int = -1
+    skip_mode: str = "separate"
+    value_division: str = "sum"
+    file_version: int = C.SF_FILE_VERSION
+    ft_compression: str = "none"
+    stockfish_version: str = "15.1"
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> NetworkFormatError:
@@ -252,6 +297,7 @@ class Architecture:
         for i, layer in enumerate(self.layers):
             ints += [(f"layers[{i}].outputs", layer.outputs)]
             ints += [(f"layers[{i}].activated", layer.activated)] if layer.activated is not None else []
+            ints += [(f"layers[{i}].shift", layer.shift)] if layer.shift is not None else []
         for name, value in ints:
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not -2**31 < value < 2**31:
                 raise bad(name, f"must be an integer of magnitude below 2**31, got {value!r}")
@@ -306,6 +352,13 @@ class Architecture:
                 raise bad(f"layers[{i}].outputs", f"must be positive, got {layer.outputs}")
             if not 0 < layer.n_activated <= layer.outputs:
                 raise bad(f"layers[{i}].activated", f"must be in 1..{layer.outputs}")
+            if layer.shift is not None and not 0 <= layer.shift < 31:
+                raise bad(f"layers[{i}].shift", f"must be in 0..30, got {layer.shift}")
+            if not isinstance(layer.concat_inputs, bool):
+                raise bad(f"layers[{i}].concat_inputs", f"must be true or false, got {layer.concat_inputs!r}")
+            if layer.concat_inputs and (i < 2 or layer.is_float or any(l.is_float for l in self.layers[:i])):
+                raise bad(f"layers[{i}].concat_inputs", "only an int8 layer after at least two int8 layers can read "
+                          "the concatenation of all earlier activations")
             last = i == len(self.layers) - 1
             if last != (layer.activation == "none"):
                 raise bad(f"layers[{i}].activation", "only the last layer (and it alone) has activation 'none'")
@@ -315,10 +368,26 @@ class Architecture:
             raise bad("output_buckets", f"must divide 32, got {self.output_buckets}")
         if self.psqt_buckets not in (0, self.output_buckets):
             raise bad("psqt_buckets", f"must be 0 or output_buckets ({self.output_buckets})")
+        if self.skip_mode not in SKIP_MODES:
+            raise bad("skip_mode", f"unknown mode {self.skip_mode!r}, known: {SKIP_MODES}")
+        if self.value_division not in VALUE_DIVISIONS:
+            raise bad("value_division", f"unknown rule {self.value_division!r}, known: {VALUE_DIVISIONS}")
+        if self.ft_compression not in FT_COMPRESSIONS:
+            raise bad("ft_compression", f"unknown storage {self.ft_compression!r}, known: {FT_COMPRESSIONS}")
+        if self.stockfish_version not in STOCKFISH_VERSIONS:
+            raise bad("stockfish_version", f"unknown version {self.stockfish_version!r}, known: {STOCKFISH_VERSIONS}")
+        # Stockfish 15.1 activates all outputs of fc_0 but the skip neuron; Stockfish 19 activates all.
+        separate = self.skip_mode == "separate"
         if not -1 <= self.skip_index < self.layers[0].outputs or (
-            self.skip_index >= 0 and self.skip_index < self.layers[0].n_activated
+            separate and self.skip_index >= 0 and self.skip_index < self.layers[0].n_activated
         ):
-            raise bad("skip_index", "must be -1 or a non-activated output of the first layer")
+            raise bad("skip_index", "must be -1 or a non-activated output of the first layer"
+                      + ("" if separate else " (any output with skip_mode 'output')"))
+        if not -1 <= self.skip_subtract_index < self.layers[0].outputs or (
+            self.skip_subtract_index >= 0 and (self.skip_index < 0 or self.skip_subtract_index == self.skip_index)
+        ):
+            raise bad("skip_subtract_index", "must be -1 or an output of the first layer other than skip_index "
+                      "(and skip_index must be set)")
         if self.skip_index >= 0 and len(self.layers) < 2:
             raise bad("skip_index", "a forward skip needs at least two dense layers")
         if self.skip_denominator <= 0:
@@ -356,9 +425,17 @@ class Architecture:
     def layer_inputs(self) -> list[int]:
         """Padded input width of each dense layer (file and compute layout)."""
         widths = [self.ft_output_width]
-        for layer in self.layers[:-1]:
-            widths.append(_pad32(layer.activated_width))
+        for i, layer in enumerate(self.layers[1:], 1):
+            if layer.concat_inputs:
+                widths.append(sum(_pad32(l.activated_width) for l in self.layers[:i]))
+            else:
+                widths.append(_pad32(self.layers[i - 1].activated_width))
         return widths
+
+    def layer_shift(self, i: int) -> int:
+        """Activation shift of dense layer ``i`` (its ``shift``, else ``weight_scale_bits``)."""
+        s = self.layers[i].shift
+        return self.weight_scale_bits if s is None else s
 
     def bucket_of(self, piece_count: int) -> int:
         """Layer stack / PSQT bucket for ``piece_count`` pieces (kings included)."""
@@ -536,14 +613,26 @@ class Network:
     def compute_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Flat dense parameters for :func:`nnue_infer.kernels.dense.propagate_layer_stack`.
 
-        Returns ``(weights int8[total], biases int32[total], layers int64[n_layers, 8])``;
-        integer weights keep the file layout ``[bucket][output][input]``.
+        Returns ``(weights int8[total], biases int32[total], layers int64[n_layers, LAYER_TABLE_COLUMNS])``
+        (columns ``kernels.dense.COL_*``); integer weights keep the file layout
+        ``[bucket][output][input]``.  Activations go to offset 0 of the kernel's uint8 buffer,
+        unless a layer reads the concatenation of all earlier activations: then each layer's
+        activation has its own block (offsets padded to 32) and every layer reads its input block.
         Float32 layers are appended to ``biases`` as bit patterns (weights ``[bucket][out][in]``,
         then biases), with activation codes ``>= ACT_FLOAT``.  A ``lut_glu`` gate table comes
         first in ``biases`` (offset 0, where ``kernels.activation.ft_activate`` reads it).
         """
         arch = self.architecture
         table = np.zeros((len(arch.layers), LAYER_TABLE_COLUMNS), np.int64)
+        concat = any(layer.concat_inputs for layer in arch.layers)
+        x_out = [0] * len(arch.layers)
+        if concat:
+            for i in range(1, len(arch.layers)):
+                x_out[i] = x_out[i - 1] + _pad32(arch.layers[i - 1].activated_width)
+        for i, layer in enumerate(arch.layers):
+            table[i, COL_SHIFT] = arch.layer_shift(i)
+            table[i, COL_X_OUT] = x_out[i]
+            table[i, COL_X_IN] = 0 if i == 0 or layer.concat_inputs else x_out[i - 1]
         w_parts, b_parts = [], []
         w_off = b_off = 0
         if self.ft_table is not None:
@@ -553,8 +642,8 @@ class Network:
             if layer.is_float:
                 continue
             B, n_out, n_in = self.layer_weights[i].shape
-            table[i] = (n_in, n_out, HIDDEN_ACTIVATIONS[layer.activation], layer.n_activated,
-                        w_off, n_out * n_in, b_off, n_out)
+            table[i, :8] = (n_in, n_out, HIDDEN_ACTIVATIONS[layer.activation], layer.n_activated,
+                            w_off, n_out * n_in, b_off, n_out)
             w_parts.append(w.reshape(-1))
             b_parts.append(b.reshape(-1))
             w_off += w.size
@@ -563,8 +652,8 @@ class Network:
             if not layer.is_float:
                 continue
             B, n_out, n_in = w.shape
-            table[i] = (n_in, n_out, FLOAT_ACTIVATIONS[layer.activation], layer.n_activated,
-                        b_off, n_out * n_in, b_off + w.size, n_out)
+            table[i, :8] = (n_in, n_out, FLOAT_ACTIVATIONS[layer.activation], layer.n_activated,
+                            b_off, n_out * n_in, b_off + w.size, n_out)
             b_parts.append(w.reshape(-1).view(np.int32))
             b_parts.append(b.reshape(-1).view(np.int32))
             b_off += w.size + b.size

@@ -24,7 +24,8 @@ _stockfish: Network | None = None
 
 #: File name of the bundled default network in ``nnue_infer/weights/`` (model card: ``README.md`` there).
 DEFAULT_NETWORK_FILE = "nnue-infer-default.safetensors"
-#: Names :func:`network_from_spec` accepts besides file paths.
+#: Names :func:`network_from_spec` accepts besides file paths (and the specs of
+#: :mod:`nnue_infer.registry`: ``sf16``, ``sf17.1``, ``sf17.1-small``, ``sf19-lite``, ...).
 NETWORK_NAMES = ("default", "stockfish")
 
 HOW_TO_GET = (
@@ -62,7 +63,7 @@ def stockfish_15_1_network_path(binary: str | os.PathLike[str] | None = None) ->
         No binary, or no Stockfish 15.1 network inside it; the message says how to get one.
     """
     from .errors import NetworkFormatError
-    from .formats.stockfish import extract_network
+    from .extract import extract_network
 
     target = cache_dir() / C.SF15_1_NET_NAME
     if target.is_file() and target.stat().st_size == C.SF15_1_NET_SIZE and _sha256(target) == C.SF15_1_NET_SHA256:
@@ -127,9 +128,111 @@ def stockfish_15_1_network(binary: str | os.PathLike[str] | None = None) -> Netw
         return _stockfish
 
 
+def npm_dir() -> Path:
+    """Where npm tarballs of the ``stockfish`` package are kept: ``<cache_dir>/npm``."""
+    return cache_dir() / "npm"
+
+
+def fetch_command(npm_version: str) -> str:
+    """The shell command that downloads ``stockfish@npm_version`` into :func:`npm_dir`."""
+    return f"mkdir -p {npm_dir()} && npm pack stockfish@{npm_version} --pack-destination {npm_dir()}"
+
+
+def fetch_npm(npm_version: str) -> Path:
+    """Download the npm tarball ``stockfish-<npm_version>.tgz`` into :func:`npm_dir` (skipped if
+    present) with ``npm pack``; returns its path.
+
+    Raises :class:`NetworkNotFoundError` if ``npm`` is missing or fails.
+    """
+    import shutil
+    import subprocess
+
+    tarball = npm_dir() / f"stockfish-{npm_version}.tgz"
+    if tarball.is_file():
+        return tarball
+    if shutil.which("npm") is None:
+        raise NetworkNotFoundError(f"npm is not installed; install Node.js/npm, then run: {fetch_command(npm_version)}")
+    npm_dir().mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["npm", "pack", f"stockfish@{npm_version}", "--pack-destination", str(npm_dir())],
+                          capture_output=True, text=True)
+    if proc.returncode != 0 or not tarball.is_file():
+        raise NetworkNotFoundError(f"`npm pack stockfish@{npm_version}` failed ({proc.returncode}): "
+                                   f"{proc.stderr.strip()[-500:]}")
+    return tarball
+
+
+_verified: set[Path] = set()
+
+
+def known_network_path(spec: str, *, fetch: bool = False) -> Path:
+    """Path of a known network (:mod:`nnue_infer.registry`) in the cache directory.
+
+    On first use the network is extracted from the npm tarball ``<cache_dir>/npm/stockfish-V.tgz``
+    (``fetch=True`` downloads it with ``npm pack`` when missing) and checked by SHA-256.
+
+    Raises
+    ------
+    NetworkNotFoundError
+        Unknown spec, or the tarball is missing: the message gives the command that fetches it.
+    """
+    from .registry import known_by_spec, specs
+
+    known = known_by_spec(spec)
+    if known is None:
+        raise NetworkNotFoundError(f"unknown network name {spec!r}; known: {', '.join(specs())}")
+    if known.spec == "sf15.1":
+        return stockfish_15_1_network_path()
+    target = cache_dir() / known.name
+    if target in _verified and target.is_file():
+        return target
+    if target.is_file() and target.stat().st_size == known.size and _sha256(target) == known.sha256:
+        _verified.add(target)
+        return target
+    tarball = npm_dir() / f"stockfish-{known.npm}.tgz"
+    if not tarball.is_file():
+        if not fetch:
+            raise NetworkNotFoundError(
+                f"{known.name} ({spec}: Stockfish {known.version} {known.role} net) is not in {cache_dir()}; it comes "
+                f"from the npm package stockfish@{known.npm}. Fetch it with: {fetch_command(known.npm)}  "
+                f"(or: nnue-infer fetch {known.spec})")
+        fetch_npm(known.npm)
+    from .extract import extract_network
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _lock_extract:
+        digest = extract_network(tarball, target, member=known.source)
+    if digest != known.sha256:
+        target.unlink()
+        raise NetworkNotFoundError(f"{tarball}:{known.source} holds {digest[:12]}..., not {known.name}")
+    _verified.add(target)
+    return target
+
+
+_lock_extract = threading.Lock()
+_known: dict[str, Network] = {}
+
+
+def known_network(spec: str, *, fetch: bool = False) -> Network:
+    """A known network by spec (loaded once per process, thread-safe), with its architecture's
+    ``stockfish_version`` set to the spec's version (the lite net serves 17.1 and 18)."""
+    from .formats.stockfish import read_stockfish
+    from .registry import known_by_spec
+
+    known = known_by_spec(spec)
+    path = known_network_path(spec, fetch=fetch)
+    assert known is not None
+    with _lock:
+        if known.spec not in _known:
+            _known[known.spec] = read_stockfish(path, known.version)
+        return _known[known.spec]
+
+
 def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
     """A quantised network from a name or a file: ``None`` or ``"default"`` (the bundled default
-    network), ``"stockfish"`` (:func:`stockfish_15_1_network`) or a path (:func:`nnue_infer.load`).
+    network), ``"stockfish"`` / ``"sf15.1"`` (:func:`stockfish_15_1_network`), a known Stockfish
+    network (``"sf16"``, ``"sf17.1"``, ``"sf17.1-small"``, ``"sf17.1-lite"``, ``"sf18-small"``,
+    ``"sf18-lite"``, ``"sf19-lite"``: :func:`known_network`, from the cache or the cached npm
+    tarball) or a path (:func:`nnue_infer.load`).
 
     Raises
     ------
@@ -142,12 +245,18 @@ def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
 
     if spec is None or spec == "default":
         return default_network()
-    if spec == "stockfish":
+    if spec in ("stockfish", "sf15.1", "sf15"):
         return stockfish_15_1_network()
+    from .registry import known_by_spec
+
+    if isinstance(spec, str) and known_by_spec(spec) is not None and not Path(spec).exists():
+        return known_network(spec)
     if not Path(spec).exists():  # a directory or device: load() says what it is
         raise NetworkNotFoundError(f"network file {os.fspath(spec)} does not exist; give an existing .nnue or "
                                    f".safetensors file, or one of the names {' or '.join(NETWORK_NAMES)} "
-                                   "('stockfish' needs Debian's package: apt-get install stockfish)")
+                                   "('stockfish' needs Debian's package: apt-get install stockfish) or a known "
+                                   "Stockfish net (sf16, sf17.1, sf17.1-small, sf17.1-lite, sf18-small, sf18-lite, "
+                                   "sf19-lite)")
     from .formats import load
 
     network = load(spec)

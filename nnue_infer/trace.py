@@ -1,8 +1,17 @@
-"""The result of :meth:`Evaluator.trace` and its rendering as Stockfish 15.1's ``eval`` text.
+"""The result of :meth:`Evaluator.trace` and its rendering as the ``eval`` text of Stockfish
+15.1, 16, 17.1, 18 and 19.
 
-Source of every format: Stockfish 15.1, ``nnue/evaluate_nnue.cpp`` (``trace``,
-``format_cp_compact``, ``format_cp_aligned_dot``) and ``evaluate.cpp`` (``trace``);
-see ``shared/reference/stockfish-15.1-nnue.md`` section 6.
+What differs between versions: the pawn normalisation (:mod:`nnue_infer.normalisation`: 361,
+328, or the material-dependent WDL model), the piece-value board (15.1-18 only, values
+truncated to centipawns by 15.1/16, rounded by 17.1/18), the table header (19 adds
+"Normalized," and drops the leading space) and the value lines (19 adds the raw value in
+internal units).  Only 15.1 formats its table cells into fixed char buffers (emulated for
+absurd values); later versions use streams.
+
+Source of every format: Stockfish sf_15.1 / sf_16 ``nnue/evaluate_nnue.cpp`` (``trace``,
+``format_cp_compact``, ``format_cp_aligned_dot``) and ``evaluate.cpp`` (``trace``); sf_17.1 /
+sf_18 ``nnue/nnue_misc.cpp`` and ``evaluate.cpp``; Stockfish 19:
+``shared/reference/stockfish-19-nnue.md`` section 10.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ from dataclasses import dataclass
 import chess
 
 from .constants import NORMALIZE_TO_PAWN_VALUE as PAWN
+from .normalisation import PAWN_VALUE, to_cp
 
 
 def tdiv(a: int, b: int) -> int:
@@ -32,15 +42,16 @@ def _sign(x: int) -> str:
     return "+" if x > 0 else "-" if x < 0 else " "
 
 
-def format_cp_compact(value: int, per_pawn: int = PAWN) -> str:
+def format_cp_compact(value: int, per_pawn: int = PAWN, cp: int | None = None) -> str:
     """5-character piece value: sign then ``d.dd`` / ``dd.d`` / ``ddd `` (truncated centipawns).
 
     Exactly as Stockfish 15.1's ``format_cp_compact`` computes it, also for absurd values
     (only extreme networks reach them): ``100 * v`` is an int32 product (wraps), and each digit
     is the char ``'0' + d``, so a "digit" of 10 or more (100,000 cp and up) prints as the
-    Latin-1 character with that code (mod 256).
+    Latin-1 character with that code (mod 256).  ``cp`` gives the centipawns directly
+    (Stockfish 17.1/18 round them with the WDL model).
     """
-    cp = abs(tdiv(wrap_int32(100 * value), per_pawn))
+    cp = abs(tdiv(wrap_int32(100 * value), per_pawn) if cp is None else cp)
     if cp >= 10000:
         first, rest = cp // 10000, f"{cp // 1000 % 10}{cp // 100 % 10} "
     elif cp >= 1000:
@@ -105,8 +116,13 @@ class Trace:
     output_scale : int
         OutputScale of the network (16).
     units_per_pawn : int
-        Internal units per pawn for the rendered text (361 for Stockfish 15.1; the network's
-        ``Architecture.units_per_pawn``).
+        Internal units per pawn for the rendered text of versions 15.1 and 16 (the network's
+        ``Architecture.units_per_pawn``: 361 for Stockfish 15.1, 328 for 16).
+    stockfish_version : str
+        Whose ``eval`` text :meth:`format_stockfish` renders by default (the network's
+        ``Architecture.stockfish_version``).
+    material : int
+        P + 3N + 3B + 5R + 9Q of the position (input of the 17.1+ normalisation).
     """
 
     fen: str
@@ -118,20 +134,74 @@ class Trace:
     piece_values: dict[int, int]
     output_scale: int = 16
     units_per_pawn: int = PAWN
+    stockfish_version: str = "15.1"
+    material: int = 0
 
     @property
     def value_white(self) -> int:
         """``value`` from White's point of view (internal units)."""
         return self.value if self.side_to_move == chess.WHITE else -self.value
 
-    def format_stockfish(self) -> str:
-        """The NNUE part of Stockfish 15.1's ``eval`` output, byte for byte.
+    def format_stockfish(self, version: str | None = None) -> str:
+        """The NNUE part of a Stockfish version's ``eval`` output, byte for byte.
 
-        The piece-value board, the bucket table (side to move's view) and the
-        ``NNUE evaluation`` line (White's view), separated by blank lines as Stockfish
-        prints them, without a trailing newline.  Stockfish prints none of it when the
-        side to move is in check; this renders it anyway.
+        ``version`` (default :attr:`stockfish_version`): ``"15.1"``, ``"16"``, ``"17.1"`` or
+        ``"18"``: the piece-value board (White's view), the bucket table (side to move's view)
+        and the ``NNUE evaluation ... (white side)`` line, separated by blank lines; ``"19"``:
+        the table (``Normalized``), then the raw ``(side to move, internal units)`` line and the
+        white-side line.  No trailing newline.  Stockfish prints none of it when the side to
+        move is in check; this renders it anyway.  The numbers are this trace's network's
+        (17.1/18 print their big net's, whichever net evaluates).
         """
+        v = version or self.stockfish_version
+        if v in PAWN_VALUE:
+            per_pawn = self.units_per_pawn if version is None else PAWN_VALUE[v]
+
+            def cells(xs: tuple[int, int, int]) -> list[str]:
+                texts = tuple(format_cp_aligned(x, per_pawn) for x in xs)
+                return table_cells(texts) if v == "15.1" else list(texts)  # 15.1: char buffers
+
+            def compact(x: int) -> str:
+                return format_cp_compact(x, per_pawn)
+
+            white_line = "%+.2f (white side)" % (self.value_white / per_pawn)
+        else:
+            def cp(x: int) -> int:
+                return to_cp(x, v, self.material)
+
+            def cells(xs: tuple[int, int, int]) -> list[str]:
+                return [_sign(x) + "%6.2f" % abs(0.01 * cp(x)) for x in xs]
+
+            def compact(x: int) -> str:
+                return format_cp_compact(x, cp=cp(x))
+
+            white_line = "%+.2f (white side)" % (0.01 * cp(self.value_white))
+        lines: list[str] = []
+        if v != "19":
+            lines += [" NNUE derived piece values:", *self._piece_board(compact), ""]
+        border = "+------------+------------+------------+------------+"
+        color = "White" if self.side_to_move == chess.WHITE else "Black"
+        lines += [
+            f"NNUE network contributions (Normalized, {color} to move)" if v == "19"
+            else f" NNUE network contributions ({color} to move)",
+            border,
+            "|   Bucket   |  Material  | Positional |   Total    |",
+            "|            |   (PSQT)   |  (Layers)  |            |",
+            border,
+        ]
+        for k, (p, q) in enumerate(zip(self.psqt, self.positional)):
+            pk, qk = tdiv(p, self.output_scale), tdiv(q, self.output_scale)
+            a, b, c = cells((pk, qk, pk + qk))
+            row = f"|  {k}         |  {a}   |  {b}   |  {c}   |"
+            lines.append(row + (" <-- this bucket is used" if k == self.bucket else ""))
+        lines += [border, ""]
+        if v == "19":
+            lines.append("NNUE evaluation".ljust(25) + "%+d (side to move, internal units)" % self.value)
+        lines.append("NNUE evaluation".ljust(23) + white_line)
+        return "\n".join(lines)
+
+    def _piece_board(self, compact) -> list[str]:
+        """The 25 lines of the piece-value board (Stockfish 15.1-18), values rendered by ``compact``."""
         board = chess.Board(self.fen)
         grid = [[" "] * 65 for _ in range(25)]
         for r in range(8):
@@ -145,26 +215,10 @@ class Trace:
                 if piece is not None:
                     grid[top + 1][8 * f + 4] = piece.symbol()
                 if sq in self.piece_values:
-                    grid[top + 2][8 * f + 2 : 8 * f + 7] = format_cp_compact(self.piece_values[sq], self.units_per_pawn)
+                    grid[top + 2][8 * f + 2 : 8 * f + 7] = compact(self.piece_values[sq])
         grid[24] = list("+-------" * 8 + "+")
         # Stockfish prints each row as a C string: a NUL "digit" (format_cp_compact) ends the row
-        lines = [" NNUE derived piece values:", *("".join(row).split("\0")[0] for row in grid), ""]
-        border = "+------------+------------+------------+------------+"
-        color = "White" if self.side_to_move == chess.WHITE else "Black"
-        lines += [
-            f" NNUE network contributions ({color} to move)",
-            border,
-            "|   Bucket   |  Material  | Positional |   Total    |",
-            "|            |   (PSQT)   |  (Layers)  |            |",
-            border,
-        ]
-        for k, (p, q) in enumerate(zip(self.psqt, self.positional)):
-            pk, qk = tdiv(p, self.output_scale), tdiv(q, self.output_scale)
-            pk, qk, tk = table_cells(tuple(format_cp_aligned(v, self.units_per_pawn) for v in (pk, qk, pk + qk)))
-            row = f"|  {k}         |  {pk}   |  {qk}   |  {tk}   |"
-            lines.append(row + (" <-- this bucket is used" if k == self.bucket else ""))
-        lines += [border, "", "NNUE evaluation".ljust(23) + "%+.2f (white side)" % (self.value_white / self.units_per_pawn)]
-        return "\n".join(lines)
+        return ["".join(row).split("\0")[0] for row in grid]
 
     def __str__(self) -> str:
         return self.format_stockfish()

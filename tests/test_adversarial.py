@@ -334,7 +334,7 @@ def test_extract_from_a_file_full_of_network_headers(tmp_path):
 
     path = tmp_path / "magic.bin"
     path.write_bytes((SF15_1_MAGIC + (1 << 20).to_bytes(4, "little")) * 200_000)
-    with pytest.raises(NetworkFormatError, match=r"no embedded .* \(200000 header\(s\) with a bad description") as info:
+    with pytest.raises(NetworkFormatError, match=r"no embedded Stockfish network found") as info:
         extract_network(path, tmp_path / "out.nnue")
     assert len(str(info.value)) < 1000
 

@@ -74,7 +74,7 @@ def test_float_and_quantised_round_trip(tmp_path, corpus):
     assert nnue_infer.Evaluator(q2).evaluate(fen) == nnue_infer.Evaluator(q).evaluate(fen)
     with pytest.raises(ValueError, match="float network cannot be written as .nnue"):
         save(fn, tmp_path / "f.nnue")
-    with pytest.raises(ValueError, match="only Stockfish 15.1's architecture"):
+    with pytest.raises(ValueError, match="only Stockfish architectures"):
         save(q, tmp_path / "q.nnue")
 
 

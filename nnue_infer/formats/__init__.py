@@ -23,7 +23,7 @@ FORMAT_EXTENSIONS = {"stockfish": ".nnue", "safetensors": ".safetensors"}
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
-    """``"stockfish"`` (``.nnue``, Stockfish 15.1) or ``"safetensors"`` (native) from the file's magic bytes.
+    """``"stockfish"`` (``.nnue``, Stockfish 12-19) or ``"safetensors"`` (native) from the file's magic bytes.
 
     Raises :class:`NetworkFormatError` naming the path when the format is unknown, the
     file is empty or not a regular file (a FIFO would block), ``FileNotFoundError`` when it
@@ -38,7 +38,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
                                  "is a .nnue or .safetensors file")
     with open(path, "rb") as f:
         head = f.read(9)
-    if len(head) >= 4 and struct.unpack("<I", head[:4])[0] == C.SF_FILE_VERSION:
+    if len(head) >= 4 and struct.unpack("<I", head[:4])[0] in (C.SF_FILE_VERSION, C.SF19_FILE_VERSION):
         return "stockfish"
     if is_safetensors(head):
         return "safetensors"
@@ -52,7 +52,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
                                  f"({'gunzip' if kind == 'gzip' else 'unzstd'} {os.fspath(path)})")
     raise NetworkFormatError(
         f"{os.fspath(path)}: unknown network format (first bytes {head.hex(' ')}); "
-        f"expected a Stockfish 15.1 .nnue file (version 0x{C.SF_FILE_VERSION:08X}) or an nnue-infer .safetensors file"
+        f"expected a Stockfish .nnue file (version 0x{C.SF_FILE_VERSION:08X} or 0x{C.SF19_FILE_VERSION:08X}) or an "
+        "nnue-infer .safetensors file"
     )
 
 

@@ -1,8 +1,17 @@
 """Dense-layer kernels: int8 x uint8 -> int32 affine transforms and the whole layer stack.
 
-Source: Stockfish 15.1, ``nnue/layers/affine_transform.h`` and ``nnue/nnue_architecture.h``
-(``propagate``: fc_0 -> [SqrClippedReLU | ClippedReLU] -> fc_1 -> ClippedReLU -> fc_2, plus
-the forward skip from fc_0's last output).
+The layer stack is general; Stockfish's are instances of its layer table and skip arguments:
+
+* Stockfish 15.1-18: fc_0 -> [SqrClippedReLU | ClippedReLU] of 15 outputs (shift 6) -> fc_1
+  -> ClippedReLU -> fc_2; skip = tdiv(wrap32(z[15] * 9600), 8128) added to fc_2's output
+  (``SKIP_SEPARATE``).
+* Stockfish 19: fc_0 (32) -> both activations of all 32 (shift 7) -> fc_1 (64 -> 32) -> both
+  activations (shift 6) -> fc_2 over the concatenation of all four blocks (128); skip
+  z[30] - z[31] added to fc_2's output and the sum scaled: tdiv((o + skip) * 9600, 16384)
+  with a 64-bit product (``SKIP_OUTPUT``).
+
+Source: Stockfish sf_15.1 .. sf_18 ``nnue/nnue_architecture.h`` (``propagate``),
+``nnue/layers/affine_transform.h``; ``shared/reference/stockfish-19-nnue.md`` section 8.
 """
 
 from __future__ import annotations
@@ -12,9 +21,19 @@ from numba import njit
 
 from .activation import ACT_F_NONE, ACT_FLOAT, ACT_NONE, activate, activate_float
 
-#: Columns of the ``layers`` table given to :func:`propagate_layer_stack`.
-COL_IN, COL_OUT, COL_ACT, COL_N_ACT, COL_W_OFFSET, COL_W_STRIDE, COL_B_OFFSET, COL_B_STRIDE = range(8)
-LAYER_TABLE_COLUMNS = 8
+#: Columns of the ``layers`` table given to :func:`propagate_layer_stack`: padded inputs, outputs,
+#: activation code, outputs activated, weight offset and per-bucket stride, bias offset and
+#: stride, the activation's shift, where in the uint8 activation buffer the layer reads its
+#: input and where it writes its activation.
+(COL_IN, COL_OUT, COL_ACT, COL_N_ACT, COL_W_OFFSET, COL_W_STRIDE, COL_B_OFFSET, COL_B_STRIDE,
+ COL_SHIFT, COL_X_IN, COL_X_OUT) = range(11)
+LAYER_TABLE_COLUMNS = 11
+
+#: Forward-skip modes (``Architecture.skip_mode``): the skip scaled alone with a wrapping 32-bit
+#: product and added to the output (Stockfish 15.1-18), or added to the output before the
+#: whole sum is scaled with a 64-bit product (Stockfish 19).
+SKIP_SEPARATE = 0
+SKIP_OUTPUT = 1
 
 
 @njit(cache=True, inline="always")
@@ -86,7 +105,7 @@ def scratch_layout(layers):
     """
     width = 1
     for l in range(1, layers.shape[0]):
-        width = max(width, layers[l, 0])
+        width = max(width, layers[l, 0] + layers[l, 9])
     for l in range(layers.shape[0]):
         width = max(width, layers[l, 1])
     width = (width + 15) // 16 * 16
@@ -136,7 +155,8 @@ def propagate_float_tail(z, n, first, bucket, biases, layers, shift, float_out):
 
 
 @njit(cache=True, inline="always")
-def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_index, skip_num, skip_den, float_out):
+def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_index, skip_sub, skip_mode, skip_num,
+                          skip_den, float_out):
     """Run one layer stack (output bucket) on the transformed features.
 
     Parameters
@@ -151,18 +171,23 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
     biases : int32[total]
         All integer dense biases, flat, followed by the float32 weights and biases of the
         float layers (their bit patterns; the kernel reads them through a float32 view).
-    layers : int64[n_layers, 8]
-        Per layer: padded inputs, outputs, activation code, number of outputs activated,
-        weight offset and per-bucket stride, bias offset and per-bucket stride (float layers:
-        offsets into ``biases`` viewed as float32; their codes are ``>= ACT_FLOAT``).  The last
+    layers : int64[n_layers, LAYER_TABLE_COLUMNS]
+        Per layer (``COL_*``): padded inputs, outputs, activation code, number of outputs
+        activated, weight offset and per-bucket stride, bias offset and per-bucket stride (float
+        layers: offsets into ``biases`` viewed as float32; their codes are ``>= ACT_FLOAT``),
+        activation shift, and the offsets in the uint8 activation buffer where the layer reads
+        its input and writes its activation (all 0 unless a layer reads the concatenation of
+        all earlier activations).  The last
         layer has activation ``ACT_NONE`` (or ``ACT_F_NONE``) and one output.  Integer layers
         come first; the integer layer before the first float layer applies its activation in
         float to ``z / (127 << shift)``.
     shift : int
-        WeightScaleBits (6 for Stockfish 15.1).
-    skip_index, skip_num, skip_den : int
-        Forward skip: layer 0's raw output ``skip_index`` (-1 for none) contributes
-        ``tdiv(wrap32(z * skip_num), skip_den)`` to the result.
+        WeightScaleBits (6 for Stockfish 15.1): the scale of float layers' inputs.
+    skip_index, skip_sub, skip_mode, skip_num, skip_den : int
+        Forward skip from layer 0's raw outputs: ``s = z[skip_index] - z[skip_sub]`` (``skip_sub``
+        -1: ``z[skip_index]`` alone; ``skip_index`` -1: no skip).  ``SKIP_SEPARATE``: the result
+        is ``output + tdiv(wrap32(s * skip_num), skip_den)``; ``SKIP_OUTPUT``: it is
+        ``tdiv((output + s) * skip_num, skip_den)`` in 64-bit arithmetic (then wrapped to int32).
     float_out : int
         For a float output layer: ``positional = round(y * float_out)`` (``output_units *
         output_scale``), saturated to int32.
@@ -177,8 +202,8 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
     oz, ox, ofeats, _ = scratch_layout(layers)
     z = scratch[oz:ox].view(np.int32)
     x = scratch[ox:ofeats].view(np.uint8)  # every input a layer reads was written just before
-    skip = 0
-    out = 0
+    skip = np.int64(0)
+    out = np.int64(0)
     for l in range(n_layers):
         n_in = layers[l, 0]
         n_out = layers[l, 1]
@@ -188,19 +213,27 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
         if l == 0:
             affine_int16_input(scratch, n_in, weights, w_off, biases, b_off, n_out, z)
             if skip_index >= 0:
-                skip = tdiv(wrap_int32(np.int64(z[skip_index]) * skip_num), skip_den)
+                skip = np.int64(z[skip_index])
+                if skip_sub >= 0:
+                    skip -= z[skip_sub]
         else:
-            affine_dense(x, n_in, weights, w_off, biases, b_off, n_out, z)
+            x_in = layers[l, 9]
+            affine_dense(x[x_in:x_in + n_in], n_in, weights, w_off, biases, b_off, n_out, z)
         if code == ACT_NONE:
             out = np.int64(z[0])
             break
         if layers[l + 1, 2] >= ACT_FLOAT:  # integer -> float boundary: the rest in float
             out = propagate_float_tail(z, n_out, l + 1, bucket, biases, layers, shift, float_out)
             break
-        written = activate(z, layers[l, 3], code, shift, x)
-        for i in range(written, layers[l + 1, 0]):
+        x_out = layers[l, 10]
+        written = activate(z, layers[l, 3], code, layers[l, 8], x[x_out:])
+        for i in range(x_out + written, x_out + (written + 31) // 32 * 32):
             x[i] = 0
-    return wrap_int32(out + skip)
+    if skip_index < 0:
+        return wrap_int32(out)
+    if skip_mode == SKIP_OUTPUT:
+        return wrap_int32(tdiv((out + skip) * skip_num, skip_den))
+    return wrap_int32(out + tdiv(wrap_int32(skip * skip_num), skip_den))
 
 
 @njit(cache=True, inline="always")

@@ -5,7 +5,8 @@ arguments.  Source: Stockfish 15.1, ``nnue/evaluate_nnue.cpp`` (``evaluate``, ``
 
 Note: Numba's on-disk cache keys a function on its own file only, so a change to a kernel
 that this module calls must come with an edit of this file (or a cleared ``__pycache__``).
-Last such change: ft_activate takes the lut_glu gate table (kernels.activation).
+Last such changes: ft_activate takes the lut_glu gate table (kernels.activation); general layer stack
+(per-layer shifts, concatenated inputs, skip modes) in kernels.dense.
 """
 
 from __future__ import annotations
@@ -22,9 +23,17 @@ from .features import BB_BLACK, BB_WHITE, POS_OK, active_features, check_bitboar
 #: Indices into the ``params`` int64 array.  ``P_CACHE_PAIRS``: refresh-cache entries per
 #: perspective (pairs ``0 .. P_CACHE_PAIRS - 1`` of the incremental kernels' arrays).
 #: ``P_FLOAT_OUTPUT``: ``output_units * output_scale``, the integer per 1.0 of a float output layer.
+#: ``P_SKIP_SUB``, ``P_SKIP_MODE``: see ``dense.propagate_layer_stack``; ``P_VALUE_DIVISION``: see
+#: :func:`bucket_value`.
 (P_FT_CLAMP, P_FT_SHIFT, P_WEIGHT_SHIFT, P_SKIP_INDEX, P_SKIP_NUM, P_SKIP_DEN, P_OUTPUT_SCALE,
- P_NUM_SLOTS, P_MIRROR, P_BUCKET_DIVISOR, P_FT_ACTIVATION, P_CACHE_PAIRS, P_MAX_PIECES, P_FLOAT_OUTPUT) = range(14)
-N_PARAMS = 14
+ P_NUM_SLOTS, P_MIRROR, P_BUCKET_DIVISOR, P_FT_ACTIVATION, P_CACHE_PAIRS, P_MAX_PIECES, P_FLOAT_OUTPUT,
+ P_SKIP_SUB, P_SKIP_MODE, P_VALUE_DIVISION) = range(17)
+N_PARAMS = 17
+
+#: Value rules (``Architecture.value_division``): tdiv(psqt + positional, OutputScale)
+#: (Stockfish 15.1, 16) or tdiv(psqt, OutputScale) + tdiv(positional, OutputScale) (17.1 and later).
+VALUE_SUM = 0
+VALUE_EACH = 1
 
 #: Layout of the ``cfg`` int64 array of the incremental kernels (one array instead of four,
 #: because Numba's call overhead grows with the number of array arguments): ``params``, then
@@ -49,9 +58,20 @@ def forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases,
     """
     ft_activate(acc, stm, params[P_FT_ACTIVATION], params[P_FT_CLAMP], params[P_FT_SHIFT], biases, scratch)
     positional = propagate_layer_stack(scratch, bucket, weights, biases, layers, params[P_WEIGHT_SHIFT],
-                                       params[P_SKIP_INDEX], params[P_SKIP_NUM], params[P_SKIP_DEN],
-                                       params[P_FLOAT_OUTPUT])
+                                       params[P_SKIP_INDEX], params[P_SKIP_SUB], params[P_SKIP_MODE],
+                                       params[P_SKIP_NUM], params[P_SKIP_DEN], params[P_FLOAT_OUTPUT])
     return psqt_term(psqt_acc, stm, bucket), positional
+
+
+@njit(cache=True, inline="always")
+def bucket_value(psqt, positional, params):
+    """The value from a bucket's PSQT and positional terms (internal units x OutputScale):
+    ``tdiv(wrap32(psqt + positional), OutputScale)`` (``VALUE_SUM``, an int32 sum as in Stockfish) or ``tdiv(psqt, OutputScale) +
+    tdiv(positional, OutputScale)`` (``VALUE_EACH``)."""
+    scale = params[P_OUTPUT_SCALE]
+    if params[P_VALUE_DIVISION] == VALUE_EACH:
+        return tdiv(np.int64(psqt), scale) + tdiv(np.int64(positional), scale)
+    return tdiv(wrap_int32(np.int64(psqt) + positional), scale)  # Stockfish: int32 sum
 
 
 @njit(cache=True)
@@ -88,7 +108,7 @@ def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weig
                           feats, counts, acc, psqt_acc)
     bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
     psqt, positional = forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases, layers)
-    return tdiv(wrap_int32(np.int64(psqt) + positional), params[P_OUTPUT_SCALE])  # Stockfish: int32 sum
+    return bucket_value(psqt, positional, params)
 
 
 @njit(cache=True)
@@ -124,7 +144,7 @@ def evaluate_pair(new, pair, stm, params, accs, psqts, scratch, weights, biases,
     pieces = popcount(new[BB_WHITE] | new[BB_BLACK])
     bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
     psqt, positional = forward_bucket(accs[pair], psqts[pair], stm, bucket, params, scratch, weights, biases, layers)
-    return tdiv(wrap_int32(np.int64(psqt) + positional), params[P_OUTPUT_SCALE])  # Stockfish: int32 sum
+    return bucket_value(psqt, positional, params)
 
 
 @njit(cache=True)

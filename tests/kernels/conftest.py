@@ -30,6 +30,7 @@ def params(network, halfka) -> np.ndarray:
     p[K.P_SKIP_INDEX] = 15
     p[K.P_SKIP_NUM] = 9600
     p[K.P_SKIP_DEN] = 8128
+    p[K.P_SKIP_SUB] = -1  # z[15] alone (SKIP_SEPARATE = 0, VALUE_SUM = 0)
     p[K.P_OUTPUT_SCALE] = 16
     p[K.P_NUM_SLOTS] = 11
     p[K.P_MIRROR] = 1

@@ -19,7 +19,7 @@ from nnue_infer.kernels.dense import (
     wrap_int32,
 )
 
-SKIP = (15, 9600, 8128)
+SKIP = (15, -1, 0, 9600, 8128)  # skip index, subtracted index, SKIP_SEPARATE, numerator, denominator
 
 
 def with_scratch(x, layers):
@@ -145,4 +145,4 @@ def test_layer_stack_without_skip(network, layout):
     weights, biases, layers = layout
     x = R.evaluate(network, chess.Board()).transformed.astype(np.int16)
     st = R.layer_stack(network, 7, x)
-    assert propagate_layer_stack(with_scratch(x, layers), 7, weights, biases, layers, 6, -1, 9600, 8128, 9600) == st.o
+    assert propagate_layer_stack(with_scratch(x, layers), 7, weights, biases, layers, 6, -1, -1, 0, 9600, 8128, 9600) == st.o
