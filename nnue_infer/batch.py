@@ -179,7 +179,7 @@ def evaluate_rows(positions: Sequence[chess.Board | str], net_arrays: tuple, scr
     """Evaluate all-FEN or all-board ``positions`` with a network's kernel arrays (see ``Evaluator``).
 
     ``net_arrays`` is ``(slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
-    weights, biases, layers)``.  Returns int32[n]; raises :class:`FenError` /
+    int8_weights, int8_psqt_weights, weights, biases, layers)``.  Returns int32[n]; raises :class:`FenError` /
     :class:`PositionError` for the first bad row, ``TypeError`` for rows of the wrong type.
 
     python-chess (``chess.Board(fen)``) has the last word on FENs the compiled parser refuses:

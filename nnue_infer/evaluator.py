@@ -25,7 +25,7 @@ import numpy as np
 
 from .batch import as_sequence, evaluate_bitboards, evaluate_rows
 from .errors import ConcurrentUseError, FenError, IllegalMoveError, PositionError, clip, quote
-from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant
+from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant, int8_layout
 from .kernels import forward as K
 from .kernels.accumulator import STATE_COLUMNS
 from .kernels.dense import scratch_size
@@ -189,6 +189,10 @@ class Evaluator:
         params[K.P_SKIP_SUB] = arch.skip_subtract_index
         params[K.P_SKIP_MODE] = SKIP_MODES.index(arch.skip_mode)
         params[K.P_VALUE_DIVISION] = VALUE_DIVISIONS.index(arch.value_division)
+        int8 = int8_layout(arch.int8_feature_sets)
+        params[K.P_THREATS] = int8.threats
+        params[K.P_PAIRS] = int8.pairs
+        params[K.P_PAIR_OFFSET] = int8.pair_offset
         weights, biases, layers = network.compute_layout
         cfg = np.concatenate([
             params,
@@ -208,6 +212,8 @@ class Evaluator:
         psqts = np.zeros((pairs, 2, arch.psqt_buckets), np.int32)
         state = np.zeros((pairs, 2, STATE_COLUMNS), np.int64)
         accs[:cache_pairs + 1] = network.ft_biases  # the refresh cache and the biases pair (see refresh)
+        net_args = (network.ft_weights, network.psqt_weights, network.int8_weights, network.int8_psqt_weights, weights,
+                    biases, cfg)
         return {
             "_network": network, "_slot_table": fs.slot_table, "_king_buckets": fs.king_buckets, "_params": params,
             "_weights": weights, "_biases": biases, "_layers": layers, "_cfg": cfg,
@@ -217,11 +223,11 @@ class Evaluator:
             "_cache_pairs": cache_pairs, "_stack_base": stack_base,
             "_fresh_offset": (cache_pairs + 1) * _PAIR_BYTES,  # evaluate(board): the first scratch pair
             "_accs": accs, "_psqts": psqts, "_state": state, "_pairs": pairs, "_trusted": 0,
-            "_net_args": (network.ft_weights, network.psqt_weights, weights, biases, cfg),
-            "_kernel_args": (network.ft_weights, network.psqt_weights, weights, biases, cfg, accs, psqts, state,
-                             scratch),
+            "_net_args": net_args,
+            "_kernel_args": (*net_args, accs, psqts, state, scratch),
             "_batch_args": ((fs.slot_table, fs.king_buckets, params, network.ft_weights, network.ft_biases,
-                             network.psqt_weights, weights, biases, layers), scratch.shape[0]),
+                             network.psqt_weights, network.int8_weights, network.int8_psqt_weights, weights, biases,
+                             layers), scratch.shape[0]),
         }
 
     def _allocate(self, pairs: int) -> None:
@@ -381,7 +387,8 @@ class Evaluator:
         board_bitboards(board, self._bb)
         net = self._network
         return int(K.refresh_both(self._bb, self._slot_table, self._king_buckets, self._params,
-                                  net.ft_weights, net.ft_biases, net.psqt_weights,
+                                  net.ft_weights, net.ft_biases, net.psqt_weights, net.int8_weights,
+                                  net.int8_psqt_weights,
                                   self._feats, self._counts, self._acc, self._psqt))
 
     def evaluate(self, board: chess.Board | str | None = None) -> int:

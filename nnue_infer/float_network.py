@@ -109,6 +109,9 @@ class FloatNetwork:
         arch = self.architecture
         if not isinstance(arch, Architecture):
             raise NetworkFormatError(f"architecture: expected an Architecture, got {type(arch).__name__}")
+        if arch.int8_feature_sets:
+            raise NetworkFormatError(f"architecture field 'int8_feature_sets': {list(arch.int8_feature_sets)} exist "
+                                     "only in quantised networks (no float version)")
         nf = architecture_features(arch).num_features
         L1 = arch.ft_width
         for name, shape in (("ft_biases", (L1,)), ("ft_weights", (nf, L1)), ("psqt_weights", (nf, arch.psqt_buckets))):
@@ -201,11 +204,15 @@ class FloatNetwork:
 def network_tensors(network) -> dict[str, np.ndarray]:  # Network or FloatNetwork
     """Canonical names of a (float or quantised) network's tensors, in storage order.
 
-    ``ft.biases`` [L1], ``ft.weights`` [F, L1], ``ft.psqt_weights`` [F, P], then per dense
+    ``ft.biases`` [L1], ``ft.weights`` [F, L1], ``ft.psqt_weights`` [F, P], for networks with
+    int8 feature sets ``ft.int8_weights`` [F8, L1] and ``ft.int8_psqt_weights`` [F8, P], then per dense
     layer i ``layers.{i}.weights`` [buckets, outputs, padded inputs] and ``layers.{i}.biases``
     [buckets, outputs]; ``ft.table`` (the ``lut_glu`` gate table) last, when the network has one.
     """
     out = {"ft.biases": network.ft_biases, "ft.weights": network.ft_weights, "ft.psqt_weights": network.psqt_weights}
+    if network.architecture.int8_feature_sets:
+        out["ft.int8_weights"] = network.int8_weights
+        out["ft.int8_psqt_weights"] = network.int8_psqt_weights
     for i, (w, b) in enumerate(zip(network.layer_weights, network.layer_biases)):
         out[f"layers.{i}.weights"] = w
         out[f"layers.{i}.biases"] = b
@@ -216,6 +223,8 @@ def network_tensors(network) -> dict[str, np.ndarray]:  # Network or FloatNetwor
 
 def _from_tensors(arch: Architecture, tensors: dict[str, np.ndarray]) -> dict:
     names = ["ft.biases", "ft.weights", "ft.psqt_weights"]
+    int8 = ["ft.int8_weights", "ft.int8_psqt_weights"] if arch.int8_feature_sets else []
+    names += int8
     for i in range(len(arch.layers)):
         names += [f"layers.{i}.weights", f"layers.{i}.biases"]
     if arch.ft_activation in TABLE_ACTIVATIONS:
@@ -234,6 +243,8 @@ def _from_tensors(arch: Architecture, tensors: dict[str, np.ndarray]) -> dict:
         "layer_weights": tuple(tensors[f"layers.{i}.weights"] for i in range(n)),
         "layer_biases": tuple(tensors[f"layers.{i}.biases"] for i in range(n)),
         "ft_table": tensors.get("ft.table"),
+        **({"int8_weights": tensors["ft.int8_weights"], "int8_psqt_weights": tensors["ft.int8_psqt_weights"]}
+           if int8 else {}),
     }
 
 

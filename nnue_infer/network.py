@@ -256,6 +256,12 @@ class Architecture:
         The Stockfish version whose ``eval`` text and pawn normalisation
         :meth:`nnue_infer.trace.Trace.format_stockfish` follows: ``"15.1"``, ``"16"``,
         ``"17.1"``, ``"18"`` or ``"19"`` (see :mod:`nnue_infer.normalisation`).
+    int8_feature_sets : tuple of str
+        Feature sets with int8 rows summed into the same accumulator, in their index order
+        (``Network.int8_weights``): ``()`` (default), ``("FullThreats", "PP_3Wide")``
+        (Stockfish 19), ``("FullThreats18",)`` (Stockfish 18), or any of these with or
+        without PP_3Wide (see :mod:`nnue_infer.features`).  Only with ``feature_set="HalfKAv2_hm"`` (the refresh
+        cache's king frames then fix the threat orientation).
 
     Source: Stockfish 15.1, ``nnue/nnue_architecture.h``; nnue-pytorch ``model.py``
     (float semantics); bullet ``inputs`` (Chess768, king buckets, mirroring).
@@ -284,6 +290,7 @@ class Architecture:
     file_version: int = C.SF_FILE_VERSION
     ft_compression: str = "none"
     stockfish_version: str = "15.1"
+    int8_feature_sets: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> NetworkFormatError:
@@ -306,6 +313,18 @@ class Architecture:
                 object.__setattr__(self, f.name, int(getattr(self, f.name)))
         if self.feature_set not in FEATURE_SETS:
             raise bad("feature_set", f"unknown feature set {self.feature_set!r}, known: {FEATURE_SETS}")
+        if not isinstance(self.int8_feature_sets, (tuple, list)):
+            raise bad("int8_feature_sets", f"must be a tuple of names, got {self.int8_feature_sets!r}")
+        object.__setattr__(self, "int8_feature_sets", tuple(self.int8_feature_sets))
+        if self.int8_feature_sets:
+            from .features import int8_layout
+
+            try:
+                int8_layout(self.int8_feature_sets)
+            except ValueError as exc:
+                raise bad("int8_feature_sets", str(exc)) from None
+            if self.feature_set != "HalfKAv2_hm":
+                raise bad("int8_feature_sets", f"int8 feature sets need feature_set 'HalfKAv2_hm', got {self.feature_set!r}")
         if self.ft_activation not in FT_ACTIVATIONS:
             raise bad("ft_activation", f"unknown activation {self.ft_activation!r}, known: {tuple(FT_ACTIVATIONS)}")
         if self.ft_width <= 0 or self.ft_width % 2:
@@ -443,7 +462,10 @@ class Architecture:
 
     def to_json(self) -> str:
         """JSON text of this description (round-trips through :meth:`from_json`)."""
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+        data = dataclasses.asdict(self)
+        if not data["int8_feature_sets"]:  # files of networks without int8 sets stay as they were
+            del data["int8_feature_sets"]
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Architecture:
@@ -458,7 +480,8 @@ class Architecture:
                 if not isinstance(layer.outputs, int) or not isinstance(layer.activated, (int, type(None))):
                     raise NetworkFormatError(f"architecture field 'layers[{i}]': outputs/activated must be integers")
             kb = data.get("king_buckets")
-            return cls(**{**data, "layers": layers, "king_buckets": None if kb is None else tuple(kb)})
+            extra = {"int8_feature_sets": tuple(data["int8_feature_sets"])} if "int8_feature_sets" in data else {}
+            return cls(**{**data, "layers": layers, "king_buckets": None if kb is None else tuple(kb), **extra})
         except (KeyError, TypeError, AttributeError) as exc:
             raise NetworkFormatError(f"architecture: {exc}") from exc
 
@@ -548,6 +571,12 @@ class Network:
     ft_table : int16[2 * QA + 1], optional
         Gate table of ``lut_glu`` (``T[i]`` = gate((i - QA) / QA) at scale QA, |T| <= QA);
         ``None`` for every other activation.
+    int8_weights : int8[num_int8_features, L1]
+        Rows of the int8 feature sets (``architecture.int8_feature_sets``, one index space:
+        Stockfish 19's 59,808 threat rows then 4,560 pawn-pair rows); kept int8 in memory and
+        sign-extended when added.  ``None`` (default) for ``int8[0, L1]``.
+    int8_psqt_weights : int32[num_int8_features, psqt_buckets]
+        Their PSQT rows; ``None`` for ``int32[0, P]``.
 
     Raises
     ------
@@ -564,9 +593,11 @@ class Network:
     layer_biases: tuple[np.ndarray, ...]
     description: str = ""
     ft_table: np.ndarray | None = None
+    int8_weights: np.ndarray | None = None
+    int8_psqt_weights: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        from .features import architecture_features
+        from .features import architecture_features, int8_layout
 
         arch = self.architecture
         nf = architecture_features(arch).num_features
@@ -585,6 +616,13 @@ class Network:
                                          f"{worst - arch.ft_clamp} (the gate must stay within [-1, 1])")
         elif self.ft_table is not None:
             raise NetworkFormatError(f"tensor 'ft.table': {arch.ft_activation} has no gate table")
+        n8 = int8_layout(arch.int8_feature_sets).num_features
+        if self.int8_weights is None and n8 == 0:
+            object.__setattr__(self, "int8_weights", np.zeros((0, L1), np.int8))
+        if self.int8_psqt_weights is None and n8 == 0:
+            object.__setattr__(self, "int8_psqt_weights", np.zeros((0, arch.psqt_buckets), np.int32))
+        fix("int8_weights", np.int8, (n8, L1))
+        fix("int8_psqt_weights", np.int32, (n8, arch.psqt_buckets))
         if len(self.layer_weights) != len(arch.layers) or len(self.layer_biases) != len(arch.layers):
             raise NetworkFormatError(
                 f"layers: architecture has {len(arch.layers)} dense layers, got "
@@ -604,8 +642,9 @@ class Network:
 
     def __repr__(self) -> str:
         a = self.architecture
+        inputs = "+".join((*a.int8_feature_sets, a.feature_set))
         return (
-            f"<Network {a.feature_set} -> {a.ft_width}x2 {a.ft_activation} -> "
+            f"<Network {inputs} -> {a.ft_width}x2 {a.ft_activation} -> "
             f"{'/'.join(str(l.outputs) for l in a.layers)} x{a.output_buckets} buckets>"
         )
 

@@ -9,6 +9,7 @@ in :mod:`nnue_infer.kernels`):
   (bullet nets, the default network, Stockfish 19 lite's P_hm);
 * :mod:`~nnue_infer.features.full_threats`: FullThreats (Stockfish 19), int8 rows;
 * :mod:`~nnue_infer.features.pawn_pairs`: PP_3Wide (Stockfish 19), int8 rows;
+* :mod:`~nnue_infer.features.full_threats_18`: Stockfish 18's threat features, int8 rows;
 * the piece-square sets are instances of :mod:`~nnue_infer.features.piece_square`'s king-bucketed mechanism;
 * :mod:`~nnue_infer.features.board`: board -> validated bitboards, shared by all sets.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import full_threats, pawn_pairs
+from . import full_threats, full_threats_18, pawn_pairs
 from .board import MAX_PIECES, board_bitboards, check_position, check_variant
 from .chess768 import chess768
 from .halfkav2_hm import halfkav2_hm
@@ -31,7 +32,10 @@ __all__ = ["INT8_FEATURE_SETS", "MAX_PIECES", "FeatureSet", "Int8Layout", "archi
            "check_position", "check_variant", "feature_set", "int8_layout"]
 
 #: Feature sets with int8 rows, by name: their number of features.
-INT8_FEATURE_SETS = {full_threats.NAME: full_threats.NUM_FEATURES, pawn_pairs.NAME: pawn_pairs.NUM_FEATURES}
+INT8_FEATURE_SETS = {full_threats.NAME: full_threats.NUM_FEATURES, full_threats_18.NAME: full_threats_18.NUM_FEATURES,
+                     pawn_pairs.NAME: pawn_pairs.NUM_FEATURES}
+#: Kernel code of each threat set (``kernels.threats.THREATS_*``).
+_THREAT_CODES = {full_threats.NAME: 1, full_threats_18.NAME: 2}
 
 
 @dataclass(frozen=True)
@@ -43,11 +47,12 @@ class Int8Layout:
     num_features : int
         Total int8 rows (0 when the network has none).
     threats : int
-        1 if FullThreats is used (rows 0 .. 59,807), else 0.
+        Threat set of rows 0 .. (its size - 1): 1 FullThreats (Stockfish 19), 2 FullThreats18
+        (Stockfish 18), 0 none (``kernels.threats.THREATS_*``).
     pairs : int
         1 if PP_3Wide is used, else 0.
     pair_offset : int
-        First row of the pawn pairs (59,808 after FullThreats, else 0).
+        First row of the pawn pairs (after the threat rows: 59,808 for Stockfish 19).
     """
 
     num_features: int
@@ -57,9 +62,9 @@ class Int8Layout:
 
 
 def int8_layout(names: tuple[str, ...]) -> Int8Layout:
-    """The :class:`Int8Layout` of the int8 feature sets ``names`` (FullThreats first, then PP_3Wide).
+    """The :class:`Int8Layout` of the int8 feature sets ``names`` (a threat set first, then PP_3Wide).
 
-    ``ValueError`` for an unknown set, a repeated one or another order.
+    ``ValueError`` for an unknown set, a repeated one, two threat sets or another order.
     """
     known = list(INT8_FEATURE_SETS)
     for name in names:
@@ -67,9 +72,12 @@ def int8_layout(names: tuple[str, ...]) -> Int8Layout:
             raise ValueError(f"unknown int8 feature set {name!r}; known: {known}")
     if list(names) != [n for n in known if n in names]:
         raise ValueError(f"int8 feature sets must be distinct and in the order {known}, got {list(names)}")
-    threats = int(full_threats.NAME in names)
+    threat_sets = [n for n in names if n in _THREAT_CODES]
+    if len(threat_sets) > 1:
+        raise ValueError(f"at most one threat feature set, got {threat_sets}")
+    threats = _THREAT_CODES[threat_sets[0]] if threat_sets else 0
     pairs = int(pawn_pairs.NAME in names)
-    offset = full_threats.NUM_FEATURES if threats else 0
+    offset = INT8_FEATURE_SETS[threat_sets[0]] if threat_sets else 0
     return Int8Layout(offset + (pawn_pairs.NUM_FEATURES if pairs else 0), threats, pairs, offset)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import chess
 import numpy as np
 
-from ..kernels.threats import MAX_RELATIONS, NUM_THREAT_FEATURES, active_relation_features
+from ..kernels.threats import MAX_RELATIONS, NUM_THREAT_FEATURES, THREATS_SF19, active_relation_features
 from .board import board_bitboards
 
 NAME = "FullThreats"
@@ -39,8 +39,7 @@ def active(board: chess.Board) -> tuple[list[int], list[int]]:
     """
     out = np.empty((2, MAX_RELATIONS), np.int32)
     counts = np.empty(2, np.int64)
-    active_relation_features(board_bitboards(board), np.int64(1), np.int64(0), np.int64(NUM_THREAT_FEATURES), out,
-                             counts)
+    active_relation_features(board_bitboards(board), np.int64(THREATS_SF19), np.int64(0), np.int64(0), out, counts)
     return sorted(out[0, :counts[0]].tolist()), sorted(out[1, :counts[1]].tolist())
 
 

@@ -14,6 +14,12 @@ import numpy as np
 from numba import njit
 
 from .features import changed_features, count_changes, king_frame, king_square
+from .threats import MAX_RELATIONS, relation_indices, relation_list, relation_orientation, sorted_difference
+
+#: Size of the int64 scratch of :func:`update_relations` (mailbox, two relation lists, their
+#: difference) and of its int32 index scratch.
+RELATION_SCRATCH = 64 + 4 * MAX_RELATIONS
+INDEX_SCRATCH = 2 * MAX_RELATIONS
 
 #: Last axis of the ``state`` array that goes with an accumulator array (see
 #: :func:`update_perspective`): the piece set's 8 bitboards, then a "computed" flag.
@@ -102,6 +108,102 @@ def update_accumulator(weights, psqt_weights, src_acc, src_psqt, added, n_added,
 
 
 @njit(cache=True, inline="always")
+def add_rows_i8(weights8, psqt8, features, count, acc, psqt):
+    """``acc += rows(features)`` for int8 rows (sign-extended, int16 wrap-around) and their PSQT rows.
+
+    ``weights8`` int8[F8, L], ``psqt8`` int32[F8, P], ``features`` int32 of which the first
+    ``count`` are used, ``acc`` int16[L], ``psqt`` int32[P].
+    """
+    L = acc.shape[0]
+    P = psqt.shape[0]
+    k = 0
+    while k + 4 <= count:
+        r0 = weights8[features[k]]
+        r1 = weights8[features[k + 1]]
+        r2 = weights8[features[k + 2]]
+        r3 = weights8[features[k + 3]]
+        for j in range(L):
+            acc[j] += (np.int16(r0[j]) + np.int16(r1[j])) + (np.int16(r2[j]) + np.int16(r3[j]))
+        k += 4
+    while k < count:
+        row = weights8[features[k]]
+        for j in range(L):
+            acc[j] += np.int16(row[j])
+        k += 1
+    for k in range(count):
+        prow = psqt8[features[k]]
+        for j in range(P):
+            psqt[j] += prow[j]
+
+
+@njit(cache=True, inline="always")
+def sub_rows_i8(weights8, psqt8, features, count, acc, psqt):
+    """``acc -= rows(features)``: the inverse of :func:`add_rows_i8`."""
+    L = acc.shape[0]
+    P = psqt.shape[0]
+    for k in range(count):
+        row = weights8[features[k]]
+        for j in range(L):
+            acc[j] -= np.int16(row[j])
+        prow = psqt8[features[k]]
+        for j in range(P):
+            psqt[j] -= prow[j]
+
+
+@njit(cache=True, inline="always")
+def refresh_relations(bitboards, p, threats, pairs, pair_offset, weights8, psqt8, rel, idx, acc, psqt):
+    """``acc += rows`` of every active threat / pawn-pair feature of perspective ``p`` (int8 rows).
+
+    ``rel`` int64[>= RELATION_SCRATCH] and ``idx`` int32[>= INDEX_SCRATCH] are scratch; the
+    other arguments as in :func:`update_relations`.
+    """
+    entries = rel[64:64 + MAX_RELATIONS]
+    n = relation_list(bitboards, threats, pairs, rel[:64], entries)
+    orient = relation_orientation(king_square(bitboards, p), p)
+    k = relation_indices(entries, n, p, orient, threats, pair_offset, idx)
+    add_rows_i8(weights8, psqt8, idx, k, acc, psqt)
+
+
+@njit(cache=True, inline="always")
+def update_relations(old, new, p, threats, pairs, pair_offset, weights8, psqt8, rel, idx, acc, psqt):
+    """Apply the threat / pawn-pair features that change from piece set ``old`` to ``new`` to
+    perspective ``p``'s accumulator ``acc`` (int16[L]) and ``psqt`` (int32[P]), in place.
+
+    Valid when ``p``'s own king is on the same side of the d/e boundary in ``old`` and ``new``
+    (the threat orientation is the same); an empty ``old`` (no pieces) adds every feature.
+
+    Parameters
+    ----------
+    old, new : int64[8]
+        Bitboards (see ``kernels.features``); ``new`` has one king per side.
+    threats, pairs, pair_offset : int
+        Which int8 sets the network has and where the pair rows start (``features.Int8Layout``).
+    weights8, psqt8 : int8[F8, L], int32[F8, P]
+        The int8 feature rows and their PSQT rows.
+    rel : int64[>= RELATION_SCRATCH]
+        Scratch: mailbox, the two relation lists and their difference.
+    idx : int32[>= INDEX_SCRATCH]
+        Scratch: feature indices.
+
+    Source: Stockfish 19 ``DirtyThreats`` / ``DirtyPawnPairs`` (``position.cpp``), whose lists
+    equal this difference (``shared/reference/stockfish-19-nnue.md`` section 11.2).
+    """
+    mailbox = rel[:64]
+    before = rel[64:64 + MAX_RELATIONS]
+    after = rel[64 + MAX_RELATIONS:64 + 2 * MAX_RELATIONS]
+    added = rel[64 + 2 * MAX_RELATIONS:64 + 3 * MAX_RELATIONS]
+    removed = rel[64 + 3 * MAX_RELATIONS:64 + 4 * MAX_RELATIONS]
+    n_old = relation_list(old, threats, pairs, mailbox, before)
+    n_new = relation_list(new, threats, pairs, mailbox, after)
+    na, nr = sorted_difference(before, n_old, after, n_new, added, removed)
+    orient = relation_orientation(king_square(new, p), p)
+    ia = relation_indices(added, na, p, orient, threats, pair_offset, idx[:MAX_RELATIONS])
+    ir = relation_indices(removed, nr, p, orient, threats, pair_offset, idx[MAX_RELATIONS:])
+    add_rows_i8(weights8, psqt8, idx[:MAX_RELATIONS], ia, acc, psqt)
+    sub_rows_i8(weights8, psqt8, idx[MAX_RELATIONS:], ir, acc, psqt)
+
+
+@njit(cache=True, inline="always")
 def copy_accumulator(src_acc, src_psqt, acc, psqt):
     """``acc = src_acc`` (int16[L]) and ``psqt = src_psqt`` (int32[P]), as explicit loops."""
     for j in range(acc.shape[0]):
@@ -112,7 +214,8 @@ def copy_accumulator(src_acc, src_psqt, acc, psqt):
 
 @njit(cache=True, inline="always")  # inlined into its callers: a call with 16 arguments costs ~60 ns
 def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psqt_weights, slot_table,
-                       king_buckets, mirror, num_slots, added, removed):
+                       king_buckets, mirror, num_slots, added, removed, weights8, psqt8, threats, pairs, pair_offset,
+                       rel, idx):
     """Bring perspective ``p``'s accumulator of pair ``dst`` to the piece set ``new``.
 
     Accumulators live in pairs (one per perspective): ``accs`` int16[pairs, 2, L],
@@ -144,6 +247,10 @@ def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psq
         The feature set (see :func:`~nnue_infer.kernels.features.active_features`).
     added, removed : int32[>= 64]
         Scratch.
+    weights8, psqt8, threats, pairs, pair_offset, rel, idx
+        The int8 feature sets (threats, pawn pairs) and their scratch, see
+        :func:`update_relations`; ``threats = pairs = 0`` for networks without them.  Within one
+        king frame their orientation is fixed too, so they follow the same rule.
 
     Source: Stockfish 15.1 ``nnue/nnue_feature_transformer.h`` (``update_accumulator``) and
     Stockfish 16's ``AccumulatorCaches`` (``update_accumulator_refresh_cache``).
@@ -157,12 +264,18 @@ def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psq
             n_added, n_removed = changed_features(old, new, p, orient, base, slot_table, added, removed)
             update_accumulator(weights, psqt_weights, accs[src, p], psqts[src, p], added, n_added,
                                removed, n_removed, accs[dst, p], psqts[dst, p])
+            if threats or pairs:
+                update_relations(old, new, p, threats, pairs, pair_offset, weights8, psqt8, rel, idx, accs[dst, p],
+                                 psqts[dst, p])
             set_piece_set(state, dst, p, new)
             return
     origin = key if cache_cost <= count_changes(state[empty, p], new) else empty
     n_added, n_removed = changed_features(state[origin, p], new, p, orient, base, slot_table, added, removed)
     update_accumulator(weights, psqt_weights, accs[origin, p], psqts[origin, p], added, n_added, removed, n_removed,
                        accs[key, p], psqts[key, p])
+    if threats or pairs:
+        update_relations(state[origin, p], new, p, threats, pairs, pair_offset, weights8, psqt8, rel, idx, accs[key, p],
+                         psqts[key, p])
     set_piece_set(state, key, p, new)
     copy_accumulator(accs[key, p], psqts[key, p], accs[dst, p], psqts[dst, p])
     set_piece_set(state, dst, p, new)

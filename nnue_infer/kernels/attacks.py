@@ -67,9 +67,8 @@ def line_attacks(sq, occupied, first, last):
 
 @njit(cache=True, inline="always")
 def piece_attacks(piece_type, colour, sq, occupied):
-    """Squares a piece attacks (``piece_type`` 0..4 = P, N, B, R, Q; ``colour`` 0 White, 1 Black)
-    on a board with ``occupied`` squares.  Kings (5) attack nothing here (they take part in no
-    threat feature)."""
+    """Squares a piece attacks (``piece_type`` 0..5 = P, N, B, R, Q, K; ``colour`` 0 White, 1 Black)
+    on a board with ``occupied`` squares."""
     if piece_type == 0:
         return PAWN_ATTACKS[colour, sq]
     if piece_type == 1:
@@ -80,4 +79,4 @@ def piece_attacks(piece_type, colour, sq, occupied):
         return line_attacks(sq, occupied, 0, 4)
     if piece_type == 4:
         return line_attacks(sq, occupied, 0, 8)
-    return np.int64(0)
+    return KING_ATTACKS[sq]

@@ -9,7 +9,7 @@ here too, since the work is theirs.
 
 Note: Numba's on-disk cache keys a function on its own file only, so a change to a kernel
 that this module calls must come with an edit of this file (or a cleared ``__pycache__``).
-Last such change: count_changes skips empty differences (kernels.features).
+Last such change: threat and pawn-pair features (kernels.threats, kernels.accumulator).
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from .forward import INVALID_POSITION, evaluate_bitboards
 
 
 @njit(cache=True)
-def evaluate_row(i, bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights,
-                 biases, layers, max_pieces, feats, counts, acc, psqt_acc, scratch, values, codes):
+def evaluate_row(i, bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
+                 psqt8, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, scratch, values, codes):
     """Evaluate row ``i``'s bitboards (int64[8]) into ``values[i]`` (0 if the position cannot be
     represented) and its :func:`~nnue_infer.kernels.features.check_bitboards` code into ``codes[i]``."""
     value = evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases,
-                               psqt_weights, weights, biases, layers, feats, counts, acc, psqt_acc, scratch)
+                               psqt_weights, weights8, psqt8, weights, biases, layers, feats, counts, acc, psqt_acc,
+                               scratch)
     if value == INVALID_POSITION:
         values[i] = 0
         codes[i] = check_bitboards(bitboards, max_pieces)
@@ -39,7 +40,7 @@ def evaluate_row(i, bitboards, stm, slot_table, king_buckets, params, ft_weights
 
 @njit(parallel=True, cache=True)
 def evaluate_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
-                   weights, biases, layers, max_pieces, scratch_len, n_chunks, values, codes):
+                   weights8, psqt8, weights, biases, layers, max_pieces, scratch_len, n_chunks, values, codes):
     """Validate and evaluate ``n`` positions given as bitboards, with full refreshes, in parallel.
 
     Parameters
@@ -48,7 +49,7 @@ def evaluate_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights,
         Per row: pawns, knights, bishops, rooks, queens, kings, white, black (a1 = bit 0).
     stm : uint8[n]
         Side to move, 0 White, 1 Black.
-    slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights, biases, layers
+    slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8, weights, biases, layers
         The feature set's tables, scalar parameters and the network's arrays, as for
         :func:`~nnue_infer.kernels.forward.evaluate_bitboards`.
     max_pieces : int
@@ -76,13 +77,13 @@ def evaluate_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights,
         scratch = np.empty(scratch_len, np.int16)
         for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
             evaluate_row(i, bitboards[i], np.int64(stm[i]), slot_table, king_buckets, params, ft_weights, ft_biases,
-                         psqt_weights, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, scratch,
+                         psqt_weights, weights8, psqt8, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, scratch,
                          values, codes)
 
 
 @njit(parallel=True, cache=True)
 def evaluate_fens(buf, offsets, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
-                  weights, biases, layers, max_pieces, scratch_len, n_chunks, values, fen_codes, fen_offsets, codes):
+                  weights8, psqt8, weights, biases, layers, max_pieces, scratch_len, n_chunks, values, fen_codes, fen_offsets, codes):
     """Parse, validate and evaluate ``n`` FENs in one parallel pass.
 
     ``buf`` (uint8) and ``offsets`` (int64[n + 1]) hold the FENs as for
@@ -109,5 +110,5 @@ def evaluate_fens(buf, offsets, slot_table, king_buckets, params, ft_weights, ft
                 codes[i] = POS_OK
                 continue
             evaluate_row(i, bitboards, np.int64(stm), slot_table, king_buckets, params, ft_weights, ft_biases,
-                         psqt_weights, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, scratch,
+                         psqt_weights, weights8, psqt8, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, scratch,
                          values, codes)

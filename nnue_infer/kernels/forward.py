@@ -6,7 +6,8 @@ arguments.  Source: Stockfish 15.1, ``nnue/evaluate_nnue.cpp`` (``evaluate``, ``
 Note: Numba's on-disk cache keys a function on its own file only, so a change to a kernel
 that this module calls must come with an edit of this file (or a cleared ``__pycache__``).
 Last such changes: ft_activate takes the lut_glu gate table (kernels.activation); general layer stack
-(per-layer shifts, concatenated inputs, skip modes) in kernels.dense.
+(per-layer shifts, concatenated inputs, skip modes) in kernels.dense; threat and pawn-pair features
+(kernels.threats, kernels.accumulator).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .accumulator import STATE_FLAG, refresh_accumulator, update_perspective
+from .accumulator import (INDEX_SCRATCH, RELATION_SCRATCH, STATE_FLAG, refresh_accumulator, refresh_relations,
+                          update_perspective)
 from .activation import ft_activate
 from .dense import (LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, propagate_layer_stack, psqt_term, scratch_layout, tdiv,
                     wrap_int32)
@@ -23,12 +25,13 @@ from .features import BB_BLACK, BB_WHITE, POS_OK, active_features, check_bitboar
 #: Indices into the ``params`` int64 array.  ``P_CACHE_PAIRS``: refresh-cache entries per
 #: perspective (pairs ``0 .. P_CACHE_PAIRS - 1`` of the incremental kernels' arrays).
 #: ``P_FLOAT_OUTPUT``: ``output_units * output_scale``, the integer per 1.0 of a float output layer.
+#: ``P_THREATS``, ``P_PAIRS``, ``P_PAIR_OFFSET``: the int8 feature sets (``features.Int8Layout``).
 #: ``P_SKIP_SUB``, ``P_SKIP_MODE``: see ``dense.propagate_layer_stack``; ``P_VALUE_DIVISION``: see
 #: :func:`bucket_value`.
 (P_FT_CLAMP, P_FT_SHIFT, P_WEIGHT_SHIFT, P_SKIP_INDEX, P_SKIP_NUM, P_SKIP_DEN, P_OUTPUT_SCALE,
  P_NUM_SLOTS, P_MIRROR, P_BUCKET_DIVISOR, P_FT_ACTIVATION, P_CACHE_PAIRS, P_MAX_PIECES, P_FLOAT_OUTPUT,
- P_SKIP_SUB, P_SKIP_MODE, P_VALUE_DIVISION) = range(17)
-N_PARAMS = 17
+ P_SKIP_SUB, P_SKIP_MODE, P_VALUE_DIVISION, P_THREATS, P_PAIRS, P_PAIR_OFFSET) = range(20)
+N_PARAMS = 20
 
 #: Value rules (``Architecture.value_division``): tdiv(psqt + positional, OutputScale)
 #: (Stockfish 15.1, 16) or tdiv(psqt, OutputScale) + tdiv(positional, OutputScale) (17.1 and later).
@@ -74,27 +77,40 @@ def bucket_value(psqt, positional, params):
     return tdiv(wrap_int32(np.int64(psqt) + positional), scale)  # Stockfish: int32 sum
 
 
+@njit(cache=True, inline="always")
+def relation_scratch(params):
+    """Scratch of the threat / pawn-pair updates (int64 and int32; empty for networks without them)."""
+    on = params[P_THREATS] != 0 or params[P_PAIRS] != 0
+    return np.empty(RELATION_SCRATCH if on else 0, np.int64), np.empty(INDEX_SCRATCH if on else 0, np.int32)
+
+
 @njit(cache=True)
-def refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
+def refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8,
                  feats, counts, acc, psqt_acc):
-    """Features of both perspectives from bitboards, then refresh both accumulators.
+    """Features of both perspectives from bitboards, then refresh both accumulators (the
+    piece-square rows, then the int8 threat / pawn-pair rows ``weights8``/``psqt8`` if any).
 
     Returns the number of pieces on the board.
     """
     active_features(bitboards, slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], feats, counts)
     for p in range(2):
         refresh_accumulator(ft_weights, ft_biases, psqt_weights, feats[p], counts[p], acc[p], psqt_acc[p])
+    if params[P_THREATS] or params[P_PAIRS]:
+        rel, idx = relation_scratch(params)
+        for p in range(2):
+            refresh_relations(bitboards, p, params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], weights8, psqt8,
+                              rel, idx, acc[p], psqt_acc[p])
     return counts[0]
 
 
 @njit(cache=True)
 def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
-                       weights, biases, layers, feats, counts, acc, psqt_acc, scratch):
+                       weights8, psqt8, weights, biases, layers, feats, counts, acc, psqt_acc, scratch):
     """Full-refresh evaluation of one position.
 
     Parameters are the validated bitboards (int64[8], see ``kernels.features``), the side
     to move (0 White, 1 Black), the feature set's tables, ``params`` (int64[N_PARAMS]),
-    the network's arrays (compute layout) and scratch buffers: ``feats`` int32[2, 32],
+    the network's arrays (compute layout; ``weights8``/``psqt8`` the int8 feature rows) and scratch buffers: ``feats`` int32[2, 32],
     ``counts`` int64[2], ``acc`` int16[2, L1], ``psqt_acc`` int32[2, P], ``scratch`` int16[>= dense.scratch_size(layers)].
 
     Returns the value ``tdiv(wrap32(psqt + positional), OutputScale)`` (the sum wraps as
@@ -104,8 +120,8 @@ def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weig
     """
     if check_bitboards(bitboards, feats.shape[1]) != POS_OK:  # the feature buffer's width bounds the pieces
         return INVALID_POSITION
-    pieces = refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
-                          feats, counts, acc, psqt_acc)
+    pieces = refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
+                          psqt8, feats, counts, acc, psqt_acc)
     bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
     psqt, positional = forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases, layers)
     return bucket_value(psqt, positional, params)
@@ -148,7 +164,7 @@ def evaluate_pair(new, pair, stm, params, accs, psqts, scratch, weights, biases,
 
 
 @njit(cache=True)
-def evaluate_fresh(stm, ft_weights, psqt_weights, weights, biases, cfg, accs, psqts, state, scratch):
+def evaluate_fresh(stm, ft_weights, psqt_weights, weights8, psqt8, weights, biases, cfg, accs, psqts, state, scratch):
     """Full-refresh evaluation of one position, with the arguments of :func:`evaluate_stack`.
 
     The caller has written the position's bitboards to ``state[work, 0, :8]``, where
@@ -176,11 +192,17 @@ def evaluate_fresh(stm, ft_weights, psqt_weights, weights, biases, cfg, accs, ps
     for p in range(2):
         refresh_accumulator(ft_weights, accs[empty, p], psqt_weights, feats[p], counts[p], accs[work, p],
                             psqts[work, p])
+    if params[P_THREATS] or params[P_PAIRS]:
+        rel, idx = relation_scratch(params)
+        for p in range(2):
+            refresh_relations(new, p, params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], weights8, psqt8, rel,
+                              idx, accs[work, p], psqts[work, p])
     return evaluate_pair(new, work, stm, params, accs, psqts, scratch, weights, biases, layers)
 
 
 @njit(cache=True)
-def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases, cfg, accs, psqts, state, scratch):
+def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights8, psqt8, weights, biases, cfg, accs, psqts,
+                   state, scratch):
     """Evaluate the position at ``ply`` of an accumulator stack, updating lazily.
 
     Pairs of ``accs`` int16[pairs, 2, L1], ``psqts`` int32[pairs, 2, P] and ``state``
@@ -209,6 +231,7 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
     if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
         return INVALID_POSITION
     added, removed = feature_buffers(scratch, layers)
+    rel, idx = relation_scratch(params)
     top = min(ply, trusted - 1)
     for p in range(2):
         src = -1
@@ -218,7 +241,8 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
                 break
         if src != dst:
             update_perspective(new, p, src, dst, empty, accs, psqts, state, ft_weights, psqt_weights, slot_table,
-                               king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], added, removed)
+                               king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], added, removed, weights8, psqt8,
+                               params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx)
             state[dst, p, STATE_FLAG] = 1
     for i in range(max(trusted, 0), ply):
         state[stack + i, 0, STATE_FLAG] = 0
@@ -227,8 +251,8 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights, biases,
 
 
 @njit(cache=True)
-def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights, biases, cfg, accs, psqts, state,
-                      scratch):
+def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights8, psqt8, weights, biases, cfg, accs,
+                      psqts, state, scratch):
     """Evaluate consecutive positions (e.g. every ply of a game) with incremental updates.
 
     ``bitboards`` int64[n, 8] and ``stms`` int64[n] (0 White, 1 Black to move) describe the
@@ -246,6 +270,7 @@ def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights, b
     empty = params[P_CACHE_PAIRS]
     work = empty + 1  # two scratch pairs, used in turn (an update in place would not vectorise)
     added, removed = feature_buffers(scratch, layers)
+    rel, idx = relation_scratch(params)
     for i in range(bitboards.shape[0]):
         new = bitboards[i]
         if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
@@ -254,6 +279,7 @@ def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights, b
         for p in range(2):
             update_perspective(new, p, work + ((i - 1) & 1) if i > 0 else -1, dst, empty, accs, psqts, state,
                                ft_weights, psqt_weights, slot_table, king_buckets, params[P_MIRROR],
-                               params[P_NUM_SLOTS], added, removed)
+                               params[P_NUM_SLOTS], added, removed, weights8, psqt8, params[P_THREATS],
+                               params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx)
         out[i] = evaluate_pair(new, dst, stms[i], params, accs, psqts, scratch, weights, biases, layers)
     return -1

@@ -39,33 +39,46 @@ from numba import njit
 from .attacks import KNIGHT_ATTACKS, SQUARE_BB, line_attacks, piece_attacks
 from .features import BB_BLACK, BB_KINGS, BB_PAWNS, BB_WHITE, lowest_square, popcount, without_lowest
 
-#: Number of FullThreats features per perspective (Stockfish 19).
+#: Number of FullThreats features per perspective (Stockfish 19, and Stockfish 18's variant).
 NUM_THREAT_FEATURES = 59_808
+NUM_THREAT_FEATURES_SF18 = 79_856
 #: Number of PP_3Wide features per perspective.
 NUM_PAIR_FEATURES = 4_560
-#: Most relation entries one position can have: at most 8 attacked pieces for each of 30
-#: non-king pieces, plus at most 120 pawn pairs.
+#: Most relation entries one position can have: at most 8 attacked pieces for each of 32
+#: pieces, plus at most 120 pawn pairs.
 MAX_RELATIONS = 384
 #: Marks a pawn-pair entry (above every threat entry).
 PAIR_FLAG = 1 << 20
 
-#: Slot of (attacker type, attacked type) in the attacker's target block, -1 if no feature.
-#: Pawns threaten knights and rooks only; bishops and rooks not queens; kings nothing.
+#: Threat-set variants (the ``threats`` argument of the kernels; 0 means no threat features).
+THREATS_SF19 = 1  #: Stockfish 19's FullThreats (59,808): kings neither attack nor are attacked.
+THREATS_SF18 = 2  #: Stockfish 18's ``Full_Threats(Friend)`` (79,856): kings do both, pawns threaten pawns.
+
+#: Slot of (attacker type, attacked type) in the attacker's target block, -1 if no feature, per
+#: variant (row 0 Stockfish 19, row 1 Stockfish 18).  Stockfish 19: pawns threaten knights and
+#: rooks only, bishops and rooks not queens, kings nothing and nobody kings.  Stockfish 18: pawns
+#: threaten pawns, knights and rooks; bishops and rooks everything but queens; kings pawns to rooks.
 THREAT_SLOT = np.array([
-    [-1, 0, -1, 1, -1, -1],
-    [0, 1, 2, 3, 4, -1],
-    [0, 1, 2, 3, -1, -1],
-    [0, 1, 2, 3, -1, -1],
-    [0, 1, 2, 3, 4, -1],
-    [-1, -1, -1, -1, -1, -1],
+    [[-1, 0, -1, 1, -1, -1],
+     [0, 1, 2, 3, 4, -1],
+     [0, 1, 2, 3, -1, -1],
+     [0, 1, 2, 3, -1, -1],
+     [0, 1, 2, 3, 4, -1],
+     [-1, -1, -1, -1, -1, -1]],
+    [[0, 1, -1, 2, -1, -1],
+     [0, 1, 2, 3, 4, 5],
+     [0, 1, 2, 3, -1, 4],
+     [0, 1, 2, 3, -1, 4],
+     [0, 1, 2, 3, 4, 5],
+     [0, 1, 2, 3, -1, -1]],
 ], np.int64)
-#: Slots per attacker type (``H``) and empty-board attack count over all squares (``S``).
-THREAT_SLOTS = np.array([2, 5, 4, 4, 5, 0], np.int64)
+#: Slots per attacker type (``H``, own targets; as many again for their targets), per variant.
+THREAT_SLOTS = (THREAT_SLOT >= 0).sum(axis=2).astype(np.int64)
 
 
 def _oriented_patterns() -> np.ndarray:
     """int64[12, 64]: empty-board attacks of own (0..5) and their (6..11) P..K on the oriented board."""
-    from .attacks import PAWN_ATTACKS
+    from .attacks import KING_ATTACKS, PAWN_ATTACKS
 
     out = np.zeros((12, 64), np.int64)
     for s in range(64):
@@ -76,6 +89,7 @@ def _oriented_patterns() -> np.ndarray:
             out[6 * side + 2, s] = line_attacks(s, np.int64(0), 4, 8)
             out[6 * side + 3, s] = line_attacks(s, np.int64(0), 0, 4)
             out[6 * side + 4, s] = line_attacks(s, np.int64(0), 0, 8)
+            out[6 * side + 5, s] = KING_ATTACKS[s]
     return out
 
 
@@ -86,11 +100,11 @@ def _bits(b: int) -> int:
 #: Empty-board attack sets on the oriented board, int64[12, 64] (rows own P..K, their P..K).
 THREAT_PATTERN = _oriented_patterns()
 #: ``S``: squares attacked from all squares of the empty board, per attacker type (pawn 84, knight
-#: 336, bishop 560, rook 896, queen 1456, king 0).
+#: 336, bishop 560, rook 896, queen 1456, king 420).
 THREAT_STRIDE = np.array([sum(_bits(b) for b in THREAT_PATTERN[t]) for t in range(6)], np.int64)
 
 
-def _offsets() -> np.ndarray:
+def _offsets(variant: int) -> np.ndarray:
     """int64[12, 64]: ``BASE[A'] + F(A', s)``, F = attacks from the oriented squares below s."""
     out = np.zeros((12, 64), np.int64)
     base = 0
@@ -99,13 +113,13 @@ def _offsets() -> np.ndarray:
         counts = [_bits(b) for b in THREAT_PATTERN[a]]
         for s in range(64):
             out[a, s] = base + sum(counts[:s])
-        base += 2 * THREAT_SLOTS[t] * THREAT_STRIDE[t]
-    assert base == NUM_THREAT_FEATURES
+        base += 2 * THREAT_SLOTS[variant, t] * THREAT_STRIDE[t]
+    assert base == (NUM_THREAT_FEATURES, NUM_THREAT_FEATURES_SF18)[variant]
     return out
 
 
-#: ``BASE[A'] + F(A', f')`` of the index formula, int64[12, 64].
-THREAT_OFFSET = _offsets()
+#: ``BASE[A'] + F(A', f')`` of the index formula, int64[variant, 12, 64].
+THREAT_OFFSET = np.stack([_offsets(0), _offsets(1)])
 #: Squares below each square (``(1 << s) - 1``), int64[64].
 BELOW = np.array([(1 << s) - 1 for s in range(64)], np.uint64).view(np.int64)
 
@@ -140,8 +154,10 @@ def relation_list(bitboards, threats, pairs, board, out):
     ----------
     bitboards : int64[8]
         Pawns, knights, bishops, rooks, queens, kings, white, black (validated: one king each).
-    threats, pairs : int
-        1 to list FullThreats / PP_3Wide relations, 0 not to.
+    threats : int
+        0 no threats, ``THREATS_SF19`` or ``THREATS_SF18`` (which pairs of pieces count).
+    pairs : int
+        1 to list PP_3Wide relations, 0 not to.
     board : int64[64]
         Scratch (the mailbox).
     out : int64[>= MAX_RELATIONS]
@@ -156,7 +172,8 @@ def relation_list(bitboards, threats, pairs, board, out):
     occupied = bitboards[BB_WHITE] | bitboards[BB_BLACK]
     if threats:
         fill_mailbox(bitboards, board)
-        targets = occupied & ~bitboards[BB_KINGS]
+        v = threats - 1
+        targets = occupied & ~bitboards[BB_KINGS] if threats == THREATS_SF19 else occupied
         rest = targets
         while rest:
             f = lowest_square(rest)
@@ -168,7 +185,7 @@ def relation_list(bitboards, threats, pairs, board, out):
                 t = lowest_square(att)
                 att = without_lowest(att)
                 d = board[t]
-                if THREAT_SLOT[at, d % 6] >= 0:
+                if THREAT_SLOT[v, at, d % 6] >= 0:
                     out[n] = ((f * 64 + t) << 8) | (a << 4) | d
                     n += 1
     if pairs:
@@ -192,12 +209,15 @@ def relation_list(bitboards, threats, pairs, board, out):
 
 
 @njit(cache=True, inline="always")
-def relation_index(entry, perspective, orient, pair_offset):
+def relation_index(entry, perspective, orient, threats, pair_offset):
     """Feature index of a relation ``entry`` for ``perspective`` (0 White, 1 Black) with
     orientation ``orient`` (:func:`relation_orientation`), or -1 if it is no feature there.
 
-    Threat indices are 0 .. 59,807; pair indices start at ``pair_offset`` (59,808 when both
-    sets are used: one index space, as Stockfish 19 stores the rows).
+    ``threats`` is the threat variant (as in :func:`relation_list`).  Threat indices are 0 ..
+    59,807 (79,855 for Stockfish 18's); pair indices start at ``pair_offset`` (59,808 when
+    both sets are used: one index space, as Stockfish 19 stores the rows).  Of two pieces of
+    the same type attacking each other, only the direction with ``f' > t'`` counts (pawns of
+    one colour never attack each other both ways).
     """
     a = (entry >> 4) & 15
     d = entry & 15
@@ -211,22 +231,23 @@ def relation_index(entry, perspective, orient, pair_offset):
         return pair_offset + hi * (hi - 1) // 2 + lo
     at = a % 6
     dt = d % 6
-    if at == dt and f < t:  # same type: only the direction with f' > t' is a feature
+    if at == dt and f < t and (at != 0 or a != d):  # same type: only the direction with f' > t' counts
         return -1
+    v = threats - 1
     own_attacker = a // 6 == perspective
     ap = at + 6 * (1 - own_attacker)
     block = 1 - (d // 6 == perspective)
-    return (THREAT_OFFSET[ap, f] + (block * THREAT_SLOTS[at] + THREAT_SLOT[at, dt]) * THREAT_STRIDE[at]
+    return (THREAT_OFFSET[v, ap, f] + (block * THREAT_SLOTS[v, at] + THREAT_SLOT[v, at, dt]) * THREAT_STRIDE[at]
             + popcount(THREAT_PATTERN[ap, f] & BELOW[t]))
 
 
 @njit(cache=True, inline="always")
-def relation_indices(entries, n, perspective, orient, pair_offset, out):
+def relation_indices(entries, n, perspective, orient, threats, pair_offset, out):
     """Feature indices (int32 ``out``) of the first ``n`` relation ``entries``; returns how many
     (entries that are no feature for this perspective are skipped)."""
     k = 0
     for i in range(n):
-        idx = relation_index(entries[i], perspective, orient, pair_offset)
+        idx = relation_index(entries[i], perspective, orient, threats, pair_offset)
         if idx >= 0:
             out[k] = idx
             k += 1
@@ -268,8 +289,9 @@ def sorted_difference(old, n_old, new, n_new, added, removed):
 
 @njit(cache=True)
 def active_relation_features(bitboards, threats, pairs, pair_offset, out, counts):
-    """Active threat / pawn-pair feature indices of both perspectives (ascending per set order
-    of the relation list, not sorted); ``out`` int32[2, >= MAX_RELATIONS], ``counts`` int64[2].
+    """Active threat / pawn-pair feature indices of both perspectives (in the relation list's
+    order, not sorted); ``threats``, ``pairs`` as in :func:`relation_list`, ``out`` int32[2, >=
+    MAX_RELATIONS], ``counts`` int64[2].
     For tests and :mod:`nnue_infer.features`; the evaluation kernels use the pieces directly."""
     board = np.empty(64, np.int64)
     entries = np.empty(MAX_RELATIONS, np.int64)
@@ -277,4 +299,4 @@ def active_relation_features(bitboards, threats, pairs, pair_offset, out, counts
     for p in range(2):
         kings = bitboards[BB_KINGS] & bitboards[BB_WHITE + p]
         orient = relation_orientation(lowest_square(kings), p)
-        counts[p] = relation_indices(entries, n, p, orient, pair_offset, out[p])
+        counts[p] = relation_indices(entries, n, p, orient, threats, pair_offset, out[p])

@@ -18,7 +18,8 @@ def run(board, network, halfka, params, layout):
     buf = make_buffers(layers)
     stm = 0 if board.turn else 1
     value = evaluate_bitboards(board_bitboards(board, buf.bb), stm, halfka.slot_table, halfka.king_buckets, params,
-                               network.ft_weights, network.ft_biases, network.psqt_weights, weights, biases, layers,
+                               network.ft_weights, network.ft_biases, network.psqt_weights, network.int8_weights,
+                               network.int8_psqt_weights, weights, biases, layers,
                                buf.feats, buf.counts, buf.acc, buf.psqt, buf.scratch)
     per_bucket = np.empty((8, 2), np.int64)
     trace_buckets(buf.acc, buf.psqt, stm, params, buf.scratch, weights, biases, layers, per_bucket)
@@ -42,7 +43,8 @@ def test_refresh_both_and_forward_bucket(network, halfka, params, layout, sample
     for board in sample_boards[::10]:
         buf = make_buffers(layers)
         n = refresh_both(board_bitboards(board, buf.bb), halfka.slot_table, halfka.king_buckets, params,
-                         network.ft_weights, network.ft_biases, network.psqt_weights, buf.feats, buf.counts,
+                         network.ft_weights, network.ft_biases, network.psqt_weights, network.int8_weights,
+                         network.int8_psqt_weights, buf.feats, buf.counts,
                          buf.acc, buf.psqt)
         assert n == chess.popcount(board.occupied) == buf.counts[1]
         e = R.evaluate(network, board)

@@ -39,10 +39,10 @@ def crowded(rng: np.random.Generator, n_queens: int) -> chess.Board:
 
 
 def test_tables_match_the_spec():
-    assert T.THREAT_STRIDE.tolist() == [84, 336, 560, 896, 1456, 0]
-    assert T.THREAT_OFFSET[:, 0].tolist() == [0, 336, 3696, 8176, 15344, 29904, 29904, 30240, 33600, 38080, 45248,
-                                              59808]
-    assert T.THREAT_OFFSET[1, 21] - 336 == 98  # F(knight, f3), spec 4.3
+    assert T.THREAT_STRIDE.tolist() == [84, 336, 560, 896, 1456, 420]
+    assert T.THREAT_OFFSET[0, :, 0].tolist() == [0, 336, 3696, 8176, 15344, 29904, 29904, 30240, 33600, 38080, 45248,
+                                                 59808]
+    assert T.THREAT_OFFSET[0, 1, 21] - 336 == 98  # F(knight, f3), spec 4.3
 
 
 def test_worked_example_section_4_3():
@@ -65,6 +65,27 @@ def positions():
     boards += [reference.random_placement(rng, n) for n in range(2, 33)]
     boards += [crowded(rng, q) for q in (1, 3, 5, 8, 10) for _ in range(4)]
     return boards
+
+
+def kernel_features_18(board: chess.Board) -> list[list[int]]:
+    out = np.empty((2, T.MAX_RELATIONS), np.int32)
+    counts = np.empty(2, np.int64)
+    T.active_relation_features(board_bitboards(board), np.int64(T.THREATS_SF18), np.int64(0), np.int64(0), out, counts)
+    return [sorted(out[p, :counts[p]].tolist()) for p in range(2)]
+
+
+def test_sf18_tables():
+    assert T.THREAT_STRIDE[5] == 420
+    assert T.THREAT_SLOTS[1].tolist() == [3, 6, 5, 5, 6, 4]  # numValidTargets / 2 at sf_18
+    assert T.THREAT_OFFSET[1, 11, 63] + T.THREAT_PATTERN[11, 63].item().bit_count() + 7 * 420 == 79_856
+
+
+@pytest.mark.parametrize("board", positions()[::2], ids=lambda b: b.fen())
+def test_sf18_kernel_matches_reference(board):
+    got = kernel_features_18(board)
+    for p, colour in enumerate((chess.WHITE, chess.BLACK)):
+        assert got[p] == TR.threat_features(board, colour, sf18=True), chess.COLOR_NAMES[colour]
+        assert all(0 <= i < TR.N_THREATS_18 for i in got[p])
 
 
 @pytest.mark.parametrize("board", positions(), ids=lambda b: b.fen())
