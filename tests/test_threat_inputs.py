@@ -189,3 +189,14 @@ def _positions(start: chess.Board, moves: list[chess.Move]) -> list[chess.Board]
         b.push(m)
         out.append(b.copy(stack=False))
     return out
+
+
+def test_native_round_trip(net, tmp_path):
+    """The int8 rows go through nnue-infer's safetensors format unchanged (and stay int8)."""
+    path = tmp_path / "threats.safetensors"
+    nnue_infer.save(net, path)
+    back = nnue_infer.load(path)
+    assert back.architecture == net.architecture
+    assert back.int8_weights.dtype == np.int8
+    np.testing.assert_array_equal(back.int8_weights, net.int8_weights)
+    np.testing.assert_array_equal(back.int8_psqt_weights, net.int8_psqt_weights)
