@@ -1,0 +1,387 @@
+"""Explicit SIMD for the Numba kernels: short integer vectors and the dot-product instructions
+LLVM does not produce from loops (AVX-512 VNNI / AVX-VNNI ``vpdpbusd``, AVX2 ``vpmaddubsw`` +
+``vpmaddwd``), and the choice of instruction set.
+
+**Instruction set.**  :data:`ISA` is chosen once, at import, from the features of the CPU Numba
+compiles for (``vnni512`` > ``avxvnni`` > ``avx2`` > ``portable``), or forced with the
+environment variable ``NNUE_INFER_SIMD`` (one of :data:`ISA_NAMES`).  Kernels are meant to take
+it as *data*, not a compile-time constant (an int64 parameter they branch on), so one compiled
+(and ``cache=True``-cached) kernel holds every path and a kernel cached under one choice is never
+reused for another.
+
+**Portability.**  Every intrinsic here emits the x86 instruction only when the compilation
+target has the feature; otherwise it emits the same arithmetic in generic LLVM vector IR
+(bit-identical, including ``vpmaddubsw``'s int16 saturation), which compiles on any CPU
+(x86-64 without AVX2, ARM).  So every path runs, and gives the same numbers, on every machine:
+forcing ``NNUE_INFER_SIMD=vnni512`` on a CPU without AVX-512 runs the ``vnni512`` kernels with
+the instruction emulated (slowly) - which is how the tests check each path's kernels on any
+machine.  ``portable`` is the plain-loop path of every kernel.
+
+**Vectors.**  ``I16x16``, ``I16x64`` (16 / 64 int16 lanes), ``I32x8`` and ``I32x16`` are Numba types held in
+registers (LLVM vectors); they are created, combined and stored only through the intrinsics
+below; LLVM splits a vector wider than the CPU's registers (``I16x64``: 4 ymm or 2 zmm).  Arrays are addressed as ``(array, flat element index)``; the arrays must be
+C-contiguous and the index in bounds (nothing is checked: these are the kernels' internals).
+
+Sources: Intel's intrinsics guide (``_mm512_dpbusd_epi32``, ``_mm256_maddubs_epi16``,
+``_mm256_madd_epi16``) and LLVM's ``llvm.x86.*`` intrinsic signatures.
+"""
+
+from __future__ import annotations
+
+import os
+
+from llvmlite import ir
+from numba import types
+from numba.core import config as numba_config
+from numba.core import cgutils
+from numba.extending import intrinsic, models, register_model
+
+#: Instruction-set paths, in order of preference.
+ISA_PORTABLE, ISA_AVX2, ISA_AVXVNNI, ISA_VNNI512 = 0, 1, 2, 3
+ISA_NAMES = ("portable", "avx2", "avxvnni", "vnni512")
+#: The environment variable that forces a path.
+ENV_VAR = "NNUE_INFER_SIMD"
+
+#: CPU features each path needs natively (otherwise its instructions are emulated).
+_NEEDS = {
+    ISA_AVX2: ("avx2",),
+    ISA_AVXVNNI: ("avx2", "avxvnni"),
+    ISA_VNNI512: ("avx2", "avx512f", "avx512bw", "avx512vl", "avx512vnni"),
+}
+
+
+def target_features() -> frozenset[str]:
+    """Features (``avx2``, ``avx512vnni``, ...) of the CPU Numba compiles for (host by default)."""
+    from numba.core.registry import cpu_target
+
+    feats = cpu_target.target_context.codegen()._tm_features or ""
+    return frozenset(f[1:] for f in feats.split(",") if f.startswith("+"))
+
+
+def native_isas(features: frozenset[str] | None = None) -> tuple[int, ...]:
+    """The paths whose instructions the CPU has (``ISA_PORTABLE`` always), best last."""
+    features = target_features() if features is None else features
+    return (ISA_PORTABLE,) + tuple(isa for isa, needs in _NEEDS.items() if all(f in features for f in needs))
+
+
+def select_isa(environ=os.environ) -> int:
+    """The path to use: ``NNUE_INFER_SIMD`` if set, else the best native one.
+
+    Raises :class:`ValueError` naming the variable, for an unknown name or a path this CPU
+    lacks (the accepted values are listed).
+    """
+    forced = environ.get(ENV_VAR, "").strip().lower()
+    if numba_config.DISABLE_JIT:  # the kernels run as Python: intrinsics do not exist then
+        return ISA_PORTABLE
+    native = native_isas()
+    if not forced:
+        return native[-1]
+    names = ", ".join(ISA_NAMES[i] for i in native)
+    if forced not in ISA_NAMES:
+        raise ValueError(f"{ENV_VAR}={forced!r}: expected one of {', '.join(ISA_NAMES)} (this CPU: {names})")
+    if ISA_NAMES.index(forced) not in native:
+        raise ValueError(f"{ENV_VAR}={forced!r}: this CPU lacks {', '.join(_NEEDS[ISA_NAMES.index(forced)])} "
+                         f"(it runs {names})")
+    return ISA_NAMES.index(forced)
+
+
+#: The path chosen for this process (see the module docstring).
+ISA = select_isa()
+#: Compile-time facts about the target CPU, frozen into the compiled kernels so that paths it
+#: lacks are not compiled at all (their emulation is slow to compile).  Numba's cache key
+#: includes the target CPU's name and features, so a cache built on one CPU is not reused on
+#: another.
+TARGET_AVX2 = ISA_AVX2 in native_isas()
+TARGET_VNNI512 = ISA_VNNI512 in native_isas()
+TARGET_VNNI256 = ISA_AVXVNNI in native_isas() or TARGET_VNNI512  # vpdpbusd ymm: AVX-VNNI or AVX-512 VNNI + VL
+#: First-layer path for signed (int8) transformed features: plain loops on the int8 view.
+FC0_SIGNED = -1
+
+
+def first_layer_isa(isa: int, max_input: int, signed: bool) -> int:
+    """The path of the first dense layer, whose inputs reach ``max_input`` (int8 if ``signed``).
+
+    ``FC0_SIGNED`` for int8 inputs; AVX2's ``vpmaddubsw`` saturates above 127, so inputs up
+    to 255 take the plain loops there; otherwise ``isa``.
+    """
+    if signed:
+        return FC0_SIGNED
+    if isa == ISA_AVX2 and max_input > 127:
+        return ISA_PORTABLE
+    return isa
+
+
+# ---------------------------------------------------------------------------------------------
+# Vector types
+class IntVector(types.Type):
+    """A vector of ``lanes`` signed integers of ``bits`` bits, held in a register."""
+
+    def __init__(self, bits: int, lanes: int) -> None:
+        self.bits = bits
+        self.lanes = lanes
+        super().__init__(name=f"i{bits}x{lanes}")
+
+
+@register_model(IntVector)
+class _IntVectorModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, ir.VectorType(ir.IntType(fe_type.bits), fe_type.lanes))
+
+
+I16x16 = IntVector(16, 16)
+I16x64 = IntVector(16, 64)
+I32x8 = IntVector(32, 8)
+I32x16 = IntVector(32, 16)
+
+_I8, _I16, _I32, _I64 = ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
+
+
+def _vec(bits: int, lanes: int) -> ir.VectorType:
+    return ir.VectorType(ir.IntType(bits), lanes)
+
+
+def _has(context, *features: str) -> bool:
+    """Whether the compilation target has all ``features`` (checked when the IR is generated)."""
+    feats = context.codegen()._tm_features or ""
+    return all(f"+{f}" in feats.split(",") for f in features)
+
+
+def _element_ptr(context, builder, arrty, arr, index, vecty):
+    """Pointer (typed as ``vecty*``) to element ``index`` of the C-contiguous array ``arr``."""
+    ary = context.make_array(arrty)(context, builder, arr)
+    ptr = builder.gep(ary.data, [index])
+    return builder.bitcast(ptr, vecty.as_pointer())
+
+
+def _is_array(t, bits=None) -> bool:
+    return (isinstance(t, types.Array) and t.layout == "C" and isinstance(t.dtype, types.Integer)
+            and (bits is None or t.dtype.bitwidth == bits))
+
+
+def _splat(builder, value, vecty):
+    """``vecty`` with every lane ``value`` (an LLVM scalar of the lane type)."""
+    undef = ir.Constant(vecty, ir.Undefined)
+    v = builder.insert_element(undef, value, ir.Constant(_I32, 0))
+    return builder.shuffle_vector(v, undef, ir.Constant(_vec(32, vecty.count), [0] * vecty.count))
+
+
+def _lanes(builder, v, idx):
+    """Lanes ``idx`` of vector ``v`` (a shuffle)."""
+    return builder.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), ir.Constant(_vec(32, len(idx)), list(idx)))
+
+
+def _as_i16(builder, v):
+    """An LLVM integer scalar converted to i16 (truncated or sign-extended)."""
+    if v.type.width > 16:
+        return builder.trunc(v, _I16)
+    return builder.sext(v, _I16) if v.type.width < 16 else v
+
+
+def _call(builder, name, ret, args):
+    fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, [a.type for a in args]), name)
+    return builder.call(fn, args)
+
+
+def _dot4_generic(builder, acc, xb, wb):
+    """``acc[i] += sum_k u8(xb[4i+k]) * i8(wb[4i+k])`` in generic IR (``vpdpbusd``'s definition)."""
+    n = acc.type.count
+    prods = builder.mul(builder.zext(xb, _vec(32, 4 * n)), builder.sext(wb, _vec(32, 4 * n)))
+    for k in range(4):
+        acc = builder.add(acc, _lanes(builder, prods, range(k, 4 * n, 4)))
+    return acc
+
+
+def _maddubs_madd_generic(builder, acc, xb, wb):
+    """AVX2 ``acc + madd(maddubs(xb, wb), 1)`` in generic IR: pairs of u8*i8 products summed with
+    int16 saturation, then pairs of those summed into int32."""
+    n = acc.type.count
+    prods = builder.mul(builder.zext(xb, _vec(32, 4 * n)), builder.sext(wb, _vec(32, 4 * n)))
+    pairs = builder.add(_lanes(builder, prods, range(0, 4 * n, 2)), _lanes(builder, prods, range(1, 4 * n, 2)))
+    lo = ir.Constant(_vec(32, 2 * n), [-32768] * (2 * n))
+    hi = ir.Constant(_vec(32, 2 * n), [32767] * (2 * n))
+    pairs = builder.select(builder.icmp_signed("<", pairs, lo), lo, pairs)
+    pairs = builder.select(builder.icmp_signed(">", pairs, hi), hi, pairs)
+    return builder.add(acc, builder.add(_lanes(builder, pairs, range(0, 2 * n, 2)),
+                                        _lanes(builder, pairs, range(1, 2 * n, 2))))
+
+
+def _dot4_operands(context, builder, sig, args, lanes):
+    """Broadcast 4 input bytes ``x[xi:xi+4]`` and load ``4 * lanes`` weight bytes ``w[wi:]``."""
+    _, xty, _, wty, _ = sig.args
+    _, x, xi, w, wi = args
+    x4 = builder.load(_element_ptr(context, builder, xty, x, xi, _I32), align=1)
+    xb = builder.bitcast(_splat(builder, x4, _vec(32, lanes)), _vec(8, 4 * lanes))
+    wb = builder.load(_element_ptr(context, builder, wty, w, wi, _vec(8, 4 * lanes)), align=1)
+    return xb, wb
+
+
+def _check_dot4(acc, x, xi, w, wi, vt):
+    return (acc == vt and _is_array(x, 8) and isinstance(xi, types.Integer) and _is_array(w, 8)
+            and isinstance(wi, types.Integer))
+
+
+# ---------------------------------------------------------------------------------------------
+# Dot products of 4-byte blocks (the dense layers)
+@intrinsic
+def dot4_vnni512(typingctx, acc, x, xi, w, wi):
+    """``acc[i] += sum_k x[xi + k] * w[wi + 4*i + k]`` for 16 int32 lanes i (k < 4).
+
+    x uint8 (its 4 bytes broadcast to every lane), w int8 (64 bytes); int32 sums wrap.  One
+    ``vpdpbusd zmm`` where the target has AVX-512 VNNI, the same arithmetic otherwise.
+    """
+    if not _check_dot4(acc, x, xi, w, wi, I32x16):
+        return None
+
+    def codegen(context, builder, sig, args):
+        xb, wb = _dot4_operands(context, builder, sig, args, 16)
+        if _has(context, "avx512f", "avx512vnni"):
+            v32 = _vec(32, 16)
+            return _call(builder, "llvm.x86.avx512.vpdpbusd.512", v32,
+                         [args[0], builder.bitcast(xb, v32), builder.bitcast(wb, v32)])
+        return _dot4_generic(builder, args[0], xb, wb)
+
+    return I32x16(acc, x, xi, w, wi), codegen
+
+
+@intrinsic
+def dot4_avxvnni(typingctx, acc, x, xi, w, wi):
+    """As :func:`dot4_vnni512` for 8 int32 lanes (32 weight bytes): one ``vpdpbusd ymm``
+    (AVX-VNNI, or AVX-512 VNNI + VL) where the target has it, the same arithmetic otherwise."""
+    if not _check_dot4(acc, x, xi, w, wi, I32x8):
+        return None
+
+    def codegen(context, builder, sig, args):
+        xb, wb = _dot4_operands(context, builder, sig, args, 8)
+        if _has(context, "avxvnni") or _has(context, "avx512vnni", "avx512vl"):
+            v32 = _vec(32, 8)
+            return _call(builder, "llvm.x86.avx512.vpdpbusd.256", v32,
+                         [args[0], builder.bitcast(xb, v32), builder.bitcast(wb, v32)])
+        return _dot4_generic(builder, args[0], xb, wb)
+
+    return I32x8(acc, x, xi, w, wi), codegen
+
+
+@intrinsic
+def dot4_avx2(typingctx, acc, x, xi, w, wi):
+    """As :func:`dot4_avxvnni` with AVX2's ``vpmaddubsw`` + ``vpmaddwd`` (by ones) + ``vpaddd``.
+
+    ``vpmaddubsw`` saturates the sum of two products to int16: exact (equal to the other
+    paths) only while ``x <= 127`` (|sum| <= 2 * 127 * 128 < 32768); callers use it only then.
+    """
+    if not _check_dot4(acc, x, xi, w, wi, I32x8):
+        return None
+
+    def codegen(context, builder, sig, args):
+        xb, wb = _dot4_operands(context, builder, sig, args, 8)
+        if _has(context, "avx2"):
+            v16 = _vec(16, 16)
+            t = _call(builder, "llvm.x86.avx2.pmadd.ub.sw", v16, [xb, wb])
+            ones = ir.Constant(v16, [1] * 16)
+            return builder.add(args[0], _call(builder, "llvm.x86.avx2.pmadd.wd", _vec(32, 8), [t, ones]))
+        return _maddubs_madd_generic(builder, args[0], xb, wb)
+
+    return I32x8(acc, x, xi, w, wi), codegen
+
+
+# ---------------------------------------------------------------------------------------------
+# Loads, stores, arithmetic
+def _make_load(vt):
+    @intrinsic
+    def load(typingctx, arr, i):
+        if not (_is_array(arr, vt.bits) and isinstance(i, types.Integer)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            lty = _vec(vt.bits, vt.lanes)
+            return builder.load(_element_ptr(context, builder, sig.args[0], args[0], args[1], lty), align=1)
+
+        return vt(arr, i), codegen
+
+    load.__doc__ = f"Load {vt.lanes} int{vt.bits} lanes from ``arr[i:i + {vt.lanes}]`` (C-contiguous int{vt.bits} array)."
+    return load
+
+
+def _make_store(vt):
+    @intrinsic
+    def store(typingctx, arr, i, v):
+        if not (_is_array(arr, vt.bits) and isinstance(i, types.Integer) and v == vt):
+            return None
+
+        def codegen(context, builder, sig, args):
+            lty = _vec(vt.bits, vt.lanes)
+            builder.store(args[2], _element_ptr(context, builder, sig.args[0], args[0], args[1], lty), align=1)
+            return context.get_dummy_value()
+
+        return types.none(arr, i, v), codegen
+
+    store.__doc__ = f"Store {vt.lanes} int{vt.bits} lanes to ``arr[i:i + {vt.lanes}]``."
+    return store
+
+
+def _make_binary(vt, op):
+    @intrinsic
+    def binary(typingctx, a, b):
+        if not (a == vt and b == vt):
+            return None
+
+        def codegen(context, builder, sig, args):
+            return getattr(builder, op)(args[0], args[1])
+
+        return vt(a, b), codegen
+
+    binary.__doc__ = f"Lane-wise wrapping {op} of two {vt}."
+    return binary
+
+
+def _make_zero(vt):
+    @intrinsic
+    def zero(typingctx):
+        def codegen(context, builder, sig, args):
+            return ir.Constant(_vec(vt.bits, vt.lanes), [0] * vt.lanes)
+
+        return vt(), codegen
+
+    zero.__doc__ = f"{vt} of zeros."
+    return zero
+
+
+load_i16x16, store_i16x16 = _make_load(I16x16), _make_store(I16x16)
+load_i16x64, store_i16x64 = _make_load(I16x64), _make_store(I16x64)
+add_i16x64, sub_i16x64 = _make_binary(I16x64, "add"), _make_binary(I16x64, "sub")
+load_i32x8, store_i32x8 = _make_load(I32x8), _make_store(I32x8)
+load_i32x16, store_i32x16 = _make_load(I32x16), _make_store(I32x16)
+add_i16x16, sub_i16x16 = _make_binary(I16x16, "add"), _make_binary(I16x16, "sub")
+add_i32x8, add_i32x16 = _make_binary(I32x8, "add"), _make_binary(I32x16, "add")
+zero_i32x8, zero_i32x16 = _make_zero(I32x8), _make_zero(I32x16)
+
+
+@intrinsic
+def pairwise_u8x16(typingctx, acc, ia, ib, clamp_max, shift, out, io):
+    """``out[io + j] = (clamp(acc[ia + j], 0, M) * clamp(acc[ib + j], 0, M)) >> shift`` for j < 16.
+
+    ``acc`` int16, ``out`` uint8 (or int8); the clamps, product and logical shift run in 16-bit
+    lanes, exact for ``M <= 255`` (the product is below 2**16) when the result fits 8 bits.
+    """
+    if not (_is_array(acc, 16) and _is_array(out, 8) and all(isinstance(t, types.Integer)
+                                                              for t in (ia, ib, clamp_max, shift, io))):
+        return None
+
+    def codegen(context, builder, sig, args):
+        accty, _, _, mty, sty, outty, _ = sig.args
+        acc_, ia_, ib_, m_, s_, out_, io_ = args
+        v16 = _vec(16, 16)
+        zero = ir.Constant(v16, [0] * 16)
+        m = _splat(builder, _as_i16(builder, m_), v16)
+        s = _splat(builder, _as_i16(builder, s_), v16)
+
+        def clamped(i):
+            v = builder.load(_element_ptr(context, builder, accty, acc_, i, v16), align=1)
+            v = builder.select(builder.icmp_signed("<", v, zero), zero, v)
+            return builder.select(builder.icmp_signed(">", v, m), m, v)
+
+        prod = builder.lshr(builder.mul(clamped(ia_), clamped(ib_)), s)
+        builder.store(builder.trunc(prod, _vec(8, 16)), _element_ptr(context, builder, outty, out_, io_, _vec(8, 16)),
+                      align=1)
+        return context.get_dummy_value()
+
+    return types.none(acc, ia, ib, clamp_max, shift, out, io), codegen

@@ -1,0 +1,107 @@
+"""The SIMD intrinsics of ``nnue_infer.kernels.simd`` against NumPy, bit for bit.
+
+Each dot-product intrinsic is checked whether or not this CPU has its instruction: where it
+lacks it, the intrinsic's generic-IR emulation runs (the same arithmetic, including
+``vpmaddubsw``'s int16 saturation), so the definitions are checked on every machine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+from nnue_infer.kernels import simd as S
+
+
+@njit(cache=True)
+def dense_vnni512(x, w, n_in, n_out, z):
+    for g in range(0, n_out, 16):
+        a = S.zero_i32x16()
+        for blk in range(n_in // 4):
+            a = S.dot4_vnni512(a, x, 4 * blk, w, (blk * n_out + g) * 4)
+        S.store_i32x16(z, g, a)
+
+
+@njit(cache=True)
+def dense_ymm(x, w, n_in, n_out, z, vnni):
+    for g in range(0, n_out, 8):
+        a = S.zero_i32x8()
+        for blk in range(n_in // 4):
+            if vnni:
+                a = S.dot4_avxvnni(a, x, 4 * blk, w, (blk * n_out + g) * 4)
+            else:
+                a = S.dot4_avx2(a, x, 4 * blk, w, (blk * n_out + g) * 4)
+        S.store_i32x8(z, g, a)
+
+
+@njit(cache=True)
+def pairwise(acc, out, clamp_max, shift):
+    half = acc.shape[0] // 2
+    for j in range(0, half, 16):
+        S.pairwise_u8x16(acc, j, j + half, clamp_max, shift, out, j)
+
+
+@njit(cache=True)
+def add_sub_rows(a, b, out):
+    for j in range(0, a.shape[0], 64):
+        S.store_i16x64(out, j, S.sub_i16x64(S.add_i16x64(S.load_i16x64(a, j), S.load_i16x64(b, j)),
+                                            S.load_i16x64(b, j + 128)))
+
+
+@pytest.fixture(scope="module")
+def rng():
+    return np.random.default_rng(11)
+
+
+def blocked(W):
+    n_out, n_in = W.shape
+    return np.ascontiguousarray(W.reshape(n_out, n_in // 4, 4).transpose(1, 0, 2)).reshape(-1)
+
+
+@pytest.mark.parametrize("top", [127, 255])
+def test_dot4_intrinsics_equal_numpy(rng, top):
+    n_in, n_out = 64, 32
+    for _ in range(5):
+        x = rng.integers(0, top + 1, n_in).astype(np.uint8)
+        W = rng.integers(-128, 128, (n_out, n_in)).astype(np.int8)
+        want = W.astype(np.int64) @ x.astype(np.int64)
+        z = np.zeros(n_out, np.int32)
+        dense_vnni512(x, blocked(W), n_in, n_out, z)
+        np.testing.assert_array_equal(z, want)
+        dense_ymm(x, blocked(W), n_in, n_out, z, True)
+        np.testing.assert_array_equal(z, want)
+        if top == 127:  # vpmaddubsw is exact there
+            dense_ymm(x, blocked(W), n_in, n_out, z, False)
+            np.testing.assert_array_equal(z, want)
+
+
+def test_maddubs_saturates_like_the_instruction():
+    """Two products of 255 * 127 sum to 64770: vpmaddubsw saturates to 32767 (then vpmaddwd adds pairs)."""
+    x = np.full(32, 255, np.uint8)
+    W = np.full((8, 32), 127, np.int8)
+    z = np.zeros(8, np.int32)
+    dense_ymm(x, blocked(W), 32, 8, z, False)
+    assert (z == 16 * 32767).all()
+    W[:] = -128
+    dense_ymm(x, blocked(W), 32, 8, z, False)
+    assert (z == 16 * -32768).all()
+
+
+@pytest.mark.parametrize("clamp_max, shift", [(127, 7), (255, 9), (255, 8), (100, 6)])
+def test_pairwise_u8x16_equals_numpy(rng, clamp_max, shift):
+    acc = rng.integers(-40000 // 2, 40000 // 2, 128).astype(np.int16)
+    out = np.zeros(64, np.uint8)
+    pairwise(acc, out, clamp_max, shift)
+    a = np.clip(acc[:64].astype(np.int64), 0, clamp_max)
+    b = np.clip(acc[64:].astype(np.int64), 0, clamp_max)
+    np.testing.assert_array_equal(out, ((a * b) >> shift) & 0xFF)
+
+
+def test_int16_vectors_wrap(rng):
+    a = rng.integers(-32768, 32768, 128).astype(np.int16)
+    b = rng.integers(-32768, 32768, 256).astype(np.int16)
+    out = np.zeros(128, np.int16)
+    add_sub_rows(a, b, out)
+    want = a.astype(np.int64) + b[:128] - b[128:]
+    np.testing.assert_array_equal(out, ((want + 32768) % 65536 - 32768).astype(np.int16))
