@@ -48,6 +48,31 @@ VERSION_SF19 = C.SF19_FILE_VERSION
 VERSIONS = (VERSION_SF12, VERSION_SF19)
 #: Feature-set hashes (``features/*.h``: ``HashValue``) and the nnue-infer feature set they are.
 FEATURE_HASHES = {"HalfKAv2_hm": C.HALFKAV2_HM_HASH, "P_hm": 0x6F234CB8}
+#: Feature transformers with int8 threat rows, by their hash before the XOR with 2 * L1: the
+#: Stockfish version, the int8 feature sets (``Architecture.int8_feature_sets``) and the arrays in
+#: file order (name, rows per feature or ``"l1"`` per row, dtype).  Stockfish 19 combines its three
+#: set hashes as h = rotl32(h, 1) ^ set hash over (FullThreats, PP_3Wide, HalfKAv2_hm)
+#: (``FeatureTransformer::get_hash_value``); Stockfish 18 names its threat set only.
+def _rotl32(h: int) -> int:
+    return ((h << 1) | (h >> 31)) & 0xFFFFFFFF
+
+
+_SF19_INPUT_HASH = _rotl32(_rotl32(0x2E6B9D04) ^ 0x86F2B1DD) ^ C.HALFKAV2_HM_HASH
+THREAT_INPUTS = {
+    _SF19_INPUT_HASH: ("19", ("FullThreats", "PP_3Wide"), (
+        ("feature_transformer.biases", 1, "l1", "int16", True),
+        ("feature_transformer.threat_weights", 59_808, "l1", "int8", False),
+        ("feature_transformer.threat_psqt_weights", 59_808, 8, "int32", True),
+        ("feature_transformer.pair_weights", 4_560, "l1", "int8", False),
+        ("feature_transformer.pair_psqt_weights", 4_560, 8, "int32", True),
+        ("feature_transformer.weights", 22_528, "l1", "int16", True),
+        ("feature_transformer.psqt_weights", 22_528, 8, "int32", True))),
+    0x8F234CB8: ("18", ("FullThreats18",), (
+        ("feature_transformer.biases", 1, "l1", "int16", True),
+        ("feature_transformer.threat_weights", 79_856, "l1", "int8", False),
+        ("feature_transformer.weights", 22_528, "l1", "int16", True),
+        ("feature_transformer.threat_and_psqt_weights", 79_856 + 22_528, 8, "int32", True))),
+}
 #: Magic of a LEB128 block (``nnue_common.h``: ``Leb128MagicString``).
 LEB128_MAGIC = b"COMPRESSED_LEB128"
 #: The first 8 bytes of Stockfish 15.1's network file: version and (for L1 = 1024) hash.
@@ -148,8 +173,27 @@ def stockfish_architecture(l1: int, *, feature: str = "HalfKAv2_hm", style: str 
 UNITS_PER_PAWN = {"15.1": 361, "16": 328, "17.1": 377, "18": 385, "19": 304}
 
 
+def _threat_key(sets: tuple[str, ...]) -> int:
+    """The :data:`THREAT_INPUTS` key (FT hash before XOR 2 * L1) of these int8 sets; ``ValueError`` if none."""
+    for key, (_, s, _) in THREAT_INPUTS.items():
+        if s == sets:
+            return key
+    raise ValueError(f"int8 feature sets {list(sets)} are not a Stockfish threat input")
+
+
+def _without_threats(arch: Architecture) -> Architecture:
+    """``arch`` without its int8 sets and with the FT activation its header version implies
+    (threat inputs use clamp 255, >> 9 under either header), for comparing layer stacks."""
+    plain = stockfish_architecture(arch.ft_width, version=arch.file_version)
+    return dataclasses.replace(arch, int8_feature_sets=(), ft_clamp=plain.ft_clamp, ft_shift=plain.ft_shift)
+
+
 def _stack_geometry(arch: Architecture) -> tuple[str, int, int] | None:
     """(style, L2, L3) if ``arch``'s layer stack is one Stockfish writes, else None."""
+    if arch.int8_feature_sets:
+        if not any(s == arch.int8_feature_sets for _, s, _ in THREAT_INPUTS.values()):
+            return None
+        arch = _without_threats(arch)
     for style in STACK_STYLES:
         layers = arch.layers
         if len(layers) != 3:
@@ -185,6 +229,8 @@ def network_hashes(arch: Architecture) -> tuple[int, int, int]:
         raise ValueError("not a Stockfish architecture")
     style, l2, l3 = geometry
     fth = ft_hash(arch.ft_width, feature)
+    if arch.int8_feature_sets:
+        fth = (_threat_key(arch.int8_feature_sets) ^ (2 * arch.ft_width)) & _MASK
     sh = stack_hash(arch.ft_width, l2 + 1 if style == "sf15" else l2, l3)
     return fth ^ sh, fth, sh
 
@@ -222,6 +268,7 @@ class _Layout:
     l3: int
     stacks: int  # offset of layer_stack[0]
     stack_size: int
+    threat_input: tuple | None = None  # an entry of THREAT_INPUTS
 
     @property
     def end(self) -> int:
@@ -283,13 +330,16 @@ def _walk(data: np.ndarray, start: int, where: str, size: int | None) -> _Layout
     off = start + 12 + desc_len
     fth = _u32(data, off, "feature_transformer.hash", where, start)
     feature = l1 = None
-    for name, h in FEATURE_HASHES.items():
+    threat_input = None
+    for name, h in [*FEATURE_HASHES.items(), *(("HalfKAv2_hm", h) for h in THREAT_INPUTS)]:
         x = fth ^ h
         if x % 2 == 0 and 0 < x // 2 <= 1 << 15 and (x // 2) % 32 == 0:
             feature, l1 = name, x // 2
+            threat_input = THREAT_INPUTS.get(h)
     if feature is None:
         raise NetworkFormatError(
-            f"{where}: feature_transformer.hash at offset {off - start}: 0x{fth:08X} is neither HalfKAv2_hm nor P_hm "
+            f"{where}: feature_transformer.hash at offset {off - start}: 0x{fth:08X} is none of HalfKAv2_hm, P_hm, "
+            "Stockfish 19's and Stockfish 18's threat inputs "
             f"with a width that is a multiple of 32 (expected e.g. 0x{ft_hash(C.SF_L1):08X} for HalfKAv2_hm, L1 = {C.SF_L1})")
     candidates = _stack_candidates(version, l1, net_hash ^ fth)
     if not candidates:
@@ -302,8 +352,25 @@ def _walk(data: np.ndarray, start: int, where: str, size: int | None) -> _Layout
     off += 4
     nf = 22528 if feature == "HalfKAv2_hm" else 768
     blocks = []
-    for name, count, dtype in (("feature_transformer.biases", l1, "int16"), ("feature_transformer.weights", nf * l1, "int16"),
-                               ("feature_transformer.psqt_weights", nf * C.SF_BUCKETS, "int32")):
+    if threat_input is not None:  # a fixed mix of LEB128 blocks and raw int8 rows
+        for name, rows, width, dtype, leb in threat_input[2]:
+            count = rows * (l1 if width == "l1" else width)
+            magic = data[off:off + len(LEB128_MAGIC)].tobytes() == LEB128_MAGIC
+            if leb != magic:
+                raise NetworkFormatError(
+                    f"{where}: {name} at offset {off - start}: expected {'a LEB128 block' if leb else 'raw int8 rows'} "
+                    f"(Stockfish {threat_input[0]}'s threat inputs), found {'one' if magic else 'no LEB128 magic'}"
+                    + ("" if leb else " (a LEB128 block)"))
+            if leb:
+                n = _u32(data, off + len(LEB128_MAGIC), f"{name} (LEB128 byte count)", where, start)
+                blocks.append(_Block(name, off - start, True, len(LEB128_MAGIC) + 4 + n, off + len(LEB128_MAGIC) + 4,
+                                     count, dtype))
+            else:
+                blocks.append(_Block(name, off - start, False, count, off, count, dtype))
+            off += blocks[-1].nbytes
+    for name, count, dtype in () if threat_input is not None else (
+            ("feature_transformer.biases", l1, "int16"), ("feature_transformer.weights", nf * l1, "int16"),
+            ("feature_transformer.psqt_weights", nf * C.SF_BUCKETS, "int32")):
         if off + len(LEB128_MAGIC) <= len(data) and data[off:off + len(LEB128_MAGIC)].tobytes() == LEB128_MAGIC:
             n = _u32(data, off + len(LEB128_MAGIC), f"{name} (LEB128 byte count)", where, start)
             blocks.append(_Block(name, off - start, True, len(LEB128_MAGIC) + 4 + n, off + len(LEB128_MAGIC) + 4,
@@ -311,7 +378,7 @@ def _walk(data: np.ndarray, start: int, where: str, size: int | None) -> _Layout
         else:
             blocks.append(_Block(name, off - start, False, count * np.dtype(dtype).itemsize, off, count, dtype))
         off += blocks[-1].nbytes
-    if len({b.leb128 for b in blocks}) != 1:
+    if threat_input is None and len({b.leb128 for b in blocks}) != 1:
         for b in blocks:  # a wrong byte count shifts the next block: name the block that is wrong
             if b.leb128:
                 _decode_block(data, b, where)
@@ -342,7 +409,7 @@ def _walk(data: np.ndarray, start: int, where: str, size: int | None) -> _Layout
                 break
     style, l2, l3 = chosen
     return _Layout(version, description, feature, l1, tuple(blocks), style, l2, l3, stacks,
-                   _stack_size(style, l1, l2, l3))
+                   _stack_size(style, l1, l2, l3), threat_input)
 
 
 def network_extent(data: np.ndarray, start: int = 0, where: str = "data") -> int:
@@ -401,11 +468,15 @@ def parse_stockfish(data: np.ndarray, path: str = "<bytes>", stockfish_version: 
     layout = _walk(data, 0, path, len(data))
     nf = 22528 if layout.feature == "HalfKAv2_hm" else 768
     l1 = layout.l1
-    biases = _decode_block(data, layout.blocks[0], path)
-    weights = _decode_block(data, layout.blocks[1], path).reshape(nf, l1)
-    psqt = _decode_block(data, layout.blocks[2], path).reshape(nf, C.SF_BUCKETS)
+    if layout.threat_input is None:
+        biases = _decode_block(data, layout.blocks[0], path)
+        weights = _decode_block(data, layout.blocks[1], path).reshape(nf, l1)
+        psqt = _decode_block(data, layout.blocks[2], path).reshape(nf, C.SF_BUCKETS)
+        int8 = {}
+    else:
+        biases, weights, psqt, int8 = _threat_ft(data, layout, path)
     shapes = _dense_shapes(layout.style, l1, layout.l2, layout.l3)
-    want = _u32(data, 4, "header.hash", path) ^ ft_hash(l1, layout.feature)
+    want = _u32(data, 4, "header.hash", path) ^ _u32(data, sum(layout.description), "feature_transformer.hash", path)
     layer_w = [np.empty((C.SF_BUCKETS, o, i), np.int8) for o, i in shapes]
     layer_b = [np.empty((C.SF_BUCKETS, o), np.int32) for o, _ in shapes]
     off = layout.stacks
@@ -430,10 +501,46 @@ def parse_stockfish(data: np.ndarray, path: str = "<bytes>", stockfish_version: 
     arch = stockfish_architecture(l1, feature=layout.feature, style=layout.style, l2=layout.l2, l3=layout.l3,
                                   version=layout.version, ft_compression="leb128" if layout.blocks[0].leb128 else "none",
                                   stockfish_version=stockfish_version or _version_of(layout, data))
+    if layout.threat_input is not None:  # int8 rows: clamp 255, product >> 9 (no doubling of the FT in memory)
+        arch = dataclasses.replace(arch, int8_feature_sets=layout.threat_input[1], ft_clamp=255, ft_shift=9)
     return Network(architecture=arch, ft_biases=biases, ft_weights=weights, psqt_weights=psqt,
-                   layer_weights=tuple(layer_w), layer_biases=tuple(layer_b),
+                   layer_weights=tuple(layer_w), layer_biases=tuple(layer_b), **int8,
                    description=data[layout.description[0]:sum(layout.description)].tobytes().decode(
                        "utf-8", "surrogateescape"))
+
+
+def _threat_ft(data: np.ndarray, layout: _Layout, path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """Biases, HalfKAv2_hm weights and PSQT, and the int8 rows with their PSQT rows (``Network``'s
+    ``int8_weights``/``int8_psqt_weights``, one index space) of a threat-input feature transformer."""
+    l1 = layout.l1
+    arrays = {b.name: _decode_block(data, b, path) for b in layout.blocks}
+    biases = arrays.pop("feature_transformer.biases")
+    weights = arrays.pop("feature_transformer.weights").reshape(-1, l1)
+    if "feature_transformer.pair_weights" in arrays:  # Stockfish 19: threat rows, then pair rows
+        int8 = np.concatenate([arrays["feature_transformer.threat_weights"], arrays["feature_transformer.pair_weights"]])
+        int8_psqt = np.concatenate([arrays["feature_transformer.threat_psqt_weights"],
+                                    arrays["feature_transformer.pair_psqt_weights"]])
+        psqt = arrays["feature_transformer.psqt_weights"].reshape(-1, C.SF_BUCKETS)
+    else:  # Stockfish 18: one LEB128 block holds the threat PSQT rows, then HalfKAv2_hm's
+        int8 = arrays["feature_transformer.threat_weights"]
+        both = arrays["feature_transformer.threat_and_psqt_weights"].reshape(-1, C.SF_BUCKETS)
+        n = int8.size // l1
+        int8_psqt, psqt = np.ascontiguousarray(both[:n]), np.ascontiguousarray(both[n:])
+    return biases, weights, psqt, {"int8_weights": int8.reshape(-1, l1),
+                                   "int8_psqt_weights": int8_psqt.reshape(-1, C.SF_BUCKETS)}
+
+
+def _threat_ft_parts(network: Network) -> list[bytes]:
+    """Feature-transformer blocks of a threat-input network, in file order."""
+    sets = network.architecture.int8_feature_sets
+    raw = lambda a: np.ascontiguousarray(a, dtype="i1").tobytes()  # noqa: E731
+    w8, p8 = network.int8_weights, network.int8_psqt_weights
+    if "PP_3Wide" in sets:
+        n = 59_808
+        return [_leb128_block(network.ft_biases), raw(w8[:n]), _leb128_block(p8[:n]), raw(w8[n:]),
+                     _leb128_block(p8[n:]), _leb128_block(network.ft_weights), _leb128_block(network.psqt_weights)]
+    return [_leb128_block(network.ft_biases), raw(w8), _leb128_block(network.ft_weights),
+                 _leb128_block(np.concatenate([p8, network.psqt_weights]))]
 
 
 def read_stockfish(path: str | os.PathLike[str], stockfish_version: str | None = None) -> Network:
@@ -484,7 +591,10 @@ def stockfish_bytes(network: Network) -> bytes:
     _, fth, sh = network_hashes(arch)
     desc = network.description.encode("utf-8", "surrogateescape")
     parts = [struct.pack("<III", arch.file_version, fth ^ sh, len(desc)), desc, struct.pack("<I", fth)]
-    for arr, dt in ((network.ft_biases, "<i2"), (network.ft_weights, "<i2"), (network.psqt_weights, "<i4")):
+    if arch.int8_feature_sets:
+        parts += _threat_ft_parts(network)
+    for arr, dt in () if arch.int8_feature_sets else (
+            (network.ft_biases, "<i2"), (network.ft_weights, "<i2"), (network.psqt_weights, "<i4")):
         parts.append(_leb128_block(arr) if arch.ft_compression == "leb128"
                      else np.ascontiguousarray(arr, dtype=dt).tobytes())
     for b in range(arch.output_buckets):
