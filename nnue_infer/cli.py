@@ -154,9 +154,10 @@ def _errors_of(table: dict) -> list[tuple[int, str]]:
 def _table_writer(out: _Output, fmt: str):
     """A table writer for ``fmt``: CSV / JSON lines to the output stream, or a Parquet file (``-o NAME.parquet``)."""
     if fmt == "parquet":
-        from .parquet import ParquetTableWriter
+        from .parquet import ParquetTableWriter, _pa
 
         try:
+            _pa()  # the extra is checked before any work, not at the first write
             return ParquetTableWriter(out.path)
         except ImportError as exc:
             raise click.ClickException(str(exc)) from exc
@@ -173,6 +174,8 @@ def _eval_distributed(epd, pgn, output, net, scheduler, workers, progress, quiet
     if scheduler and workers:
         raise click.UsageError("give one of --scheduler and --workers")
     try:
+        import distributed  # noqa: F401  (the dask extra; imported lazily by run_job otherwise)
+
         from .distributed import run_job
     except ImportError as exc:
         raise click.ClickException(f"{exc}; --scheduler / --workers need the dask extra: "

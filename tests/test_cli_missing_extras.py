@@ -1,0 +1,29 @@
+"""Output that needs an optional extra says which one to install, before any work (fresh-user trial).
+
+Before: ``eval --epd F -o s.parquet`` without pyarrow and ``--workers 2`` without dask ended in a
+``ModuleNotFoundError`` traceback.
+"""
+
+import sys
+from pathlib import Path
+
+from nnue_infer.cli import main
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_parquet_output_without_pyarrow_names_the_extra(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # makes `import pyarrow` raise ImportError
+    status = main(["eval", "--epd", str(EXAMPLES / "demo.epd"), "-o", str(tmp_path / "s.parquet")])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "pip install 'nnue-infer[parquet]'" in err and "Traceback" not in err
+
+
+def test_cluster_mode_without_dask_names_the_extra(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    status = main(["eval", "--epd", str(EXAMPLES / "demo.epd"), "--output", str(tmp_path / "out"),
+                   "--workers", "1"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "pip install 'nnue-infer[dask]'" in err and "Traceback" not in err
