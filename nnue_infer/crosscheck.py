@@ -132,27 +132,24 @@ def read_positions(path: str | os.PathLike[str]) -> list[str]:
     """
     import json
 
-    from .inputs import input_label, open_input
+    from .inputs import numbered_lines
 
     fens = []
-    with open_input(path) as inp:  # bad bytes: that line's FEN is skipped
-        path = input_label(path)
-        for lineno, line in enumerate(inp.text, 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            if line.startswith("{"):
-                try:
-                    fen = json.loads(line)["fen"]
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise ValueError(f"{os.fspath(path)}:{lineno}: JSON line without a 'fen' field ({exc})") from exc
-                if not isinstance(fen, str):
-                    raise ValueError(f"{os.fspath(path)}:{lineno}: 'fen' must be a string, got {quote(fen)}")
-                fens.append(fen)
-                continue
-            fields = line.split()
-            if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit():
-                fens.append(" ".join(fields[:6]))
-            else:
-                fens.append(" ".join(fields[:4]))
+    for label, lineno, line in numbered_lines(path):  # bad bytes: that line's FEN is skipped
+        if line.startswith("#"):
+            continue
+        if line.startswith("{"):
+            try:
+                fen = json.loads(line)["fen"]
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{label}:{lineno}: JSON line without a 'fen' field ({exc})") from exc
+            if not isinstance(fen, str):
+                raise ValueError(f"{label}:{lineno}: 'fen' must be a string, got {quote(fen)}")
+            fens.append(fen)
+            continue
+        fields = line.split()
+        if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit():
+            fens.append(" ".join(fields[:6]))
+        else:
+            fens.append(" ".join(fields[:4]))
     return fens

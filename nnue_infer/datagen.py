@@ -56,14 +56,13 @@ import math
 import os
 import random
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import chess
 import numpy as np
 
 from .errors import NnueError, PositionError
 from .features import board_bitboards
-from .inputs import input_label, open_input
+from .inputs import numbered_lines
 
 FORMAT = "nnue-infer-positions-1"
 SOURCE_PERTURBATION, SOURCE_PLAYOUT = 0, 1
@@ -130,16 +129,12 @@ def read_games(path: str | os.PathLike[str]) -> list[dict]:
     Raises ``ValueError`` naming the line for malformed JSON, a missing field or an illegal move.
     """
     games = []
-    with open_input(path) as inp:
-        path = input_label(path)
-        for lineno, line in enumerate(inp.text, 1):
-            if not line.strip():
-                continue
-            try:
-                g = json.loads(line)
-                games.append({"id": str(g["id"]), "start_fen": g["start_fen"], "moves": list(g["moves"])})
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}: line {lineno}: not a game record ({exc})") from exc
+    for label, lineno, line in numbered_lines(path):
+        try:
+            g = json.loads(line)
+            games.append({"id": str(g["id"]), "start_fen": g["start_fen"], "moves": list(g["moves"])})
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"{label}: line {lineno}: not a game record ({exc})") from exc
     return games
 
 
@@ -167,17 +162,12 @@ def read_exclude(path: str | os.PathLike[str]) -> set[tuple[int, ...]]:
     """Position keys (:func:`position_key`) of a JSONL file with a ``fen`` field, or a FEN-per-line file
     (``-`` for stdin, pipes, gzip/zstd: :func:`nnue_infer.inputs.open_input`)."""
     keys = set()
-    with open_input(path) as inp:
-        path = input_label(path)
-        for lineno, line in enumerate(inp.text, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                fen = json.loads(line)["fen"] if line.startswith("{") else line
-                keys.add(position_key(chess.Board(fen)))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}: line {lineno}: no FEN ({exc})") from exc
+    for label, lineno, line in numbered_lines(path):
+        try:
+            fen = json.loads(line)["fen"] if line.startswith("{") else line
+            keys.add(position_key(chess.Board(fen)))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{label}: line {lineno}: no FEN ({exc})") from exc
     return keys
 
 

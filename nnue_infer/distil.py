@@ -65,20 +65,16 @@ def read_corpus(path: str | os.PathLike[str]) -> list[CorpusPosition]:
 
     Raises ``ValueError`` naming the line for a malformed row.
     """
-    from .inputs import input_label, open_input
+    from .inputs import numbered_lines
 
     rows = []
-    with open_input(path) as inp:
-        path = input_label(path)
-        for lineno, line in enumerate(inp.text, 1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-                board = chess.Board(d["fen"], chess960=bool(d.get("chess960", False)))
-                rows.append(CorpusPosition(board, int(d["raw"]["value"]), d.get("game_id")))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ValueError(f"{path}: line {lineno}: not a corpus row with fen and raw.value ({exc})") from exc
+    for label, lineno, line in numbered_lines(path):
+        try:
+            d = json.loads(line)
+            board = chess.Board(d["fen"], chess960=bool(d.get("chess960", False)))
+            rows.append(CorpusPosition(board, int(d["raw"]["value"]), d.get("game_id")))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{label}: line {lineno}: not a corpus row with fen and raw.value ({exc})") from exc
     return rows
 
 

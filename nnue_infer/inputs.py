@@ -23,7 +23,7 @@ import os
 import stat
 import sys
 import zlib
-from typing import BinaryIO, TextIO
+from typing import BinaryIO, Iterator, TextIO
 
 from .errors import InputError
 
@@ -275,3 +275,24 @@ def input_label(source: str | os.PathLike[str]) -> str:
     """How messages name ``source``: ``<stdin>`` for ``-``, else the path as given."""
     path = os.fspath(source)
     return "<stdin>" if path == STDIN else path
+
+
+def numbered_lines(source: str | os.PathLike[str]) -> Iterator[tuple[str, int, str]]:
+    """The non-blank lines of a text input, stripped, with what an error message needs.
+
+    Yields ``(label, lineno, line)``: ``label`` from :func:`input_label`, ``lineno`` counting from 1
+    over every line (blank ones included, as an editor counts), ``line`` without surrounding white
+    space.  Opens ``source`` with :func:`open_input` (``-``, pipes, gzip/zstd) and closes it when
+    the iteration ends or is abandoned.
+
+    Raises
+    ------
+    OSError, InputError
+        As :func:`open_input`.
+    """
+    with open_input(source) as inp:
+        label = input_label(source)
+        for lineno, line in enumerate(inp.text, 1):
+            line = line.strip()
+            if line:
+                yield label, lineno, line

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 import chess
-import numpy as np
 import pytest
 
 from nnue_infer.errors import NetworkFormatError

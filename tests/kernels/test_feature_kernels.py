@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import chess
-import numpy as np
 import pytest
 
 import reference as R
