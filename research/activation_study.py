@@ -496,11 +496,16 @@ def measure_speed(out: Path, cfg: StudyConfig, seed: int, budget: str = "long", 
 
 def load_config(out: Path, cfg: StudyConfig | None) -> StudyConfig:
     """The study's configuration: ``out/config.json`` when it exists (a resumed study keeps its
-    settings; a different explicit one is refused), else ``cfg`` (written there)."""
+    settings; a different explicit one is refused, except more seeds: ``--seeds 1,2,3,4,5`` extends a
+    study of seeds 1,2,3 and is written back), else ``cfg`` (written there)."""
     path = out / "config.json"
     if path.exists():
         stored = json.loads(path.read_text())
         stored = StudyConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in stored.items()})
+        if (cfg is not None and cfg.seeds[:len(stored.seeds)] == stored.seeds
+                and dataclasses.replace(cfg, seeds=stored.seeds) == stored and cfg != stored):
+            path.write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
+            return cfg
         if cfg is not None and cfg != stored:
             raise SystemExit(f"{path}: the study there was started with other settings:\n  {stored}\n"
                              f"asked for\n  {cfg}\nuse another --out or the same settings")

@@ -99,10 +99,16 @@ def table_markdown(rows: list[dict], raw: dict) -> str:
     return "\n".join(lines)
 
 
+#: Two-sided 5 % critical values of Student's t by degrees of freedom (standard tables; 1.96 beyond).
+T_CRITICAL_5 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+                10: 2.228}
+
+
 def differences_markdown(raw: dict, variants) -> str:
     """Validation loss of each variant minus ``pairwise``, paired by seed (same batch order), per budget:
-    mean (std) over seeds x 1e4 and t = mean / (std / sqrt(n)); |t| > 4.3 (n = 3) or > 12.7 (n = 2)
-    is significant at 5 % (two-sided); min..max of the paired differences shows the spread."""
+    mean (std) over seeds x 1e4 and t = mean / (std / sqrt(n)), marked ``*`` when |t| exceeds the 5 %
+    two-sided critical value of Student's t with n - 1 degrees of freedom (:data:`T_CRITICAL_5`);
+    min..max of the paired differences shows the spread."""
     lines = ["| variant | short: loss - pairwise x1e4 | t | min..max | long: loss - pairwise x1e4 | t | min..max |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     by = {(r["variant"], r["budget"], r["seed"]): r["final_val_loss"] for r in raw["runs"].values()}
@@ -116,7 +122,8 @@ def differences_markdown(raw: dict, variants) -> str:
             if len(d) >= 2:
                 m, sd = float(np.mean(d)), float(np.std(d, ddof=1))
                 t = m / (sd / np.sqrt(len(d))) if sd > 0 else float("inf")
-                cells += [f"{m:+.3f} ({sd:.3f}), n={len(d)}", f"{t:+.1f}", f"{min(d):+.3f}..{max(d):+.3f}"]
+                star = "*" if abs(t) > T_CRITICAL_5.get(len(d) - 1, 1.96) else ""
+                cells += [f"{m:+.3f} ({sd:.3f}), n={len(d)}", f"{t:+.1f}{star}", f"{min(d):+.3f}..{max(d):+.3f}"]
             elif d:
                 cells += [f"{d[0]:+.3f}, n=1", "-", "-"]
             else:

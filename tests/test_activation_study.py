@@ -101,3 +101,18 @@ def test_report(study, tmp_path):
     assert len(raw["runs"]) == 4 and all("measure" in r for r in raw["runs"].values())
     for png in ("loss-curves.png", "sparsity.png"):
         assert (tmp_path / "activation-study" / png).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_more_seeds_extend_a_study_other_changes_are_refused(tmp_path):
+    """A resumed study accepts more seeds (config.json is rewritten, the planned runs grow), refuses any
+    other change of settings and fewer seeds."""
+    import dataclasses
+
+    S.load_config(tmp_path, CFG)
+    more = dataclasses.replace(CFG, seeds=(1, 2))
+    assert S.load_config(tmp_path, more) == more
+    assert json.loads((tmp_path / "config.json").read_text())["seeds"] == [1, 2]
+    assert len(S.planned_runs(more, VARIANTS)) == 2 * len(S.planned_runs(CFG, VARIANTS))
+    for bad in (dataclasses.replace(more, short_steps=5), dataclasses.replace(CFG, seeds=(2,))):
+        with pytest.raises(SystemExit, match="other settings"):
+            S.load_config(tmp_path, bad)
