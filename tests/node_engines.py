@@ -1,4 +1,4 @@
-"""Stockfish 16-18 as live oracles: the npm package ``stockfish`` under Node.js.
+"""Stockfish 16-19 as live oracles: the npm package ``stockfish`` under Node.js.
 
 One long-lived process per engine; ``eval_lines(fen)`` sends ``position fen`` + ``eval`` +
 ``isready`` and returns the lines before ``readyok`` (a time-out restarts the process and
@@ -30,6 +30,7 @@ ENGINES = {
     "17.1-lite": ("17.1.0", "src/stockfish-17.1-lite-single-03e3232.js", False),
     "18": ("18.0.8", "bin/stockfish-18-single.js", False),
     "18-lite": ("18.0.8", "bin/stockfish-18-lite-single.js", False),
+    "19": ("19.0.0", "bin/stockfish-19-single.js", False),
 }
 
 
@@ -160,4 +161,77 @@ def generated_positions(n: int, seed: int) -> list[tuple[str, bool]]:
         if not board.is_game_over() and chess.popcount(board.occupied) >= 3:
             fen = board.fen()
             out.setdefault(fen.rsplit(" ", 2)[0], (fen, c960))
+    return list(out.values())
+
+
+def _accepted(board: chess.Board) -> bool:
+    """Whether Stockfish 17.1-19 accept the position (else they print ``Unsupported position`` and
+    stop answering): python-chess's validity (one king each, no pawn on the first or last rank,
+    at most 8 pawns and 16 pieces a side, the side not to move not in check) plus Stockfish's
+    promotion rule: ``max(N-2,0) + max(B-2,0) + max(R-2,0) + max(Q-1,0) <= 8 - pawns`` per side."""
+    if not board.is_valid():
+        return False
+    for colour in chess.COLORS:
+        n = [len(board.pieces(t, colour)) for t in (chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN)]
+        if max(n[1] - 2, 0) + max(n[2] - 2, 0) + max(n[3] - 2, 0) + max(n[4] - 1, 0) > 8 - n[0]:
+            return False
+    return True
+
+
+def threat_positions(n: int, seed: int) -> list[tuple[str, bool]]:
+    """(FEN, False) of ``n`` random placements rich in threats: per side 0-8 pawns, then as many
+    knights, bishops, rooks and queens (up to 4 queens) as Stockfish's promotion rule allows, on
+    random squares: many attacked and defended pieces, pins, x-rays and pawn pairs.  A quarter
+    have kings and rooks at home with castling rights, a quarter a legal e.p. capture (a pawn
+    that just moved two squares beside an enemy pawn).  Kept when Stockfish accepts them
+    (:func:`_accepted`) and, but for one in ten, the side to move is not in check."""
+    rng = random.Random(seed)
+    out: dict[str, tuple[str, bool]] = {}
+    while len(out) < n:
+        board = chess.Board(None)
+        kind = rng.random()
+        turn = rng.random() < 0.5
+        ep = None
+        if kind < 0.25:  # castling: kings on e1/e8, rooks in (some) corners
+            for colour, king in ((chess.WHITE, chess.E1), (chess.BLACK, chess.E8)):
+                board.set_piece_at(king, chess.Piece(chess.KING, colour))
+                for corner in (king - 4, king + 3):
+                    if rng.random() < 0.7:
+                        board.set_piece_at(corner, chess.Piece(chess.ROOK, colour))
+        elif kind < 0.5:  # e.p.: the side not to move just pushed a pawn two squares
+            file = rng.randrange(8)
+            side = rng.choice([f for f in (file - 1, file + 1) if 0 <= f < 8])
+            rank = 3 if turn == chess.BLACK else 4  # the pushed pawn's rank (0-based)
+            board.set_piece_at(chess.square(file, rank), chess.Piece(chess.PAWN, not turn))
+            board.set_piece_at(chess.square(side, rank), chess.Piece(chess.PAWN, turn))
+            ep = chess.square(file, rank - 1 if turn == chess.BLACK else rank + 1)
+        keep_empty = () if ep is None else (ep, 2 * ep - chess.square(chess.square_file(ep), rank))  # e.p. and origin
+        squares = [s for s in chess.SQUARES if board.piece_at(s) is None and s not in keep_empty]
+        rng.shuffle(squares)
+        for colour in chess.COLORS:
+            if not board.pieces(chess.KING, colour):
+                board.set_piece_at(squares.pop(), chess.Piece(chess.KING, colour))
+            pawns = rng.randrange(9 - len(board.pieces(chess.PAWN, colour)))
+            budget = 8 - pawns - len(board.pieces(chess.PAWN, colour))
+            kinds = [chess.PAWN] * pawns
+            for piece in (chess.QUEEN, chess.ROOK, chess.BISHOP, chess.KNIGHT):
+                usual = 1 if piece == chess.QUEEN else 2
+                count = rng.randrange(usual + min(budget, 3) + 1) - len(board.pieces(piece, colour))
+                budget -= max(count - usual, 0)
+                kinds += [piece] * count
+            for piece in kinds:
+                square = next((s for s in squares if piece != chess.PAWN or 8 <= s < 56), None)
+                if square is not None:
+                    squares.remove(square)
+                    board.set_piece_at(square, chess.Piece(piece, colour))
+        board.turn = turn
+        board.castling_rights = chess.BB_CORNERS if kind < 0.25 else chess.BB_EMPTY
+        board.castling_rights = board.clean_castling_rights()
+        board.ep_square = ep
+        if not _accepted(board) or (board.is_check() and rng.random() < 0.9):
+            continue
+        if ep is not None and not board.has_legal_en_passant():
+            continue
+        fen = board.fen()
+        out.setdefault(fen.rsplit(" ", 2)[0], (fen, False))
     return list(out.values())

@@ -1,4 +1,4 @@
-"""Live comparisons with Stockfish 16, 17.1 and 18 (npm ``stockfish`` under Node.js).
+"""Live comparisons with Stockfish 16, 17.1, 18 and 19 (npm ``stockfish`` under Node.js).
 
 For each engine, one long-lived process evaluates a few hundred generated positions (seeded
 playouts with promotions, e.p., castling, a tenth Chess960; see ``node_engines.py``) and the
@@ -6,14 +6,18 @@ NNUE part of its ``eval`` text (piece-value board, bucket table, ``NNUE evaluati
 must equal ``Trace.format_stockfish()`` byte for byte.  Positions in check print no numbers
 and are only counted.  The engines print their big net's numbers only (17.1/18 lite engines:
 their one net); the 17.1 small net is checked through ``Final evaluation`` where only it
-decides it (``test_small_net_through_final_evaluation``).
+decides it (``test_small_net_through_final_evaluation``).  The threat-input nets of 18 and 19
+also meet random placements full of threats and real games played through push/pop
+(``test_threat_nets_match_engine``).
 
 ``NNUE_INFER_LIVE_POSITIONS`` (default 200) sets the number of positions per engine.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import shutil
 
 import chess
@@ -25,10 +29,11 @@ from nnue_infer.normalisation import material, to_cp
 from nnue_infer.trace import tdiv
 from nnue_infer.resources import known_network
 
-from node_engines import NodeEngine, generated_positions, unpacked
+from node_engines import NodeEngine, generated_positions, threat_positions, unpacked
 
 N = int(os.environ.get("NNUE_INFER_LIVE_POSITIONS", "200"))
-CASES = [("16", "sf16"), ("17.1", "sf17.1"), ("17.1-lite", "sf17.1-lite"), ("18-lite", "sf18-lite")]
+CASES = [("16", "sf16"), ("17.1", "sf17.1"), ("17.1-lite", "sf17.1-lite"), ("18", "sf18"), ("18-lite", "sf18-lite"),
+         ("19", "sf19")]
 
 
 def _engine(name: str) -> NodeEngine:
@@ -140,3 +145,95 @@ def test_small_net_through_final_evaluation():
         sf.close()
     assert checked >= 20 and distinguishing >= checked // 2, (checked, distinguishing)
 
+
+
+def _special_games(data_dir, count: int) -> list[dict]:
+    """``count`` dev games (``shared/data/sf19/games-dev-sf19.jsonl``), chosen in file order to
+    cover promotions, e.p. captures and castling on both wings first."""
+    with open(data_dir / "sf19" / "games-dev-sf19.jsonl") as f:
+        games = [json.loads(line) for line in f if line.strip()]
+    wanted = {"promotion", "en passant", "O-O", "O-O-O"}
+    chosen = []
+    for game in games:
+        board, kinds = chess.Board(game["start_fen"]), set()
+        for uci in game["moves"]:
+            move = chess.Move.from_uci(uci)
+            if move.promotion:
+                kinds.add("promotion")
+            if board.is_en_passant(move):
+                kinds.add("en passant")
+            if board.is_castling(move):
+                kinds.add("O-O" if chess.square_file(move.to_square) == 6 else "O-O-O")
+            board.push(move)
+        if kinds & wanted:
+            chosen.append(game)
+            wanted -= kinds
+        if len(chosen) == count or not wanted:
+            break
+    return chosen + [g for g in games if g not in chosen][:count - len(chosen)]
+
+@pytest.mark.parametrize("engine,spec", [("18", "sf18"), ("19", "sf19")])
+def test_threat_nets_match_engine(engine, spec, data_dir):
+    """Stockfish 18's and 19's threat-input nets, every number ``eval`` prints (bucket table;
+    18: piece-value board; 19: the raw value line) on ``N / 2`` random placements full of
+    threats (many sliders and queens, pins, pawn pairs, castling rights, e.p.), then through
+    three dev games played with push/pop: at each ply the incremental ``evaluate()`` must equal
+    the trace's value (which the engine's text pins), and after random pops the fresh value;
+    ``evaluate_batch`` and ``evaluate_game`` must give the same values."""
+    net = _net(spec)
+    sf = _engine(engine)
+    ev, inc = nnue_infer.Evaluator(net), nnue_infer.Evaluator(net)
+    rng = random.Random(1910)
+    seen: dict[str, int] = {}
+    counts = {"compared": 0, "in_check": 0}
+
+    def check(board: chess.Board, incremental: int | None = None) -> None:
+        trace = ev.trace(board)
+        seen[board.fen()] = trace.value
+        if incremental is not None:
+            assert incremental == trace.value, (engine, board.fen(), "incremental")
+        lines = sf.eval_lines(board.fen(), board.chess960)
+        assert lines is not None, f"{engine}: no answer for {board.fen()}"
+        if any("none (in check)" in l for l in lines):
+            counts["in_check"] += 1
+            return
+        assert trace.format_stockfish() == engine_nnue_text(lines), f"{engine} {board.fen()}"
+        counts["compared"] += 1
+
+    try:
+        for fen, c960 in threat_positions(N // 2, seed=1910):
+            check(chess.Board(fen, chess960=c960))
+        placements = counts["compared"]
+        for game in _special_games(data_dir, 3):
+            board = chess.Board(game["start_fen"])
+            inc.set_position(board)
+            check(board, inc.evaluate())
+            for uci in game["moves"]:
+                move = chess.Move.from_uci(uci)
+                board.push(move)
+                inc.push(move)
+                check(board, inc.evaluate())
+                if rng.random() < 0.1 and len(board.move_stack) > 3:
+                    undone = [board.pop() for _ in range(rng.randrange(1, 4))]
+                    for _ in undone:
+                        inc.pop()
+                    assert inc.evaluate() == ev.evaluate(board), (engine, board.fen(), "after pop")
+                    for m in reversed(undone):
+                        board.push(m)
+                        inc.push(m)
+            assert nnue_infer.evaluate_game(game["start_fen"], game["moves"], net).tolist() == [
+                seen[b] for b in _fens(game)], (engine, game["id"])
+    finally:
+        sf.close()
+    fens = list(seen)
+    assert nnue_infer.evaluate_batch(fens, net).tolist() == [seen[f] for f in fens]
+    assert placements >= N // 2 * 0.8 and counts["compared"] >= placements + 200 and sf.restarts == 0, counts
+
+
+def _fens(game: dict) -> list[str]:
+    board = chess.Board(game["start_fen"])
+    out = [board.fen()]
+    for uci in game["moves"]:
+        board.push_uci(uci)
+        out.append(board.fen())
+    return out
