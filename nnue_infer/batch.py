@@ -21,6 +21,7 @@ from .features import MAX_PIECES, check_position, check_variant
 from .kernels import batch as KB
 from .kernels import features as KFT
 from .kernels import fen as KF
+from .positions import missing_field, missing_field_message
 
 # Idle OpenMP threads sleep instead of spinning (unless the user chose otherwise): on a
 # machine busy with other work, a spinning thread takes CPU from the one still computing
@@ -134,6 +135,22 @@ def fen_buffer(fens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return buf, offsets
 
 
+#: ``fen_codes`` of a row that parses but lacks a field under the strict rule
+#: (:func:`nnue_infer.positions.missing_field`); the compiled parser's codes are ``kernels.fen.FEN_*``.
+FEN_MISSING_FIELD = -1
+
+
+def field_counts(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """int64[n]: white-space separated fields of each row of ``buf`` (layout of :func:`fen_buffer`;
+    ASCII white space as ``kernels.fen.is_space``)."""
+    space = (buf == 32) | ((buf >= 9) & (buf <= 13)) | ((buf >= 28) & (buf <= 31))
+    starts = ~space
+    starts[1:] &= space[:-1]  # a field starts after white space (every row ends with a newline)
+    if offsets.shape[0] < 2:
+        return np.zeros(0, np.int64)
+    return np.add.reduceat(starts.astype(np.int64), offsets[:-1])
+
+
 def fen_problem(fen: str, code: int, offset: int) -> str:
     """Human-readable description of :func:`nnue_infer.kernels.fen.parse_fen`'s ``code`` at ``offset``.
 
@@ -185,7 +202,10 @@ def evaluate_rows(positions: Sequence[chess.Board | str], net_arrays: tuple, scr
     python-chess (``chess.Board(fen)``) has the last word on FENs the compiled parser refuses:
     it also reads text outside the parser's ASCII rules (Unicode white space and digits,
     letters such as the Kelvin sign for ``K``, ``1_0`` counters); such rows are evaluated
-    from its board, so a batch accepts exactly the FENs :meth:`Evaluator.evaluate` accepts.
+    from its board.  Then the strict rule of :func:`nnue_infer.positions.board_from_fen`
+    applies (a row lacking side to move, castling rights or en passant square, or with a
+    half-move clock but no full-move number, is an error naming the field), so a batch
+    accepts exactly the FENs :meth:`Evaluator.evaluate` and the command line accept.
     """
     n = len(positions)
     values = np.empty(n, np.int32)
@@ -198,8 +218,13 @@ def evaluate_rows(positions: Sequence[chess.Board | str], net_arrays: tuple, scr
         with PARALLEL_LOCK, numba.parallel_chunksize(1):
             KB.evaluate_fens(buf, offsets, *net_arrays, MAX_PIECES, scratch_len, n_chunks(), values, fen_codes,
                              fen_offsets, codes)
-        if fen_codes.any():
+        refused = fen_codes != 0
+        if refused.any():
             reread_refused_fens(positions, fen_codes, values, codes, net_arrays, scratch_len)  # type: ignore[arg-type]
+        fields = field_counts(buf, offsets)
+        for i in np.flatnonzero(refused & (fen_codes == 0)).tolist():  # read by python-chess: Unicode white space
+            fields[i] = len(positions[i].split())  # type: ignore[union-attr]
+        fen_codes[(fen_codes == 0) & ((fields < 4) | (fields == 5))] = FEN_MISSING_FIELD
     else:
         evaluate_boards(positions, net_arrays, scratch_len, values, codes)  # type: ignore[arg-type]
     bad = np.flatnonzero(codes if fen_codes is None else codes | fen_codes)
@@ -265,6 +290,9 @@ def raise_row_error(positions: Sequence[chess.Board | str], i: int, fen_codes: n
     position = positions[i]
     if fen_codes is not None and fen_codes[i]:
         assert fen_offsets is not None and isinstance(position, str)
+        if fen_codes[i] == FEN_MISSING_FIELD:
+            field = missing_field(len(position.split())) or ""
+            raise FenError(f"row {i}: {missing_field_message(position, field, 'api')}")
         if not position.isascii():  # python-chess refused it too; the kernel's offset counts bytes
             try:
                 chess.Board(position)

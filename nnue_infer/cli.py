@@ -76,9 +76,9 @@ def progress_option(f):
                         help="Show a progress bar on stderr even when it is not a terminal.")(f)
 
 
-def output_option(help_text: str, **kwargs):
+def output_option(help_text: str, dir_okay: bool = False, **kwargs):
     def decorate(f):
-        return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), help=help_text,
+        return click.option("-o", "--output", type=click.Path(dir_okay=dir_okay, allow_dash=True), help=help_text,
                             **kwargs)(f)
     return decorate
 
@@ -188,22 +188,32 @@ def _eval_distributed(epd, pgn, output, net, scheduler, workers, progress, quiet
         raise click.ClickException(str(exc)) from exc
 
 
+def _epd_chunks(inp, label: str):
+    """The chunks of an EPD/FEN input (:func:`nnue_infer.epd.iter_epd`); a file that starts like PGN is an error."""
+    from .epd import iter_epd, looks_like_pgn
+
+    first = True
+    for rows in iter_epd(inp.binary, label):
+        if first and len(rows):
+            first = False
+            head = rows.fen.buf[rows.line_start[0]:rows.fen.ends[0]].tobytes()
+            if looks_like_pgn(head):
+                raise click.ClickException(f"{label}:{rows.line[0]}: this is PGN (a tag pair or moves), not a FEN/EPD "
+                                           "line: use --pgn for games")
+        yield rows
+
+
 def _score_epd_file(ev, source: str, out: _Output, fmt: str, show: bool, strict: bool, keep_errors: bool,
                     empty_in_check: bool) -> int:
-    from .epd import read_epd
     from .inputs import input_label, open_input
     from .output import TableWriter
-    from .score import CHUNK_ROWS, score_epd
+    from .score import VALUE_COLUMNS, score_epd
 
-    with open_input(source, text=False) as inp:
-        data = inp.binary.read()
     label = input_label(source)
-    rows = read_epd(data)
     writer = _table_writer(out, fmt)
     status = 0
-    with _progress_bar(len(rows), "pos", show) as bar:
-        for lo, table in zip(range(0, len(rows), CHUNK_ROWS), score_epd(ev, rows, strict=strict,
-                                                                        empty_in_check=empty_in_check)):
+    with open_input(source, text=False) as inp, _progress_bar(None, "pos", show) as bar:
+        for table in score_epd(ev, _epd_chunks(inp, label), strict=strict, empty_in_check=empty_in_check):
             for i, message in _errors_of(table):
                 bar.write(f"error: {label}:{table['line'][i]}: {message}", file=sys.stderr)
                 status = 1
@@ -212,16 +222,29 @@ def _score_epd_file(ev, source: str, out: _Output, fmt: str, show: bool, strict:
     if fmt == "parquet":
         writer.close()
     elif writer.columns is None:  # no positions: the CSV header alone
-        from .score import VALUE_COLUMNS
-
         TableWriter(out.binary, fmt, columns=["line", "fen", *VALUE_COLUMNS] + ["error"] * keep_errors)
     return status
+
+
+def _pgn_lines(stream, label: str):
+    """The lines of a PGN text stream; a file whose first line (after blank lines, ``%`` escapes and EPD's
+    ``#`` comments) is a FEN is an error."""
+    from .epd import looks_like_fen
+
+    for number, line in enumerate(stream, 1):
+        if line.strip() and not line.startswith(("%", "#")):
+            if looks_like_fen(line):
+                raise click.ClickException(f"{label}:{number}: this is a FEN/EPD line, not PGN (tag pairs and "
+                                           "moves): use --epd for positions")
+            yield line
+            break
+        yield line
+    yield from stream
 
 
 def _score_pgn_file(ev, source: str, out: _Output, fmt: str, show: bool, keep_errors: bool,
                     empty_in_check: bool) -> int:
     from .inputs import input_label, open_input
-    from .output import TableWriter
     from .score import score_pgn
 
     label = input_label(source)
@@ -229,7 +252,7 @@ def _score_pgn_file(ev, source: str, out: _Output, fmt: str, show: bool, keep_er
     status = 0
     positions = 0
     with open_input(source) as inp, _progress_bar(None, "game", show) as bar:
-        for table, games in score_pgn(ev, inp.text, source=label, empty_in_check=empty_in_check):
+        for table, games in score_pgn(ev, _pgn_lines(inp.text, label), source=label, empty_in_check=empty_in_check):
             for i, message in _errors_of(table):
                 bar.write(f"error: {label}: game {table['game'][i]}: {message}", file=sys.stderr)
                 status = 1
@@ -276,7 +299,8 @@ def _score_pgn_file(ev, source: str, out: _Output, fmt: str, show: bool, keep_er
               help="With --trace and one position: also draw the board with each piece's value and the bucket "
               "table into this SVG file.")
 @json_option("JSON lines instead of text (positions) or CSV (files); numbers are JSON numbers.")
-@output_option("Write the results to this file ('-': stdout, the default).")
+@output_option("Write the results to this file ('-': stdout, the default); with --workers / --scheduler, the "
+               "Parquet dataset directory.", dir_okay=True)  # a directory otherwise: eval names the mistake
 @threads_option
 @click.option("-j", "--jobs", type=click.IntRange(min=1), hidden=True, help="Deprecated name of --threads.")
 @progress_option
@@ -323,6 +347,10 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
         if path and path != "-" and not os.path.exists(path):
             raise click.BadParameter(f"File {path!r} does not exist.", param_hint=f"'{option}'")
     _threads(threads, "--threads" if jobs is None else "--jobs")
+    if output not in (None, "-") and (output.endswith(("/", os.sep)) or os.path.isdir(output)):
+        raise click.BadParameter(f"{output} is a directory: give a file name (.csv, .jsonl, .parquet), or add "
+                                 "--workers N / --scheduler ADDRESS to score --epd / --pgn files into a Parquet "
+                                 "dataset directory", param_hint="--output")
     source = epd or pgn
     if output not in (None, "-") and source and source != "-" and os.path.exists(output) \
             and os.path.samefile(output, source):
@@ -398,23 +426,27 @@ def _parse_position_args(words, fen_opts, strict: bool) -> list:
 
 def _epd_boards(source: str, strict: bool) -> list:
     """Positions of an EPD file, one by one (for --trace); bad rows are reported and give status 1."""
-    from .epd import read_epd
     from .inputs import input_label, open_input
     from .positions import Position, board_from_fen
 
+    label = input_label(source)
+    boards: list = []
     try:
         with open_input(source, text=False) as inp:
-            rows = read_epd(inp.binary.read())
+            for rows in _epd_chunks(inp, label):
+                for i in range(len(rows)):
+                    fen = rows.fen[i] or ""
+                    try:
+                        board = board_from_fen(fen, strict)
+                        problem = rows.problem(i)
+                        if problem:
+                            raise ValueError(problem)
+                        boards.append(Position(fen, board))
+                    except ValueError as exc:
+                        _report(label, str(rows.line[i]), str(exc))
+                        boards.append(None)
     except OSError as exc:
         raise click.ClickException(str(exc)) from exc
-    boards: list = []
-    for i in range(len(rows)):
-        fen = rows.fen[i] or ""
-        try:
-            boards.append(Position(fen, board_from_fen(fen, strict)))
-        except ValueError as exc:
-            _report(input_label(source), str(rows.line[i]), str(exc))
-            boards.append(None)
     return boards
 
 
@@ -578,7 +610,9 @@ def extract(source, output, list_only, quiet):
         raise click.ClickException(str(exc)) from exc
     if not quiet:
         for name, digest in zip(names, digests):
-            click.echo(f"wrote {name} (sha256 {digest}, nn-{digest[:12]}.nnue)")
+            canonical = f"nn-{digest[:12]}.nnue"  # Stockfish's name for it, when the file is called otherwise
+            alias = f", {canonical}" if os.path.basename(name) != canonical else ""
+            click.echo(f"wrote {name} (sha256 {digest}{alias})")
 
 
 @cli.command(epilog=_example("nnue-infer fetch sf17.1-small"))
@@ -875,6 +909,17 @@ def _check_output_dir(path: str, option: str) -> None:
         raise click.BadParameter(f"directory {directory} is not writable", param_hint=option)
 
 
+def _show_error(exc: click.ClickException) -> None:
+    """Print ``exc`` as every message of this program starts: ``error: ...`` (usage errors after
+    the usage line and the --help hint, as click prints them, whose own prefix is ``Error:``)."""
+    if isinstance(exc, click.UsageError) and exc.ctx is not None:
+        hint = ""
+        if exc.ctx.command.get_help_option(exc.ctx) is not None:
+            hint = f"Try '{exc.ctx.command_path} {exc.ctx.help_option_names[0]}' for help.\n"
+        click.echo(f"{exc.ctx.get_usage()}\n{hint}", err=True)
+    click.echo(f"error: {exc.format_message()}", err=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     try:
@@ -882,7 +927,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        _show_error(exc)
         return exc.exit_code
     except click.exceptions.Abort:
         click.echo("Aborted!", err=True)

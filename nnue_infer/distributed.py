@@ -108,7 +108,7 @@ def part_name(path: str) -> str:
 
 def _tables(path: str, kind: str, ev, column: str, threads: int | None):
     """Result tables (:mod:`nnue_infer.score`) of one input file."""
-    from .epd import read_epd
+    from .epd import iter_epd, read_epd
     from .inputs import input_label, open_input
     from .score import score_epd, score_pgn
 
@@ -118,13 +118,13 @@ def _tables(path: str, kind: str, ev, column: str, threads: int | None):
                 yield table
         return
     if kind == "epd":
-        with open_input(path, text=False) as inp:
-            data = inp.binary.read()
-    else:  # Parquet: one FEN per row, rows numbered from 1 like lines
-        import pyarrow.parquet as pq
+        with open_input(path, text=False) as inp:  # in bounded chunks, like the command line
+            yield from score_epd(ev, iter_epd(inp.binary, input_label(path)))
+        return
+    import pyarrow.parquet as pq  # Parquet: one FEN per row, rows numbered from 1 like lines
 
-        fens = pq.read_table(path, columns=[column]).column(column).to_pylist()
-        data = "".join(f"{f}\n" for f in fens).encode()
+    fens = pq.read_table(path, columns=[column]).column(column).to_pylist()
+    data = "".join(f"{f}\n" for f in fens).encode()
     yield from score_epd(ev, read_epd(data))
 
 

@@ -5,26 +5,47 @@ operations such as ``bm Nf3; id "WAC.001";``; PGN standard, section 16.2).  Blan
 lines starting with ``#`` are skipped.  Splitting runs in compiled code over the file's bytes
 (:mod:`nnue_infer.kernels.epd`); the FENs and operands stay byte ranges of that buffer
 (:class:`~nnue_infer.output.TextColumn`), so a file of millions of lines is read without a
-Python object per line.
+Python object per line, and :func:`iter_epd` reads a stream in chunks of
+:data:`CHUNK_BYTES`, so memory stays bounded whatever the input.
+
+EPD operations are checked: an opcode must be a name (a letter, then letters, digits or
+``_``, at most 15 characters), a string operand needs its closing quote (``\\"`` and ``\\\\``
+inside are a quote and a backslash), and an opcode may appear once per line.  A line
+breaking these rules is a problem of that line (:meth:`EpdRows.problem`), like a bad FEN.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 
+from .errors import InputError
 from .kernels import epd as KE
 from .output import TextColumn
+from .positions import missing_field
 
-#: What a FEN with ``fields`` fields lacks (strict mode names it).
-MISSING_FIELD = {1: "side to move", 2: "castling rights", 3: "en passant square",
-                 KE.HALFMOVE_WITHOUT_FULLMOVE: "full-move number"}
+#: Bytes read from a stream at a time by :func:`iter_epd` (about 100,000 EPD lines).
+CHUNK_BYTES = 1 << 23
+#: Longest line :func:`iter_epd` accepts, in bytes (a FEN and its operations are far shorter;
+#: a longer "line" means the input is not an EPD/FEN file).
+MAX_LINE_BYTES = 1 << 20
+
+_OP_PROBLEMS = {
+    KE.OP_BAD_OPCODE: "EPD opcode {opcode!r} is not a name (a letter, then letters, digits or '_', at most 15)",
+    KE.OP_UNTERMINATED: "EPD string operand without its closing '\"'",
+    KE.OP_REPEATED: "EPD opcode {opcode!r} given twice on the line",
+}
+_PGN_LINE = re.compile(rb"\s*(\[[A-Za-z0-9_]+\s+\"|1\.\s*[a-hNBRQKO])")
+_FEN_LINE = re.compile(r"\s*[1-8pnbrqkPNBRQK]{1,8}(/[1-8pnbrqkPNBRQK~]{1,9}){7}(\s|$)")
 
 
 @dataclass(frozen=True)
 class EpdRows:
-    """The positions of one EPD/FEN text.
+    """The positions of one EPD/FEN text (or one chunk of it).
 
     Attributes
     ----------
@@ -35,23 +56,97 @@ class EpdRows:
         counters (or five: see ``fields``).
     fields : numpy.ndarray
         int8[n], FEN fields found: 1-4 or 6; 5 when a half-move clock has no full-move number.
-    operations : dict of str to TextColumn
-        One column per opcode, in order of first appearance: the operand text (quotes of a
-        single string removed), null where a line lacks the opcode.  A line repeating an
-        opcode keeps the last one.
+    line_start : numpy.ndarray
+        int64[n], byte offset of each position's line in ``fen.buf`` (for columns in messages).
+    op_row, op_name_start, op_name_end, op_start, op_end, op_hash : numpy.ndarray
+        int64[m] each: the EPD operations, in order: the position they belong to, the byte
+        ranges of opcode and operand (one string operand: without quotes, unescaped) and the
+        opcode's hash (FNV-1a 64).
+    op_problem, op_problem_at : numpy.ndarray
+        int8[n] (``kernels.epd.OP_*``, 0: none) and int64[n] (byte offset in the buffer): the
+        first problem of each position's operations.
     """
 
     line: np.ndarray
     fen: TextColumn
     fields: np.ndarray
-    operations: dict[str, TextColumn]
+    line_start: np.ndarray
+    op_row: np.ndarray
+    op_name_start: np.ndarray
+    op_name_end: np.ndarray
+    op_start: np.ndarray
+    op_end: np.ndarray
+    op_hash: np.ndarray
+    op_problem: np.ndarray
+    op_problem_at: np.ndarray
 
     def __len__(self) -> int:
         return int(self.line.shape[0])
 
     def missing_field(self, i: int) -> str | None:
         """The first FEN field row ``i`` lacks (``None`` when it has at least four and both counters or none)."""
-        return MISSING_FIELD.get(int(self.fields[i]))
+        return missing_field(int(self.fields[i]))
+
+    def problem(self, i: int) -> str | None:
+        """What is wrong with row ``i``'s EPD operations ("column C: ..."), or ``None``."""
+        code = int(self.op_problem[i])
+        if not code:
+            return None
+        at = int(self.op_problem_at[i])
+        buf = self.fen.buf
+        end = at
+        while end < buf.shape[0] and buf[end] not in b" \t\r\n;":
+            end += 1
+        opcode = bytes(buf[at:end]).decode("utf-8", "replace")[:40]
+        column = len(bytes(buf[int(self.line_start[i]):at]).decode("utf-8", "replace")) + 1
+        return f"column {column}: {_OP_PROBLEMS[code].format(opcode=opcode)}"
+
+    def opcodes(self, keep: np.ndarray | None = None) -> list[str]:
+        """The opcodes of the rows with ``keep`` true (default: all) and no operation problem, in order of first appearance."""
+        sel = self._kept(keep)
+        _, first = np.unique(self.op_hash[sel], return_index=True)
+        starts, ends = self.op_name_start[sel], self.op_name_end[sel]
+        return [bytes(self.fen.buf[starts[j]:ends[j]]).decode("utf-8") for j in sorted(first.tolist())]
+
+    def _kept(self, keep: np.ndarray | None) -> np.ndarray:
+        ok = self.op_problem == 0
+        if keep is not None:
+            ok = ok & keep
+        return ok[self.op_row]
+
+    def operation_columns(self, names: list[str], keep: np.ndarray | None = None) -> tuple[dict[str, TextColumn],
+                                                                                            dict[int, str]]:
+        """One column per opcode of ``names`` (the operand text, null where a row lacks it) over
+        the rows with ``keep`` true (default: all) and no operation problem, and the rows among
+        them with an opcode not in ``names`` (row -> that opcode)."""
+        n = len(self)
+        sel = self._kept(keep)
+        hashes = self.op_hash[sel]
+        rows = self.op_row[sel]
+        name_of = {}
+        for h, j in zip(*np.unique(hashes, return_index=True)):
+            k = np.flatnonzero(sel)[j]
+            name_of[int(h)] = bytes(self.fen.buf[self.op_name_start[k]:self.op_name_end[k]]).decode("utf-8")
+        columns: dict[str, TextColumn] = {}
+        for name in names:
+            hs = [h for h, nm in name_of.items() if nm == name]
+            pick = np.isin(hashes, hs) if hs else np.zeros(hashes.shape[0], bool)
+            starts, ends, valid = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, bool)
+            r = rows[pick]
+            starts[r], ends[r], valid[r] = self.op_start[sel][pick], self.op_end[sel][pick], True
+            columns[name] = TextColumn(self.fen.buf, starts, ends, valid)
+        unknown: dict[int, str] = {}
+        known = set(names)
+        for h, nm in name_of.items():
+            if nm not in known:
+                for r in rows[hashes == h].tolist():
+                    unknown.setdefault(r, nm)
+        return columns, unknown
+
+    @property
+    def operations(self) -> dict[str, TextColumn]:
+        """:meth:`operation_columns` of every opcode over all rows without an operation problem."""
+        return self.operation_columns(self.opcodes())[0]
 
     def fen_buffer(self) -> tuple[np.ndarray, np.ndarray]:
         """The FENs one per line, as ``nnue_infer.batch.fen_buffer`` lays them out: (uint8 buffer, int64[n + 1] offsets)."""
@@ -62,34 +157,76 @@ class EpdRows:
         return out, offsets
 
 
-def read_epd(data: bytes) -> EpdRows:
-    """The positions of an EPD/FEN text given as bytes (UTF-8; a BOM is skipped, undecodable bytes become U+FFFD)."""
-    if data.startswith(b"\xef\xbb\xbf"):
+def read_epd(data: bytes, *, first_line: int = 1, source: str = "<epd>", max_line: int = MAX_LINE_BYTES) -> EpdRows:
+    """The positions of an EPD/FEN text given as bytes (UTF-8; a BOM is skipped, undecodable
+    bytes become U+FFFD), its first line numbered ``first_line``.
+
+    Raises :class:`~nnue_infer.errors.InputError` naming ``source`` and the line for a line
+    longer than ``max_line`` bytes or a NUL byte (binary data).
+    """
+    if first_line == 1 and data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
         data = data.decode("utf-8", "replace").encode("utf-8")
-    buf = np.frombuffer(data, np.uint8)
+    buf = np.frombuffer(bytearray(data), np.uint8)  # writeable: string operands are unescaped in place
     size = KE.count_lines(buf)
-    line = np.empty(size, np.int64)
+    line, line_start = np.empty(size, np.int64), np.empty(size, np.int64)
     starts, ends = np.empty(size, np.int64), np.empty(size, np.int64)
     fields = np.empty(size, np.int8)
     ops_starts, ops_ends = np.empty(size, np.int64), np.empty(size, np.int64)
-    n = KE.split_lines(buf, line, starts, ends, fields, ops_starts, ops_ends)
+    problem = np.zeros(3, np.int64)
+    n = KE.split_lines(buf, max_line, line, line_start, starts, ends, fields, ops_starts, ops_ends, problem)
+    if problem[0] == KE.LINE_TOO_LONG:
+        raise InputError(f"{source}:{first_line - 1 + int(problem[1])}: line longer than {max_line} bytes "
+                         "(not an EPD/FEN file?)")
+    if problem[0] == KE.LINE_BINARY:
+        raise InputError(f"{source}:{first_line - 1 + int(problem[1])}: NUL byte at column {int(problem[2])}: "
+                         "binary data, not an EPD/FEN text file")
     ops_starts, ops_ends = ops_starts[:n], ops_ends[:n]
     none = np.empty(0, np.int64)
-    m = KE.split_operations(buf, ops_starts, ops_ends, none, none, none, none, none, none)
-    rows, o_starts, o_ends, a_starts, a_ends, hashes = (np.empty(m, np.int64) for _ in range(6))
-    KE.split_operations(buf, ops_starts, ops_ends, rows, o_starts, o_ends, a_starts, a_ends, hashes)
-    operations: dict[str, TextColumn] = {}
-    if m:
-        unique, first = np.unique(hashes, return_index=True)
-        for h, j in sorted(zip(unique.tolist(), first.tolist()), key=lambda t: t[1]):
-            name = bytes(buf[o_starts[j]:o_ends[j]]).decode("utf-8")
-            sel = hashes == h
-            col_starts, col_ends = np.zeros(n, np.int64), np.zeros(n, np.int64)
-            valid = np.zeros(n, bool)
-            col_starts[rows[sel]], col_ends[rows[sel]], valid[rows[sel]] = a_starts[sel], a_ends[sel], True
-            operations[name] = TextColumn(buf, col_starts, col_ends, valid)
-    return EpdRows(line[:n], TextColumn(buf, starts[:n], ends[:n]), fields[:n], operations)
+    m = KE.split_operations(buf, ops_starts, ops_ends, none, none, none, none, none, none, np.empty(0, np.int8),
+                            none)
+    op = [np.empty(m, np.int64) for _ in range(6)]
+    op_problem, op_problem_at = np.empty(n, np.int8), np.empty(n, np.int64)
+    KE.split_operations(buf, ops_starts, ops_ends, *op, op_problem, op_problem_at)
+    return EpdRows(line[:n] + (first_line - 1), TextColumn(buf, starts[:n], ends[:n]), fields[:n], line_start[:n],
+                   *op, op_problem, op_problem_at)
+
+
+def iter_epd(stream: BinaryIO, source: str = "<epd>", *, chunk_bytes: int = CHUNK_BYTES,
+             max_line: int = MAX_LINE_BYTES) -> Iterator[EpdRows]:
+    """:func:`read_epd` of a binary stream, chunk by chunk (whole lines, about ``chunk_bytes`` each).
+
+    Memory stays within a few chunks and ``max_line``: a line longer than ``max_line`` bytes
+    (``/dev/zero``, a binary file) is an :class:`~nnue_infer.errors.InputError` naming
+    ``source`` and the line number, raised when it is reached.
+    """
+    carry = b""
+    line = 1
+    while True:
+        block = stream.read(chunk_bytes)
+        data = carry + block if carry else block
+        if not block:
+            if data:
+                yield read_epd(data, first_line=line, source=source, max_line=max_line)
+            return
+        cut = data.rfind(b"\n") + 1
+        if len(data) - cut > max_line:  # the unfinished last line
+            where = line + data.count(b"\n", 0, cut)
+            raise InputError(f"{source}:{where}: line longer than {max_line} bytes (not an EPD/FEN file?)")
+        carry = data[cut:]
+        if cut:
+            yield read_epd(data[:cut], first_line=line, source=source, max_line=max_line)
+            line += data.count(b"\n", 0, cut)
+
+
+def looks_like_pgn(line: bytes) -> bool:
+    """Whether the text ``line`` starts like PGN (a tag pair ``[Event "..."]`` or ``1. e4``), not like a FEN."""
+    return _PGN_LINE.match(line) is not None
+
+
+def looks_like_fen(line: str) -> bool:
+    """Whether ``line`` starts with a FEN placement field (eight ranks), as EPD/FEN lines do."""
+    return _FEN_LINE.match(line) is not None

@@ -24,13 +24,14 @@ import chess
 import numpy as np
 
 from .batch import as_sequence, evaluate_bitboards, evaluate_rows
-from .errors import ConcurrentUseError, FenError, IllegalMoveError, PositionError, clip, quote
+from .errors import ConcurrentUseError, IllegalMoveError, PositionError, clip, quote
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant, int8_layout
 from .kernels import forward as K
 from .kernels.accumulator import STATE_COLUMNS
 from .kernels.dense import scratch_size
 from .kernels.forward import INVALID_POSITION, evaluate_fresh, evaluate_stack
 from .normalisation import material
+from .positions import board_from_fen
 from .network import SKIP_MODES, VALUE_DIVISIONS, Network
 from .trace import Trace, to_centipawns
 
@@ -42,16 +43,14 @@ _INITIAL_PLIES = 256
 
 
 def _as_board(board: chess.Board | str) -> chess.Board:
-    """A ``chess.Board`` from a board or a FEN string (:class:`FenError` naming the problem if bad;
+    """A ``chess.Board`` from a board or a FEN string, read by the command line's strict rule
+    (:func:`nnue_infer.positions.board_from_fen`: :class:`FenError` naming the problem or the missing field;
     :class:`PositionError` for a variant board, ``TypeError`` for anything else)."""
     if isinstance(board, chess.Board):
         check_variant(board)
         return board
     if isinstance(board, str):
-        try:
-            return chess.Board(board)
-        except ValueError as exc:
-            raise FenError(f"invalid FEN {quote(board)}: {clip(str(exc))}") from exc
+        return board_from_fen(board, strict=True, hint="api")
     raise TypeError(f"expected a chess.Board or a FEN string, got {type(board).__name__}")
 
 
@@ -409,7 +408,9 @@ class Evaluator:
         Raises
         ------
         ValueError
-            Bad FEN string; :class:`~nnue_infer.errors.PositionError` (a ``ValueError``) for a
+            Bad FEN string (:class:`~nnue_infer.errors.FenError`; every field is required, as on the
+            command line: pass ``chess.Board(fen)`` for python-chess's lenient reading);
+            :class:`~nnue_infer.errors.PositionError` (a ``ValueError``) for a
             position the network cannot represent (kings, more than 32 pieces, pawns on the
             first or last rank), raised before any accumulator changes.
         """
@@ -457,7 +458,8 @@ class Evaluator:
         positions : sequence of chess.Board, or sequence of str
             All boards or all FEN strings.  FENs are parsed and checked in compiled code
             (placement and side to move are used; castling, en passant and the counters are
-            only checked, as they do not change the NNUE value).
+            only checked, as they do not change the NNUE value); every field is required, as
+            for :meth:`evaluate`.
 
         Returns
         -------

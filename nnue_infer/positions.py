@@ -19,52 +19,82 @@ from dataclasses import dataclass
 
 import chess
 
-from .errors import FenError, IllegalMoveError
+from .errors import FenError, IllegalMoveError, clip, quote
 
 #: The FEN fields after the placement, as named in messages.
 FIELD_NAMES = ("side to move", "castling rights", "en passant square", "half-move clock", "full-move number")
 
-_FIELD_PATTERNS = (
-    re.compile(r"[wb]"),
-    re.compile(r"-|[KQA-H]{0,2}[kqa-h]{0,2}"),
-    re.compile(r"-|[a-h][1-8]"),
-    re.compile(r"\d+"),
-    re.compile(r"\d+"),
-)
+#: Words that start a position or its moves (they end the FEN before them).
+_KEYWORDS = ("startpos", "fen", "moves")
 _MOVE_NUMBER = re.compile(r"^\d+\.+")
 _RESULTS = {"1-0", "0-1", "1/2-1/2", "*"}
 
 
-def check_fen_fields(fen: str) -> None:
-    """Raise :class:`FenError` naming the first missing field of ``fen`` (strict FEN rules).
+#: What strict mode suggests for a FEN lacking a field, by caller: the command line's option, the API's way.
+LENIENT_HINTS = {"cli": "--lenient reads it as python-chess does",
+                 "api": "chess.Board(fen) reads it as python-chess does: pass that board instead"}
 
-    Fields present are not validated here (the parser does that); this only requires
-    placement, side to move, castling rights and en passant square, and the full-move number
-    when the half-move clock is given.
+
+def missing_field(fields: int) -> str | None:
+    """The first field a FEN of ``fields`` white-space separated fields lacks under the strict
+    rule (at least placement, side to move, castling rights and en passant square; both
+    counters or neither), or ``None``."""
+    if fields < 4:
+        return FIELD_NAMES[max(fields, 1) - 1]
+    if fields == 5:
+        return FIELD_NAMES[4]
+    return None
+
+
+def missing_field_message(fen: str, field: str, hint: str = "cli") -> str:
+    """The strict rule's message for ``fen`` lacking ``field`` (``hint``: a key of :data:`LENIENT_HINTS`)."""
+    if field == FIELD_NAMES[4]:
+        return (f"FEN {quote(fen)} has a half-move clock but no full-move number field "
+                f"(give both counters or neither; {LENIENT_HINTS[hint]})")
+    return (f"FEN {quote(fen)} has no {field} field (a FEN needs at least placement, side to move, "
+            f"castling rights and en passant square; {LENIENT_HINTS[hint]})")
+
+
+def check_fen_fields(fen: str, hint: str = "cli") -> None:
+    """Raise :class:`FenError` naming the first missing field of ``fen`` (strict FEN rules, :func:`missing_field`).
+
+    Fields present are not validated here (python-chess does that).
     """
     fields = fen.split()
     if not fields:
         raise FenError("empty FEN")
-    if len(fields) < 4:
-        missing = FIELD_NAMES[len(fields) - 1]
-        raise FenError(f"FEN {fen!r} has no {missing} field (a FEN needs at least placement, side to move, "
-                       "castling rights and en passant square; --lenient reads it as python-chess does)")
-    if len(fields) == 5:
-        raise FenError(f"FEN {fen!r} has a half-move clock but no full-move number field "
-                       "(give both counters or neither; --lenient reads it as python-chess does)")
+    field = missing_field(len(fields))
+    if field is not None:
+        raise FenError(missing_field_message(fen, field, hint))
 
 
-def board_from_fen(fen: str, strict: bool = True) -> chess.Board:
-    """A board from ``fen``; strict mode first requires every field (:func:`check_fen_fields`).
+def fen_error(fen: str, exc: ValueError) -> FenError:
+    """The error for a FEN python-chess refused (``exc``): for ASCII text the compiled parser's
+    wording (the field or character, its 0-based character offset and the FEN), else python-chess's."""
+    if fen.isascii() and "\n" not in fen:
+        from .batch import fen_buffer, fen_problem, parse_fen_buffer
 
-    Raises :class:`FenError` for anything ``chess.Board(fen)`` refuses, then (strict) for a missing field.
+        buf, offsets = fen_buffer([fen])
+        codes, where = parse_fen_buffer(buf, offsets)[2:]
+        if codes[0]:
+            return FenError(fen_problem(fen, int(codes[0]), int(where[0])))
+    return FenError(f"invalid FEN {quote(fen)}: {clip(str(exc))}")
+
+
+def board_from_fen(fen: str, strict: bool = True, hint: str = "cli") -> chess.Board:
+    """A board from ``fen``: python-chess reads it (``chess.Board(fen)``); strict mode (the
+    default, the rule of the command line and of the Python API) also requires every field
+    (:func:`check_fen_fields`).
+
+    Raises :class:`FenError` naming the problem: the bad field or character and where it
+    stands, or the missing field.
     """
     try:
         board = chess.Board(fen)
     except ValueError as exc:
-        raise FenError(f"invalid FEN {fen!r}: {exc}") from None
+        raise fen_error(fen, exc) from None
     if strict:
-        check_fen_fields(fen)
+        check_fen_fields(fen, hint)
     return board
 
 
@@ -80,8 +110,9 @@ def parse_move(board: chess.Board, text: str) -> chess.Move:
         try:
             move = board.parse_san(text)
         except ValueError as exc:
+            reason = str(exc).replace(f" in {board.fen()}", "")  # python-chess names the position too
             raise IllegalMoveError(f"move {text!r} is neither a legal UCI nor a legal SAN move in {board.fen()} "
-                                   f"({exc})") from None
+                                   f"({reason})") from None
     if not move and board.is_check():
         raise IllegalMoveError(f"null move {text!r} in check in {board.fen()} (the side to move would leave its "
                                "king in check)")
@@ -131,8 +162,8 @@ def parse_positions(words: Sequence[str], strict: bool = True) -> list[Position]
                     raise FenError("'fen' must be followed by a FEN")
             fields = [tokens[i]]
             i += 1
-            while i < n and len(fields) < 6 and _FIELD_PATTERNS[len(fields) - 1].fullmatch(tokens[i]):
-                fields.append(tokens[i])
+            while i < n and len(fields) < 6 and tokens[i] not in _KEYWORDS and "/" not in tokens[i]:
+                fields.append(tokens[i])  # a bad field is the parser's to name, not a word that fits nowhere
                 i += 1
             board = board_from_fen(" ".join(fields), strict)
         elif t == "moves":

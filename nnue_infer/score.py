@@ -25,12 +25,13 @@ import chess
 import numpy as np
 
 from .batch import PARALLEL_LOCK, _POSITION_PROBLEMS, fen_problem, parse_fen_buffer
-from .epd import MISSING_FIELD, EpdRows
+from .epd import CHUNK_BYTES, EpdRows
 from .errors import PositionError
 from .evaluator import Evaluator
 from .features import check_position
 from .kernels import status as KS
 from .output import TextColumn
+from .positions import missing_field_message
 
 #: Games per PGN table (about 80 positions each in real games).
 GAMES_PER_TABLE = 2000
@@ -120,22 +121,55 @@ def _rescore_fen(ev: Evaluator, fen: str, fen_code: int, fen_offset: int, code: 
     raise PositionError(_POSITION_PROBLEMS[code])
 
 
-def score_epd(ev: Evaluator, rows: EpdRows, *, strict: bool = True, empty_in_check: bool = False,
-              chunk_rows: int = CHUNK_ROWS) -> Iterator[dict]:
-    """Tables of ``rows`` scored with ``ev``: ``line``, ``fen``, :data:`VALUE_COLUMNS`, the EPD operations, ``error``.
+def score_epd(ev: Evaluator, chunks: EpdRows | Iterable[EpdRows], *, strict: bool = True,
+              empty_in_check: bool = False, chunk_rows: int = CHUNK_ROWS) -> Iterator[dict]:
+    """Tables of ``chunks`` (one :class:`EpdRows`, or the chunks of :func:`nnue_infer.epd.iter_epd`)
+    scored with ``ev``: ``line``, ``fen``, :data:`VALUE_COLUMNS`, the EPD operations, ``error``.
 
     FENs are parsed, checked and evaluated in compiled code on all cores
     (:func:`nnue_infer.batch.parse_fen_buffer`, :meth:`Evaluator.evaluate_bitboards`,
     :func:`nnue_infer.kernels.status.status_batch`); rows the parser refuses get python-chess's
     reading (so exactly the FENs ``chess.Board`` accepts are scored).  With ``strict``, a row
-    lacking a FEN field is an error naming the field.  An operation named like a column
-    gets the prefix ``epd_``.
+    lacking a FEN field is an error naming the field.
+
+    A rejected row (bad FEN, missing field, unrepresentable position, bad EPD operations)
+    contributes nothing but its error: its operations make no column.  The operation columns
+    are the opcodes of the first chunk's good rows (the whole input up to
+    :data:`nnue_infer.epd.CHUNK_BYTES`), in order of first appearance; a later row with
+    another opcode is an error naming it.  An operation named like a column gets the prefix
+    ``epd_``.
     """
+    opcodes = None
+    for rows in [chunks] if isinstance(chunks, EpdRows) else chunks:
+        parts, ok = _score_rows(ev, rows, strict, chunk_rows)
+        if opcodes is None:
+            opcodes = rows.opcodes(ok)
+        operations, unknown = rows.operation_columns(opcodes, ok)
+        reserved = {"line", "fen", *VALUE_COLUMNS, "error"}
+        operations = {(f"epd_{k}" if k in reserved else k): c for k, c in operations.items()}
+        per_pawn = ev.network.architecture.units_per_pawn
+        for lo, (values, black, in_check, outcome, row_ok, errors) in zip(range(0, len(rows), chunk_rows), parts):
+            hi = lo + len(values)
+            for r, name in unknown.items():
+                if lo <= r < hi:
+                    errors[r - lo] = (f"EPD opcode {name!r} first appears after the first chunk of the input "
+                                      f"({CHUNK_BYTES >> 20} MiB), whose opcodes are the columns "
+                                      f"({', '.join(opcodes) or 'none'})")
+                    row_ok[r - lo] = False
+            table = {"line": rows.line[lo:hi], "fen": rows.fen.take(slice(lo, hi))}
+            table |= value_columns(values, black, in_check, outcome, row_ok, per_pawn, empty_in_check)
+            table |= {k: c.take(slice(lo, hi)) for k, c in operations.items()}
+            table["error"] = error_column(hi - lo, errors)
+            yield table
+
+
+def _score_rows(ev: Evaluator, rows: EpdRows, strict: bool, chunk_rows: int) -> tuple[list, np.ndarray]:
+    """Values and flags of ``rows`` in parts of ``chunk_rows``: per part (values, black, in_check,
+    outcome, ok, errors {row in part: message}); and ok bool[n] over all rows (before errors)."""
     buf, offsets = rows.fen_buffer()
-    per_pawn = ev.network.architecture.units_per_pawn
     n = len(rows)
-    reserved = {"line", "fen", *VALUE_COLUMNS, "error"}
-    operations = {(f"epd_{k}" if k in reserved else k): c for k, c in rows.operations.items()}
+    parts = []
+    all_ok = np.empty(n, bool)
     for lo in range(0, n, chunk_rows):
         hi = min(n, lo + chunk_rows)
         sub = offsets[lo:hi + 1]
@@ -158,15 +192,15 @@ def score_epd(ev: Evaluator, rows: EpdRows, *, strict: bool = True, empty_in_che
         if strict:
             for i in np.flatnonzero(~np.isin(rows.fields[lo:hi], (4, 6))).tolist():
                 if i not in errors:
-                    errors[i] = (f"FEN {rows.fen[lo + i]!r} has no {MISSING_FIELD[int(rows.fields[lo + i])]} field "
-                                 "(strict FEN; --lenient reads it as python-chess does)")
+                    errors[i] = missing_field_message(rows.fen[lo + i] or "", rows.missing_field(lo + i) or "")
                     ok[i] = False
-        black = stm == 1
-        table = {"line": rows.line[lo:hi], "fen": rows.fen.take(slice(lo, hi))}
-        table |= value_columns(values, black, in_check, outcome, ok, per_pawn, empty_in_check)
-        table |= {k: c.take(slice(lo, hi)) for k, c in operations.items()}
-        table["error"] = error_column(hi - lo, errors)
-        yield table
+        for i in np.flatnonzero(rows.op_problem[lo:hi]).tolist():
+            if i not in errors:
+                errors[i] = rows.problem(lo + i) or ""
+                ok[i] = False
+        all_ok[lo:hi] = ok
+        parts.append((values, stm == 1, in_check, outcome, ok, errors))
+    return parts, all_ok
 
 
 class _Offset:

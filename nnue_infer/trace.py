@@ -246,14 +246,18 @@ class Trace:
         board = chess.Board(self.fen)
         largest = max((abs(v) for v in self.piece_values.values()), default=0) or 1
         fill = {sq: _value_colour(v / largest) for sq, v in self.piece_values.items()}
-        inner = ET.fromstring(chess.svg.board(board, fill=fill, size=size, coordinates=True))
+        # python-chess's board stays text, nested as it is (its own xmlns declarations); the
+        # labels and the outer picture are elements without namespaces, so that nothing is
+        # re-serialised with ElementTree's ns0: prefixes.
+        inner = chess.svg.board(board, fill=fill, size=size, coordinates=True)
+        labels = ET.Element("g")
         margin, square = 15, 45  # python-chess's coordinate margin and square size (viewBox units)
         for sq, v in self.piece_values.items():
             x = margin + chess.square_file(sq) * square
             y = margin + (7 - chess.square_rank(sq)) * square
-            ET.SubElement(inner, "rect", {"x": f"{x + 3:g}", "y": f"{y + square - 12:g}", "width": str(square - 6),
+            ET.SubElement(labels, "rect", {"x": f"{x + 3:g}", "y": f"{y + square - 12:g}", "width": str(square - 6),
                                           "height": "11", "rx": "2", "fill": "#ffffff", "fill-opacity": "0.85"})
-            label = ET.SubElement(inner, "text", {"x": f"{x + square / 2:g}", "y": f"{y + square - 3.5:g}",
+            label = ET.SubElement(labels, "text", {"x": f"{x + square / 2:g}", "y": f"{y + square - 3.5:g}",
                                                    "text-anchor": "middle", "font-family": "monospace",
                                                    "font-size": "10", "fill": "#000000"})
             label.text = format_cp_compact(v, self.units_per_pawn).strip()
@@ -261,9 +265,6 @@ class Trace:
         height = max(size, 60 + row * (len(self.psqt) + 4))
         root = ET.Element("svg", {"xmlns": "http://www.w3.org/2000/svg", "width": str(size + width + 20),
                                   "height": str(height), "viewBox": f"0 0 {size + width + 20} {height}"})
-        inner.set("x", "0")
-        inner.set("y", "0")
-        root.append(inner)
         left = size + 20
 
         def text(x, y, content, **attrs):
@@ -293,7 +294,11 @@ class Trace:
         text(left, y + row, "piece values in pawns, White's view", **{"font-size": "11"})
         text(left, y + row + 16, f"(green +, red -; full colour at {largest / self.units_per_pawn:.2f})",
              **{"font-size": "11"})
-        return ET.tostring(root, encoding="unicode")
+        end = inner.rindex("</svg>")
+        board_svg = inner[:end] + ET.tostring(labels, encoding="unicode") + inner[end:]
+        outer = ET.tostring(root, encoding="unicode")
+        head = outer.index(">") + 1  # after the outer <svg ...> start tag: the board comes first
+        return outer[:head] + board_svg + outer[head:]
 
     def _repr_svg_(self) -> str:
         """Jupyter's rich display: :meth:`svg`."""

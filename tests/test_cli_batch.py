@@ -166,7 +166,7 @@ def test_strict_fen_by_default_lenient_on_request(tmp_path, capsys, evaluator):
     status, out, err = run(capsys, "--epd", path, "--lenient")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert status == 0 and err == ""
-    assert [int(r["value"]) for r in rows] == [evaluator.evaluate("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR w"),
+    assert [int(r["value"]) for r in rows] == [evaluator.evaluate(chess.Board("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR w")),
                                                -52, evaluator.evaluate("4k3/8/8/8/8/8/8/4K3 w - - 3 1")]
 
 

@@ -189,7 +189,7 @@ def test_corrupt_compressed_pgn_is_a_clear_error(tmp_path):
     r = cli("eval", "--pgn", "-", stdin=data[:-10])
     assert r.returncode == 1
     assert r.stderr.decode().strip().splitlines()[-1] == (
-        "Error: <stdin>: corrupt or truncated gzip data (Compressed file ended before the end-of-stream "
+        "error: <stdin>: corrupt or truncated gzip data (Compressed file ended before the end-of-stream "
         "marker was reached)")
 
 
@@ -202,7 +202,7 @@ def test_a_file_without_newlines_is_refused_not_read_into_memory(capsys):
     for option in ("--pgn",):  # (--epd now reads the whole input as bytes first: not line by line)
         assert main(["eval", option, "/dev/zero"]) == 1
         err = capsys.readouterr().err
-        assert err.strip() == (f"Error: /dev/zero: line 1 is longer than {MAX_LINE} bytes (not a text file "
+        assert err.strip() == (f"error: /dev/zero: line 1 is longer than {MAX_LINE} bytes (not a text file "
                                "of positions or games?)")
     with pytest.raises(InputError, match="line 1 is longer"):
         read_positions("/dev/zero")

@@ -49,7 +49,7 @@ def test_item11_unwritable_output_is_a_message(tmp_path, capsys, target):
     epd.write_text(FEN + "\n")
     status, out, err = run(capsys, "eval", "--epd", epd, "-o", target)
     assert status == 1 and out == ""
-    assert err.startswith("Error: cannot write") and target.split("/")[-1] in err and "Traceback" not in err
+    assert err.startswith("error: cannot write") and target.split("/")[-1] in err and "Traceback" not in err
     assert len(err.splitlines()) == 1
 
 
@@ -68,7 +68,7 @@ def test_item11_datagen_with_a_float_teacher(tmp_path, capsys, small_nets):
     """Item 11: ``datagen --teacher float.safetensors`` raised ``TypeError``."""
     status, out, err = run(capsys, "datagen", "-o", tmp_path / "p.npz", "-n", 10, "--teacher", small_nets[0])
     assert status == 1
-    assert err.strip() == f"Error: --teacher {small_nets[0]} holds a float network; the teacher must be quantised " \
+    assert err.strip() == f"error: --teacher {small_nets[0]} holds a float network; the teacher must be quantised " \
                           "(nnue-infer quantise)"
 
 
@@ -86,7 +86,7 @@ def test_item11_net_that_is_not_a_regular_file(tmp_path, capsys, what):
         path = str(tmp_path / "net.fifo")
         os.mkfifo(path)
     status, out, err = run(capsys, "eval", "--net", path, FEN)
-    assert status == 1 and err.strip() == (f"Error: {path}: not a regular file (a directory, device or FIFO); a network "
+    assert status == 1 and err.strip() == (f"error: {path}: not a regular file (a directory, device or FIFO); a network "
                                            "is a .nnue or .safetensors file")
     if what != "directory":  # info takes files only (click refuses a directory with status 2)
         r = subprocess.run([sys.executable, "-m", "nnue_infer", "info", path], capture_output=True, text=True,
@@ -134,7 +134,7 @@ def test_item13_crosscheck_on_an_empty_file(tmp_path, capsys, small_nets, conten
     status, out, err = run(capsys, "crosscheck", "--float", fpath, "--quantised", qpath, "--positions", pos,
                            "--plot", "", "--json")
     assert status == 1 and out == ""
-    assert err.strip() == f"Error: {pos}: no positions (the file is empty or holds only comments)"
+    assert err.strip() == f"error: {pos}: no positions (the file is empty or holds only comments)"
 
 
 def test_item13_crosscheck_json_is_valid_even_when_a_statistic_is_undefined(tmp_path, capsys, small_nets):

@@ -16,6 +16,16 @@ from .fen import is_space
 #: missing its full-move number).
 HALFMOVE_WITHOUT_FULLMOVE = 5
 
+#: :func:`split_lines` result problems (``problem[0]``): none, a line longer than ``max_line``
+#: bytes, a NUL byte (binary data, not text).
+LINE_OK, LINE_TOO_LONG, LINE_BINARY = 0, 1, 2
+
+#: Per-position problems of :func:`split_operations` (0: none).
+(OP_OK, OP_BAD_OPCODE, OP_UNTERMINATED, OP_REPEATED) = range(4)
+
+#: Longest EPD opcode (PGN standard 16.2.4: up to 15 characters).
+MAX_OPCODE = 15
+
 
 @njit(cache=True)
 def count_lines(buf):
@@ -38,26 +48,40 @@ def _is_number(buf, start, end):
 
 
 @njit(cache=True)
-def split_lines(buf, line_numbers, fen_starts, fen_ends, fields, ops_starts, ops_ends):
+def split_lines(buf, max_line, line_numbers, line_starts, fen_starts, fen_ends, fields, ops_starts, ops_ends,
+                problem):
     """Find each position line's FEN and operations; returns the number of positions.
 
     Blank lines and lines whose first character (after white space) is ``#`` are skipped.
     Per position ``i`` (arrays of at least :func:`count_lines` rows): ``line_numbers[i]``
-    (1-based), the FEN ``buf[fen_starts[i]:fen_ends[i]]`` (its first four fields, or six when
-    the fifth and sixth are numbers), ``fields[i]`` (1-4, 6, or
-    :data:`HALFMOVE_WITHOUT_FULLMOVE`) and the operations ``buf[ops_starts[i]:ops_ends[i]]``
-    (stripped; empty when none).
+    (1-based), where its line starts (``line_starts[i]``, a byte offset), the FEN
+    ``buf[fen_starts[i]:fen_ends[i]]`` (its first four fields, or six when the fifth and
+    sixth are numbers), ``fields[i]`` (1-4, 6, or :data:`HALFMOVE_WITHOUT_FULLMOVE`) and the
+    operations ``buf[ops_starts[i]:ops_ends[i]]`` (stripped; empty when none).
+
+    Stops at the first line longer than ``max_line`` bytes or holding a NUL byte:
+    ``problem`` (int64[3]) is set to (:data:`LINE_TOO_LONG` or :data:`LINE_BINARY`, its
+    1-based line number, the 1-based byte column of the NUL), else (:data:`LINE_OK`, 0, 0);
+    the positions before that line are returned.
     """
     n = 0
     line = 0
     pos = 0
     size = buf.shape[0]
+    problem[0], problem[1], problem[2] = LINE_OK, 0, 0
     while pos < size:
         line += 1
         end = pos
         while end < size and buf[end] != 10:
+            if buf[end] == 0:
+                problem[0], problem[1], problem[2] = LINE_BINARY, line, end - pos + 1
+                return n
             end += 1
+        if end - pos > max_line:
+            problem[0], problem[1] = LINE_TOO_LONG, line
+            return n
         next_pos = end + 1
+        first = pos
         while end > pos and is_space(buf[end - 1]):
             end -= 1
         while pos < end and is_space(buf[pos]):
@@ -83,6 +107,7 @@ def split_lines(buf, line_numbers, fen_starts, fen_ends, fields, ops_starts, ops
                 else:
                     k = HALFMOVE_WITHOUT_FULLMOVE
             line_numbers[n] = line
+            line_starts[n] = first
             fen_starts[n] = pos
             fen_ends[n] = ends[min(k, 6) - 1]
             fields[n] = k
@@ -97,18 +122,52 @@ def split_lines(buf, line_numbers, fen_starts, fen_ends, fields, ops_starts, ops
 
 
 @njit(cache=True)
-def split_operations(buf, ops_starts, ops_ends, rows, opcode_starts, opcode_ends, operand_starts, operand_ends,
-                     opcode_hashes):
-    """Split each position's operations into opcode and operand; returns the number of operations.
+def _is_letter(c):
+    return 65 <= (c & ~32) <= 90
 
-    With ``rows`` of length 0 it only counts.  Operation ``j`` belongs to position
-    ``rows[j]``; its opcode is ``buf[opcode_starts[j]:opcode_ends[j]]`` (hashed, FNV-1a 64,
-    into ``opcode_hashes[j]``) and its operand the text up to the ``;`` outside double
-    quotes (stripped; one quoted string loses its quotes).  The last operation may lack its ``;``.
+
+@njit(cache=True)
+def _unescape(buf, start, end):
+    """Rewrite the string body ``buf[start:end]`` in place with ``\\"`` -> ``"`` and ``\\\\`` -> ``\\``
+    (PGN standard 7); returns its new end."""
+    out = start
+    k = start
+    while k < end:
+        c = buf[k]
+        if c == 92 and k + 1 < end and (buf[k + 1] == 34 or buf[k + 1] == 92):
+            c = buf[k + 1]
+            k += 1
+        buf[out] = c
+        out += 1
+        k += 1
+    return out
+
+
+@njit(cache=True)
+def split_operations(buf, ops_starts, ops_ends, rows, opcode_starts, opcode_ends, operand_starts, operand_ends,
+                     opcode_hashes, problems, problem_at):
+    """Split each position's EPD operations into opcode and operand; returns the number of operations.
+
+    Grammar (PGN standard 16.2.4): an operation is an opcode (a letter, then letters, digits
+    or ``_``, at most :data:`MAX_OPCODE` characters), white space, operands, ``;`` (the last
+    operation of a line may lack it).  Operands are text up to the ``;``; a string operand is
+    in double quotes, ``\\"`` and ``\\\\`` inside standing for ``"`` and ``\\`` (PGN strings).
+
+    With ``rows`` of length 0 it only counts (and checks nothing).  Else operation ``j``
+    belongs to position ``rows[j]``; its opcode is ``buf[opcode_starts[j]:opcode_ends[j]]``
+    (hashed, FNV-1a 64, into ``opcode_hashes[j]``), its operand
+    ``buf[operand_starts[j]:operand_ends[j]]`` (stripped; an operand that is one string is
+    unquoted and unescaped in place, so ``buf`` must be writeable), and each position's first
+    problem goes to ``problems[i]`` (``OP_*``) and ``problem_at[i]`` (its byte offset in
+    ``buf``): an opcode that is not a name, a string without its closing quote, an opcode
+    given twice.  Operations after a problem are still split (the caller drops the row).
     """
     count_only = rows.shape[0] == 0
     m = 0
     for i in range(ops_starts.shape[0]):
+        if not count_only:
+            problems[i], problem_at[i] = OP_OK, -1
+        first_op = m
         p, end = ops_starts[i], ops_ends[i]
         while p < end:
             while p < end and (is_space(buf[p]) or buf[p] == 59):
@@ -125,22 +184,46 @@ def split_operations(buf, ops_starts, ops_ends, rows, opcode_starts, opcode_ends
                 p += 1
             a_start = p
             quoted = False
-            while p < end and (quoted or buf[p] != 59):
-                if buf[p] == 34:
-                    quoted = not quoted
+            string_start = -1
+            while p < end:
+                c = buf[p]
+                if quoted:
+                    if c == 92 and p + 1 < end and (buf[p + 1] == 34 or buf[p + 1] == 92):
+                        p += 1
+                    elif c == 34:
+                        quoted = False
+                elif c == 59:
+                    break
+                elif c == 34:
+                    quoted = True
+                    string_start = p
                 p += 1
             a_end = p
             while a_end > a_start and is_space(buf[a_end - 1]):
                 a_end -= 1
-            if a_end - a_start >= 2 and buf[a_start] == 34 and buf[a_end - 1] == 34:
-                inner = True
-                for k in range(a_start + 1, a_end - 1):
-                    if buf[k] == 34:
-                        inner = False
-                if inner:
-                    a_start += 1
-                    a_end -= 1
             if not count_only:
+                if problems[i] == OP_OK:
+                    valid = o_end - o_start <= MAX_OPCODE and _is_letter(buf[o_start])
+                    for k in range(o_start + 1, o_end):
+                        c = buf[k]
+                        if not (_is_letter(c) or 48 <= c <= 57 or c == 95):
+                            valid = False
+                    if not valid:
+                        problems[i], problem_at[i] = OP_BAD_OPCODE, o_start
+                    elif quoted:
+                        problems[i], problem_at[i] = OP_UNTERMINATED, string_start
+                    else:
+                        for j in range(first_op, m):
+                            if opcode_hashes[j] == h:
+                                problems[i], problem_at[i] = OP_REPEATED, o_start
+                if a_end - a_start >= 2 and buf[a_start] == 34 and buf[a_end - 1] == 34:
+                    # one string? its closing quote is the last character
+                    k = a_start + 1
+                    while k < a_end - 1 and buf[k] != 34:
+                        k += 2 if buf[k] == 92 and (buf[k + 1] == 34 or buf[k + 1] == 92) else 1
+                    if k == a_end - 1:
+                        a_start += 1
+                        a_end = _unescape(buf, a_start, a_end - 1)
                 rows[m] = i
                 opcode_starts[m] = o_start
                 opcode_ends[m] = o_end

@@ -1,0 +1,239 @@
+"""Messages and input rules found by the fresh-user trial (issue 12, session 3), one test each.
+
+An invalid FEN field is named with its value (not called missing); ``--output DIR/``; one FEN
+rule for the command line and the Python API; a PGN given to ``--epd`` and an EPD file given
+to ``--pgn``; illegal moves naming the position once; ``error:`` everywhere; a bad character
+named with its offset and the FEN; rejected EPD lines contributing nothing but their error;
+``extract`` naming its file once; a clean ``Trace.svg``; EPD input read in bounded chunks with
+over-long lines and binary data refused; EPD operations checked (line and column named).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import chess
+import numpy as np
+import pytest
+
+import nnue_infer
+from nnue_infer import epd
+from nnue_infer.cli import main
+from nnue_infer.errors import FenError, InputError
+
+SF = ["--net", "stockfish"]
+AFTER_E4 = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+PLACEMENT = AFTER_E4.split()[0]
+
+
+def run(capsys, *argv):
+    status = main(list(map(str, argv)))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_invalid_side_to_move_is_named_with_its_value_not_called_missing(capsys):
+    fen = f"{PLACEMENT} x KQkq - 0 1"
+    status, out, err = run(capsys, "eval", *SF, fen)
+    assert status == 1 and out == ""
+    assert "side to move must be 'w' or 'b', found 'x'" in err and f"'{fen}'" in err
+    assert "no side to move" not in err and "--lenient" not in err
+    status, _, err = run(capsys, "eval", *SF, f"{PLACEMENT} w KQkq e9 0 1")
+    assert status == 1 and "invalid en passant field 'e9'" in err
+
+
+def test_bad_character_names_the_character_its_offset_and_the_fen(capsys):
+    fen = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNX w KQkq - 0 1"
+    for argv in ([fen], ["--fen", fen]):
+        status, out, err = run(capsys, "eval", *SF, *argv)
+        assert status == 1 and out == ""
+        assert f"invalid character 'X' in the placement field at character 44 of '{fen}'" in err
+    with pytest.raises(FenError, match="invalid character 'X' in the placement field at character 44"):
+        nnue_infer.evaluate(fen)
+
+
+@pytest.mark.parametrize("fen", [
+    PLACEMENT, f"{PLACEMENT} b", f"{PLACEMENT} b KQkq", f"{PLACEMENT} b KQkq - 0", AFTER_E4,
+    f"{PLACEMENT} b KQkq -", f"{PLACEMENT} b KQkq - 0 1 extra", f"{PLACEMENT} x KQkq - 0 1",
+])
+def test_command_line_and_python_accept_the_same_fens(capsys, evaluator, fen):
+    """One FEN rule: python-chess reads, every field required; the CLI and every API function agree."""
+    status, out, err = run(capsys, "eval", *SF, "--fen", fen)
+    try:
+        values = {evaluator.evaluate(fen), nnue_infer.evaluate(fen, evaluator.network),
+                  int(evaluator.evaluate_batch([fen])[0])}
+    except FenError as exc:
+        assert status == 1 and out == "", (fen, out)
+        assert str(exc).split(" (")[0] in err  # the same message, up to the hint
+    else:
+        assert status == 0 and values == {int(out.split("\tvalue ")[1].split("\t")[0])}
+
+
+def test_output_directory_without_workers_names_the_path(capsys, tmp_path):
+    target = f"{tmp_path / 'scores'}/"
+    status, out, err = run(capsys, "eval", *SF, "--epd", "examples/demo.epd", "--output", target)
+    assert status == 2 and "Traceback" not in err and "Is a directory" not in err
+    assert f"error: Invalid value for --output: {target} is a directory" in err and "--workers" in err
+    status, _, err = run(capsys, "eval", *SF, "startpos", "-o", tmp_path)
+    assert status == 2 and f"{tmp_path} is a directory" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_pgn_and_epd_files_given_to_the_wrong_option_are_named(capsys, tmp_path):
+    fens = tmp_path / "p.epd"
+    fens.write_text("\n# positions\n" + AFTER_E4 + "\n")
+    status, out, err = run(capsys, "eval", *SF, "--pgn", fens)
+    assert status == 1 and out == ""  # no junk start-position row
+    assert err.strip() == f"error: {fens}:3: this is a FEN/EPD line, not PGN (tag pairs and moves): use --epd for positions"
+    pgn = tmp_path / "g.pgn"
+    pgn.write_text('\n[Event "x"]\n[Result "*"]\n\n1. e4 *\n')
+    status, out, err = run(capsys, "eval", *SF, "--epd", pgn)
+    assert status == 1 and out == ""
+    assert err.strip() == f"error: {pgn}:2: this is PGN (a tag pair or moves), not a FEN/EPD line: use --pgn for games"
+    status, out, err = run(capsys, "eval", *SF, "--pgn", pgn)  # the right option still works
+    assert status == 0 and len(out.splitlines()) == 3
+
+
+def test_illegal_move_message_names_the_position_once(capsys):
+    start = chess.STARTING_FEN
+    for move in ("e2e5", "Ke2"):
+        status, out, err = run(capsys, "eval", *SF, "startpos", "moves", move)
+        assert status == 1 and err.count(start) == 1 and f"'{move}'" in err
+    ev = nnue_infer.Evaluator()
+    for push, move in ((ev.push_uci, "e2e5"), (ev.push_san, "Ke2")):
+        with pytest.raises(nnue_infer.IllegalMoveError) as info:
+            push(move)
+        assert str(info.value).count(start) == 1
+
+
+def test_every_command_says_error_in_lower_case(capsys, tmp_path):
+    cases = [["eval", "--net", "stokfish", "startpos"],  # a ClickException
+             ["eval", "--epd", tmp_path / "nosuch.epd"],  # a usage error
+             ["eval", "startpos", "moves", "e2e5"],  # a message of our own
+             ["info", tmp_path],
+             ["convert", tmp_path / "nosuch.nnue", tmp_path / "x.nnue"],
+             ["eval", "--bogus"]]
+    for argv in cases:
+        status, _, err = run(capsys, *argv)
+        assert status in (1, 2) and "error: " in err and "Error:" not in err, (argv, err)
+
+
+def test_rejected_epd_lines_give_only_their_error(capsys, tmp_path):
+    """'not a fen at all' was refused but its word 'all' became a column of every row."""
+    path = tmp_path / "p.epd"
+    path.write_text(f"not a fen at all\n{chess.STARTING_FEN} \n{PLACEMENT} b KQkq - bm e5; id \"ok\";\n"
+                    f"{PLACEMENT} b KQkq - pv 7; id \"a\"; id \"b\";\n8/8/8/8/8/8/8/8 w - - ce 0;\n")
+    status, out, err = run(capsys, "eval", *SF, "--epd", path)
+    assert status == 1
+    header, *rows = out.splitlines()
+    assert header == "line,fen,value,cp,cp_white,in_check,outcome,bm,id"  # no 'all', 'pv', 'ce' columns
+    assert [r.split(",")[0] for r in rows] == ["2", "3"]
+    assert [line.split(":")[2] for line in err.splitlines()] == ["1", "4", "5"]
+    status, out, err = run(capsys, "eval", *SF, "--epd", path, "--keep-errors", "--json")
+    objs = [json.loads(line) for line in out.splitlines()]
+    assert [o["line"] for o in objs] == [1, 2, 3, 4, 5] and list(objs[0]) == [
+        "line", "fen", "value", "cp", "cp_white", "in_check", "outcome", "bm", "id", "error"]
+    for o in (objs[0], objs[3], objs[4]):  # explicit error rows: values and operations null
+        assert o["error"] and o["value"] is None and o["bm"] is None and o["id"] is None
+    assert objs[2]["id"] == "ok" and objs[2]["error"] is None
+
+
+def test_extract_prints_the_name_once(capsys, tmp_path, monkeypatch, stockfish_binary):
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = run(capsys, "extract", stockfish_binary)
+    assert status == 0 and out.count("nn-ad9b42354671.nnue") == 1
+    status, out, _ = run(capsys, "extract", stockfish_binary, "-o", "sf15.nnue")
+    assert status == 0 and "wrote sf15.nnue (" in out and out.count("nn-ad9b42354671.nnue") == 1
+
+
+def test_trace_svg_has_no_namespace_prefixes(evaluator):
+    svg = evaluator.trace(chess.Board(AFTER_E4)).svg()
+    assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" ')
+    assert "ns0:" not in svg and "ns1:" not in svg and "<svg" in svg[1:]  # python-chess's board nested as it is
+
+
+def test_epd_is_read_in_bounded_chunks_across_line_boundaries():
+    lines = [f"{chess.STARTING_FEN}" if i % 2 else f'4k3/8/8/8/8/8/8/4K3 w - - id "n{i}";' for i in range(200)]
+    data = ("\n".join(lines) + "\n").encode()
+    whole = epd.read_epd(data)
+    chunks = list(epd.iter_epd(io.BytesIO(data), chunk_bytes=1000, max_line=500))
+    assert len(chunks) >= 5
+    assert np.concatenate([c.line for c in chunks]).tolist() == whole.line.tolist() == list(range(1, 201))
+    assert sum((c.fen.to_list() for c in chunks), []) == whole.fen.to_list()
+    ids = sum((c.operation_columns(["id"])[0]["id"].to_list() for c in chunks), [])
+    assert ids == [None if i % 2 else f"n{i}" for i in range(200)]
+
+
+class Endless(io.RawIOBase):
+    """A stream of zero bytes that counts what was read (``/dev/zero`` with a meter)."""
+
+    def __init__(self, head: bytes = b"") -> None:
+        self.head, self.served = head, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        n = len(b)
+        data = self.head[self.served:self.served + n]
+        b[:n] = data + bytes(n - len(data))
+        self.served += n
+        return n
+
+
+def test_an_endless_line_is_refused_with_its_number_in_bounded_memory():
+    head = (chess.STARTING_FEN + "\n") * 3
+    stream = io.BufferedReader(Endless(head.encode()))
+    with pytest.raises(InputError, match=r"^<x>:4: line longer than 100 bytes"):
+        for _ in epd.iter_epd(stream, "<x>", chunk_bytes=1000, max_line=100):
+            pass
+    assert stream.raw.served <= 3 * 1000 + 8192  # a few chunks, not the whole endless input
+
+
+def test_dev_zero_and_binary_files_are_named(capsys, tmp_path):
+    zeros = tmp_path / "zero.epd"  # /dev/zero without its endlessness (code that reads it whole fills the memory)
+    zeros.write_bytes(bytes(20 << 20))
+    status, out, err = run(capsys, "eval", *SF, "--epd", zeros)
+    assert status == 1 and out == "" and err.strip() == f"error: {zeros}:1: line longer than {epd.MAX_LINE_BYTES} " \
+        "bytes (not an EPD/FEN file?)"
+    binary = tmp_path / "b.epd"
+    binary.write_bytes(f"{chess.STARTING_FEN}\n".encode() + b"\x7fELF\x00\x01 id x;\n")
+    status, out, err = run(capsys, "eval", *SF, "--epd", binary)
+    assert status == 1 and f"{binary}:2: NUL byte at column 5: binary data" in err
+    assert len(out.splitlines()) in (0, 2)  # nothing of the binary line
+
+
+@pytest.mark.parametrize("ops, column, message", [
+    ('c0 "say \\"hi\\" \\\\ now"; id "x";', None, None),
+    ('id "x;', 5, "string operand without its closing"),
+    ('id "x"; bm e4; id "y";', 17, "opcode 'id' given twice"),
+    ('"id" "x";', 2, "opcode '\"id\"' is not a name"),
+    ('9x 1;', 2, "opcode '9x' is not a name"),
+    ('averyveryverylongopcode 1;', 2, "is not a name"),
+])
+def test_epd_operations_are_checked(capsys, tmp_path, ops, column, message):
+    fen4 = "4k3/8/8/8/8/8/8/4K3 w - -"
+    path = tmp_path / "p.epd"
+    path.write_text(f"{fen4}\n{fen4} {ops}\n")
+    status, out, err = run(capsys, "eval", *SF, "--epd", path)
+    if message is None:
+        assert status == 0 and err == ""
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert rows[1]["c0"] == 'say "hi" \\ now' and rows[1]["id"] == "x" and rows[0]["c0"] == ""
+        return
+    assert status == 1 and len(out.splitlines()) == 2 and out.splitlines()[0].endswith(",outcome")
+    assert err.strip().startswith(f"error: {path}:2: column {len(fen4) + column}: EPD ") and message in err
+
+
+def test_an_opcode_first_seen_after_the_first_chunk_is_an_error_not_a_new_column(evaluator):
+    from nnue_infer.score import score_epd
+
+    lines = [f'{chess.STARTING_FEN} id "{i}";' for i in range(50)] + [f'{chess.STARTING_FEN} id "z"; bm e4;']
+    data = ("\n".join(lines) + "\n").encode()
+    tables = list(score_epd(evaluator, epd.iter_epd(io.BytesIO(data), chunk_bytes=500)))
+    assert all(list(t) == ["line", "fen", "value", "cp", "cp_white", "in_check", "outcome", "id", "error"]
+               for t in tables)
+    errors = [(int(t["line"][i]), t["error"][i]) for t in tables for i in range(len(t["line"])) if t["error"][i]]
+    assert len(errors) == 1 and errors[0][0] == 51 and "EPD opcode 'bm' first appears after" in errors[0][1]
