@@ -164,6 +164,14 @@ def read_epd(data: bytes, *, first_line: int = 1, source: str = "<epd>", max_lin
     Raises :class:`~nnue_infer.errors.InputError` naming ``source`` and the line for a line
     longer than ``max_line`` bytes or a NUL byte (binary data).
     """
+    rows, problem = _split(data, first_line, source, max_line)
+    if problem:
+        raise InputError(problem)
+    return rows
+
+
+def _split(data: bytes, first_line: int, source: str, max_line: int) -> tuple[EpdRows, str | None]:
+    """:func:`read_epd`'s rows up to a line it refuses, and the message for that line (``None``: none)."""
     if first_line == 1 and data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:
@@ -178,12 +186,13 @@ def read_epd(data: bytes, *, first_line: int = 1, source: str = "<epd>", max_lin
     ops_starts, ops_ends = np.empty(size, np.int64), np.empty(size, np.int64)
     problem = np.zeros(3, np.int64)
     n = KE.split_lines(buf, max_line, line, line_start, starts, ends, fields, ops_starts, ops_ends, problem)
+    message = None
     if problem[0] == KE.LINE_TOO_LONG:
-        raise InputError(f"{source}:{first_line - 1 + int(problem[1])}: line longer than {max_line} bytes "
-                         "(not an EPD/FEN file?)")
-    if problem[0] == KE.LINE_BINARY:
-        raise InputError(f"{source}:{first_line - 1 + int(problem[1])}: NUL byte at column {int(problem[2])}: "
-                         "binary data, not an EPD/FEN text file")
+        message = (f"{source}:{first_line - 1 + int(problem[1])}: line longer than {max_line} bytes "
+                   "(not an EPD/FEN file?)")
+    elif problem[0] == KE.LINE_BINARY:
+        message = (f"{source}:{first_line - 1 + int(problem[1])}: NUL byte at column {int(problem[2])}: "
+                   "binary data, not an EPD/FEN text file")
     ops_starts, ops_ends = ops_starts[:n], ops_ends[:n]
     none = np.empty(0, np.int64)
     m = KE.split_operations(buf, ops_starts, ops_ends, none, none, none, none, none, none, np.empty(0, np.int8),
@@ -191,8 +200,9 @@ def read_epd(data: bytes, *, first_line: int = 1, source: str = "<epd>", max_lin
     op = [np.empty(m, np.int64) for _ in range(6)]
     op_problem, op_problem_at = np.empty(n, np.int8), np.empty(n, np.int64)
     KE.split_operations(buf, ops_starts, ops_ends, *op, op_problem, op_problem_at)
-    return EpdRows(line[:n] + (first_line - 1), TextColumn(buf, starts[:n], ends[:n]), fields[:n], line_start[:n],
+    rows = EpdRows(line[:n] + (first_line - 1), TextColumn(buf, starts[:n], ends[:n]), fields[:n], line_start[:n],
                    *op, op_problem, op_problem_at)
+    return rows, message
 
 
 def iter_epd(stream: BinaryIO, source: str = "<epd>", *, chunk_bytes: int = CHUNK_BYTES,
@@ -200,26 +210,28 @@ def iter_epd(stream: BinaryIO, source: str = "<epd>", *, chunk_bytes: int = CHUN
     """:func:`read_epd` of a binary stream, chunk by chunk (whole lines, about ``chunk_bytes`` each).
 
     Memory stays within a few chunks and ``max_line``: a line longer than ``max_line`` bytes
-    (``/dev/zero``, a binary file) is an :class:`~nnue_infer.errors.InputError` naming
-    ``source`` and the line number, raised when it is reached.
+    (``/dev/zero``) or holding a NUL byte (a binary file) is an
+    :class:`~nnue_infer.errors.InputError` naming ``source`` and the line number, raised when
+    it is reached, after the positions before it have been yielded.
     """
     carry = b""
     line = 1
     while True:
         block = stream.read(chunk_bytes)
         data = carry + block if carry else block
-        if not block:
-            if data:
-                yield read_epd(data, first_line=line, source=source, max_line=max_line)
-            return
-        cut = data.rfind(b"\n") + 1
-        if len(data) - cut > max_line:  # the unfinished last line
-            where = line + data.count(b"\n", 0, cut)
-            raise InputError(f"{source}:{where}: line longer than {max_line} bytes (not an EPD/FEN file?)")
-        carry = data[cut:]
+        cut = data.rfind(b"\n") + 1 if block else len(data)
+        too_long = len(data) - cut > max_line  # the unfinished last line
         if cut:
-            yield read_epd(data[:cut], first_line=line, source=source, max_line=max_line)
+            rows, problem = _split(data[:cut], line, source, max_line)
+            yield rows  # the positions before a refused line are still scored
+            if problem:
+                raise InputError(problem)
             line += data.count(b"\n", 0, cut)
+        if too_long:
+            raise InputError(f"{source}:{line}: line longer than {max_line} bytes (not an EPD/FEN file?)")
+        if not block:
+            return
+        carry = data[cut:]
 
 
 def looks_like_pgn(line: bytes) -> bool:

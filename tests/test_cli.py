@@ -99,7 +99,7 @@ def test_eval_epd_file(capsys, tmp_path, corpus):
 
 
 @pytest.mark.parametrize("bad,fragment", [
-    ("garbage", "expected 8 rows"),
+    ("garbage", "invalid character 'g'"),
     ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w XYZ - 0 1", "castling"),
     ("8/8/8/8/8/8/8/4K3 w - - 0 1", "Black must have exactly one king"),
     ("4k3/8/8/8/8/8/8/P3K3 w - - 0 1", "a1"),

@@ -202,7 +202,7 @@ def test_progress_bar_only_when_asked_or_tty_and_never_when_quiet(tmp_path, caps
     _, _, quiet = run(capsys, "--epd", path)
     assert quiet == ""  # stderr is not a terminal under pytest
     status, out, bar = run(capsys, "--epd", path, "--progress")
-    assert status == 0 and "30/30" in bar and "pos/s" in bar
+    assert status == 0 and "30pos" in bar and "pos/s" in bar  # counted as they stream (no total known ahead)
     assert len(out.splitlines()) == 31
     _, _, silent = run(capsys, "--epd", path, "--progress", "--quiet")
     assert silent == ""

@@ -42,22 +42,25 @@ def test_unrepresentable_positions(evaluator, fen, fragments):
 
 
 @pytest.mark.parametrize("fen,fragment", [
-    ("garbage", "expected 8 rows"),
-    ("", "empty fen"),
-    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP w KQkq - 0 1", "expected 8 rows"),
-    ("rnbqkbnr/pppppppp/9/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "invalid character"),
-    ("rnbqkxnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "invalid character"),
-    (START + " extra", "more parts"),
-    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR x KQkq - 0 1", "turn part"),
-    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w XYZ - 0 1", "castling part"),
-    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq e9 0 1", "en passant part"),
+    ("garbage", "invalid character 'g' in the placement field at character 0"),
+    ("", "empty FEN"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP w KQkq - 0 1", "the placement field does not have 8 ranks"),
+    ("rnbqkbnr/pppppppp/9/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "invalid character '9'"),
+    ("rnbqkxnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "invalid character 'x'"),
+    (START + " extra", "more than 6 fields, found 'extra'"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR x KQkq - 0 1", "side to move must be 'w' or 'b', found 'x'"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w XYZ - 0 1", "invalid castling field 'XYZ'"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq e9 0 1", "invalid en passant field 'e9'"),
     ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - -1 1", "half-move clock"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBN\u00e9 w KQkq - 0 1", "invalid FEN"),  # python-chess's words
 ])
 def test_malformed_fen_strings(evaluator, fen, fragment):
+    """Every FEN string goes through one rule (positions.board_from_fen): the field or character, where it
+    stands and the FEN are named (the compiled parser's words for ASCII text, python-chess's otherwise)."""
     for call in (evaluator.evaluate, evaluator.trace, evaluator.evaluate_cp, nnue_infer.evaluate):
         with pytest.raises(ValueError) as info:
             call(fen)
-        assert fragment in str(info.value) and "invalid FEN" in str(info.value), str(info.value)
+        assert fragment in str(info.value) and repr(fen) in str(info.value), str(info.value)
     assert evaluator.evaluate(START) == 69
 
 

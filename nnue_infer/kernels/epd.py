@@ -153,7 +153,7 @@ def split_operations(buf, ops_starts, ops_ends, rows, opcode_starts, opcode_ends
     operation of a line may lack it).  Operands are text up to the ``;``; a string operand is
     in double quotes, ``\\"`` and ``\\\\`` inside standing for ``"`` and ``\\`` (PGN strings).
 
-    With ``rows`` of length 0 it only counts (and checks nothing).  Else operation ``j``
+    With ``problems`` of length 0 it only counts (and checks nothing).  Else operation ``j``
     belongs to position ``rows[j]``; its opcode is ``buf[opcode_starts[j]:opcode_ends[j]]``
     (hashed, FNV-1a 64, into ``opcode_hashes[j]``), its operand
     ``buf[operand_starts[j]:operand_ends[j]]`` (stripped; an operand that is one string is
@@ -162,7 +162,7 @@ def split_operations(buf, ops_starts, ops_ends, rows, opcode_starts, opcode_ends
     ``buf``): an opcode that is not a name, a string without its closing quote, an opcode
     given twice.  Operations after a problem are still split (the caller drops the row).
     """
-    count_only = rows.shape[0] == 0
+    count_only = problems.shape[0] == 0  # (rows may be empty on the second pass too: no operations)
     m = 0
     for i in range(ops_starts.shape[0]):
         if not count_only:
