@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 import chess
 import numpy as np
 
-from .errors import FenError, NetworkFormatError, clip, quote
+from .errors import NetworkFormatError
 from .network import TABLE_ACTIVATIONS, Architecture, _check_array, check_finite
 
 
@@ -347,12 +347,10 @@ class FloatEval:
 def forward_float_trace(network: FloatNetwork, board: chess.Board | str) -> FloatEval:
     """:func:`forward_float` with the PSQT and positional parts (see the module docstring)."""
     from .features import architecture_features
+    from .positions import board_from_fen
 
     if isinstance(board, str):
-        try:
-            board = chess.Board(board)
-        except ValueError as exc:
-            raise FenError(f"invalid FEN {quote(board)}: {clip(str(exc))}") from exc
+        board = board_from_fen(board, strict=True, hint="api")  # the rule of evaluate() and the command line
     arch = network.architecture
     white, black = architecture_features(arch).active(board)  # raises PositionError
     stm_f, opp_f = (white, black) if board.turn == chess.WHITE else (black, white)
