@@ -27,6 +27,7 @@ from .batch import as_sequence, evaluate_bitboards, evaluate_rows
 from .errors import ConcurrentUseError, IllegalMoveError, PositionError, clip, quote
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant, int8_layout
 from .kernels import forward as K
+from .kernels import simd
 from .kernels.accumulator import STATE_COLUMNS
 from .kernels.dense import scratch_size
 from .kernels.forward import INVALID_POSITION, evaluate_fresh, evaluate_stack
@@ -192,6 +193,9 @@ class Evaluator:
         params[K.P_THREATS] = int8.threats
         params[K.P_PAIRS] = int8.pairs
         params[K.P_PAIR_OFFSET] = int8.pair_offset
+        params[K.P_SIMD] = simd.ISA
+        act = arch.ft
+        params[K.P_FC0_SIMD] = simd.first_layer_isa(simd.ISA, arch.ft_clamp**act.degree >> arch.ft_shift, act.signed)
         weights, biases, layers = network.compute_layout
         cfg = np.concatenate([
             params,

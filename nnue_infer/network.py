@@ -126,6 +126,19 @@ STOCKFISH_VERSIONS = ("15.1", "16", "17.1", "18", "19")
 MIRROR_MODES = {"none": 0, "e-h": 1, "a-d": 2}
 
 
+def block_layout(w: np.ndarray) -> np.ndarray:
+    """int8 ``[buckets, n_out, n_in]`` dense weights in the kernels' block layout
+    ``[buckets, ceil(n_in / 4), n_out, 4]`` (a copy): each 4-byte input block's weights for all
+    outputs are contiguous, as ``vpdpbusd``/``vpmaddubsw`` read them (``kernels.dense.affine``).
+    Hidden layers' inputs are padded to 32 already; a first layer whose input width is not a
+    multiple of 4 (small ``ft_width``) gets zero weight columns up to one."""
+    B, n_out, n_in = w.shape
+    padded = (n_in + 3) // 4 * 4
+    if padded != n_in:
+        w = np.concatenate([w, np.zeros((B, n_out, padded - n_in), w.dtype)], axis=2)
+    return np.ascontiguousarray(w.reshape(B, n_out, padded // 4, 4).transpose(0, 2, 1, 3))
+
+
 def _pad32(n: int) -> int:
     """Round up to a multiple of 32 (Stockfish pads dense-layer inputs so)."""
     return (n + 31) // 32 * 32
@@ -653,8 +666,9 @@ class Network:
         """Flat dense parameters for :func:`nnue_infer.kernels.dense.propagate_layer_stack`.
 
         Returns ``(weights int8[total], biases int32[total], layers int64[n_layers, LAYER_TABLE_COLUMNS])``
-        (columns ``kernels.dense.COL_*``); integer weights keep the file layout
-        ``[bucket][output][input]``.  Activations go to offset 0 of the kernel's uint8 buffer,
+        (columns ``kernels.dense.COL_*``); integer weights are permuted, once, from the file's
+        ``[bucket][output][input]`` to the SIMD block layout ``[bucket][input / 4][output][4]``
+        (:func:`block_layout`).  Activations go to offset 0 of the kernel's uint8 buffer,
         unless a layer reads the concatenation of all earlier activations: then each layer's
         activation has its own block (offsets padded to 32) and every layer reads its input block.
         Float32 layers are appended to ``biases`` as bit patterns (weights ``[bucket][out][in]``,
@@ -680,12 +694,14 @@ class Network:
         for i, (layer, w, b) in enumerate(zip(arch.layers, self.layer_weights, self.layer_biases)):
             if layer.is_float:
                 continue
-            B, n_out, n_in = self.layer_weights[i].shape
+            blocks = block_layout(w)
+            B, n_blocks, n_out, _ = blocks.shape
+            n_in = 4 * n_blocks
             table[i, :8] = (n_in, n_out, HIDDEN_ACTIVATIONS[layer.activation], layer.n_activated,
                             w_off, n_out * n_in, b_off, n_out)
-            w_parts.append(w.reshape(-1))
+            w_parts.append(blocks.reshape(-1))
             b_parts.append(b.reshape(-1))
-            w_off += w.size
+            w_off += blocks.size
             b_off += b.size
         for i, (layer, w, b) in enumerate(zip(arch.layers, self.layer_weights, self.layer_biases)):
             if not layer.is_float:

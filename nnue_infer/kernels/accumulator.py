@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import simd
 from .features import changed_features, count_changes, king_frame, king_square
 from .threats import MAX_RELATIONS, relation_indices, relation_list, relation_orientation, sorted_difference
 
@@ -28,7 +29,7 @@ STATE_COLUMNS = 9
 
 
 @njit(cache=True, inline="always")
-def refresh_accumulator(weights, biases, psqt_weights, features, count, acc, psqt):
+def refresh_accumulator(weights, biases, psqt_weights, features, count, acc, psqt, isa):
     """Recompute one perspective's accumulator from scratch.
 
     Parameters
@@ -45,15 +46,20 @@ def refresh_accumulator(weights, biases, psqt_weights, features, count, acc, psq
         Output accumulator (wraps modulo 2**16 like Stockfish).
     psqt : int32[P]
         Output PSQT accumulator.
+    isa : int
+        ``simd.ISA_*``; any SIMD path sums the rows in 16-bit vector registers (see
+        :func:`update_rows`), ``ISA_PORTABLE`` in loops.
 
     Rows are added four at a time, so ``acc`` is loaded and stored once per four rows
     (about 1.5x faster than row by row); int16 wrap-around makes the order irrelevant.
     """
     width = acc.shape[0]
+    if isa != simd.ISA_PORTABLE and width % 32 == 0:
+        update_rows(biases, weights, features, count, features, 0, acc)
+        psqt_rows(psqt_weights, features, count, psqt)
+        return
     for j in range(width):
         acc[j] = biases[j]
-    for j in range(psqt.shape[0]):
-        psqt[j] = 0
     k = 0
     while k + 4 <= count:
         r0 = weights[features[k]]
@@ -68,6 +74,14 @@ def refresh_accumulator(weights, biases, psqt_weights, features, count, acc, psq
         for j in range(width):
             acc[j] += row[j]
         k += 1
+    psqt_rows(psqt_weights, features, count, psqt)
+
+
+@njit(cache=True, inline="always")
+def psqt_rows(psqt_weights, features, count, psqt):
+    """``psqt = sum of the PSQT rows of features[:count]`` (int32[P], no bias)."""
+    for j in range(psqt.shape[0]):
+        psqt[j] = 0
     for k in range(count):
         prow = psqt_weights[features[k]]
         for j in range(psqt.shape[0]):
@@ -75,18 +89,80 @@ def refresh_accumulator(weights, biases, psqt_weights, features, count, acc, psq
 
 
 @njit(cache=True, inline="always")
-def update_accumulator(weights, psqt_weights, src_acc, src_psqt, added, n_added, removed, n_removed, acc, psqt):
+def update_rows(src, weights, added, n_added, removed, n_removed, acc):
+    """``acc = src + rows(added[:n_added]) - rows(removed[:n_removed])`` in one pass, int16[L]
+    with ``L % 32 == 0``: a tile of 256 lanes (32 if L is not a multiple of 256) stays in
+    vector registers while every row is added or subtracted, then is stored once (Stockfish's
+    register tiling; wide tiles read each row in long runs).  ``acc`` may be ``src``.
+    Wrap-around as in the loops (bit-identical).
+    """
+    width = acc.shape[0]
+    flat = weights.reshape(weights.shape[0] * width)
+    if width % 256 == 0:
+        for j in range(0, width, 256):
+            v0 = simd.load_i16x64(src, j)
+            v1 = simd.load_i16x64(src, j + 64)
+            v2 = simd.load_i16x64(src, j + 128)
+            v3 = simd.load_i16x64(src, j + 192)
+            for k in range(n_added):
+                r = added[k] * width + j
+                v0 = simd.add_i16x64(v0, simd.load_i16x64(flat, r))
+                v1 = simd.add_i16x64(v1, simd.load_i16x64(flat, r + 64))
+                v2 = simd.add_i16x64(v2, simd.load_i16x64(flat, r + 128))
+                v3 = simd.add_i16x64(v3, simd.load_i16x64(flat, r + 192))
+            for k in range(n_removed):
+                r = removed[k] * width + j
+                v0 = simd.sub_i16x64(v0, simd.load_i16x64(flat, r))
+                v1 = simd.sub_i16x64(v1, simd.load_i16x64(flat, r + 64))
+                v2 = simd.sub_i16x64(v2, simd.load_i16x64(flat, r + 128))
+                v3 = simd.sub_i16x64(v3, simd.load_i16x64(flat, r + 192))
+            simd.store_i16x64(acc, j, v0)
+            simd.store_i16x64(acc, j + 64, v1)
+            simd.store_i16x64(acc, j + 128, v2)
+            simd.store_i16x64(acc, j + 192, v3)
+        return
+    for j in range(0, width, 32):
+        v0 = simd.load_i16x16(src, j)
+        v1 = simd.load_i16x16(src, j + 16)
+        for k in range(n_added):
+            r = added[k] * width + j
+            v0 = simd.add_i16x16(v0, simd.load_i16x16(flat, r))
+            v1 = simd.add_i16x16(v1, simd.load_i16x16(flat, r + 16))
+        for k in range(n_removed):
+            r = removed[k] * width + j
+            v0 = simd.sub_i16x16(v0, simd.load_i16x16(flat, r))
+            v1 = simd.sub_i16x16(v1, simd.load_i16x16(flat, r + 16))
+        simd.store_i16x16(acc, j, v0)
+        simd.store_i16x16(acc, j + 16, v1)
+
+
+@njit(cache=True, inline="always")
+def update_accumulator(weights, psqt_weights, src_acc, src_psqt, added, n_added, removed, n_removed, acc, psqt, isa):
     """Incremental update: ``acc = src_acc + rows(added) - rows(removed)``.
 
     ``src_acc``/``acc`` are int16[L], ``src_psqt``/``psqt`` int32[P]; ``added`` and
     ``removed`` are int32 feature indices of which the first ``n_added`` /
     ``n_removed`` are used.  ``acc`` may be the same array as ``src_acc``.
-    Bit-identical to a refresh because int16 addition wraps.  Copy, then one pass per
-    row, all as explicit loops: Numba's slice assignment ``acc[:] = src`` costs more than the
-    whole update, and fusing the passes measured slower.
+    Bit-identical to a refresh because int16 addition wraps.  SIMD paths (``isa``): one
+    fused pass (:func:`update_rows`).  ``ISA_PORTABLE``: copy, then one pass per row, as
+    explicit loops (Numba's slice assignment ``acc[:] = src`` costs more than the whole
+    update, and fusing these loops measured slower).
     """
     L = acc.shape[0]
     P = psqt.shape[0]
+    if isa != simd.ISA_PORTABLE and L % 32 == 0:
+        update_rows(src_acc, weights, added, n_added, removed, n_removed, acc)
+        for j in range(P):
+            psqt[j] = src_psqt[j]
+        for i in range(n_added):
+            prow = psqt_weights[added[i]]
+            for j in range(P):
+                psqt[j] += prow[j]
+        for i in range(n_removed):
+            prow = psqt_weights[removed[i]]
+            for j in range(P):
+                psqt[j] -= prow[j]
+        return
     for j in range(L):
         acc[j] = src_acc[j]
     for j in range(P):
@@ -215,7 +291,7 @@ def copy_accumulator(src_acc, src_psqt, acc, psqt):
 @njit(cache=True, inline="always")  # inlined into its callers: a call with 16 arguments costs ~60 ns
 def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psqt_weights, slot_table,
                        king_buckets, mirror, num_slots, added, removed, weights8, psqt8, threats, pairs, pair_offset,
-                       rel, idx):
+                       rel, idx, isa):
     """Bring perspective ``p``'s accumulator of pair ``dst`` to the piece set ``new``.
 
     Accumulators live in pairs (one per perspective): ``accs`` int16[pairs, 2, L],
@@ -251,6 +327,8 @@ def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psq
         The int8 feature sets (threats, pawn pairs) and their scratch, see
         :func:`update_relations`; ``threats = pairs = 0`` for networks without them.  Within one
         king frame their orientation is fixed too, so they follow the same rule.
+    isa : int
+        ``simd.ISA_*`` (see :func:`update_accumulator`).
 
     Source: Stockfish 15.1 ``nnue/nnue_feature_transformer.h`` (``update_accumulator``) and
     Stockfish 16's ``AccumulatorCaches`` (``update_accumulator_refresh_cache``).
@@ -263,7 +341,7 @@ def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psq
         if king_square(old, p) == ksq and count_changes(old, new) <= cache_cost:
             n_added, n_removed = changed_features(old, new, p, orient, base, slot_table, added, removed)
             update_accumulator(weights, psqt_weights, accs[src, p], psqts[src, p], added, n_added,
-                               removed, n_removed, accs[dst, p], psqts[dst, p])
+                               removed, n_removed, accs[dst, p], psqts[dst, p], isa)
             if threats or pairs:
                 update_relations(old, new, p, threats, pairs, pair_offset, weights8, psqt8, rel, idx, accs[dst, p],
                                  psqts[dst, p])
@@ -272,7 +350,7 @@ def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psq
     origin = key if cache_cost <= count_changes(state[empty, p], new) else empty
     n_added, n_removed = changed_features(state[origin, p], new, p, orient, base, slot_table, added, removed)
     update_accumulator(weights, psqt_weights, accs[origin, p], psqts[origin, p], added, n_added, removed, n_removed,
-                       accs[key, p], psqts[key, p])
+                       accs[key, p], psqts[key, p], isa)
     if threats or pairs:
         update_relations(state[origin, p], new, p, threats, pairs, pair_offset, weights8, psqt8, rel, idx, accs[key, p],
                          psqts[key, p])

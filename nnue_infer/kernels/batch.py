@@ -9,7 +9,8 @@ here too, since the work is theirs.
 
 Note: Numba's on-disk cache keys a function on its own file only, so a change to a kernel
 that this module calls must come with an edit of this file (or a cleared ``__pycache__``).
-Last such change: threat and pawn-pair features (kernels.threats, kernels.accumulator).
+Last such changes: threat and pawn-pair features (kernels.threats, kernels.accumulator); SIMD paths
+(kernels.simd) in the accumulator, activation and dense kernels.
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ The layer stack is general; Stockfish's are instances of its layer table and ski
   z[30] - z[31] added to fc_2's output and the sum scaled: tdiv((o + skip) * 9600, 16384)
   with a 64-bit product (``SKIP_OUTPUT``).
 
+Integer layers run in Stockfish's SIMD form (:func:`affine`): weights in a 4-byte block layout
+(permuted once at load, ``network.block_layout``), each input block broadcast against a register
+of output columns with the instructions ``kernels.simd`` chooses; every path gives the numbers
+of the plain loops (:func:`affine_portable`).
+
 Source: Stockfish sf_15.1 .. sf_18 ``nnue/nnue_architecture.h`` (``propagate``),
 ``nnue/layers/affine_transform.h``; ``shared/reference/stockfish-19-nnue.md`` section 8.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import simd
 from .activation import ACT_F_NONE, ACT_FLOAT, ACT_NONE, activate, activate_float
 
 #: Columns of the ``layers`` table given to :func:`propagate_layer_stack`: padded inputs, outputs,
@@ -50,31 +56,143 @@ def wrap_int32(x):
 
 
 @njit(cache=True, inline="always")
-def affine_int16_input(x, n_in, weights, w_offset, biases, b_offset, n_out, z):
-    """``z = biases + W @ x`` for the feature transformer's int16 output (uint8 or int8 values).
+def affine_portable(x, n_in, weights, w_off, biases, b_off, n_out, z):
+    """``z = biases + W @ x`` in plain loops, W in the block layout (see :func:`affine`).
 
-    W is int8 row-major ``[n_out, n_in]`` at ``w_offset`` of the flat ``weights``; z is int32
-    (sums wrap as C's int32 does).  A plain dot product per output: it vectorises (VNNI /
-    AVX-512 / AVX2 / NEON), and on Stockfish 15.1's first layer (1024 -> 16) it is about four
-    times faster than visiting only the non-zero inputs, whatever their number.
+    ``x`` uint8 or int8 (any 8-bit view), ``z`` int32 (sums wrap as C's int32 does).  One
+    output (both layouts coincide): a plain dot product, which LLVM vectorises.
     """
-    for i in range(n_out):
-        row = weights[w_offset + i * n_in:w_offset + (i + 1) * n_in]
+    if n_out == 1:
         s = np.int32(0)
         for j in range(n_in):
-            s += np.int32(x[j]) * np.int32(row[j])
-        z[i] = s + biases[b_offset + i]
+            s += np.int32(x[j]) * np.int32(weights[w_off + j])
+        z[0] = s + biases[b_off]
+        return
+    for i in range(n_out):
+        z[i] = biases[b_off + i]
+    for blk in range(n_in // 4):
+        x0 = np.int32(x[4 * blk])
+        x1 = np.int32(x[4 * blk + 1])
+        x2 = np.int32(x[4 * blk + 2])
+        x3 = np.int32(x[4 * blk + 3])
+        row = w_off + blk * n_out * 4
+        for i in range(n_out):
+            w = row + 4 * i
+            z[i] += (x0 * weights[w] + x1 * weights[w + 1]) + (x2 * weights[w + 2] + x3 * weights[w + 3])
 
 
 @njit(cache=True, inline="always")
-def affine_dense(x, n_in, weights, w_offset, biases, b_offset, n_out, z):
-    """``z = biases + W @ x`` with W stored row-major ``[n_out, n_in]`` (int8), x uint8, z int32 (wrapping sums)."""
-    for i in range(n_out):
-        s = np.int32(biases[b_offset + i])
-        row = weights[w_offset + i * n_in:w_offset + (i + 1) * n_in]
-        for j in range(n_in):
-            s += np.int32(x[j]) * np.int32(row[j])
-        z[i] = s
+def affine_zmm(x, n_in, weights, w_off, biases, b_off, n_out, z):
+    """:func:`affine` with 16 outputs per AVX-512 register (``n_out % 16 == 0``): ``vpdpbusd``
+    of each 4-byte input block, broadcast, against 64 weight bytes; four accumulators per
+    group of outputs hide the instruction's latency."""
+    nb = n_in // 4
+    for g in range(0, n_out, 16):
+        a0 = simd.load_i32x16(biases, b_off + g)
+        a1 = simd.zero_i32x16()
+        a2 = simd.zero_i32x16()
+        a3 = simd.zero_i32x16()
+        w = w_off + 4 * g
+        step = 4 * n_out
+        blk = 0
+        while blk + 4 <= nb:
+            a0 = simd.dot4_vnni512(a0, x, 4 * blk, weights, w)
+            a1 = simd.dot4_vnni512(a1, x, 4 * blk + 4, weights, w + step)
+            a2 = simd.dot4_vnni512(a2, x, 4 * blk + 8, weights, w + 2 * step)
+            a3 = simd.dot4_vnni512(a3, x, 4 * blk + 12, weights, w + 3 * step)
+            w += 4 * step
+            blk += 4
+        while blk < nb:
+            a0 = simd.dot4_vnni512(a0, x, 4 * blk, weights, w)
+            w += step
+            blk += 1
+        simd.store_i32x16(z, g, simd.add_i32x16(simd.add_i32x16(a0, a1), simd.add_i32x16(a2, a3)))
+
+
+@njit(cache=True, inline="always")
+def dot4_ymm(acc, x, xi, weights, wi, isa):
+    """One 4-byte input block into 8 int32 lanes: ``vpdpbusd ymm`` (AVX-VNNI, AVX-512 VNNI) or
+    AVX2's ``vpmaddubsw`` + ``vpmaddwd``."""
+    if simd.TARGET_VNNI256 and isa != simd.ISA_AVX2:
+        return simd.dot4_avxvnni(acc, x, xi, weights, wi)
+    return simd.dot4_avx2(acc, x, xi, weights, wi)
+
+
+@njit(cache=True, inline="always")
+def affine_ymm(x, n_in, weights, w_off, biases, b_off, n_out, z, isa):
+    """:func:`affine` with 8 outputs per 256-bit register (``n_out % 8 == 0``): 16 outputs (two
+    registers, two accumulators each) per pass over the input blocks, so each broadcast input
+    block serves both; ``isa`` picks the instruction (:func:`dot4_ymm`; AVX2 needs inputs <= 127)."""
+    nb = n_in // 4
+    step = 4 * n_out
+    g = 0
+    while g + 16 <= n_out:
+        a0 = simd.load_i32x8(biases, b_off + g)
+        b0 = simd.load_i32x8(biases, b_off + g + 8)
+        a1 = simd.zero_i32x8()
+        b1 = simd.zero_i32x8()
+        w = w_off + 4 * g
+        blk = 0
+        while blk + 2 <= nb:
+            a0 = dot4_ymm(a0, x, 4 * blk, weights, w, isa)
+            b0 = dot4_ymm(b0, x, 4 * blk, weights, w + 32, isa)
+            a1 = dot4_ymm(a1, x, 4 * blk + 4, weights, w + step, isa)
+            b1 = dot4_ymm(b1, x, 4 * blk + 4, weights, w + step + 32, isa)
+            w += 2 * step
+            blk += 2
+        if blk < nb:
+            a0 = dot4_ymm(a0, x, 4 * blk, weights, w, isa)
+            b0 = dot4_ymm(b0, x, 4 * blk, weights, w + 32, isa)
+        simd.store_i32x8(z, g, simd.add_i32x8(a0, a1))
+        simd.store_i32x8(z, g + 8, simd.add_i32x8(b0, b1))
+        g += 16
+    if g < n_out:  # 8 outputs left
+        a0 = simd.load_i32x8(biases, b_off + g)
+        a1 = simd.zero_i32x8()
+        w = w_off + 4 * g
+        blk = 0
+        while blk + 2 <= nb:
+            a0 = dot4_ymm(a0, x, 4 * blk, weights, w, isa)
+            a1 = dot4_ymm(a1, x, 4 * blk + 4, weights, w + step, isa)
+            w += 2 * step
+            blk += 2
+        if blk < nb:
+            a0 = dot4_ymm(a0, x, 4 * blk, weights, w, isa)
+        simd.store_i32x8(z, g, simd.add_i32x8(a0, a1))
+
+
+@njit(cache=True, inline="always")
+def affine(x, n_in, weights, w_off, biases, b_off, n_out, z, isa):
+    """``z = biases + W @ x``: an int8 dense layer on 8-bit inputs, int32 outputs (wrapping sums).
+
+    Parameters
+    ----------
+    x : uint8[>= n_in] (or an int8 view, with ``isa`` ``ISA_PORTABLE``)
+        Inputs; ``n_in % 4 == 0`` (layers' inputs are padded to 32).
+    weights : int8[total]
+        W in Stockfish's SIMD **block layout** at ``w_off``: ``[n_in / 4][n_out][4]``, i.e.
+        ``W[o, 4*b + k]`` at ``w_off + (b * n_out + o) * 4 + k`` (the file's row-major
+        ``[n_out][n_in]`` is permuted once, by ``network.block_layout``).  For ``n_out == 1``
+        both layouts coincide.
+    biases : int32[total]
+        At ``b_off``.
+    z : int32[>= n_out]
+        Output.
+    isa : int
+        ``simd.ISA_*``: the instructions to use (``ISA_AVX2`` needs ``x <= 127``, where
+        ``vpmaddubsw`` cannot saturate); layers whose width does not fill a register, paths
+        the target CPU lacks (``simd.TARGET_*``) and ``ISA_PORTABLE`` use plain loops.  Every
+        choice gives the same numbers.
+
+    Source: Stockfish 15.1, ``nnue/layers/affine_transform.h`` (the block layout and the
+    broadcast-and-multiply form, no per-output horizontal sums).
+    """
+    if simd.TARGET_VNNI512 and isa == simd.ISA_VNNI512 and n_out % 16 == 0:
+        affine_zmm(x, n_in, weights, w_off, biases, b_off, n_out, z)
+    elif simd.TARGET_AVX2 and isa != simd.ISA_PORTABLE and n_out % 8 == 0:
+        affine_ymm(x, n_in, weights, w_off, biases, b_off, n_out, z, isa)
+    else:
+        affine_portable(x, n_in, weights, w_off, biases, b_off, n_out, z)
 
 
 @njit(cache=True)
@@ -97,28 +215,40 @@ SCRATCH_FEATURES = 128
 def scratch_layout(layers):
     """Offsets (in int16 entries) of the regions of the int16 scratch buffer for ``layers``.
 
-    Returns ``(z, x, feats, end)``.  The transformed features (``layers[0, 0]`` entries) start
-    at 0; ``z`` is the hidden layers' int32 sums and ``x`` their uint8 inputs (each as wide as
-    the widest hidden layer), ``feats`` ``SCRATCH_FEATURES`` int32 feature indices; ``end`` is
-    the buffer's size.  Regions start on 32-byte boundaries.  One caller-provided buffer
-    instead of allocations inside the kernels (each cost ~40 ns per call).
+    Returns ``(ft_bytes, z, x, feats, end)``.  The feature transformer's int16 output
+    (``layers[0, 0]`` entries) starts at 0; ``ft_bytes`` holds the same values as the bytes
+    the first layer reads (:func:`ft_input`); ``z`` is the hidden layers' int32 sums and ``x``
+    their uint8 activations (as wide as the widest hidden layer's input block end, ``COL_X_IN``
+    + inputs, or output), ``feats`` ``SCRATCH_FEATURES`` int32 feature indices; ``end`` is the
+    buffer's size.  Regions start on 32-byte boundaries.  One caller-provided buffer instead of
+    allocations inside the kernels (each cost ~40 ns per call).
     """
     width = 1
     for l in range(1, layers.shape[0]):
-        width = max(width, layers[l, 0] + layers[l, 9])
+        width = max(width, layers[l, COL_IN] + layers[l, COL_X_IN])
     for l in range(layers.shape[0]):
-        width = max(width, layers[l, 1])
+        width = max(width, layers[l, COL_OUT])
     width = (width + 15) // 16 * 16
-    z = (layers[0, 0] + 15) // 16 * 16
+    n0 = (layers[0, COL_IN] + 15) // 16 * 16
+    ft_bytes = n0
+    z = ft_bytes + n0 // 2 + 16
     x = z + 2 * width
     feats = x + width
-    return z, x, feats, feats + 2 * SCRATCH_FEATURES
+    return ft_bytes, z, x, feats, feats + 2 * SCRATCH_FEATURES
+
+
+@njit(cache=True, inline="always")
+def ft_input(scratch, layers):
+    """The first layer's input bytes in ``scratch``: uint8[layers[0, 0]] (view it as int8 for
+    signed transformed features)."""
+    start = scratch_layout(layers)[0]
+    return scratch[start:].view(np.uint8)[:layers[0, COL_IN]]
 
 
 @njit(cache=True)
 def scratch_size(layers):
     """Entries of the int16 scratch buffer the kernels need for the layer stack ``layers``."""
-    return scratch_layout(layers)[3]
+    return scratch_layout(layers)[4]
 
 
 @njit(cache=True)
@@ -156,18 +286,19 @@ def propagate_float_tail(z, n, first, bucket, biases, layers, shift, float_out):
 
 @njit(cache=True, inline="always")
 def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_index, skip_sub, skip_mode, skip_num,
-                          skip_den, float_out):
+                          skip_den, float_out, isa, fc0_isa):
     """Run one layer stack (output bucket) on the transformed features.
 
     Parameters
     ----------
     scratch : int16[>= scratch_size(layers)]
-        The feature-transformer output (values in uint8 or int8 range, side to move's half
-        first) in its first ``layers[0, 0]`` entries; the rest is scratch (see :func:`scratch_layout`).
+        The feature-transformer output (side to move's half first) as the bytes of
+        :func:`ft_input` (uint8, or int8 for ``fc0_isa == simd.FC0_SIGNED``), zero-padded to
+        ``layers[0, 0]``; the rest is scratch (see :func:`scratch_layout`).
     bucket : int
         Layer stack to use.
     weights : int8[total]
-        All integer dense weights, flat, row-major ``[n_out, n_in]`` per layer and bucket.
+        All integer dense weights, flat, in the block layout of :func:`affine` per layer and bucket.
     biases : int32[total]
         All integer dense biases, flat, followed by the float32 weights and biases of the
         float layers (their bit patterns; the kernel reads them through a float32 view).
@@ -191,6 +322,9 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
     float_out : int
         For a float output layer: ``positional = round(y * float_out)`` (``output_units *
         output_scale``), saturated to int32.
+    isa, fc0_isa : int
+        ``simd.ISA_*`` for the hidden layers (whose inputs are at most 127) and for the first
+        layer (chosen for the transformed features' range; ``simd.FC0_SIGNED`` for int8 ones).
 
     Returns
     -------
@@ -199,8 +333,9 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
         internal units times OutputScale.
     """
     n_layers = layers.shape[0]
-    oz, ox, ofeats, _ = scratch_layout(layers)
+    _, oz, ox, ofeats, _ = scratch_layout(layers)
     z = scratch[oz:ox].view(np.int32)
+    x0 = ft_input(scratch, layers)
     x = scratch[ox:ofeats].view(np.uint8)  # every input a layer reads was written just before
     skip = np.int64(0)
     out = np.int64(0)
@@ -211,14 +346,17 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
         b_off = layers[l, 6] + bucket * layers[l, 7]
         code = layers[l, 2]
         if l == 0:
-            affine_int16_input(scratch, n_in, weights, w_off, biases, b_off, n_out, z)
+            if fc0_isa == simd.FC0_SIGNED:
+                affine_portable(x0.view(np.int8), n_in, weights, w_off, biases, b_off, n_out, z)
+            else:
+                affine(x0, n_in, weights, w_off, biases, b_off, n_out, z, fc0_isa)
             if skip_index >= 0:
                 skip = np.int64(z[skip_index])
                 if skip_sub >= 0:
                     skip -= z[skip_sub]
         else:
             x_in = layers[l, 9]
-            affine_dense(x[x_in:x_in + n_in], n_in, weights, w_off, biases, b_off, n_out, z)
+            affine(x[x_in:x_in + n_in], n_in, weights, w_off, biases, b_off, n_out, z, isa)
         if code == ACT_NONE:
             out = np.int64(z[0])
             break

@@ -7,7 +7,8 @@ Note: Numba's on-disk cache keys a function on its own file only, so a change to
 that this module calls must come with an edit of this file (or a cleared ``__pycache__``).
 Last such changes: ft_activate takes the lut_glu gate table (kernels.activation); general layer stack
 (per-layer shifts, concatenated inputs, skip modes) in kernels.dense; threat and pawn-pair features
-(kernels.threats, kernels.accumulator).
+(kernels.threats, kernels.accumulator); SIMD paths (kernels.simd) in the accumulator, activation and
+dense kernels.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from numba import njit
 
 from .accumulator import (INDEX_SCRATCH, RELATION_SCRATCH, STATE_FLAG, refresh_accumulator, refresh_relations,
                           update_perspective)
-from .activation import ft_activate
-from .dense import (LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, propagate_layer_stack, psqt_term, scratch_layout, tdiv,
-                    wrap_int32)
+from .activation import ft_transform
+from .dense import (LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, ft_input, propagate_layer_stack, psqt_term, scratch_layout,
+                    tdiv, wrap_int32)
 from .features import BB_BLACK, BB_WHITE, POS_OK, active_features, check_bitboards, popcount
 
 #: Indices into the ``params`` int64 array.  ``P_CACHE_PAIRS``: refresh-cache entries per
@@ -27,11 +28,13 @@ from .features import BB_BLACK, BB_WHITE, POS_OK, active_features, check_bitboar
 #: ``P_FLOAT_OUTPUT``: ``output_units * output_scale``, the integer per 1.0 of a float output layer.
 #: ``P_THREATS``, ``P_PAIRS``, ``P_PAIR_OFFSET``: the int8 feature sets (``features.Int8Layout``).
 #: ``P_SKIP_SUB``, ``P_SKIP_MODE``: see ``dense.propagate_layer_stack``; ``P_VALUE_DIVISION``: see
-#: :func:`bucket_value`.
+#: :func:`bucket_value`.  ``P_SIMD``: the instruction-set path (``simd.ISA_*``, normally
+#: ``simd.ISA``); ``P_FC0_SIMD``: the first dense layer's (``simd.first_layer_isa``).  Data, not
+#: compile-time constants, so one cached compilation serves every path.
 (P_FT_CLAMP, P_FT_SHIFT, P_WEIGHT_SHIFT, P_SKIP_INDEX, P_SKIP_NUM, P_SKIP_DEN, P_OUTPUT_SCALE,
  P_NUM_SLOTS, P_MIRROR, P_BUCKET_DIVISOR, P_FT_ACTIVATION, P_CACHE_PAIRS, P_MAX_PIECES, P_FLOAT_OUTPUT,
- P_SKIP_SUB, P_SKIP_MODE, P_VALUE_DIVISION, P_THREATS, P_PAIRS, P_PAIR_OFFSET) = range(20)
-N_PARAMS = 20
+ P_SKIP_SUB, P_SKIP_MODE, P_VALUE_DIVISION, P_THREATS, P_PAIRS, P_PAIR_OFFSET, P_SIMD, P_FC0_SIMD) = range(22)
+N_PARAMS = 22
 
 #: Value rules (``Architecture.value_division``): tdiv(psqt + positional, OutputScale)
 #: (Stockfish 15.1, 16) or tdiv(psqt, OutputScale) + tdiv(positional, OutputScale) (17.1 and later).
@@ -59,10 +62,12 @@ def forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases,
     features go to its first entries).  Returns ``(psqt, positional)`` in
     internal units times OutputScale, side to move's point of view.
     """
-    ft_activate(acc, stm, params[P_FT_ACTIVATION], params[P_FT_CLAMP], params[P_FT_SHIFT], biases, scratch)
+    ft_transform(acc, stm, params[P_FT_ACTIVATION], params[P_FT_CLAMP], params[P_FT_SHIFT], params[P_SIMD], biases,
+                 scratch, ft_input(scratch, layers))
     positional = propagate_layer_stack(scratch, bucket, weights, biases, layers, params[P_WEIGHT_SHIFT],
                                        params[P_SKIP_INDEX], params[P_SKIP_SUB], params[P_SKIP_MODE],
-                                       params[P_SKIP_NUM], params[P_SKIP_DEN], params[P_FLOAT_OUTPUT])
+                                       params[P_SKIP_NUM], params[P_SKIP_DEN], params[P_FLOAT_OUTPUT], params[P_SIMD],
+                                       params[P_FC0_SIMD])
     return psqt_term(psqt_acc, stm, bucket), positional
 
 
@@ -94,7 +99,8 @@ def refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_bia
     """
     active_features(bitboards, slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], feats, counts)
     for p in range(2):
-        refresh_accumulator(ft_weights, ft_biases, psqt_weights, feats[p], counts[p], acc[p], psqt_acc[p])
+        refresh_accumulator(ft_weights, ft_biases, psqt_weights, feats[p], counts[p], acc[p], psqt_acc[p],
+                            params[P_SIMD])
     if params[P_THREATS] or params[P_PAIRS]:
         rel, idx = relation_scratch(params)
         for p in range(2):
@@ -150,7 +156,7 @@ def unpack_config(cfg):
 @njit(cache=True, inline="always")
 def feature_buffers(scratch, layers):
     """Two int32[SCRATCH_FEATURES // 2] lists (added, removed features) in the scratch buffer's last region."""
-    feats = scratch[scratch_layout(layers)[2]:].view(np.int32)
+    feats = scratch[scratch_layout(layers)[3]:].view(np.int32)
     return feats[:SCRATCH_FEATURES // 2], feats[SCRATCH_FEATURES // 2:SCRATCH_FEATURES]
 
 
@@ -191,7 +197,7 @@ def evaluate_fresh(stm, ft_weights, psqt_weights, weights8, psqt8, weights, bias
     active_features(new, slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], feats, counts)
     for p in range(2):
         refresh_accumulator(ft_weights, accs[empty, p], psqt_weights, feats[p], counts[p], accs[work, p],
-                            psqts[work, p])
+                            psqts[work, p], params[P_SIMD])
     if params[P_THREATS] or params[P_PAIRS]:
         rel, idx = relation_scratch(params)
         for p in range(2):
@@ -242,7 +248,8 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights8, psqt8,
         if src != dst:
             update_perspective(new, p, src, dst, empty, accs, psqts, state, ft_weights, psqt_weights, slot_table,
                                king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], added, removed, weights8, psqt8,
-                               params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx)
+                               params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx,
+                               params[P_SIMD])
             state[dst, p, STATE_FLAG] = 1
     for i in range(max(trusted, 0), ply):
         state[stack + i, 0, STATE_FLAG] = 0
@@ -280,6 +287,6 @@ def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights8, 
             update_perspective(new, p, work + ((i - 1) & 1) if i > 0 else -1, dst, empty, accs, psqts, state,
                                ft_weights, psqt_weights, slot_table, king_buckets, params[P_MIRROR],
                                params[P_NUM_SLOTS], added, removed, weights8, psqt8, params[P_THREATS],
-                               params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx)
+                               params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx, params[P_SIMD])
         out[i] = evaluate_pair(new, dst, stms[i], params, accs, psqts, scratch, weights, biases, layers)
     return -1

@@ -4,10 +4,10 @@ LLVM does not produce from loops (AVX-512 VNNI / AVX-VNNI ``vpdpbusd``, AVX2 ``v
 
 **Instruction set.**  :data:`ISA` is chosen once, at import, from the features of the CPU Numba
 compiles for (``vnni512`` > ``avxvnni`` > ``avx2`` > ``portable``), or forced with the
-environment variable ``NNUE_INFER_SIMD`` (one of :data:`ISA_NAMES`).  Kernels are meant to take
-it as *data*, not a compile-time constant (an int64 parameter they branch on), so one compiled
-(and ``cache=True``-cached) kernel holds every path and a kernel cached under one choice is never
-reused for another.
+environment variable ``NNUE_INFER_SIMD`` (one of :data:`ISA_NAMES`).  It is *data*, not a
+compile-time constant: the callers put it into the int64 parameters they pass to the kernels
+(``forward.P_SIMD``), and the kernels branch on it.  So one compiled (and ``cache=True``-cached)
+kernel holds every path, and a kernel cached under one choice is never reused for another.
 
 **Portability.**  Every intrinsic here emits the x86 instruction only when the compilation
 target has the feature; otherwise it emits the same arithmetic in generic LLVM vector IR
@@ -36,7 +36,7 @@ from numba.core import config as numba_config
 from numba.core import cgutils
 from numba.extending import intrinsic, models, register_model
 
-#: Instruction-set paths, in order of preference.
+#: Instruction-set paths, in order of preference (codes stored in ``forward.P_SIMD``).
 ISA_PORTABLE, ISA_AVX2, ISA_AVXVNNI, ISA_VNNI512 = 0, 1, 2, 3
 ISA_NAMES = ("portable", "avx2", "avxvnni", "vnni512")
 #: The environment variable that forces a path.

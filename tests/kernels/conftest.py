@@ -11,7 +11,8 @@ import pytest
 from nnue_infer.features import feature_set
 from nnue_infer.kernels import forward as K
 from nnue_infer.kernels.activation import FT_PAIRWISE
-from nnue_infer.kernels.dense import scratch_size
+from nnue_infer.kernels import simd
+from nnue_infer.kernels.dense import ft_input, scratch_size
 
 
 @pytest.fixture(scope="session")
@@ -37,6 +38,8 @@ def params(network, halfka) -> np.ndarray:
     p[K.P_BUCKET_DIVISOR] = 4
     p[K.P_FT_ACTIVATION] = FT_PAIRWISE
     p[K.P_FLOAT_OUTPUT] = 9600  # 600 * 16 (no float layers in this network)
+    p[K.P_SIMD] = simd.ISA  # the path under test (NNUE_INFER_SIMD; see test_simd_paths.py)
+    p[K.P_FC0_SIMD] = simd.first_layer_isa(simd.ISA, 126, False)
     assert arch.skip_index == 15 and arch.output_buckets == 8
     return p
 
@@ -49,7 +52,8 @@ def layout(network):
 
 def make_buffers(layers: np.ndarray | None = None, l1: int = 1024, psqt: int = 8) -> SimpleNamespace:
     """Scratch buffers with the Evaluator's dtypes and shapes; ``ft_out`` is the transformed
-    features at the start of ``scratch`` (the kernels' scratch for the layer stack ``layers``)."""
+    features (the first layer's input bytes in ``scratch``, the kernels' scratch for the layer
+    stack ``layers``)."""
     scratch = np.zeros(scratch_size(layers) if layers is not None else l1, np.int16)
     return SimpleNamespace(
         bb=np.empty(8, np.int64),
@@ -58,5 +62,5 @@ def make_buffers(layers: np.ndarray | None = None, l1: int = 1024, psqt: int = 8
         acc=np.empty((2, l1), np.int16),
         psqt=np.empty((2, psqt), np.int32),
         scratch=scratch,
-        ft_out=scratch[:l1],
+        ft_out=ft_input(scratch, layers) if layers is not None else scratch[:l1],
     )

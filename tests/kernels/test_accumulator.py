@@ -7,6 +7,7 @@ import numpy as np
 
 import reference as R
 from nnue_infer.kernels.accumulator import refresh_accumulator, update_accumulator
+from nnue_infer.kernels.simd import ISA  # the path under test (NNUE_INFER_SIMD; see test_simd_paths.py)
 
 
 def as_feats(indices) -> np.ndarray:
@@ -26,7 +27,7 @@ def test_refresh_matches_reference(network, sample_boards):
         for p, color in enumerate((chess.WHITE, chess.BLACK)):
             feats = R.features(board, color)
             refresh_accumulator(network.ft_weights, network.ft_biases, network.psqt_weights, as_feats(feats),
-                                len(feats), acc[p], psqt[p])
+                                len(feats), acc[p], psqt[p], ISA)
             want_acc, want_psqt = R.accumulate(network, feats)
             # Spec 4: no int16 overflow is possible for this net, so int64 sums are exact.
             assert want_acc.min() >= -32768 and want_acc.max() <= 32767
@@ -39,11 +40,11 @@ def test_refresh_reads_only_count_features(network):
     psqt = np.empty((2, 8), np.int32)
     feats = as_feats([22468, 22524])
     feats[2:] = 22527  # garbage after count must be ignored
-    refresh_accumulator(network.ft_weights, network.ft_biases, network.psqt_weights, feats, 2, acc[0], psqt[0])
+    refresh_accumulator(network.ft_weights, network.ft_biases, network.psqt_weights, feats, 2, acc[0], psqt[0], ISA)
     want_acc, want_psqt = R.accumulate(network, [22468, 22524])
     np.testing.assert_array_equal(acc[0], want_acc)
     np.testing.assert_array_equal(psqt[0], want_psqt)
-    refresh_accumulator(network.ft_weights, network.ft_biases, network.psqt_weights, feats, 0, acc[1], psqt[1])
+    refresh_accumulator(network.ft_weights, network.ft_biases, network.psqt_weights, feats, 0, acc[1], psqt[1], ISA)
     np.testing.assert_array_equal(acc[1], network.ft_biases)  # no feature: biases, PSQT has no bias
     assert not psqt[1].any()
 
@@ -59,7 +60,7 @@ def test_refresh_wraps_int16_like_stockfish():
     acc = np.empty((2, 1024), np.int16)
     psqt = np.empty((2, 8), np.int32)
     feats = as_feats(list(range(32)))
-    refresh_accumulator(weights, biases, psqt_w, feats, 32, acc[0], psqt[0])
+    refresh_accumulator(weights, biases, psqt_w, feats, 32, acc[0], psqt[0], ISA)
     want = biases.astype(np.int64) + weights[:32].astype(np.int64).sum(axis=0)
     np.testing.assert_array_equal(acc[0], wrap16(want))
     np.testing.assert_array_equal(psqt[0], psqt_w[:32].astype(np.int64).sum(axis=0))
@@ -79,11 +80,11 @@ def test_update_equals_refresh(network):
         added = rng.choice(np.setdiff1d(np.arange(22528), old), size=int(rng.integers(0, 4)), replace=False)
         new = np.concatenate([old[n_rem:], added])
         refresh_accumulator(network.ft_weights, network.ft_biases, network.psqt_weights, as_feats(old), len(old),
-                            acc[0], psqt[0])
+                            acc[0], psqt[0], ISA)
         update_accumulator(network.ft_weights, network.psqt_weights, acc[0], psqt[0], as_feats(added), len(added),
-                           as_feats(removed), n_rem, acc[1], psqt[1])
+                           as_feats(removed), n_rem, acc[1], psqt[1], ISA)
         refresh_accumulator(network.ft_weights, network.ft_biases, network.psqt_weights, as_feats(new), len(new),
-                            ref_acc[0], ref_psqt[0])
+                            ref_acc[0], ref_psqt[0], ISA)
         np.testing.assert_array_equal(acc[1], ref_acc[0])
         np.testing.assert_array_equal(psqt[1], ref_psqt[0])
         want_acc, want_psqt = R.accumulate(network, new.tolist())
@@ -91,7 +92,7 @@ def test_update_equals_refresh(network):
         np.testing.assert_array_equal(psqt[1], want_psqt)
         # in place: destination is the source
         update_accumulator(network.ft_weights, network.psqt_weights, acc[0], psqt[0], as_feats(added), len(added),
-                           as_feats(removed), n_rem, acc[0], psqt[0])
+                           as_feats(removed), n_rem, acc[0], psqt[0], ISA)
         np.testing.assert_array_equal(acc[0], ref_acc[0])
         np.testing.assert_array_equal(psqt[0], ref_psqt[0])
 
@@ -105,7 +106,7 @@ def test_update_wraps_and_unwraps_int16():
     psqt = np.empty((2, 8), np.int32)
     acc[0] = 20000
     psqt[0] = 0
-    update_accumulator(weights, psqt_w, acc[0], psqt[0], as_feats([1]), 1, as_feats([]), 0, acc[1], psqt[1])
+    update_accumulator(weights, psqt_w, acc[0], psqt[0], as_feats([1]), 1, as_feats([]), 0, acc[1], psqt[1], ISA)
     assert (acc[1] == 50000 - 65536).all()
-    update_accumulator(weights, psqt_w, acc[1], psqt[1], as_feats([]), 0, as_feats([1]), 1, acc[1], psqt[1])
+    update_accumulator(weights, psqt_w, acc[1], psqt[1], as_feats([]), 0, as_feats([1]), 1, acc[1], psqt[1], ISA)
     assert (acc[1] == 20000).all()

@@ -9,24 +9,35 @@ import numpy as np
 import pytest
 
 import reference as R
+from nnue_infer.kernels import simd
 from nnue_infer.kernels.dense import (
-    affine_dense,
-    affine_int16_input,
+    affine,
+    affine_portable,
+    ft_input,
     propagate_layer_stack,
-    scratch_size,
     psqt_term,
+    scratch_size,
     tdiv,
     wrap_int32,
 )
+from nnue_infer.network import block_layout
+
+ISA = simd.ISA  # the path under test (NNUE_INFER_SIMD; see test_simd_paths.py)
+FC0 = simd.first_layer_isa(ISA, 127, False)
 
 SKIP = (15, -1, 0, 9600, 8128)  # skip index, subtracted index, SKIP_SEPARATE, numerator, denominator
 
 
 def with_scratch(x, layers):
-    """The layer stack's int16 scratch buffer with the transformed features ``x`` at its start."""
+    """The layer stack's int16 scratch buffer with the transformed features ``x`` as its input bytes."""
     scratch = np.zeros(scratch_size(layers), np.int16)
-    scratch[:len(x)] = x
+    ft_input(scratch, layers)[:len(x)] = x
     return scratch
+
+
+def blocked(w, n_out, n_in):
+    """Flat row-major int8 weights of consecutive ``[n_out, n_in]`` layers in the kernels' block layout."""
+    return block_layout(w.reshape(-1, n_out, n_in)).reshape(-1)
 
 
 def test_tdiv_truncates_toward_zero():
@@ -53,44 +64,54 @@ def rng():
     return np.random.default_rng(5)
 
 
-def test_affine_dense_random(rng):
-    for n_in, n_out in ((32, 32), (32, 1), (1024, 16), (64, 8)):
+@pytest.mark.parametrize("isa", [simd.ISA_PORTABLE, ISA])
+def test_affine_random(rng, isa):
+    """Every width class (16 per zmm, 8 per ymm, plain loops) on inputs up to 127, and the
+    8-bit inputs up to 255 where the path allows them (not AVX2's saturating vpmaddubsw)."""
+    for n_in, n_out in ((32, 32), (32, 1), (1024, 16), (64, 8), (36, 24), (1024, 32), (32, 15)):
         w = rng.integers(-128, 128, size=3 * n_in * n_out, dtype=np.int8)
         b = rng.integers(-(2**20), 2**20, size=3 * n_out, dtype=np.int32)
-        x = rng.integers(0, 256, size=n_in, dtype=np.uint8)
-        z = np.empty(n_out, np.int32)
-        for k in range(3):
-            affine_dense(x, n_in, w, k * n_in * n_out, b, k * n_out, n_out, z)
-            W = w[k * n_in * n_out : (k + 1) * n_in * n_out].reshape(n_out, n_in).astype(np.int64)
-            np.testing.assert_array_equal(z, b[k * n_out : (k + 1) * n_out] + W @ x.astype(np.int64))
+        wb = blocked(w, n_out, n_in)
+        for top in (127, 255):
+            if top > 127 and isa == simd.ISA_AVX2:
+                continue
+            x = rng.integers(0, top + 1, size=n_in, dtype=np.uint8)
+            x[rng.random(n_in) < 0.5] = 0
+            z = np.empty(n_out, np.int32)
+            for k in range(3):
+                affine(x, n_in, wb, k * n_in * n_out, b, k * n_out, n_out, z, isa)
+                W = w[k * n_in * n_out : (k + 1) * n_in * n_out].reshape(n_out, n_in).astype(np.int64)
+                np.testing.assert_array_equal(z, b[k * n_out : (k + 1) * n_out] + W @ x.astype(np.int64))
 
 
-def test_affine_int16_input_random(rng):
-    for n_in, n_out in ((1024, 16), (64, 32)):
-        w = rng.integers(-128, 128, size=2 * n_in * n_out, dtype=np.int8)
-        b = rng.integers(-(2**20), 2**20, size=2 * n_out, dtype=np.int32)
-        x = rng.integers(0, 127, size=n_in, dtype=np.int16)  # the feature transformer's int16 output buffer
-        x[rng.random(n_in) < 0.8] = 0
-        z = np.empty(n_out, np.int32)
-        for k in range(2):
-            affine_int16_input(x, n_in, w, k * n_in * n_out, b, k * n_out, n_out, z)
-            W = w[k * n_in * n_out : (k + 1) * n_in * n_out].reshape(n_out, n_in).astype(np.int64)
-            np.testing.assert_array_equal(z, b[k * n_out : (k + 1) * n_out] + W @ x.astype(np.int64))
-
-
-def test_affine_extremes_wrap_int32():
-    """int8 extremes times uint8 255 over 1024 inputs, and biases at the int32 edges (sums wrap as in C)."""
-    n_in, n_out = 1024, 4
-    w = np.full(n_in * n_out, -128, np.int8)
-    w[n_in : 2 * n_in] = 127
-    b = np.array([-(2**31), 2**31 - 1, 0, 5], np.int32)
-    x = np.full(n_in, 255, np.uint8)
+def test_affine_signed_inputs_portable(rng):
+    """int8 transformed features (glu, bilinear) through the plain loops on an int8 view."""
+    n_in, n_out = 64, 16
+    w = rng.integers(-128, 128, size=n_in * n_out, dtype=np.int8)
+    b = rng.integers(-(2**20), 2**20, size=n_out, dtype=np.int32)
+    x = rng.integers(-128, 128, size=n_in, dtype=np.int8)
     z = np.empty(n_out, np.int32)
-    affine_dense(x, n_in, w, 0, b, 0, n_out, z)
-    want = [R.wrap32(int(b[i]) + int(w[i * n_in : (i + 1) * n_in].astype(np.int64).sum()) * 255) for i in range(n_out)]
-    np.testing.assert_array_equal(z, want)
-    affine_int16_input(x.astype(np.int16), n_in, w, 0, b, 0, n_out, z)
-    np.testing.assert_array_equal(z, want)
+    affine_portable(x, n_in, blocked(w, n_out, n_in), 0, b, 0, n_out, z)
+    np.testing.assert_array_equal(z, b + w.reshape(n_out, n_in).astype(np.int64) @ x.astype(np.int64))
+
+
+@pytest.mark.parametrize("isa", [simd.ISA_PORTABLE, ISA])
+def test_affine_extremes_wrap_int32(isa):
+    """int8 extremes times the largest input over 1024 inputs, and biases at the int32 edges
+    (sums wrap as in C), for 4 outputs (plain loops) and 16 (SIMD registers)."""
+    n_in = 1024
+    top = 127 if isa == simd.ISA_AVX2 else 255
+    for n_out in (4, 16):
+        w = np.full(n_in * n_out, -128, np.int8)
+        w[n_in : 2 * n_in] = 127
+        b = np.zeros(n_out, np.int32)
+        b[:4] = (-(2**31), 2**31 - 1, 0, 5)
+        x = np.full(n_in, top, np.uint8)
+        z = np.empty(n_out, np.int32)
+        affine(x, n_in, blocked(w, n_out, n_in), 0, b, 0, n_out, z, isa)
+        want = [R.wrap32(int(b[i]) + int(w[i * n_in : (i + 1) * n_in].astype(np.int64).sum()) * top)
+                for i in range(n_out)]
+        np.testing.assert_array_equal(z, want)
 
 
 def test_psqt_term():
@@ -111,7 +132,7 @@ def test_layer_stack_matches_reference_on_real_inputs(network, layout, sample_bo
         e = R.evaluate(network, board)
         x = e.transformed.astype(np.int16)
         for k in range(8):
-            got = propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600)
+            got = propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600, ISA, FC0)
             assert got == e.positional[k], (board.fen(), k)
 
 
@@ -123,7 +144,7 @@ def test_layer_stack_random_dense_inputs(network, layout, rng):
         x[rng.random(1024) < rng.random()] = 0
         k = int(rng.integers(8))
         st = R.layer_stack(network, k, x)
-        assert propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600) == st.positional
+        assert propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600, ISA, FC0) == st.positional
 
 
 def test_layer_stack_skip_wraps(network, layout):
@@ -138,11 +159,11 @@ def test_layer_stack_skip_wraps(network, layout):
             assert abs(z15) > 223_696, z15
             unwrapped = R.layer_stack(network, k, x, wrap_skip=False)
             assert unwrapped.positional != st.positional
-            assert propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600) == st.positional
+            assert propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600, ISA, FC0) == st.positional
 
 
 def test_layer_stack_without_skip(network, layout):
     weights, biases, layers = layout
     x = R.evaluate(network, chess.Board()).transformed.astype(np.int16)
     st = R.layer_stack(network, 7, x)
-    assert propagate_layer_stack(with_scratch(x, layers), 7, weights, biases, layers, 6, -1, -1, 0, 9600, 8128, 9600) == st.o
+    assert propagate_layer_stack(with_scratch(x, layers), 7, weights, biases, layers, 6, -1, -1, 0, 9600, 8128, 9600, ISA, FC0) == st.o

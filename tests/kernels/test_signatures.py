@@ -19,7 +19,7 @@ import nnue_infer.kernels
 TESTED = {
     "accumulator": ["refresh_accumulator", "update_accumulator"],
     "activation": ["pairwise_clamp_mul", "clipped_relu", "sqr_clipped_relu", "activate"],
-    "dense": ["tdiv", "wrap_int32", "affine_int16_input", "affine_dense", "propagate_layer_stack", "psqt_term"],
+    "dense": ["tdiv", "wrap_int32", "propagate_layer_stack", "psqt_term"],
     "features": ["orientation", "king_square", "feature_index", "active_features"],
     "forward": ["forward_bucket", "refresh_both", "evaluate_bitboards", "trace_buckets", "evaluate_fresh", "evaluate_stack",
                 "evaluate_sequence"],
