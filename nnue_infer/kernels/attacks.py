@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .features import BB_KINGS, BB_PAWNS, BB_WHITE
+
 
 def _square_bb() -> np.ndarray:
     out = np.zeros(64, np.uint64)
@@ -80,3 +82,17 @@ def piece_attacks(piece_type, colour, sq, occupied):
     if piece_type == 4:
         return line_attacks(sq, occupied, 0, 8)
     return KING_ATTACKS[sq]
+
+
+@njit(cache=True, inline="always")
+def piece_reach(bitboards, sq, occupied):
+    """Squares attacked by the piece standing on ``sq`` (0 if none) of a position's ``bitboards``
+    (int64[8], :mod:`nnue_infer.kernels.features` layout: pawns .. kings by type, then White's
+    and Black's pieces), with ``occupied`` squares blocking the sliders: :func:`piece_attacks`
+    of whatever piece is there."""
+    bit = SQUARE_BB[sq]
+    colour = 0 if bitboards[BB_WHITE] & bit else 1
+    for piece_type in range(BB_PAWNS, BB_KINGS + 1):
+        if bitboards[piece_type] & bit:
+            return piece_attacks(piece_type, colour, sq, occupied)
+    return np.int64(0)

@@ -24,12 +24,14 @@ from __future__ import annotations
 
 from numba import njit, prange
 
-from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks
+from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks, piece_reach
 from .features import BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, lowest_square, \
     without_lowest
 
 #: ``status`` results: in check or not, and whether the filter cleared the position.
 NOT_CLEARED, CLEARED = 0, 1
+#: Every square (``targets`` of :func:`_free_piece_reaches` asking for any move).
+ALL_SQUARES = -1
 
 
 @njit(cache=True)
@@ -49,40 +51,9 @@ def attackers(bitboards, sq, by, occupied):
 
 
 @njit(cache=True)
-def _has_free_move(bitboards, stm, king, occupied):
-    """Whether a piece of ``stm`` off every line through its king (hence unpinnable) has a move."""
-    own = bitboards[BB_WHITE + stm]
-    enemy = bitboards[BB_WHITE + 1 - stm]
-    aligned = line_attacks(king, 0, 0, 8)  # every square on a line through the king (empty board)
-    free = own & ~aligned & ~bitboards[BB_KINGS]
-    pawns = free & bitboards[BB_PAWNS]
-    while pawns:
-        sq = lowest_square(pawns)
-        pawns = without_lowest(pawns)
-        ahead = sq + 8 if stm == 0 else sq - 8
-        if (occupied & SQUARE_BB[ahead]) == 0 or PAWN_ATTACKS[stm, sq] & enemy:
-            return True
-    others = free & ~bitboards[BB_PAWNS]
-    while others:
-        sq = lowest_square(others)
-        others = without_lowest(others)
-        if bitboards[BB_KNIGHTS] & SQUARE_BB[sq]:
-            targets = KNIGHT_ATTACKS[sq]
-        elif bitboards[BB_BISHOPS] & SQUARE_BB[sq]:
-            targets = line_attacks(sq, occupied, 4, 8)
-        elif bitboards[BB_ROOKS] & SQUARE_BB[sq]:
-            targets = line_attacks(sq, occupied, 0, 4)
-        else:
-            targets = line_attacks(sq, occupied, 0, 8)
-        if targets & ~own:
-            return True
-    return False
-
-
-@njit(cache=True)
 def _free_piece_reaches(bitboards, stm, king, occupied, targets):
-    """Whether a piece of ``stm`` off every line through its king can move onto a square of
-    ``targets`` (enemy pieces to capture, empty squares to step on)."""
+    """Whether a piece of ``stm`` off every line through its king (hence unpinnable) can move onto
+    a square of ``targets`` (enemy pieces to capture, empty squares to step on; -1: any move)."""
     own = bitboards[BB_WHITE + stm]
     enemy = bitboards[BB_WHITE + 1 - stm]
     free = own & ~line_attacks(king, 0, 0, 8) & ~bitboards[BB_KINGS]
@@ -103,15 +74,7 @@ def _free_piece_reaches(bitboards, stm, king, occupied, targets):
     while others:
         sq = lowest_square(others)
         others = without_lowest(others)
-        if bitboards[BB_KNIGHTS] & SQUARE_BB[sq]:
-            reach = KNIGHT_ATTACKS[sq]
-        elif bitboards[BB_BISHOPS] & SQUARE_BB[sq]:
-            reach = line_attacks(sq, occupied, 4, 8)
-        elif bitboards[BB_ROOKS] & SQUARE_BB[sq]:
-            reach = line_attacks(sq, occupied, 0, 4)
-        else:
-            reach = line_attacks(sq, occupied, 0, 8)
-        if reach & targets & ~own:
+        if piece_reach(bitboards, sq, occupied) & targets & ~own:
             return True
     return False
 
@@ -145,7 +108,7 @@ def position_status(bitboards, stm):
         if attackers(bitboards, to, 1 - stm, lifted) == 0:
             return check, CLEARED
     if not check:
-        if _has_free_move(bitboards, stm, king, occupied):
+        if _free_piece_reaches(bitboards, stm, king, occupied, ALL_SQUARES):
             return check, CLEARED
         return check, NOT_CLEARED
     checkers = attackers(bitboards, king, 1 - stm, occupied)

@@ -23,6 +23,25 @@ RAW, CSV, JSON = 0, 1, 2
 _HEX = np.frombuffer(b"0123456789abcdef", np.uint8).copy()
 
 
+def _short_escapes() -> np.ndarray:
+    table = np.zeros(32, np.uint8)
+    for code, letter in ((8, "b"), (9, "t"), (10, "n"), (12, "f"), (13, "r")):
+        table[code] = ord(letter)
+    return table
+
+
+#: The letter of a control character's two-character JSON escape (``\\n`` ...), 0 where it takes ``\\u00XX``.
+_SHORT_ESCAPES = _short_escapes()
+
+
+@njit(cache=True)
+def _put(out, pos, data):
+    """Copy the bytes ``data`` to ``out[pos:]``; returns the position after them."""
+    for k in range(data.shape[0]):
+        out[pos + k] = data[k]
+    return pos + data.shape[0]
+
+
 @njit(cache=True)
 def magnitude(v):
     """``|v|`` of int64 ``v`` as uint64 (exact for -2**63)."""
@@ -56,9 +75,7 @@ def write_ints(out, cursor, values, valid, null):
     for i in prange(values.shape[0]):
         pos = cursor[i]
         if not valid[i]:
-            for k in range(null.shape[0]):
-                out[pos + k] = null[k]
-            cursor[i] = pos + null.shape[0]
+            cursor[i] = _put(out, pos, null)
             continue
         v = values[i]
         end = pos + decimal_length(v)
@@ -89,9 +106,7 @@ def _json_escaped_length(c):
     if c == 34 or c == 92:  # " \
         return 2
     if c < 32:
-        if c == 8 or c == 9 or c == 10 or c == 12 or c == 13:
-            return 2
-        return 6
+        return 2 if _SHORT_ESCAPES[c] else 6
     return 1
 
 
@@ -127,9 +142,7 @@ def write_texts(out, cursor, buf, starts, ends, valid, mode, null):
     for i in prange(starts.shape[0]):
         pos = cursor[i]
         if not valid[i]:
-            for k in range(null.shape[0]):
-                out[pos + k] = null[k]
-            cursor[i] = pos + null.shape[0]
+            cursor[i] = _put(out, pos, null)
             continue
         s, e = starts[i], ends[i]
         if mode == RAW or (mode == CSV and not _csv_needs_quotes(buf, s, e)):
@@ -159,20 +172,8 @@ def write_texts(out, cursor, buf, starts, ends, valid, mode, null):
                     pos += 2
                 elif c < 32:
                     out[pos] = 92
-                    if c == 8:
-                        out[pos + 1] = 98  # \b
-                        pos += 2
-                    elif c == 9:
-                        out[pos + 1] = 116  # \t
-                        pos += 2
-                    elif c == 10:
-                        out[pos + 1] = 110  # \n
-                        pos += 2
-                    elif c == 12:
-                        out[pos + 1] = 102  # \f
-                        pos += 2
-                    elif c == 13:
-                        out[pos + 1] = 114  # \r
+                    if _SHORT_ESCAPES[c]:  # \b \t \n \f \r
+                        out[pos + 1] = _SHORT_ESCAPES[c]
                         pos += 2
                     else:  # \u00XX
                         out[pos + 1] = 117
@@ -192,9 +193,5 @@ def write_texts(out, cursor, buf, starts, ends, valid, mode, null):
 @njit(parallel=True, cache=True)
 def write_constant(out, cursor, constant):
     """Write the bytes ``constant`` at every ``cursor[i]``; advance."""
-    m = constant.shape[0]
     for i in prange(cursor.shape[0]):
-        pos = cursor[i]
-        for k in range(m):
-            out[pos + k] = constant[k]
-        cursor[i] = pos + m
+        cursor[i] = _put(out, cursor[i], constant)
