@@ -128,18 +128,29 @@ def _bytes(text: str) -> np.ndarray:
     return np.frombuffer(text.encode(), np.uint8)
 
 
+def _read_only(buf: np.ndarray) -> np.ndarray:
+    """``buf`` as a read-only view: every text buffer reaches the kernels with one type (one compiled
+    signature), whether it came from ``bytes`` (read-only) or a ``bytearray``."""
+    if not buf.flags.writeable:
+        return buf
+    view = buf.view()
+    view.flags.writeable = False
+    return view
+
+
 def _cells(column: Column, n: int, fmt: str):
     """(kind, arrays...) of a column for the kernels; kind 'int' or 'text'."""
     if isinstance(column, TextColumn):
         valid = column.valid if column.valid is not None else np.ones(n, bool)
         mode = KT.CSV if fmt == "csv" else KT.JSON
-        return "text", column.buf, np.asarray(column.starts, np.int64), np.asarray(column.ends, np.int64), valid, mode
+        return "text", _read_only(column.buf), np.asarray(column.starts, np.int64), np.asarray(column.ends, np.int64), \
+            valid, mode
     mask = np.ma.getmaskarray(column) if isinstance(column, np.ma.MaskedArray) else None
     data = np.ma.getdata(column)
     valid = np.ones(n, bool) if mask is None else ~mask
     if data.dtype == np.bool_:
         words = TextColumn.from_codes(data.astype(np.int64), ("false", "true"))
-        return "text", words.buf, words.starts, words.ends, valid, KT.RAW
+        return "text", _read_only(words.buf), words.starts, words.ends, valid, KT.RAW
     if np.issubdtype(data.dtype, np.integer):
         if data.dtype == np.uint64 and data.size and data.max() > np.iinfo(np.int64).max:
             raise ValueError("uint64 cells above 2**63 - 1 cannot be written")
