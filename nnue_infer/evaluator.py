@@ -21,7 +21,9 @@ from collections.abc import Iterable
 from typing import Union
 
 import chess
+import numba
 import numpy as np
+from numba.core.dispatcher import Dispatcher
 
 from .batch import as_sequence, evaluate_bitboards, evaluate_rows
 from .errors import ConcurrentUseError, IllegalMoveError, PositionError, clip, quote
@@ -41,6 +43,39 @@ from .trace import Trace, to_centipawns
 _BITBOARDS = struct.Struct("=8Q")
 _PAIR_BYTES = 2 * STATE_COLUMNS * 8
 _INITIAL_PLIES = 256
+
+#: Compiled entry points of the per-position kernels, found once per (kernel, argument types)
+#: (see :func:`_entry_index`); ``None`` until first used.
+_ENTRIES: list = []
+_ENTRY_INDEX: dict = {}
+
+
+def _entry_index(kernel, n_ints: int, arrays: tuple) -> int:
+    """Index in ``_ENTRIES`` of ``kernel``'s compiled function for ``n_ints`` int64 arguments
+    followed by ``arrays`` (their types; the arrays may be replaced by others of the same types).
+
+    Numba's dispatcher works out the type of every argument on every call: for
+    ``evaluate_stack``'s 11 arrays about 2 us, more than the evaluation itself.  An evaluator's
+    argument types are fixed once its network is bound, so it calls the compiled function
+    directly (:func:`_entry`).  That function does not check types: only arguments of exactly
+    these types may be passed to it.
+    """
+    key = (kernel, (numba.types.int64,) * n_ints + tuple(numba.typeof(a) for a in arrays))
+    index = _ENTRY_INDEX.get(key)
+    if index is None:
+        index = _ENTRY_INDEX[key] = len(_ENTRIES)
+        _ENTRIES.append(None)
+    return index
+
+
+def _entry(index: int):
+    """The compiled function of ``_ENTRIES[index]``, compiled (or loaded from Numba's cache) on
+    first use; the plain Python function under ``NUMBA_DISABLE_JIT``."""
+    fn = _ENTRIES[index]
+    if fn is None:
+        kernel, types = next(key for key, i in _ENTRY_INDEX.items() if i == index)
+        fn = _ENTRIES[index] = kernel.compile(types) if isinstance(kernel, Dispatcher) else kernel
+    return fn
 
 
 def _as_board(board: chess.Board | str) -> chess.Board:
@@ -130,15 +165,23 @@ class Evaluator:
         self.network = as_network(network)
 
     def __getstate__(self) -> dict:
-        """Pickling (spawn pools, ``copy.deepcopy``): everything but the in-use lock."""
+        """Pickling (spawn pools, ``copy.deepcopy``): everything but the in-use lock and the
+        indices of the compiled entry points (this process's)."""
         state = self.__dict__.copy()
-        del state["_in_use"]
+        del state["_in_use"], state["_stack_entry"], state["_fresh_entry"]
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self.__dict__.update(self._entries(self._kernel_args))
         self._in_use = threading.Lock()
         _ALL_EVALUATORS.add(self)
+
+    @staticmethod
+    def _entries(kernel_args: tuple) -> dict:
+        """The entry-point indices of the per-position kernels for ``kernel_args``' types."""
+        return {"_stack_entry": _entry_index(evaluate_stack, 3, kernel_args),
+                "_fresh_entry": _entry_index(evaluate_fresh, 1, kernel_args)}
 
     def _busy(self) -> ConcurrentUseError:
         """The error for a call made while another call (from another thread) is running."""
@@ -217,7 +260,9 @@ class Evaluator:
         accs[:cache_pairs + 1] = network.ft_biases  # the refresh cache and the biases pair (see refresh)
         net_args = (network.ft_weights, network.psqt_weights, network.int8_weights, network.int8_psqt_weights, weights,
                     biases, cfg)
+        kernel_args = (*net_args, accs, psqts, state, scratch)
         return {
+            **Evaluator._entries(kernel_args),
             "_network": network, "_slot_table": fs.slot_table, "_king_buckets": fs.king_buckets, "_params": params,
             "_weights": weights, "_biases": biases, "_layers": layers, "_cfg": cfg,
             "_bb": np.empty(8, np.int64), "_feats": np.empty((2, MAX_PIECES), np.int32),
@@ -227,7 +272,7 @@ class Evaluator:
             "_fresh_offset": (cache_pairs + 1) * _PAIR_BYTES,  # evaluate(board): the first scratch pair
             "_accs": accs, "_psqts": psqts, "_state": state, "_pairs": pairs, "_trusted": 0,
             "_net_args": net_args,
-            "_kernel_args": (*net_args, accs, psqts, state, scratch),
+            "_kernel_args": kernel_args,
             "_batch_args": ((fs.slot_table, fs.king_buckets, params, network.ft_weights, network.ft_biases,
                              network.psqt_weights, network.int8_weights, network.int8_psqt_weights, weights, biases,
                              layers), scratch.shape[0]),
@@ -431,7 +476,8 @@ class Evaluator:
                 occupied_co = board.occupied_co
                 _BITBOARDS.pack_into(self._state, pair * _PAIR_BYTES, board.pawns, board.knights, board.bishops,
                                      board.rooks, board.queens, board.kings, occupied_co[1], occupied_co[0])
-                value = evaluate_stack(ply, 0 if board.turn else 1, self._trusted, *self._kernel_args)
+                value = (_ENTRIES[self._stack_entry] or _entry(self._stack_entry))(
+                    ply, 0 if board.turn else 1, self._trusted, *self._kernel_args)
                 if value == INVALID_POSITION:
                     check_position(board)
                     raise PositionError(f"position not representable: {board.fen()}")
@@ -448,7 +494,7 @@ class Evaluator:
         occupied_co = board.occupied_co  # checked by the kernel; check_position only names the problem
         _BITBOARDS.pack_into(self._state, self._fresh_offset, board.pawns, board.knights, board.bishops, board.rooks,
                              board.queens, board.kings, occupied_co[1], occupied_co[0])
-        value = evaluate_fresh(0 if board.turn else 1, *self._kernel_args)
+        value = (_ENTRIES[self._fresh_entry] or _entry(self._fresh_entry))(0 if board.turn else 1, *self._kernel_args)
         if value == INVALID_POSITION:
             check_position(board)
             raise PositionError(f"position not representable: {board.fen()}")
