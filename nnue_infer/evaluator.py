@@ -28,11 +28,12 @@ from numba.core.dispatcher import Dispatcher
 from .batch import as_sequence, evaluate_bitboards, evaluate_rows
 from .errors import ConcurrentUseError, IllegalMoveError, PositionError, clip, quote
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant, int8_layout
+from .kernels import arena
 from .kernels import forward as K
 from .kernels import simd
 from .kernels.accumulator import STATE_COLUMNS
 from .kernels.dense import scratch_size
-from .kernels.forward import INVALID_POSITION, evaluate_fresh, evaluate_stack
+from .kernels.forward import INVALID_POSITION
 from .normalisation import material
 from .positions import board_from_fen
 from .network import SKIP_MODES, VALUE_DIVISIONS, Network
@@ -54,11 +55,11 @@ def _entry_index(kernel, n_ints: int, arrays: tuple) -> int:
     """Index in ``_ENTRIES`` of ``kernel``'s compiled function for ``n_ints`` int64 arguments
     followed by ``arrays`` (their types; the arrays may be replaced by others of the same types).
 
-    Numba's dispatcher works out the type of every argument on every call: for
-    ``evaluate_stack``'s 11 arrays about 2 us, more than the evaluation itself.  An evaluator's
-    argument types are fixed once its network is bound, so it calls the compiled function
-    directly (:func:`_entry`).  That function does not check types: only arguments of exactly
-    these types may be passed to it.
+    Numba's dispatcher works out the type of every argument on every call (for an int64
+    header and three ints about 0.15 us, as much as unboxing them); an evaluator's argument
+    types are fixed once its network is bound, so it calls the compiled function directly
+    (:func:`_entry`).  That function does not check types: only arguments of exactly these
+    types may be passed to it.
     """
     key = (kernel, (numba.types.int64,) * n_ints + tuple(numba.typeof(a) for a in arrays))
     index = _ENTRY_INDEX.get(key)
@@ -165,23 +166,26 @@ class Evaluator:
         self.network = as_network(network)
 
     def __getstate__(self) -> dict:
-        """Pickling (spawn pools, ``copy.deepcopy``): everything but the in-use lock and the
-        indices of the compiled entry points (this process's)."""
+        """Pickling (spawn pools, ``copy.deepcopy``, ``copy.copy``): everything but the in-use
+        lock, the arena header (addresses in this process) and the entry-point indices."""
         state = self.__dict__.copy()
-        del state["_in_use"], state["_stack_entry"], state["_fresh_entry"]
+        del state["_in_use"], state["_header"], state["_stack_entry"], state["_fresh_entry"]
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self.__dict__.update(self._entries(self._kernel_args))
+        self.__dict__.update(self._arena(self._kernel_args))
         self._in_use = threading.Lock()
         _ALL_EVALUATORS.add(self)
 
     @staticmethod
-    def _entries(kernel_args: tuple) -> dict:
-        """The entry-point indices of the per-position kernels for ``kernel_args``' types."""
-        return {"_stack_entry": _entry_index(evaluate_stack, 3, kernel_args),
-                "_fresh_entry": _entry_index(evaluate_fresh, 1, kernel_args)}
+    def _arena(kernel_args: tuple) -> dict:
+        """The arena header of ``kernel_args`` (see ``kernels.arena``: the per-position kernels
+        take it instead of the eleven arrays) and the entry-point indices of those kernels."""
+        header = np.zeros(arena.HEADER_SIZE, np.int64)
+        arena.write_header(header, kernel_args)
+        return {"_header": header, "_stack_entry": _entry_index(arena.evaluate_stack, 3, (header,)),
+                "_fresh_entry": _entry_index(arena.evaluate_fresh, 1, (header,))}
 
     def _busy(self) -> ConcurrentUseError:
         """The error for a call made while another call (from another thread) is running."""
@@ -262,7 +266,7 @@ class Evaluator:
                     biases, cfg)
         kernel_args = (*net_args, accs, psqts, state, scratch)
         return {
-            **Evaluator._entries(kernel_args),
+            **Evaluator._arena(kernel_args),
             "_network": network, "_slot_table": fs.slot_table, "_king_buckets": fs.king_buckets, "_params": params,
             "_weights": weights, "_biases": biases, "_layers": layers, "_cfg": cfg,
             "_bb": np.empty(8, np.int64), "_feats": np.empty((2, MAX_PIECES), np.int32),
@@ -288,6 +292,7 @@ class Evaluator:
         self._accs, self._psqts, self._state = accs, psqts, state
         self._pairs = pairs
         self._kernel_args = (*self._net_args, accs, psqts, state, self._scratch)
+        arena.write_header(self._header, self._kernel_args)  # the header must never point at the old arrays
 
     @_exclusive
     def refresh(self) -> None:
@@ -477,7 +482,7 @@ class Evaluator:
                 _BITBOARDS.pack_into(self._state, pair * _PAIR_BYTES, board.pawns, board.knights, board.bishops,
                                      board.rooks, board.queens, board.kings, occupied_co[1], occupied_co[0])
                 value = (_ENTRIES[self._stack_entry] or _entry(self._stack_entry))(
-                    ply, 0 if board.turn else 1, self._trusted, *self._kernel_args)
+                    ply, 0 if board.turn else 1, self._trusted, self._header)
                 if value == INVALID_POSITION:
                     check_position(board)
                     raise PositionError(f"position not representable: {board.fen()}")
@@ -494,7 +499,7 @@ class Evaluator:
         occupied_co = board.occupied_co  # checked by the kernel; check_position only names the problem
         _BITBOARDS.pack_into(self._state, self._fresh_offset, board.pawns, board.knights, board.bishops, board.rooks,
                              board.queens, board.kings, occupied_co[1], occupied_co[0])
-        value = (_ENTRIES[self._fresh_entry] or _entry(self._fresh_entry))(0 if board.turn else 1, *self._kernel_args)
+        value = (_ENTRIES[self._fresh_entry] or _entry(self._fresh_entry))(0 if board.turn else 1, self._header)
         if value == INVALID_POSITION:
             check_position(board)
             raise PositionError(f"position not representable: {board.fen()}")
