@@ -5,10 +5,13 @@ The words follow Stockfish's UCI ``position`` command (``position startpos moves
 FEN, and moves may be SAN as well as UCI (``moves e4 e5 Nf3``; move numbers such as ``1.``
 or ``1...`` and a result such as ``1-0`` are skipped, so a PGN move list can be pasted).
 
-Strict FENs (the default of the command line) must have at least the four EPD fields
-(placement, side to move, castling rights, en passant square) and both counters or neither;
-python-chess's lenient reading (``chess.Board(fen)``: a missing side to move means White,
-missing castling rights mean none) is what ``strict=False`` gives.
+Strict FENs, the one rule for FEN strings of the command line and of the Python API
+(``evaluate``, ``evaluate_batch``, ``Evaluator``, ``forward_float``), must have at least the
+four EPD fields (placement, side to move, castling rights, en passant square) and both
+counters or neither; python-chess reads them (:func:`board_from_fen`).  python-chess's
+lenient reading (``chess.Board(fen)``: a missing side to move means White, missing castling
+rights mean none) is what ``strict=False`` (``--lenient``) gives, and what a Python caller
+gets by passing ``chess.Board(fen)``.
 """
 
 from __future__ import annotations
