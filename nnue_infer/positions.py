@@ -172,8 +172,9 @@ def parse_positions(words: Sequence[str], strict: bool = True) -> list[Position]
         elif t == "moves":
             raise FenError("'moves' must follow a position (startpos or a FEN)")
         else:
-            raise FenError(f"{t!r} is neither a FEN, 'startpos', 'fen FEN' nor 'moves ...' "
-                           "(a FEN field that does not fit where it stands?)")
+            hint = (f"; after {quote(positions[-1].text)} moves need the word 'moves' before them" if positions
+                    else "")
+            raise FenError(f"{t!r} is neither a FEN, 'startpos', 'fen FEN' nor 'moves ...'{hint}")
         if i < n and tokens[i] == "moves":
             i += 1
             index = 0

@@ -71,6 +71,14 @@ def test_command_line_and_python_accept_the_same_fens(capsys, evaluator, fen):
         assert status == 0 and values == {int(out.split("\tvalue ")[1].split("\t")[0])}
 
 
+def test_a_word_that_is_no_position_is_named_without_guessing(capsys):
+    status, out, err = run(capsys, "eval", *SF, "hello world")
+    assert status == 1 and out == "" and err.strip() == (
+        "error: 'hello' is neither a FEN, 'startpos', 'fen FEN' nor 'moves ...'")  # no cryptic "(... field?)"
+    status, out, err = run(capsys, "eval", *SF, "startpos", "e4")
+    assert status == 1 and "'e4' is neither" in err and "after 'startpos' moves need the word 'moves'" in err
+
+
 def test_output_directory_without_workers_names_the_path(capsys, tmp_path):
     target = f"{tmp_path / 'scores'}/"
     status, out, err = run(capsys, "eval", *SF, "--epd", "examples/demo.epd", "--output", target)
