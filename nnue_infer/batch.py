@@ -155,7 +155,8 @@ def fen_problem(fen: str, code: int, offset: int) -> str:
     """Human-readable description of :func:`nnue_infer.kernels.fen.parse_fen`'s ``code`` at ``offset``.
 
     For an ASCII ``fen`` (:func:`raise_row_error` quotes python-chess for the others), the
-    byte ``offset`` is also a character offset.
+    0-based byte ``offset`` is also a character offset; messages give it as the 1-based
+    column, as editors and the EPD operation messages count.
     """
     rest = fen[offset:]
     details = {
@@ -163,7 +164,7 @@ def fen_problem(fen: str, code: int, offset: int) -> str:
         "rank": 8 - fen[:offset].count("/"),
         "field": (rest.split() or [""])[0][:QUOTE_LIMIT],  # the whole FEN is quoted (cut) after it
     }
-    return f"{_FEN_PROBLEMS[code].format(**details)} at character {offset} of {quote(fen)}"
+    return f"{_FEN_PROBLEMS[code].format(**details)} at column {offset + 1} of {quote(fen)}"
 
 
 def board_bitboards_batch(boards: Sequence[chess.Board]) -> tuple[np.ndarray, np.ndarray]:

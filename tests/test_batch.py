@@ -127,7 +127,7 @@ def test_fen_strings_are_strict_everywhere(evaluator, fen, field):
 @pytest.mark.parametrize("fen, message", [
     ("", "empty FEN"),
     ("   ", "empty FEN"),
-    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNX w KQkq - 0 1", "invalid character 'X' in the placement field at character 42"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNX w KQkq - 0 1", "invalid character 'X' in the placement field at column 43"),
     ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBN\u00e9 w - - 0 1", "invalid character in position part"),
     ("\ud800", "expected 8 rows"),
     ("rnbqkbnr/pppppppp/44/8/8/8/PPPPPPPP/RNBQKBNR w - - 0 1", "two digits in a row"),

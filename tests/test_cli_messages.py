@@ -49,8 +49,8 @@ def test_bad_character_names_the_character_its_offset_and_the_fen(capsys):
     for argv in ([fen], ["--fen", fen]):
         status, out, err = run(capsys, "eval", *SF, *argv)
         assert status == 1 and out == ""
-        assert f"invalid character 'X' in the placement field at character 44 of '{fen}'" in err
-    with pytest.raises(FenError, match="invalid character 'X' in the placement field at character 44"):
+        assert f"invalid character 'X' in the placement field at column 45 of '{fen}'" in err
+    with pytest.raises(FenError, match="invalid character 'X' in the placement field at column 45"):
         nnue_infer.evaluate(fen)
 
 

@@ -88,7 +88,7 @@ def test_in_process_errors_table_and_rerun(tmp_path, fens):
     assert [(os.path.basename(s), line) for s, line in zip(errors["source"], errors["line"])] == [("s2.epd", 3),
                                                                                                    ("s2.epd", 4)]
     assert "Black must have exactly one king" in errors["message"][0]
-    assert errors["message"][1] == "invalid character 'o' in the placement field at character 1 of 'not a fen'"
+    assert errors["message"][1] == "invalid character 'o' in the placement field at column 2 of 'not a fen'"
     again = D.score_files(str(tmp_path / "in" / "*"), str(out), "default")
     assert (again.rows, again.skipped) == (len(expected), 6)
     with pytest.raises(ValueError, match="network"):

@@ -42,7 +42,7 @@ def test_unrepresentable_positions(evaluator, fen, fragments):
 
 
 @pytest.mark.parametrize("fen,fragment", [
-    ("garbage", "invalid character 'g' in the placement field at character 0"),
+    ("garbage", "invalid character 'g' in the placement field at column 1"),
     ("", "empty FEN"),
     ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP w KQkq - 0 1", "the placement field does not have 8 ranks"),
     ("rnbqkbnr/pppppppp/9/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "invalid character '9'"),
