@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import struct
 import tarfile
 import threading
@@ -31,6 +32,10 @@ import numpy as np
 from .errors import NetworkFormatError
 from .formats.stockfish import VERSIONS, network_extent, parse_stockfish
 
+#: The most bytes read from one source file or tarball member: engines, ``.wasm`` modules and npm
+#: tarballs are well under 1 GiB (Stockfish 18's, the largest, is 168 MB); anything larger (or a
+#: device such as ``/dev/zero``) would only fill the memory.
+MAX_SOURCE_BYTES = 1 << 30
 _WASM_MAGIC = b"\0asm"
 _PART = re.compile(r"^(.*)-part-(\d+)\.wasm$")
 #: i32.const a; i32.const b; i32.const c; memory.init seg 0 (LEB128 immediates).
@@ -203,6 +208,25 @@ def _scan_bytes(blob: bytes, source: str) -> list[FoundNetwork]:
     return find_in_image(np.frombuffer(blob, np.uint8), source)
 
 
+def _check_size(size: int, where: str) -> None:
+    if size > MAX_SOURCE_BYTES:
+        raise NetworkFormatError(f"{where}: {size} bytes, more than any engine file ({MAX_SOURCE_BYTES} bytes at most "
+                                 "are read)")
+
+
+def _read(path: Path) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_SOURCE_BYTES` (never a device or FIFO)."""
+    st = path.stat()
+    if not stat.S_ISREG(st.st_mode):
+        raise NetworkFormatError(f"{path}: not a regular file (a device, FIFO or socket); give an engine binary, "
+                                 "a .wasm, an npm tarball or a directory")
+    _check_size(st.st_size, str(path))
+    with open(path, "rb") as f:
+        data = f.read(MAX_SOURCE_BYTES + 1)
+    _check_size(len(data), str(path))
+    return data
+
+
 def find_networks(path: str | os.PathLike[str], member: str | None = None) -> list[FoundNetwork]:
     """Every Stockfish network in an engine binary, a ``.wasm`` (the first part of a split one
     brings its other parts), a ``.nnue`` file, an npm tarball (``stockfish-17.1.0.tgz``) or a
@@ -217,23 +241,27 @@ def find_networks(path: str | os.PathLike[str], member: str | None = None) -> li
     OSError
         The path cannot be read.
     NetworkFormatError
-        A wasm module is malformed.
+        A wasm module is malformed, the path is a device or FIFO (not a regular file or directory),
+        a file is larger than :data:`MAX_SOURCE_BYTES`, or a tarball is truncated or corrupt.
     """
     path = Path(path)
     if path.is_dir():
         names = sorted(str(p) for p in path.rglob("*") if p.suffix in (".wasm", ".nnue") and p.is_file())
         out = []
         for group in _group_parts(names):
-            out += _scan_bytes(b"".join(Path(n).read_bytes() for n in group), group[0])
+            out += _scan_bytes(b"".join(_read(Path(n)) for n in group), group[0])
         return out
     name = path.name
     if name.endswith((".tgz", ".tar.gz", ".tar")):
+        if not stat.S_ISREG(path.stat().st_mode):
+            _read(path)  # names the problem
         out = []
         with tarfile.open(path) as tar:
             members = {m.name: m for m in tar.getmembers() if m.isfile() and m.name.endswith((".wasm", ".nnue"))}
             for group in _group_parts(sorted(members)):
                 if member is not None and group[0] != member:
                     continue
+                _check_size(sum(members[n].size for n in group), f"{path}:{group[0]}")
                 blob = b"".join(tar.extractfile(members[n]).read() for n in group)  # type: ignore[union-attr]
                 out += _scan_bytes(blob, f"{path}:{group[0]}")
         return out
@@ -242,12 +270,12 @@ def find_networks(path: str | os.PathLike[str], member: str | None = None) -> li
         parts = []
         k = 0
         while (path.parent / f"{m.group(1)}-part-{k}.wasm").is_file():
-            parts.append((path.parent / f"{m.group(1)}-part-{k}.wasm").read_bytes())
+            parts.append(_read(path.parent / f"{m.group(1)}-part-{k}.wasm"))
             k += 1
         if not parts:
             raise FileNotFoundError(f"{path}: the split module's first part {m.group(1)}-part-0.wasm is missing")
         return _scan_bytes(b"".join(parts), str(path))
-    return _scan_bytes(path.read_bytes(), str(path))
+    return _scan_bytes(_read(path), str(path))
 
 
 def extract_network(source: str | os.PathLike[str], out: str | os.PathLike[str], member: str | None = None) -> str:

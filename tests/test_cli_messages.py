@@ -245,3 +245,29 @@ def test_an_opcode_first_seen_after_the_first_chunk_is_an_error_not_a_new_column
                for t in tables)
     errors = [(int(t["line"][i]), t["error"][i]) for t in tables for i in range(len(t["line"])) if t["error"][i]]
     assert len(errors) == 1 and errors[0][0] == 51 and "EPD opcode 'bm' first appears after" in errors[0][1]
+
+
+# --- adversarial pass 2 (notes/adv2.md) ------------------------------------------------------------
+
+
+def test_extract_refuses_a_fifo_or_device_without_reading_it(capsys, tmp_path):
+    """``extract /dev/zero`` read the endless source into memory (OOM); a FIFO blocked."""
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for source in (fifo, "/dev/zero"):
+        status, out, err = run(capsys, "extract", source, "-o", tmp_path / "x.nnue")
+        assert status == 1 and out == "" and f"error: {source}: not a regular file" in err
+    status, out, err = run(capsys, "extract", "--list", fifo)
+    assert status == 1 and "not a regular file" in err
+
+
+def test_extract_caps_what_it_reads_from_a_file(capsys, tmp_path, monkeypatch):
+    from nnue_infer import extract
+
+    monkeypatch.setattr(extract, "MAX_SOURCE_BYTES", 1000, raising=False)
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"\0" * 1001)
+    status, out, err = run(capsys, "extract", big, "-o", tmp_path / "x.nnue")
+    assert status == 1 and f"error: {big}: 1001 bytes, more than any engine file" in err
