@@ -251,7 +251,8 @@ class Evaluator:
             layers.reshape(-1),
         ])
         L1 = arch.ft_width
-        scratch = np.zeros(scratch_size(layers), np.int16)  # transformed features, layer stack
+        # transformed features, layer stack, then the threat / pawn-pair update scratch (if any)
+        scratch = np.zeros(scratch_size(layers) + K.relation_scratch_size(int8.threats, int8.pairs), np.int16)
         # Incremental state: pairs [0, frames) refresh cache, pair `frames` the biases with an empty
         # piece set, `frames + 1` and `+ 2` scratch (evaluate_game), then one pair per ply
         # (ply + _stack_base).  See kernels.forward.evaluate_stack.

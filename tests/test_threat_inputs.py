@@ -16,6 +16,8 @@ import chess
 import numpy as np
 import pytest
 import reference as R
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import threat_reference as TR
 
 import nnue_infer
@@ -121,6 +123,22 @@ def play_random(board: chess.Board, rnd: random.Random) -> chess.Move:
 @pytest.mark.parametrize("seed", range(6))
 def test_incremental_equals_refresh(net, seed):
     """push / pop / null moves / evaluate(): every accumulator equals a full refresh's."""
+    kinds = walk(net, seed, 160)
+    assert min(kinds["null"], kinds["pop"]) > 0 and sum(kinds.values()) > 20, kinds
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(6, 2**32 - 1), steps=st.integers(1, 80))
+def test_incremental_equals_refresh_property(net, seed, steps):
+    """The same over hypothesis-chosen random legal sequences (standard and Chess960 starts)."""
+    walk(net, seed, steps)
+
+
+def walk(net: nnue_infer.Network, seed: int, steps: int) -> dict[str, int]:
+    """A random walk of ``steps`` pushes (castling, e.p., promotions preferred half the time),
+    null moves and pops from a start chosen by ``seed``; at a random 70 % of the plies (so
+    several plies are often applied at once) the incremental value and both accumulators must
+    equal a full refresh's.  Returns how many moves of each special kind were made."""
     rnd = random.Random(seed)
     ev, fresh = Evaluator(net), Evaluator(net)
     start = chess.Board.from_chess960_pos(rnd.randrange(960)) if seed % 2 else chess.Board()
@@ -129,7 +147,7 @@ def test_incremental_equals_refresh(net, seed):
     ev.set_position(start)
     board = start.copy()
     kinds = {"castling": 0, "ep": 0, "promotion": 0, "null": 0, "pop": 0}
-    for step in range(160):
+    for step in range(steps):
         r = rnd.random()
         if board.move_stack and r < 0.15:
             ev.pop()
@@ -157,7 +175,7 @@ def test_incremental_equals_refresh(net, seed):
             acc, psqt = refreshed(fresh, board)
             np.testing.assert_array_equal(ev._accs[pair], acc, err_msg=board.fen())
             np.testing.assert_array_equal(ev._psqts[pair], psqt, err_msg=board.fen())
-    assert sum(kinds.values()) > 0
+    return kinds
 
 
 def test_evaluate_game_and_batch(net):

@@ -15,11 +15,11 @@ from numba import njit
 
 from . import simd
 from .features import changed_features, count_changes, king_frame, king_square
-from .threats import MAX_RELATIONS, relation_indices, relation_list, relation_orientation, sorted_difference
+from .threats import MAX_RELATIONS, relation_changes, relation_indices, relation_list, relation_orientation
 
-#: Size of the int64 scratch of :func:`update_relations` (mailbox, two relation lists, their
-#: difference) and of its int32 index scratch.
-RELATION_SCRATCH = 64 + 4 * MAX_RELATIONS
+#: Size of the int64 scratch of :func:`update_relations` (two relation lists, their difference)
+#: and of its int32 index scratch.
+RELATION_SCRATCH = 4 * MAX_RELATIONS
 INDEX_SCRATCH = 2 * MAX_RELATIONS
 
 #: Last axis of the ``state`` array that goes with an accumulator array (see
@@ -227,17 +227,20 @@ def sub_rows_i8(weights8, psqt8, features, count, acc, psqt):
 
 
 @njit(cache=True, inline="always")
-def refresh_relations(bitboards, p, threats, pairs, pair_offset, weights8, psqt8, rel, idx, acc, psqt):
-    """``acc += rows`` of every active threat / pawn-pair feature of perspective ``p`` (int8 rows).
+def refresh_relations(bitboards, threats, pairs, pair_offset, weights8, psqt8, rel, idx, acc, psqt):
+    """``acc[p] += rows`` of every active threat / pawn-pair feature of both perspectives ``p``
+    (int8 rows); ``acc`` int16[2, L], ``psqt`` int32[2, P] (row 0 White).  The relation list is
+    built once for both.
 
     ``rel`` int64[>= RELATION_SCRATCH] and ``idx`` int32[>= INDEX_SCRATCH] are scratch; the
     other arguments as in :func:`update_relations`.
     """
-    entries = rel[64:64 + MAX_RELATIONS]
-    n = relation_list(bitboards, threats, pairs, rel[:64], entries)
-    orient = relation_orientation(king_square(bitboards, p), p)
-    k = relation_indices(entries, n, p, orient, threats, pair_offset, idx)
-    add_rows_i8(weights8, psqt8, idx, k, acc, psqt)
+    entries = rel[:MAX_RELATIONS]
+    n = relation_list(bitboards, threats, pairs, np.int64(-1), entries)
+    for p in range(2):
+        orient = relation_orientation(king_square(bitboards, p), p)
+        k = relation_indices(entries, n, p, orient, threats, pair_offset, idx)
+        add_rows_i8(weights8, psqt8, idx, k, acc[p], psqt[p])
 
 
 @njit(cache=True, inline="always")
@@ -257,21 +260,20 @@ def update_relations(old, new, p, threats, pairs, pair_offset, weights8, psqt8, 
     weights8, psqt8 : int8[F8, L], int32[F8, P]
         The int8 feature rows and their PSQT rows.
     rel : int64[>= RELATION_SCRATCH]
-        Scratch: mailbox, the two relation lists and their difference.
+        Scratch: the two relation lists near the changed squares and their difference.
     idx : int32[>= INDEX_SCRATCH]
         Scratch: feature indices.
+
+    Only the relations near the squares whose content changed are listed (see
+    ``threats.relation_list``): a quiet move touches two squares, so a few dozen entries at most.
 
     Source: Stockfish 19 ``DirtyThreats`` / ``DirtyPawnPairs`` (``position.cpp``), whose lists
     equal this difference (``shared/reference/stockfish-19-nnue.md`` section 11.2).
     """
-    mailbox = rel[:64]
-    before = rel[64:64 + MAX_RELATIONS]
-    after = rel[64 + MAX_RELATIONS:64 + 2 * MAX_RELATIONS]
-    added = rel[64 + 2 * MAX_RELATIONS:64 + 3 * MAX_RELATIONS]
-    removed = rel[64 + 3 * MAX_RELATIONS:64 + 4 * MAX_RELATIONS]
-    n_old = relation_list(old, threats, pairs, mailbox, before)
-    n_new = relation_list(new, threats, pairs, mailbox, after)
-    na, nr = sorted_difference(before, n_old, after, n_new, added, removed)
+    added = rel[2 * MAX_RELATIONS:3 * MAX_RELATIONS]
+    removed = rel[3 * MAX_RELATIONS:4 * MAX_RELATIONS]
+    na, nr = relation_changes(old, new, threats, pairs, rel[:MAX_RELATIONS], rel[MAX_RELATIONS:2 * MAX_RELATIONS],
+                              added, removed)
     orient = relation_orientation(king_square(new, p), p)
     ia = relation_indices(added, na, p, orient, threats, pair_offset, idx[:MAX_RELATIONS])
     ir = relation_indices(removed, nr, p, orient, threats, pair_offset, idx[MAX_RELATIONS:])

@@ -57,7 +57,8 @@ def evaluate_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights,
         Most pieces the feature set accepts (32); the width of the feature scratch buffer.
     scratch_len : int
         Size of the int16 scratch buffer: the feature transformer's activated output and the
-        layer stack's buffers (``dense.scratch_size(layers)``).
+        layer stack's buffers (``dense.scratch_size(layers)``), then the threat / pawn-pair
+        scratch (``forward.relation_scratch_size``).
     n_chunks : int
         Number of contiguous chunks of rows, each with its own scratch buffers (clipped to
         ``1..n``).  Many small chunks, handed out one at a time

@@ -8,7 +8,7 @@ that this module calls must come with an edit of this file (or a cleared ``__pyc
 Last such changes: ft_activate takes the lut_glu gate table (kernels.activation); general layer stack
 (per-layer shifts, concatenated inputs, skip modes) in kernels.dense; threat and pawn-pair features
 (kernels.threats, kernels.accumulator); SIMD paths (kernels.simd) in the accumulator, activation and
-dense kernels.
+dense kernels; threat deltas near the changed squares, scratch in the int16 scratch buffer (relation_buffers).
 """
 
 from __future__ import annotations
@@ -82,11 +82,36 @@ def bucket_value(psqt, positional, params):
     return tdiv(wrap_int32(np.int64(psqt) + positional), scale)  # Stockfish: int32 sum
 
 
+def relation_scratch_size(threats: int, pairs: int) -> int:
+    """int16 entries the scratch buffer needs after the layer stack's region (``dense.scratch_size``)
+    for the threat / pawn-pair updates (see :func:`relation_buffers`): none without those sets."""
+    return 4 * RELATION_SCRATCH + 2 * INDEX_SCRATCH if threats or pairs else 0
+
+
 @njit(cache=True, inline="always")
-def relation_scratch(params):
-    """Scratch of the threat / pawn-pair updates (int64 and int32; empty for networks without them)."""
+def relation_buffers(scratch, layers, params):
+    """Scratch of the threat / pawn-pair updates, int64[RELATION_SCRATCH] and int32[INDEX_SCRATCH],
+    as views of the int16 ``scratch`` after the layer stack's region (empty for networks without
+    those sets; the buffer is :func:`relation_scratch_size` longer for networks with them)."""
+    start = scratch_layout(layers)[4]  # a multiple of 8 entries: int64-aligned
     on = params[P_THREATS] != 0 or params[P_PAIRS] != 0
-    return np.empty(RELATION_SCRATCH if on else 0, np.int64), np.empty(INDEX_SCRATCH if on else 0, np.int32)
+    mid = start + (4 * RELATION_SCRATCH if on else 0)
+    end = mid + (2 * INDEX_SCRATCH if on else 0)
+    return scratch[start:mid].view(np.int64), scratch[mid:end].view(np.int32)
+
+
+@njit(cache=True, inline="always")
+def refresh_pair(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8,
+                 feats, counts, acc, psqt_acc, rel, idx):
+    """:func:`refresh_both` with the threat / pawn-pair scratch given (see :func:`relation_buffers`)."""
+    active_features(bitboards, slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], feats, counts)
+    for p in range(2):
+        refresh_accumulator(ft_weights, ft_biases, psqt_weights, feats[p], counts[p], acc[p], psqt_acc[p],
+                            params[P_SIMD])
+    if params[P_THREATS] or params[P_PAIRS]:
+        refresh_relations(bitboards, params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], weights8, psqt8, rel,
+                          idx, acc, psqt_acc)
+    return counts[0]
 
 
 @njit(cache=True)
@@ -97,16 +122,11 @@ def refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_bia
 
     Returns the number of pieces on the board.
     """
-    active_features(bitboards, slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], feats, counts)
-    for p in range(2):
-        refresh_accumulator(ft_weights, ft_biases, psqt_weights, feats[p], counts[p], acc[p], psqt_acc[p],
-                            params[P_SIMD])
-    if params[P_THREATS] or params[P_PAIRS]:
-        rel, idx = relation_scratch(params)
-        for p in range(2):
-            refresh_relations(bitboards, p, params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], weights8, psqt8,
-                              rel, idx, acc[p], psqt_acc[p])
-    return counts[0]
+    on = params[P_THREATS] != 0 or params[P_PAIRS] != 0
+    rel = np.empty(RELATION_SCRATCH if on else 0, np.int64)
+    idx = np.empty(INDEX_SCRATCH if on else 0, np.int32)
+    return refresh_pair(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
+                        psqt8, feats, counts, acc, psqt_acc, rel, idx)
 
 
 @njit(cache=True)
@@ -117,7 +137,8 @@ def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weig
     Parameters are the validated bitboards (int64[8], see ``kernels.features``), the side
     to move (0 White, 1 Black), the feature set's tables, ``params`` (int64[N_PARAMS]),
     the network's arrays (compute layout; ``weights8``/``psqt8`` the int8 feature rows) and scratch buffers: ``feats`` int32[2, 32],
-    ``counts`` int64[2], ``acc`` int16[2, L1], ``psqt_acc`` int32[2, P], ``scratch`` int16[>= dense.scratch_size(layers)].
+    ``counts`` int64[2], ``acc`` int16[2, L1], ``psqt_acc`` int32[2, P], ``scratch`` int16[>= dense.scratch_size(layers)
+    + relation_scratch_size(...)].
 
     Returns the value ``tdiv(wrap32(psqt + positional), OutputScale)`` (the sum wraps as
     Stockfish's int32 does, so every value fits int32) in internal units from the
@@ -126,8 +147,9 @@ def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weig
     """
     if check_bitboards(bitboards, feats.shape[1]) != POS_OK:  # the feature buffer's width bounds the pieces
         return INVALID_POSITION
-    pieces = refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
-                          psqt8, feats, counts, acc, psqt_acc)
+    rel, idx = relation_buffers(scratch, layers, params)
+    pieces = refresh_pair(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
+                          psqt8, feats, counts, acc, psqt_acc, rel, idx)
     bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
     psqt, positional = forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases, layers)
     return bucket_value(psqt, positional, params)
@@ -199,10 +221,9 @@ def evaluate_fresh(stm, ft_weights, psqt_weights, weights8, psqt8, weights, bias
         refresh_accumulator(ft_weights, accs[empty, p], psqt_weights, feats[p], counts[p], accs[work, p],
                             psqts[work, p], params[P_SIMD])
     if params[P_THREATS] or params[P_PAIRS]:
-        rel, idx = relation_scratch(params)
-        for p in range(2):
-            refresh_relations(new, p, params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], weights8, psqt8, rel,
-                              idx, accs[work, p], psqts[work, p])
+        rel, idx = relation_buffers(scratch, layers, params)
+        refresh_relations(new, params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], weights8, psqt8, rel, idx,
+                          accs[work], psqts[work])
     return evaluate_pair(new, work, stm, params, accs, psqts, scratch, weights, biases, layers)
 
 
@@ -216,7 +237,8 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights8, psqt8,
     are: the refresh cache (``params[P_CACHE_PAIRS]`` pairs), the biases with an empty piece
     set, two scratch pairs, then one pair per ply.  The caller has written the position's
     bitboards to ``state[pair, 0, :8]`` where ``pair = P_CACHE_PAIRS + 3 + ply``.  Plies below ``trusted`` have correct
-    "computed" flags; the others are stale and ignored.  ``scratch`` is int16[>= dense.scratch_size(layers)].
+    "computed" flags; the others are stale and ignored.  ``scratch`` is int16[>= dense.scratch_size(layers) +
+    relation_scratch_size(...)].
 
     Per perspective, the nearest computed ancestor ply is found and the accumulator is
     brought up to date from it (or refreshed through the cache); the pair is then flagged
@@ -237,7 +259,7 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights8, psqt8,
     if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
         return INVALID_POSITION
     added, removed = feature_buffers(scratch, layers)
-    rel, idx = relation_scratch(params)
+    rel, idx = relation_buffers(scratch, layers, params)
     top = min(ply, trusted - 1)
     for p in range(2):
         src = -1
@@ -277,7 +299,7 @@ def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights8, 
     empty = params[P_CACHE_PAIRS]
     work = empty + 1  # two scratch pairs, used in turn (an update in place would not vectorise)
     added, removed = feature_buffers(scratch, layers)
-    rel, idx = relation_scratch(params)
+    rel, idx = relation_buffers(scratch, layers, params)
     for i in range(bitboards.shape[0]):
         new = bitboards[i]
         if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:

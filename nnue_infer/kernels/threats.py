@@ -133,22 +133,37 @@ def relation_orientation(king_sq, perspective):
     return o
 
 
+#: Empty-board attacks of White's (0..5) and Black's (6..11) P..K from each square, int64[12, 64].
+EMPTY_ATTACKS = np.array([[piece_attacks(c % 6, c // 6, s, np.int64(0)) for s in range(64)] for c in range(12)],
+                         np.int64)
+
+
 @njit(cache=True, inline="always")
-def fill_mailbox(bitboards, board):
-    """``board`` int64[64] = piece code (``colour * 6 + type``) per square, -1 where empty."""
-    for s in range(64):
-        board[s] = -1
+def piece_code(bitboards, s):
+    """Piece code (``colour * 6 + type``) on square ``s`` of ``bitboards``, -1 if empty."""
+    bit = SQUARE_BB[s]
+    colour = 0 if bitboards[BB_WHITE] & bit else 6
     for pt in range(BB_KINGS + 1):
-        for c in range(2):
-            b = bitboards[pt] & bitboards[BB_WHITE + c]
-            while b:
-                board[lowest_square(b)] = 6 * c + pt
-                b = without_lowest(b)
+        if bitboards[pt] & bit:
+            return colour + pt
+    return -1
 
 
-@njit(cache=True, inline="always")
-def relation_list(bitboards, threats, pairs, board, out):
-    """Write the position's relation entries (see the module docstring) to ``out``, ascending.
+@njit(cache=True)  # not inlined: it would be copied into every update path (slow compiles)
+def relation_list(bitboards, threats, pairs, near, out):
+    """Write the position's relation entries (see the module docstring) that involve the squares
+    ``near`` to ``out``, ascending; ``near = -1`` (every square) lists them all.
+
+    An entry is listed when its attacker stands on a ``near`` square, or its attacker's attack
+    set reaches one (a slider whose line a ``near`` square blocks or continues: all its entries;
+    a pawn, knight or king: its entries whose attacked square is ``near``), or, for a pawn pair,
+    when one of its pawns stands on a ``near`` square.  With ``near`` = the squares whose content
+    differs between two positions, every entry that is in one position's list but not the
+    other's is listed, and the entries listed in both are the same: so the sorted difference
+    of the two short lists is the whole change (Stockfish's ``DirtyThreats`` from the changed
+    squares; shared/reference/stockfish-19-nnue.md section 11.2).  The rule is symmetric: a
+    slider away from ``near`` reaches a ``near`` square in one position iff it does in the other,
+    because the occupancy differs only on ``near`` squares.
 
     Parameters
     ----------
@@ -158,8 +173,8 @@ def relation_list(bitboards, threats, pairs, board, out):
         0 no threats, ``THREATS_SF19`` or ``THREATS_SF18`` (which pairs of pieces count).
     pairs : int
         1 to list PP_3Wide relations, 0 not to.
-    board : int64[64]
-        Scratch (the mailbox).
+    near : int64
+        Bitboard of the squares of interest (-1: all).
     out : int64[>= MAX_RELATIONS]
         Output.
 
@@ -171,20 +186,29 @@ def relation_list(bitboards, threats, pairs, board, out):
     n = 0
     occupied = bitboards[BB_WHITE] | bitboards[BB_BLACK]
     if threats:
-        fill_mailbox(bitboards, board)
         v = threats - 1
         targets = occupied & ~bitboards[BB_KINGS] if threats == THREATS_SF19 else occupied
         rest = targets
         while rest:
             f = lowest_square(rest)
             rest = without_lowest(rest)
-            a = board[f]
+            a = piece_code(bitboards, f)
             at = a % 6
-            att = piece_attacks(at, a // 6, f, occupied) & targets
+            if near & SQUARE_BB[f]:
+                att = piece_attacks(at, a // 6, f, occupied) & targets
+            elif EMPTY_ATTACKS[a, f] & near == 0:
+                continue
+            elif 2 <= at <= 4:  # a slider: its whole line may have changed
+                att = piece_attacks(at, a // 6, f, occupied)
+                if att & near == 0:
+                    continue
+                att &= targets
+            else:
+                att = EMPTY_ATTACKS[a, f] & near & targets
             while att:
                 t = lowest_square(att)
                 att = without_lowest(att)
-                d = board[t]
+                d = piece_code(bitboards, t)
                 if THREAT_SLOT[v, at, d % 6] >= 0:
                     out[n] = ((f * 64 + t) << 8) | (a << 4) | d
                     n += 1
@@ -195,9 +219,9 @@ def relation_list(bitboards, threats, pairs, board, out):
         while rest:
             a = lowest_square(rest)
             rest = without_lowest(rest)
+            later = rest if near & SQUARE_BB[a] else rest & near
             ca = 0 if white & SQUARE_BB[a] else 6
             fa = a & 7
-            later = rest
             while later:
                 b = lowest_square(later)
                 later = without_lowest(later)
@@ -206,6 +230,22 @@ def relation_list(bitboards, threats, pairs, board, out):
                     out[n] = PAIR_FLAG | ((a * 64 + b) << 8) | (ca << 4) | cb
                     n += 1
     return n
+
+
+@njit(cache=True, inline="always")
+def relation_changes(old, new, threats, pairs, before, after, added, removed):
+    """The relation entries that appear (``added``) and disappear (``removed``) from piece set
+    ``old`` to ``new`` (int64[8] each): the sorted difference of their relation lists near the
+    changed squares (:func:`relation_list`; ``before``/``after`` int64[>= MAX_RELATIONS] scratch).
+    Returns ``(n_added, n_removed)``."""
+    near = np.int64(0)
+    for i in range(8):
+        near |= old[i] ^ new[i]
+    if near == 0:
+        return 0, 0
+    n_old = relation_list(old, threats, pairs, near, before)
+    n_new = relation_list(new, threats, pairs, near, after)
+    return sorted_difference(before, n_old, after, n_new, added, removed)
 
 
 @njit(cache=True, inline="always")
@@ -293,9 +333,8 @@ def active_relation_features(bitboards, threats, pairs, pair_offset, out, counts
     order, not sorted); ``threats``, ``pairs`` as in :func:`relation_list`, ``out`` int32[2, >=
     MAX_RELATIONS], ``counts`` int64[2].
     For tests and :mod:`nnue_infer.features`; the evaluation kernels use the pieces directly."""
-    board = np.empty(64, np.int64)
     entries = np.empty(MAX_RELATIONS, np.int64)
-    n = relation_list(bitboards, threats, pairs, board, entries)
+    n = relation_list(bitboards, threats, pairs, np.int64(-1), entries)
     for p in range(2):
         kings = bitboards[BB_KINGS] & bitboards[BB_WHITE + p]
         orient = relation_orientation(lowest_square(kings), p)

@@ -7,6 +7,8 @@ import chess
 import numpy as np
 import pytest
 import reference
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import threat_reference as TR
 
 from nnue_infer.features import board_bitboards
@@ -117,3 +119,63 @@ def test_attack_tables_match_python_chess():
         for pt, lo, hi in ((chess.ROOK, 0, 4), (chess.BISHOP, 4, 8), (chess.QUEEN, 0, 8)):
             b.set_piece_at(sq, chess.Piece(pt, chess.WHITE))
             assert int(A.line_attacks(sq, occ64 | A.SQUARE_BB[sq], lo, hi)) & (2**64 - 1) == int(b.attacks_mask(sq))
+
+
+def _full_difference(old: np.ndarray, new: np.ndarray, threats: int, pairs: int) -> tuple[list[int], list[int]]:
+    """(added, removed) entries between the two positions' complete relation lists."""
+    lists = []
+    for bb in (old, new):
+        out = np.empty(T.MAX_RELATIONS, np.int64)
+        n = T.relation_list(bb, np.int64(threats), np.int64(pairs), np.int64(-1), out)
+        assert list(out[:n]) == sorted(out[:n])
+        lists.append(set(out[:n].tolist()))
+    return sorted(lists[1] - lists[0]), sorted(lists[0] - lists[1])
+
+
+def _changes(old: np.ndarray, new: np.ndarray, threats: int, pairs: int) -> tuple[list[int], list[int]]:
+    buf = np.empty((4, T.MAX_RELATIONS), np.int64)
+    na, nr = T.relation_changes(old, new, np.int64(threats), np.int64(pairs), buf[0], buf[1], buf[2], buf[3])
+    return buf[2, :na].tolist(), buf[3, :nr].tolist()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), plies=st.integers(1, 120), back=st.integers(1, 4),
+       start=st.sampled_from(["standard", "chess960", "crowded"]))
+def test_changes_near_the_move_equal_the_full_difference(seed, plies, back, start):
+    """The incremental delta (relation lists near the changed squares only) equals the difference
+    of the complete lists, for both threat variants with pawn pairs, after every ply of a random
+    legal sequence (castling, e.p., promotions, captures, null moves) and across ``back`` plies
+    at once (a lazily updated stack or the refresh cache starts from an older position)."""
+    rng = np.random.default_rng(seed)
+    if start == "crowded":
+        board = crowded(rng, int(rng.integers(1, 6)))
+        if not board.is_valid():
+            board = chess.Board()
+    else:
+        board = chess.Board.from_chess960_pos(int(rng.integers(960))) if start == "chess960" \
+            else chess.Board()
+    history = [board_bitboards(board).copy()]
+    for _ in range(plies):
+        moves = list(board.legal_moves)
+        if not moves:
+            break
+        special = [m for m in moves if m.promotion or board.is_capture(m) or board.is_castling(m)]
+        if rng.random() < 0.05 and not board.is_check():
+            move = chess.Move.null()
+        else:
+            pool = special if special and rng.random() < 0.5 else moves
+            move = pool[int(rng.integers(len(pool)))]
+        board.push(move)
+        history.append(board_bitboards(board).copy())
+        old = history[max(0, len(history) - 1 - back)]
+        for threats, pairs in ((T.THREATS_SF19, 1), (T.THREATS_SF18, 0), (0, 1)):
+            assert _changes(old, history[-1], threats, pairs) == _full_difference(old, history[-1], threats, pairs), \
+                (board.fen(), move.uci(), threats, pairs)
+
+
+def test_changes_between_unrelated_positions():
+    """From any piece set to any other (the refresh cache's case), and from the empty board."""
+    boards = [board_bitboards(b).copy() for b in positions()] + [np.zeros(8, np.int64)]
+    for old, new in zip(boards, boards[1:] + boards[:1]):
+        for threats, pairs in ((T.THREATS_SF19, 1), (T.THREATS_SF18, 1)):
+            assert _changes(old, new, threats, pairs) == _full_difference(old, new, threats, pairs)
