@@ -355,6 +355,14 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
     if output not in (None, "-") and source and source != "-" and os.path.exists(output) \
             and os.path.samefile(output, source):
         raise click.UsageError(f"--output {output} is the input file: it would be emptied before it is read")
+    if output not in (None, "-") and source == "-" and os.path.exists(output):
+        try:
+            stdin, target = os.fstat(0), os.stat(output)
+        except OSError:
+            stdin = target = None
+        if stdin is not None and (stdin.st_dev, stdin.st_ino) == (target.st_dev, target.st_ino):
+            raise click.UsageError(f"--output {output} is the standard input file: it would be emptied before it "
+                                   "is read")
     boards = []
     if positions or fen_opts:
         boards = _parse_position_args(positions, fen_opts, not lenient)

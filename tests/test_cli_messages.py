@@ -271,3 +271,25 @@ def test_extract_caps_what_it_reads_from_a_file(capsys, tmp_path, monkeypatch):
     big.write_bytes(b"\0" * 1001)
     status, out, err = run(capsys, "extract", big, "-o", tmp_path / "x.nnue")
     assert status == 1 and f"error: {big}: 1001 bytes, more than any engine file" in err
+
+
+@pytest.mark.parametrize("option, example", [("--epd", "demo.epd"), ("--pgn", "demo.pgn")])
+def test_output_that_is_the_standard_input_file_is_refused(capsys, tmp_path, option, example):
+    """``eval --epd - -o d.epd < d.epd`` emptied d.epd before reading it (exit 0, input lost)."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    path = tmp_path / example
+    shutil.copy(Path(__file__).parent.parent / "examples" / example, path)
+    before = path.read_bytes()
+    saved = os.dup(0)
+    try:
+        with open(path, "rb") as f:
+            os.dup2(f.fileno(), 0)
+        status, out, err = run(capsys, "eval", *SF, option, "-", "-o", path)
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+    assert status == 2 and f"--output {path} is the standard input file" in err
+    assert path.read_bytes() == before
