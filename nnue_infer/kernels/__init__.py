@@ -9,7 +9,8 @@ of nanoseconds, and there are dozens per evaluation; inlining cut a full-refresh
 the bundled network from ~1.1 to ~0.8 us inside the kernel).  They stay callable from Python.
 The price is compile time on a cold cache (``cache=True`` keeps it to the first run).  An
 inlined kernel's code lives in its callers' cache entries, so after editing one, clear
-``__pycache__`` (or bump the "Last such change" notes in ``forward.py`` and ``batch.py``).
+``__pycache__`` (or bump the "Last such change" notes in ``forward.py``, ``batch.py`` and
+``arena.py``, whose cached kernels contain the forward kernels they call).
 """
 
 from .threads import choose_threading_layer

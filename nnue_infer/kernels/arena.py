@@ -10,6 +10,11 @@ from it (views, no copy) and run the kernels of :mod:`~nnue_infer.kernels.forwar
 
 The caller keeps every array alive while the header is in use and rewrites the header whenever
 it replaces an array (the header holds raw addresses; they are never pickled).
+
+Note: Numba's on-disk cache keys a function on its own file only, and the cached kernels here
+contain the ``forward`` kernels they call: a change there (or in a kernel those inline) must
+come with an edit of this file (or a cleared ``__pycache__``).  Last such change: threat deltas
+near the changed squares, scratch in the int16 scratch buffer (forward.relation_buffers).
 """
 
 from __future__ import annotations
