@@ -10,6 +10,7 @@ terminal), ``--json`` (machine-readable output), ``-o/--output`` (where the resu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -103,8 +104,11 @@ def cli() -> None:
 class _Output:
     """Where results go: ``-o FILE``, or standard output (``None`` or ``-``); binary and text views."""
 
-    def __init__(self, path: str | None) -> None:
+    def __init__(self, path: str | None, parquet: bool = False) -> None:
         self.path = None if path in (None, "-") else path
+        self.binary = None
+        if parquet:  # ParquetTableWriter writes a temporary file and renames it: the target is not touched here
+            return
         if self.path is None:
             sys.stdout.flush()
             self.binary = sys.stdout.buffer
@@ -118,6 +122,8 @@ class _Output:
         self.binary.write(text.encode("utf-8", "surrogateescape"))
 
     def close(self) -> None:
+        if self.binary is None:
+            return
         try:
             self.binary.flush()
         finally:
@@ -166,6 +172,27 @@ def _table_writer(out: _Output, fmt: str):
     return TableWriter(out.binary, fmt)
 
 
+@contextlib.contextmanager
+def _finishing(writer, fmt: str):
+    """Run the scoring loop of a Parquet ``writer``: an input line refused part-way (``InputError``)
+    still writes the rows scored before it, as CSV / JSON lines do; any other failure (Ctrl-C, a
+    bug) removes the temporary file and leaves an existing target untouched."""
+    from .errors import InputError
+
+    if fmt != "parquet":
+        yield
+        return
+    try:
+        yield
+    except InputError:
+        writer.close()
+        raise
+    except BaseException:
+        writer.abort()
+        raise
+    writer.close()
+
+
 def _eval_distributed(epd, pgn, output, net, scheduler, workers, progress, quiet) -> int:
     """``eval --epd/--pgn PATTERN --output DIR --scheduler ADDRESS | --workers N``: a Dask job."""
     if not (epd or pgn) or output in (None, "-"):
@@ -212,16 +239,14 @@ def _score_epd_file(ev, source: str, out: _Output, fmt: str, show: bool, strict:
     label = input_label(source)
     writer = _table_writer(out, fmt)
     status = 0
-    with open_input(source, text=False) as inp, _progress_bar(None, "pos", show) as bar:
+    with _finishing(writer, fmt), open_input(source, text=False) as inp, _progress_bar(None, "pos", show) as bar:
         for table in score_epd(ev, _epd_chunks(inp, label), strict=strict, empty_in_check=empty_in_check):
             for i, message in _errors_of(table):
                 bar.write(f"error: {label}:{table['line'][i]}: {message}", file=sys.stderr)
                 status = 1
             writer.write(_drop_error_column(table, keep_errors))
             bar.update(len(table["line"]))
-    if fmt == "parquet":
-        writer.close()
-    elif writer.columns is None:  # no positions: the CSV header alone
+    if fmt != "parquet" and writer.columns is None:  # no positions: the CSV header alone
         TableWriter(out.binary, fmt, columns=["line", "fen", *VALUE_COLUMNS] + ["error"] * keep_errors)
     return status
 
@@ -251,7 +276,7 @@ def _score_pgn_file(ev, source: str, out: _Output, fmt: str, show: bool, keep_er
     writer = _table_writer(out, fmt)
     status = 0
     positions = 0
-    with open_input(source) as inp, _progress_bar(None, "game", show) as bar:
+    with _finishing(writer, fmt), open_input(source) as inp, _progress_bar(None, "game", show) as bar:
         for table, games in score_pgn(ev, _pgn_lines(inp.text, label), source=label, empty_in_check=empty_in_check):
             for i, message in _errors_of(table):
                 bar.write(f"error: {label}: game {table['game'][i]}: {message}", file=sys.stderr)
@@ -261,8 +286,6 @@ def _score_pgn_file(ev, source: str, out: _Output, fmt: str, show: bool, keep_er
             positions += len(rows["game"])
             bar.set_postfix_str(f"{positions} positions", refresh=False)
             bar.update(games)
-    if fmt == "parquet":
-        writer.close()
     return status
 
 
@@ -384,7 +407,7 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
             raise click.UsageError("--json and a .parquet --output exclude each other")
         fmt = "parquet"
     show = _show_progress(progress, quiet)
-    out = _Output(output)
+    out = _Output(output, parquet=fmt == "parquet")
     try:
         if boards:
             status = _eval_boards(ev, boards, trace, svg_path, as_json, empty_in_check, out)
@@ -400,7 +423,7 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
             raise click.ClickException(f"cannot write {out.path or 'to stdout'}: {exc.strerror or exc}") from exc
         raise click.ClickException(str(exc)) from exc
     finally:
-        if out.path is not None and not out.binary.closed:
+        if out.path is not None and out.binary is not None and not out.binary.closed:
             try:
                 out.binary.close()
             except OSError:

@@ -136,7 +136,8 @@ def write_table(table, path: str) -> None:
 class ParquetTableWriter:
     """Writes result tables (:mod:`nnue_infer.output` columns) one after another into one Parquet file,
     the counterpart of :class:`nnue_infer.output.TableWriter`.  The first table fixes the schema; the
-    file is written under a temporary name and renamed by :meth:`close`."""
+    file is written under a temporary name and renamed by :meth:`close`; :meth:`abort` removes it,
+    leaving the target untouched."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -172,3 +173,16 @@ class ParquetTableWriter:
         else:
             self._writer.close()
         os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        """Drop what was written: the temporary file is removed, the target (if any) left untouched."""
+        import contextlib
+        import os
+
+        try:
+            if self._writer is not None:
+                with contextlib.suppress(Exception):
+                    self._writer.close()
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self._tmp)

@@ -293,3 +293,38 @@ def test_output_that_is_the_standard_input_file_is_refused(capsys, tmp_path, opt
         os.close(saved)
     assert status == 2 and f"--output {path} is the standard input file" in err
     assert path.read_bytes() == before
+
+
+def test_parquet_output_of_a_run_stopped_early(capsys, tmp_path, monkeypatch):
+    """``-o X.parquet`` of a run stopped by a refused line truncated X.parquet to 0 bytes and left
+    ``.X.parquet.tmp-PID``.  Now: a refused line keeps the rows before it (as CSV does); an interrupted
+    run leaves an existing file untouched; no temporary file remains."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from pathlib import Path
+
+    from nnue_infer import score
+
+    demo = Path(__file__).parent.parent / "examples" / "demo.epd"
+    good = tmp_path / "keep.parquet"
+    assert run(capsys, "eval", *SF, "--epd", demo, "-o", good)[0] == 1  # demo.epd has one bad line
+    before = good.read_bytes()
+    bad = tmp_path / "nulmid.epd"
+    bad.write_bytes(b"".join(demo.read_bytes().splitlines(keepends=True)[:3]) + b"abc\0\n")
+    status, out, err = run(capsys, "eval", *SF, "--epd", bad, "-o", good)
+    assert status == 1 and f"{bad}:4: NUL byte" in err
+    csv_rows = run(capsys, "eval", *SF, "--epd", bad)[1].splitlines()[1:]
+    assert pq.read_table(good).num_rows == len(csv_rows) > 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.parquet", "nulmid.epd"]
+
+    good.write_bytes(before)
+    real = score.score_epd
+
+    def interrupted(*args, **kwargs):
+        yield next(real(*args, **kwargs))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(score, "score_epd", interrupted)
+    status, out, err = run(capsys, "eval", *SF, "--epd", demo, "-o", good)
+    assert status == 1 and "Aborted!" in err
+    assert good.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.parquet", "nulmid.epd"]
