@@ -17,6 +17,7 @@ segments, ``memory.init`` = ``0xFC 8``); ``shared/reference/stockfish-19-nnue.md
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import re
@@ -24,6 +25,7 @@ import stat
 import struct
 import tarfile
 import threading
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -256,14 +258,17 @@ def find_networks(path: str | os.PathLike[str], member: str | None = None) -> li
         if not stat.S_ISREG(path.stat().st_mode):
             _read(path)  # names the problem
         out = []
-        with tarfile.open(path) as tar:
-            members = {m.name: m for m in tar.getmembers() if m.isfile() and m.name.endswith((".wasm", ".nnue"))}
-            for group in _group_parts(sorted(members)):
-                if member is not None and group[0] != member:
-                    continue
-                _check_size(sum(members[n].size for n in group), f"{path}:{group[0]}")
-                blob = b"".join(tar.extractfile(members[n]).read() for n in group)  # type: ignore[union-attr]
-                out += _scan_bytes(blob, f"{path}:{group[0]}")
+        try:
+            with tarfile.open(path) as tar:
+                members = {m.name: m for m in tar.getmembers() if m.isfile() and m.name.endswith((".wasm", ".nnue"))}
+                for group in _group_parts(sorted(members)):
+                    if member is not None and group[0] != member:
+                        continue
+                    _check_size(sum(members[n].size for n in group), f"{path}:{group[0]}")
+                    blob = b"".join(tar.extractfile(members[n]).read() for n in group)  # type: ignore[union-attr]
+                    out += _scan_bytes(blob, f"{path}:{group[0]}")
+        except (EOFError, tarfile.TarError, zlib.error, gzip.BadGzipFile) as exc:
+            raise NetworkFormatError(f"{path}: truncated or corrupt archive ({exc or type(exc).__name__})") from exc
         return out
     m = _PART.match(name)
     if m:

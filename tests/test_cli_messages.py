@@ -328,3 +328,21 @@ def test_parquet_output_of_a_run_stopped_early(capsys, tmp_path, monkeypatch):
     assert status == 1 and "Aborted!" in err
     assert good.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.parquet", "nulmid.epd"]
+
+
+@pytest.mark.parametrize("cut", [0.5, 0.05])
+def test_extract_of_a_truncated_tarball_names_it(capsys, tmp_path, cut):
+    """A half-downloaded npm tarball printed only click's "Aborted!" (the gzip EOFError escaped)."""
+    import tarfile
+
+    member = tmp_path / "stockfish.wasm"
+    member.write_bytes(np.random.default_rng(1).integers(0, 256, 200_000, dtype=np.uint8).tobytes())
+    whole = tmp_path / "whole.tgz"
+    with tarfile.open(whole, "w:gz") as tar:
+        tar.add(member, arcname="package/bin/stockfish.wasm")
+    data = whole.read_bytes()
+    trunc = tmp_path / "trunc.tgz"
+    trunc.write_bytes(data[: int(len(data) * cut)])
+    for args in (["extract", trunc, "-o", tmp_path / "ex"], ["extract", "--list", trunc]):
+        status, out, err = run(capsys, *args)
+        assert status == 1 and f"error: {trunc}: truncated or corrupt archive (" in err and "Aborted" not in err
