@@ -627,6 +627,9 @@ def extract(source, output, list_only, quiet):
                            + (f"\t{known}" if known else ""))
             return
         target = output or "."
+        if target.endswith(("/", os.sep)) and not os.path.isdir(target):  # "nets/" names a directory: make it
+            _check_output_dir(target.rstrip("/" + os.sep) or target, "-o")
+            os.mkdir(target)
         if not os.path.isdir(target):
             _check_output_dir(target, "-o")
             digests = [extract_network(source, target)]

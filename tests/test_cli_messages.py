@@ -346,3 +346,12 @@ def test_extract_of_a_truncated_tarball_names_it(capsys, tmp_path, cut):
     for args in (["extract", trunc, "-o", tmp_path / "ex"], ["extract", "--list", trunc]):
         status, out, err = run(capsys, *args)
         assert status == 1 and f"error: {trunc}: truncated or corrupt archive (" in err and "Aborted" not in err
+
+
+def test_extract_into_a_new_directory_with_a_trailing_slash(capsys, tmp_path, stockfish_binary):
+    """``extract SRC -o newdir/`` wrote a FILE named newdir."""
+    target = tmp_path / "newdir"
+    status, out, err = run(capsys, "extract", stockfish_binary, "-o", f"{target}/")
+    assert status == 0 and target.is_dir() and (target / "nn-ad9b42354671.nnue").is_file()
+    status, out, err = run(capsys, "extract", stockfish_binary, "-o", f"{tmp_path}/missing/newdir/")
+    assert status == 2 and "does not exist" in err and not (tmp_path / "missing").exists()
