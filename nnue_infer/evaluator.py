@@ -163,7 +163,7 @@ class Evaluator:
         self._in_use = threading.Lock()  # held while a method runs: concurrent use raises (see _busy)
         _ALL_EVALUATORS.add(self)
         self._board = chess.Board()
-        self.network = as_network(network)
+        self.network = network
 
     def __getstate__(self) -> dict:
         """Pickling (spawn pools, ``copy.deepcopy``, ``copy.copy``): everything but the in-use
@@ -196,15 +196,16 @@ class Evaluator:
 
     @property
     def network(self) -> Network:
-        """The network; assigning another one rebuilds every accumulator and the refresh cache
-        (the board is kept).  The assignment succeeds completely or raises and changes nothing."""
+        """The network; assigning another one (a :class:`Network`, a file or a name such as ``"sf18"``)
+        rebuilds every accumulator and the refresh cache (the board is kept).  The assignment
+        succeeds completely or raises and changes nothing."""
         return self._network
 
     @network.setter
-    def network(self, network: Network) -> None:
-        if not isinstance(network, Network):
-            hint = " (a float network: quantise it first, nnue_infer.quantise)" if type(network).__name__ == "FloatNetwork" else ""
-            raise TypeError(f"expected a Network, got {type(network).__name__}{hint}")
+    def network(self, network: Network | str | os.PathLike[str] | None) -> None:
+        if type(network).__name__ == "FloatNetwork":
+            raise TypeError("expected a Network, got FloatNetwork (a float network: quantise it first, nnue_infer.quantise)")
+        network = as_network(network)  # a name or file, as everywhere a network is expected
         state = self._bind(network)  # everything built before anything is replaced
         if not self._in_use.acquire(False):
             raise self._busy()

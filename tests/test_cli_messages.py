@@ -355,3 +355,12 @@ def test_extract_into_a_new_directory_with_a_trailing_slash(capsys, tmp_path, st
     assert status == 0 and target.is_dir() and (target / "nn-ad9b42354671.nnue").is_file()
     status, out, err = run(capsys, "extract", stockfish_binary, "-o", f"{tmp_path}/missing/newdir/")
     assert status == 2 and "does not exist" in err and not (tmp_path / "missing").exists()
+
+
+def test_evaluator_network_setter_takes_a_name_like_the_constructor(evaluator):
+    """``ev.network = "stockfish"`` raised TypeError while ``Evaluator("stockfish")`` takes the name."""
+    ev = nnue_infer.Evaluator("stockfish")
+    ref = ev.evaluate(chess.Board(AFTER_E4))
+    ev.network = "default"
+    ev.network = "stockfish"
+    assert ev.evaluate(chess.Board(AFTER_E4)) == ref

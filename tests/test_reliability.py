@@ -112,7 +112,9 @@ def test_item1_a_failed_switch_changes_nothing(networks, monkeypatch):
         ev.push(chess.Move.from_uci(uci))
     before = (ev.evaluate(), ev.evaluate(FENS[3]), ev.board.fen())
     with pytest.raises(TypeError, match="expected a Network"):
-        ev.network = "nn-ad9b42354671.nnue"
+        ev.network = 42
+    with pytest.raises(FileNotFoundError):
+        ev.network = "no-such-net.nnue"
     import nnue_infer.evaluator as E
 
     def broken(arch):
