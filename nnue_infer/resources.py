@@ -247,7 +247,7 @@ def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
         return default_network()
     if spec in ("stockfish", "sf15.1", "sf15"):
         return stockfish_15_1_network()
-    from .registry import known_by_spec
+    from .registry import known_by_spec, specs
 
     if isinstance(spec, str) and known_by_spec(spec) is not None and not Path(spec).exists():
         return known_network(spec)
@@ -255,8 +255,7 @@ def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
         raise NetworkNotFoundError(f"network file {os.fspath(spec)} does not exist; give an existing .nnue or "
                                    f".safetensors file, or one of the names {' or '.join(NETWORK_NAMES)} "
                                    "('stockfish' needs Debian's package: apt-get install stockfish) or a known "
-                                   "Stockfish net (sf16, sf17.1, sf17.1-small, sf17.1-lite, sf18-small, sf18-lite, "
-                                   "sf19-lite)")
+                                   f"Stockfish net ({', '.join(specs())})")
     from .formats import load
 
     network = load(spec)

@@ -364,3 +364,12 @@ def test_evaluator_network_setter_takes_a_name_like_the_constructor(evaluator):
     ev.network = "default"
     ev.network = "stockfish"
     assert ev.evaluate(chess.Board(AFTER_E4)) == ref
+
+
+def test_missing_network_file_lists_every_known_net(capsys, tmp_path):
+    """The "does not exist" message listed the known nets without sf18 and sf19."""
+    from nnue_infer.registry import specs
+
+    status, out, err = run(capsys, "eval", "--net", tmp_path / "x.nnue", "startpos")
+    assert status == 1 and "does not exist" in err
+    assert all(s in err for s in specs()) and "sf18," in err and "sf19," in err
