@@ -322,8 +322,9 @@ def _score_pgn_file(ev, source: str, out: _Output, fmt: str, show: bool, keep_er
               help="With --trace and one position: also draw the board with each piece's value and the bucket "
               "table into this SVG file.")
 @json_option("JSON lines instead of text (positions) or CSV (files); numbers are JSON numbers.")
-@output_option("Write the results to this file ('-': stdout, the default); with --workers / --scheduler, the "
-               "Parquet dataset directory.", dir_okay=True)  # a directory otherwise: eval names the mistake
+@output_option("Write the results to this file ('-': stdout, the default): CSV, JSON lines for a .json / .jsonl "
+               "name (as --json), Parquet for .parquet; with --workers / --scheduler, the Parquet dataset "
+               "directory.", dir_okay=True)  # a directory otherwise: eval names the mistake
 @threads_option
 @click.option("-j", "--jobs", type=click.IntRange(min=1), hidden=True, help="Deprecated name of --threads.")
 @progress_option
@@ -401,6 +402,7 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
         ev = Evaluator(_load_network(net))
     except (NnueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
+    as_json = as_json or (output or "").lower().endswith((".json", ".jsonl", ".ndjson"))  # the suffix says JSON
     fmt = "jsonl" if as_json else "csv"
     if output and output.endswith(".parquet") and (epd or pgn):
         if as_json:

@@ -373,3 +373,17 @@ def test_missing_network_file_lists_every_known_net(capsys, tmp_path):
     status, out, err = run(capsys, "eval", "--net", tmp_path / "x.nnue", "startpos")
     assert status == 1 and "does not exist" in err
     assert all(s in err for s in specs()) and "sf18," in err and "sf19," in err
+
+
+@pytest.mark.parametrize("name", ["out.json", "out.jsonl"])
+def test_output_named_json_is_json_lines(capsys, tmp_path, name):
+    """``-o out.json`` wrote CSV (only .parquet followed the name)."""
+    path = tmp_path / name
+    status, out, err = run(capsys, "eval", *SF, "-o", path, "startpos", AFTER_E4)
+    assert status == 0, err
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert len(rows) == 2 and all("cp" in r for r in rows)
+    from pathlib import Path
+
+    run(capsys, "eval", *SF, "--epd", Path(__file__).parent.parent / "examples" / "demo.epd", "-o", path)
+    assert all(json.loads(line) for line in path.read_text().splitlines())
