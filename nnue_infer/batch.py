@@ -125,7 +125,8 @@ def fen_buffer(fens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         text = "\n".join(fens)
     except TypeError:
         i = _first_not(fens, str)
-        raise TypeError(f"row {i}: expected a FEN string like the rows before, got {type(fens[i]).__name__}") from None
+        wanted = "a FEN string like the rows before" if i else "a FEN string or a chess.Board"
+        raise TypeError(f"row {i}: expected {wanted}, got {type(fens[i]).__name__}") from None
     buf = np.frombuffer(bytearray(text + "\n", "utf-8", "surrogatepass"), np.uint8)
     lengths = np.fromiter(map(len, fens), np.int64, n)
     if int(lengths.sum()) + n != buf.size:  # non-ASCII characters: count bytes, not characters
@@ -180,7 +181,8 @@ def board_bitboards_batch(boards: Sequence[chess.Board]) -> tuple[np.ndarray, np
                  b.turn) for b in boards]
     except AttributeError:
         i = _first_not(boards, chess.Board)
-        raise TypeError(f"row {i}: expected a chess.Board like the rows before, got {type(boards[i]).__name__}") from None
+        wanted = "a chess.Board like the rows before" if i else "a FEN string or a chess.Board"
+        raise TypeError(f"row {i}: expected {wanted}, got {type(boards[i]).__name__}") from None
     variant = next((i for i, b in enumerate(boards) if b.uci_variant != "chess"), None)
     if variant is not None:
         try:

@@ -387,3 +387,11 @@ def test_output_named_json_is_json_lines(capsys, tmp_path, name):
 
     run(capsys, "eval", *SF, "--epd", Path(__file__).parent.parent / "examples" / "demo.epd", "-o", path)
     assert all(json.loads(line) for line in path.read_text().splitlines())
+
+
+def test_batch_row_0_of_another_type_is_not_compared_with_rows_before(evaluator):
+    """``evaluate_batch([b"<fen>"])`` said "like the rows before" for row 0."""
+    with pytest.raises(TypeError, match=r"row 0: expected a FEN string or a chess.Board, got bytes"):
+        evaluator.evaluate_batch([chess.STARTING_FEN.encode()])
+    with pytest.raises(TypeError, match=r"row 1: expected a FEN string like the rows before, got bytes"):
+        evaluator.evaluate_batch([chess.STARTING_FEN, chess.STARTING_FEN.encode()])
