@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import nnue_infer
 from nnue_infer import Evaluator, IllegalMoveError, PositionError
+from nnue_infer.errors import FenError
 
 
 @pytest.fixture(scope="module")
@@ -266,7 +267,7 @@ def test_bad_arguments(ev):
         ev.push("e2e4")  # type: ignore[arg-type]
     with pytest.raises(PositionError, match="king"):
         ev.set_position("8/8/8/8/8/8/8/4K3 w - - 0 1")
-    with pytest.raises(ValueError, match="FEN"):
+    with pytest.raises(FenError, match="invalid character 'o' in the placement field at column 2 of 'not a fen'"):
         ev.set_position("not a fen")
     assert ev.board.fen() == chess.STARTING_FEN  # unchanged by the failed calls
 
