@@ -178,12 +178,18 @@ def parse_positions(words: Sequence[str], strict: bool = True) -> list[Position]
         if i < n and tokens[i] == "moves":
             i += 1
             index = 0
+            result = None
             while i < n and tokens[i] not in ("startpos", "fen", "moves") and (
                     "/" not in tokens[i] or tokens[i] in _RESULTS):
                 text = _MOVE_NUMBER.sub("", tokens[i])
                 i += 1
+                if text in _RESULTS:
+                    result = text
                 if not text or text in _RESULTS:
                     continue
+                if result is not None:  # a pasted game's result ends its moves
+                    raise IllegalMoveError(f"moves[{index}]: {text!r} follows the result {result!r}: a result ends "
+                                           "the moves")
                 try:
                     board.push(parse_move(board, text))
                 except IllegalMoveError as exc:

@@ -395,3 +395,10 @@ def test_batch_row_0_of_another_type_is_not_compared_with_rows_before(evaluator)
         evaluator.evaluate_batch([chess.STARTING_FEN.encode()])
     with pytest.raises(TypeError, match=r"row 1: expected a FEN string like the rows before, got bytes"):
         evaluator.evaluate_batch([chess.STARTING_FEN, chess.STARTING_FEN.encode()])
+
+
+def test_moves_after_a_result_are_an_error(capsys):
+    """``eval "startpos moves e4 e5 1-0 Nf3"`` played Nf3 after the result."""
+    status, out, err = run(capsys, "eval", *SF, "startpos moves e4 e5 1-0 Nf3")
+    assert status == 1 and "moves[2]: 'Nf3' follows the result '1-0'" in err
+    assert run(capsys, "eval", *SF, "startpos moves e4 e5 1-0")[0] == 0
