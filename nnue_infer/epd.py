@@ -174,6 +174,7 @@ def _split(data: bytes, first_line: int, source: str, max_line: int) -> tuple[Ep
     """:func:`read_epd`'s rows up to a line it refuses, and the message for that line (``None``: none)."""
     if first_line == 1 and data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
+    original = data
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
@@ -190,8 +191,10 @@ def _split(data: bytes, first_line: int, source: str, max_line: int) -> tuple[Ep
     if problem[0] == KE.LINE_TOO_LONG:
         message = (f"{source}:{first_line - 1 + int(problem[1])}: line longer than {max_line} bytes "
                    "(not an EPD/FEN file?)")
-    elif problem[0] == KE.LINE_BINARY:
-        message = (f"{source}:{first_line - 1 + int(problem[1])}: NUL byte at column {int(problem[2])}: "
+    elif problem[0] == KE.LINE_BINARY:  # the column counts characters, as the EPD operation messages do
+        text = original.split(b"\n", int(problem[1]))[int(problem[1]) - 1]
+        column = len(text[:text.index(b"\0")].decode("utf-8", "replace")) + 1
+        message = (f"{source}:{first_line - 1 + int(problem[1])}: NUL byte at column {column}: "
                    "binary data, not an EPD/FEN text file")
     ops_starts, ops_ends = ops_starts[:n], ops_ends[:n]
     none = np.empty(0, np.int64)

@@ -402,3 +402,12 @@ def test_moves_after_a_result_are_an_error(capsys):
     status, out, err = run(capsys, "eval", *SF, "startpos moves e4 e5 1-0 Nf3")
     assert status == 1 and "moves[2]: 'Nf3' follows the result '1-0'" in err
     assert run(capsys, "eval", *SF, "startpos moves e4 e5 1-0")[0] == 0
+
+
+@pytest.mark.parametrize("line, column", [(b"ab\xff\xff\xff\xffc\x00", 8), ("é€x".encode() + b"\x00", 4),
+                                          (b"abc\x00", 4)])
+def test_nul_byte_column_counts_characters(line, column):
+    """After invalid UTF-8 the NUL column was a byte offset in the re-encoded (U+FFFD) buffer."""
+    data = chess.STARTING_FEN.encode() + b"\n" + line + b"\n"
+    with pytest.raises(InputError, match=rf"^x:2: NUL byte at column {column}: "):
+        epd.read_epd(data, source="x")
