@@ -98,8 +98,10 @@ class EpdRows:
         while end < buf.shape[0] and buf[end] not in b" \t\r\n;":
             end += 1
         opcode = bytes(buf[at:end]).decode("utf-8", "replace")[:40]
-        column = len(bytes(buf[int(self.line_start[i]):at]).decode("utf-8", "replace")) + 1
-        return f"column {column}: {_OP_PROBLEMS[code].format(opcode=opcode)}"
+        before = bytes(buf[int(self.line_start[i]):at])
+        column = len(before.decode("utf-8", "replace")) + 1
+        hint = " (the file's lines end in CR only: convert them to LF)" if b"\r" in before.replace(b"\r\n", b"") else ""
+        return f"column {column}: {_OP_PROBLEMS[code].format(opcode=opcode)}{hint}"
 
     def opcodes(self, keep: np.ndarray | None = None) -> list[str]:
         """The opcodes of the rows with ``keep`` true (default: all) and no operation problem, in order of first appearance."""

@@ -411,3 +411,11 @@ def test_nul_byte_column_counts_characters(line, column):
     data = chess.STARTING_FEN.encode() + b"\n" + line + b"\n"
     with pytest.raises(InputError, match=rf"^x:2: NUL byte at column {column}: "):
         epd.read_epd(data, source="x")
+
+
+def test_cr_only_line_ends_are_named(capsys, tmp_path):
+    """Old-Mac CR-only line ends read as one line whose second FEN is called a bad opcode."""
+    path = tmp_path / "cr.epd"
+    path.write_bytes(f"{chess.STARTING_FEN}\r{AFTER_E4}\r".encode())
+    status, out, err = run(capsys, "eval", *SF, "--epd", path)
+    assert status == 1 and "lines end in CR only" in err
