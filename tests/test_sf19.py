@@ -120,6 +120,17 @@ def test_round_trip_and_corrupt_files(sf19, tmp_path):
         parse_stockfish(bad, "x.nnue")
     with pytest.raises(NetworkFormatError, match="trailing|truncated"):
         parse_stockfish(buf[:-1], "x.nnue")
+    # cut short or a wrong LEB128 byte count: the block whose bytes run past the end is named, never the next one
+    cases = ((buf[:1365], r"truncated in feature_transformer\.biases at offset 100: needs 1544 bytes"),
+             (buf[:len(buf) // 2], r"truncated in feature_transformer\.threat_weights at offset 1644"),
+             (buf[:100], r"truncated at feature_transformer\.biases, offset 100"))
+    for cut, message in cases:
+        with pytest.raises(NetworkFormatError, match=message):
+            parse_stockfish(cut.copy(), "x.nnue")
+    bad = buf.copy()
+    bad[120] ^= 0x40  # the biases' LEB128 byte count, 2^30 larger
+    with pytest.raises(NetworkFormatError, match=r"truncated in feature_transformer\.biases .*by its LEB128 byte count"):
+        parse_stockfish(bad, "x.nnue")
 
 
 def test_sf18_loads_and_round_trips():

@@ -355,6 +355,9 @@ def _walk(data: np.ndarray, start: int, where: str, size: int | None) -> _Layout
     if threat_input is not None:  # a fixed mix of LEB128 blocks and raw int8 rows
         for name, rows, width, dtype, leb in threat_input[2]:
             count = rows * (l1 if width == "l1" else width)
+            if off + (len(LEB128_MAGIC) + 4 if leb else 1) > len(data):
+                raise NetworkFormatError(f"{where}: truncated at {name}, offset {off - start}: the data ends there "
+                                         f"({len(data) - start} bytes)")
             magic = data[off:off + len(LEB128_MAGIC)].tobytes() == LEB128_MAGIC
             if leb != magic:
                 raise NetworkFormatError(
@@ -367,6 +370,10 @@ def _walk(data: np.ndarray, start: int, where: str, size: int | None) -> _Layout
                                      count, dtype))
             else:
                 blocks.append(_Block(name, off - start, False, count, off, count, dtype))
+            if off + blocks[-1].nbytes > len(data):  # cut short, or a wrong LEB128 byte count: name this block
+                raise NetworkFormatError(
+                    f"{where}: truncated in {name} at offset {off - start}: needs {blocks[-1].nbytes} bytes"
+                    f"{' (by its LEB128 byte count)' if leb else ''}, {len(data) - off} left")
             off += blocks[-1].nbytes
     for name, count, dtype in () if threat_input is not None else (
             ("feature_transformer.biases", l1, "int16"), ("feature_transformer.weights", nf * l1, "int16"),
