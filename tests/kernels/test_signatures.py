@@ -19,7 +19,8 @@ import nnue_infer.kernels
 # The kernels exercised by tests/kernels/*.py (module -> its test file's kernels): each must have
 # compiled exactly once when that test file ran in the session.
 TEST_FILES = {"accumulator": "test_accumulator", "activation": "test_activation", "dense": "test_dense",
-              "features": "test_feature_kernels", "forward": "test_forward"}
+              "features": "test_feature_kernels", "forward": "test_forward",
+              "arena": "test_signatures"}  # the Evaluator calls below always run arena's kernels
 TESTED = {
     "accumulator": ["refresh_accumulator", "update_accumulator"],
     "arena": ["evaluate_stack", "evaluate_fresh"],
