@@ -655,7 +655,7 @@ def extract(source, output, list_only, quiet):
 @click.argument("spec")
 def fetch(spec):
     """Download (npm pack stockfish@V into the cache) and extract a known Stockfish network SPEC:
-    sf16, sf17.1, sf17.1-small, sf17.1-lite, sf18-small, sf18-lite, sf19-lite."""
+    sf16, sf17.1, sf17.1-small, sf17.1-lite, sf18, sf18-small, sf18-lite, sf19, sf19-lite."""
     from .errors import NnueError
     from .registry import known_by_spec
     from .resources import known_network_path

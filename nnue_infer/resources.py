@@ -230,9 +230,9 @@ def known_network(spec: str, *, fetch: bool = False) -> Network:
 def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
     """A quantised network from a name or a file: ``None`` or ``"default"`` (the bundled default
     network), ``"stockfish"`` / ``"sf15.1"`` (:func:`stockfish_15_1_network`), a known Stockfish
-    network (``"sf16"``, ``"sf17.1"``, ``"sf17.1-small"``, ``"sf17.1-lite"``, ``"sf18-small"``,
-    ``"sf18-lite"``, ``"sf19-lite"``: :func:`known_network`, from the cache or the cached npm
-    tarball) or a path (:func:`nnue_infer.load`).
+    network (``"sf16"``, ``"sf17.1"``, ``"sf17.1-small"``, ``"sf17.1-lite"``, ``"sf18"``,
+    ``"sf18-small"``, ``"sf18-lite"``, ``"sf19"``, ``"sf19-lite"``: :func:`nnue_infer.registry.specs`;
+    :func:`known_network`, from the cache or the cached npm tarball) or a path (:func:`nnue_infer.load`).
 
     Raises
     ------
@@ -252,7 +252,8 @@ def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
     if isinstance(spec, str) and known_by_spec(spec) is not None and not Path(spec).exists():
         return known_network(spec)
     if not Path(spec).exists():  # a directory or device: load() says what it is
-        raise NetworkNotFoundError(f"network file {os.fspath(spec)} does not exist; give an existing .nnue or "
+        raise NetworkNotFoundError(f"{os.fspath(spec)!r} is no known network name and no file (it does not exist); "
+                                   "give an existing .nnue or "
                                    f".safetensors file, or one of the names {' or '.join(NETWORK_NAMES)} "
                                    "('stockfish' needs Debian's package: apt-get install stockfish) or a known "
                                    f"Stockfish net ({', '.join(specs())})")
