@@ -32,15 +32,25 @@ HASH = 0x2E6B9D04
 NUM_FEATURES = NUM_THREAT_FEATURES
 
 
-def active(board: chess.Board) -> tuple[list[int], list[int]]:
-    """Sorted FullThreats indices (0 .. 59,807) of White's and Black's perspective.
+def relation_features(board: chess.Board, threats: int, pairs: int) -> tuple[list[int], list[int]]:
+    """Sorted indices of the relation features (threats and/or pawn pairs, as selected by
+    ``threats`` / ``pairs`` of :func:`~nnue_infer.kernels.threats.relation_list`) of White's and
+    Black's perspective; shared by this module, :mod:`.full_threats_18` and :mod:`.pawn_pairs`.
 
     Raises :class:`~nnue_infer.errors.PositionError` for positions no network can represent.
     """
     out = np.empty((2, MAX_RELATIONS), np.int32)
     counts = np.empty(2, np.int64)
-    active_relation_features(board_bitboards(board), np.int64(THREATS_SF19), np.int64(0), np.int64(0), out, counts)
+    active_relation_features(board_bitboards(board), np.int64(threats), np.int64(pairs), np.int64(0), out, counts)
     return sorted(out[0, :counts[0]].tolist()), sorted(out[1, :counts[1]].tolist())
+
+
+def active(board: chess.Board) -> tuple[list[int], list[int]]:
+    """Sorted FullThreats indices (0 .. 59,807) of White's and Black's perspective.
+
+    Raises :class:`~nnue_infer.errors.PositionError` for positions no network can represent.
+    """
+    return relation_features(board, THREATS_SF19, 0)
 
 
 

@@ -15,10 +15,9 @@ Source: Stockfish 18 (tag ``sf_18``), ``nnue/features/full_threats.{h,cpp}`` (``
 from __future__ import annotations
 
 import chess
-import numpy as np
 
-from ..kernels.threats import MAX_RELATIONS, NUM_THREAT_FEATURES_SF18, THREATS_SF18, active_relation_features
-from .board import board_bitboards
+from ..kernels.threats import NUM_THREAT_FEATURES_SF18, THREATS_SF18
+from .full_threats import relation_features
 
 NAME = "FullThreats18"
 #: Feature-set hash (``FullThreats::HashValue`` at sf_18).
@@ -28,7 +27,4 @@ NUM_FEATURES = NUM_THREAT_FEATURES_SF18
 
 def active(board: chess.Board) -> tuple[list[int], list[int]]:
     """Sorted indices (0 .. 79,855) of White's and Black's perspective."""
-    out = np.empty((2, MAX_RELATIONS), np.int32)
-    counts = np.empty(2, np.int64)
-    active_relation_features(board_bitboards(board), np.int64(THREATS_SF18), np.int64(0), np.int64(0), out, counts)
-    return sorted(out[0, :counts[0]].tolist()), sorted(out[1, :counts[1]].tolist())
+    return relation_features(board, THREATS_SF18, 0)

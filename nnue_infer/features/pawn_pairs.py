@@ -16,10 +16,9 @@ Source: Stockfish 19, ``nnue/features/pp_3wide.{h,cpp}``, ``bitboard.h`` (``pawn
 from __future__ import annotations
 
 import chess
-import numpy as np
 
-from ..kernels.threats import MAX_RELATIONS, NUM_PAIR_FEATURES, active_relation_features
-from .board import board_bitboards
+from ..kernels.threats import NUM_PAIR_FEATURES
+from .full_threats import relation_features
 
 NAME = "PP_3Wide"
 #: Feature-set hash (``PP_3Wide::HashValue``).
@@ -29,7 +28,4 @@ NUM_FEATURES = NUM_PAIR_FEATURES
 
 def active(board: chess.Board) -> tuple[list[int], list[int]]:
     """Sorted PP_3Wide indices (0 .. 4,559) of White's and Black's perspective."""
-    out = np.empty((2, MAX_RELATIONS), np.int32)
-    counts = np.empty(2, np.int64)
-    active_relation_features(board_bitboards(board), np.int64(0), np.int64(1), np.int64(0), out, counts)
-    return sorted(out[0, :counts[0]].tolist()), sorted(out[1, :counts[1]].tolist())
+    return relation_features(board, 0, 1)
