@@ -12,7 +12,6 @@ for ``evaluate_batch`` over all the boards at once (Numba's threads).
 from __future__ import annotations
 
 import argparse
-import time
 
 import chess
 
@@ -28,21 +27,7 @@ def main() -> None:
     boards = [chess.Board(f) for f in common.positions()][: args.positions]
     evaluators = {"default": nnue_infer.Evaluator(nnue_infer.default_network()),
                   "stockfish-15.1": nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network())}
-    for ev in evaluators.values():
-        for b in boards:
-            ev.evaluate(b)  # JIT / cache load, page in the weights
-        ev.evaluate_batch(boards)
-    best = dict.fromkeys(evaluators, float("inf"))
-    batch = dict.fromkeys(evaluators, float("inf"))
-    for _ in range(args.repeat):
-        for name, ev in evaluators.items():
-            t = time.perf_counter()
-            for b in boards:
-                ev.evaluate(b)
-            best[name] = min(best[name], (time.perf_counter() - t) / len(boards))
-            t = time.perf_counter()
-            ev.evaluate_batch(boards)
-            batch[name] = min(batch[name], (time.perf_counter() - t) / len(boards))
+    best, batch = common.time_evaluators(evaluators, boards, args.repeat)
     print(f"# {common.machine()}; {len(boards)} positions, min of {args.repeat} rounds")
     print(f"{'network':16s} {'evaluate(board)':>16s} {'evaluate_batch':>16s}")
     for name, ev in evaluators.items():

@@ -43,21 +43,7 @@ def main() -> None:
         except NetworkNotFoundError as exc:
             print(f"skipped {k.spec}: {exc}")
     evaluators = {spec: nnue_infer.Evaluator(net) for spec, net in nets.items()}
-    for ev in evaluators.values():
-        for b in boards:
-            ev.evaluate(b)
-        ev.evaluate_batch(boards)
-    single = dict.fromkeys(evaluators, float("inf"))
-    batch = dict.fromkeys(evaluators, float("inf"))
-    for _ in range(args.repeat):
-        for spec, ev in evaluators.items():
-            t = time.perf_counter()
-            for b in boards:
-                ev.evaluate(b)
-            single[spec] = min(single[spec], (time.perf_counter() - t) / len(boards) * 1e6)
-            t = time.perf_counter()
-            ev.evaluate_batch(boards)
-            batch[spec] = min(batch[spec], time.perf_counter() - t)
+    single, batch = common.time_evaluators(evaluators, boards, args.repeat)
     load = {}
     for spec, path in paths.items():
         best = float("inf")
@@ -71,9 +57,9 @@ def main() -> None:
           "<1 = fewer positions/s for batch)")
     print(f"{'net':<14}{'L1':>6}{'evaluate us':>13}{'x sf15.1':>10}{'batch pos/s':>14}{'x sf15.1':>10}{'load s':>9}")
     for spec, ev in evaluators.items():
-        rate = len(boards) / batch[spec]
-        print(f"{spec:<14}{ev.network.architecture.ft_width:>6}{single[spec]:>13.2f}{single[spec] / single[base]:>10.2f}"
-              f"{rate:>14,.0f}{rate / (len(boards) / batch[base]):>10.2f}{load[spec]:>9.2f}")
+        rate = 1 / batch[spec]
+        print(f"{spec:<14}{ev.network.architecture.ft_width:>6}{single[spec] * 1e6:>13.2f}"
+              f"{single[spec] / single[base]:>10.2f}{rate:>14,.0f}{batch[base] / batch[spec]:>10.2f}{load[spec]:>9.2f}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import random
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -119,3 +120,27 @@ def _parallel_ran() -> bool:
     except ValueError:
         return False
     return True
+
+
+def time_evaluators(evaluators: dict, boards: list, repeat: int) -> tuple[dict, dict]:
+    """Best-of-``repeat`` wall time per position, in seconds, of ``Evaluator.evaluate(board)`` one
+    position at a time and of ``Evaluator.evaluate_batch(boards)``, for each evaluator of
+    ``evaluators`` (name -> Evaluator), the evaluators taking turns within each round.  A first
+    pass compiles or loads the kernels and pages in the weights.  Returns ``(single, batch)``, two
+    dicts name -> seconds per position."""
+    for ev in evaluators.values():
+        for b in boards:
+            ev.evaluate(b)
+        ev.evaluate_batch(boards)
+    single = dict.fromkeys(evaluators, float("inf"))
+    batch = dict.fromkeys(evaluators, float("inf"))
+    for _ in range(repeat):
+        for name, ev in evaluators.items():
+            t = time.perf_counter()
+            for b in boards:
+                ev.evaluate(b)
+            single[name] = min(single[name], (time.perf_counter() - t) / len(boards))
+            t = time.perf_counter()
+            ev.evaluate_batch(boards)
+            batch[name] = min(batch[name], (time.perf_counter() - t) / len(boards))
+    return single, batch
