@@ -139,6 +139,14 @@ def block_layout(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(B, n_out, padded // 4, 4).transpose(0, 2, 1, 3))
 
 
+def _offset_biases(b: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """int32 ``[buckets, n_out]`` biases ``b`` of a layer whose int8 inputs x arrive as the bytes
+    x + 128: ``wrap32(b - 128 * W.sum(inputs))`` (``w`` int8 ``[buckets, n_out, n_in]``), so the
+    int32 sums are unchanged (see ``Network.compute_layout``)."""
+    shifted = b.astype(np.int64) - 128 * w.astype(np.int64).sum(axis=2)
+    return ((shifted + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
 def _pad32(n: int) -> int:
     """Round up to a multiple of 32 (Stockfish pads dense-layer inputs so)."""
     return (n + 31) // 32 * 32
@@ -448,6 +456,14 @@ class Architecture:
             return self.mirror
         return "e-h" if self.feature_set == "HalfKAv2_hm" else "none"
 
+    @property
+    def first_layer_max_byte(self) -> int:
+        """Largest byte of the first dense layer's input as the kernels store it: the
+        activation's largest output ``QA**degree >> shift``, plus 128 for signed activations
+        (their int8 outputs are stored as x + 128, ``kernels.simd.SIGNED_INPUT_OFFSET``)."""
+        top = self.ft_clamp**self.ft.degree >> self.ft_shift
+        return top + 128 if self.ft.signed else top
+
     # -- derived dimensions -------------------------------------------------
     @property
     def ft_output_width(self) -> int:
@@ -662,6 +678,16 @@ class Network:
         )
 
     @cached_property
+    def first_layer_pair_sum(self) -> int:
+        """Largest ``|w[o, 2j]| + |w[o, 2j + 1]|`` of the first dense layer's int8 weights over
+        buckets, outputs o and input pairs j (0..256): the pairs of products AVX2's
+        ``vpmaddubsw`` adds in int16 (``kernels.simd.first_layer_isa``)."""
+        w = np.abs(self.layer_weights[0].astype(np.int32))
+        if w.shape[2] % 2:
+            w = np.concatenate([w, np.zeros((*w.shape[:2], 1), np.int32)], axis=2)
+        return int((w[..., 0::2] + w[..., 1::2]).max(initial=0))
+
+    @cached_property
     def compute_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Flat dense parameters for :func:`nnue_infer.kernels.dense.propagate_layer_stack`.
 
@@ -674,6 +700,11 @@ class Network:
         Float32 layers are appended to ``biases`` as bit patterns (weights ``[bucket][out][in]``,
         then biases), with activation codes ``>= ACT_FLOAT``.  A ``lut_glu`` gate table comes
         first in ``biases`` (offset 0, where ``kernels.activation.ft_activate`` reads it).
+
+        Signed activations' outputs x reach the first layer as the bytes x + 128
+        (``kernels.activation.ft_transform``), so that layer's biases are stored as
+        ``wrap32(b - 128 * sum_j W[o, j])``: ``b' + W (x + 128) == b + W x`` in wrapping int32,
+        exactly, on every path (``vpdpbusd`` and ``vpmaddubsw`` multiply unsigned bytes).
         """
         arch = self.architecture
         table = np.zeros((len(arch.layers), LAYER_TABLE_COLUMNS), np.int64)
@@ -695,6 +726,8 @@ class Network:
             if layer.is_float:
                 continue
             blocks = block_layout(w)
+            if i == 0 and arch.ft.signed:
+                b = _offset_biases(b, w)
             B, n_blocks, n_out, _ = blocks.shape
             n_in = 4 * n_blocks
             table[i, :8] = (n_in, n_out, HIDDEN_ACTIVATIONS[layer.activation], layer.n_activated,

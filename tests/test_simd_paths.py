@@ -24,7 +24,7 @@ from nnue_infer.kernels import simd
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = [
     "tests/kernels", "tests/test_incremental.py", "tests/test_batch.py", "tests/test_threat_inputs.py",
-    "tests/test_architecture_eval.py", "tests/test_int32_semantics.py",
+    "tests/test_architecture_eval.py", "tests/test_int32_semantics.py", "tests/test_signed_inputs.py",
     "tests/test_stockfish_nets.py::test_worked_examples_of_the_lite_spec",
     "tests/test_stockfish_nets.py::test_lite_corpus_positions_and_extra",
     "tests/test_sf19.py::test_worked_examples", "tests/test_sf19.py::test_dev_positions",
@@ -57,10 +57,13 @@ def test_native_isas_from_features():
 
 
 def test_first_layer_isa():
-    assert simd.first_layer_isa(simd.ISA_AVX2, 127, False) == simd.ISA_AVX2
-    assert simd.first_layer_isa(simd.ISA_AVX2, 255, False) == simd.ISA_PORTABLE  # vpmaddubsw would saturate
-    assert simd.first_layer_isa(simd.ISA_VNNI512, 255, False) == simd.ISA_VNNI512
-    assert simd.first_layer_isa(simd.ISA_VNNI512, 127, True) == simd.FC0_SIGNED
+    """AVX2's vpmaddubsw only where the largest byte times the largest weight pair fits int16."""
+    assert simd.first_layer_isa(simd.ISA_AVX2, 127, 256) == simd.ISA_AVX2  # any weights
+    assert simd.first_layer_isa(simd.ISA_AVX2, 255, 128) == simd.ISA_AVX2  # 32,640
+    assert simd.first_layer_isa(simd.ISA_AVX2, 255, 129) == simd.FC0_AVX2_WIDE  # 32,895 would saturate
+    assert simd.first_layer_isa(simd.ISA_AVX2, 254, 129) == simd.ISA_AVX2  # 32,766
+    for isa in (simd.ISA_PORTABLE, simd.ISA_AVXVNNI, simd.ISA_VNNI512):  # no int16 sums
+        assert simd.first_layer_isa(isa, 255, 256) == isa
 
 
 @pytest.mark.parametrize("name", simd.ISA_NAMES)

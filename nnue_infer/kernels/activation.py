@@ -33,8 +33,9 @@ when the :class:`~nnue_infer.network.Network` is built, so its product is bounde
 (uint8 for the non-negative activations, int8 for ``glu``/``bilinear``; the floor of a negative
 product can reach one below ``-(QA**degree >> shift)``, e.g. -128, still int8), and is stored
 in an int16 buffer shared by all activations (one compiled signature).  The first dense layer
-then sums at most 2 * L1 products of |x| <= 255 and |w| <= 128 into int64 before wrapping to
-int32 as Stockfish does: 2 * 1024 * 255 * 128 < 2**26.
+reads bytes: int8 outputs x as x + 128 (:func:`ft_transform`), with its biases lowered to
+match (``Network.compute_layout``), so every SIMD path multiplies unsigned bytes; its int32
+sums wrap as Stockfish's do.
 
 Source: Stockfish 15.1, ``nnue/nnue_feature_transformer.h`` (``transform``),
 ``nnue/layers/clipped_relu.h``, ``nnue/layers/sqr_clipped_relu.h``.
@@ -229,24 +230,55 @@ def pairwise_bytes(acc, stm, clamp_max, shift, out):
 
 
 @njit(cache=True, inline="always")
+def signed_output(code):
+    """Whether feature-transformer activation ``code`` has negative outputs (int8, not uint8)."""
+    return code == FT_GLU or code == FT_BILINEAR or code == FT_HSWISH_GLU or code == FT_LUT_GLU
+
+
+@njit(cache=True, inline="always")
+def gated_bytes(acc, stm, lo_a, clamp_max, shift, out):
+    """``glu`` (``lo_a`` 0) or ``bilinear`` (``lo_a`` -QA) as :func:`pairwise_clamp_mul` with
+    ``lo_b`` = -QA, straight to bytes offset by 128 in 16-bit SIMD lanes: ``out`` uint8[L1]
+    holds x + 128 (``simd.SIGNED_INPUT_OFFSET``).
+
+    Needs ``clamp_max <= 181`` (|product| < 2**15), ``shift <= 15`` and ``L1 % 64 == 0``
+    (the caller checks them); the Architecture checks that outputs fit int8.
+    """
+    width = acc.shape[1]
+    half = width // 2
+    flat = acc.reshape(2 * width)
+    for h in range(2):
+        row = (stm ^ h) * width
+        for j in range(0, half, 32):
+            simd.gated_u8x32(flat, row + j, row + half + j, lo_a, -clamp_max, clamp_max, shift, out, h * half + j)
+
+
+@njit(cache=True, inline="always")
 def ft_transform(acc, stm, code, clamp_max, shift, isa, table, scratch, out):
     """Feature-transformer activation ``code`` of both accumulators into the bytes ``out``
-    (uint8[n]: the first layer's input, zero beyond the activation's width; int8 values of
-    ``glu``/``bilinear`` as their two's-complement bytes).
+    (uint8[n]: the first layer's input, zero beyond the activation's width).  Signed outputs
+    (``glu``, ``bilinear``, ``hswish_glu``, ``lut_glu``) are stored as x + 128
+    (``simd.SIGNED_INPUT_OFFSET``), so the first layer always reads unsigned bytes: its
+    biases are lowered by 128 * (its weights' column sums) to match (``Network.compute_layout``).
 
-    The SIMD path (``isa`` not ``ISA_PORTABLE``) writes ``pairwise`` bytes directly; the
-    others go through :func:`ft_activate`'s int16 output in ``scratch`` and are narrowed
-    (``table``: ``lut_glu``'s gate table, as there).
+    The SIMD paths (``isa`` not ``ISA_PORTABLE``) write ``pairwise``, ``glu`` and ``bilinear``
+    bytes directly in 16-bit lanes; the others go through :func:`ft_activate`'s int16 output
+    in ``scratch`` and are narrowed (``table``: ``lut_glu``'s gate table, as there).
     """
     width = acc.shape[1]
     if isa != simd.ISA_PORTABLE and code == FT_PAIRWISE and clamp_max <= 255 and width % 32 == 0:
         pairwise_bytes(acc, stm, clamp_max, shift, out)
         written = width
+    elif (isa != simd.ISA_PORTABLE and (code == FT_GLU or code == FT_BILINEAR) and clamp_max <= 181 and shift <= 15
+          and width % 64 == 0):
+        gated_bytes(acc, stm, 0 if code == FT_GLU else -clamp_max, clamp_max, shift, out)
+        written = width
     else:
         ft_activate(acc, stm, code, clamp_max, shift, table, scratch)
         written = 2 * width if code == FT_CRELU or code == FT_SCRELU else width
+        offset = simd.SIGNED_INPUT_OFFSET if signed_output(code) else 0
         for i in range(written):
-            out[i] = scratch[i] & 0xFF
+            out[i] = (scratch[i] + offset) & 0xFF
     for i in range(written, out.shape[0]):
         out[i] = 0
 

@@ -14,7 +14,8 @@ it replaces an array (the header holds raw addresses; they are never pickled).
 Note: Numba's on-disk cache keys a function on its own file only, and the cached kernels here
 contain the ``forward`` kernels they call: a change there (or in a kernel those inline) must
 come with an edit of this file (or a cleared ``__pycache__``).  Last such change: threat deltas
-near the changed squares, scratch in the int16 scratch buffer (forward.relation_buffers).
+near the changed squares, scratch in the int16 scratch buffer (forward.relation_buffers); signed
+first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform, dense.affine).
 """
 
 from __future__ import annotations

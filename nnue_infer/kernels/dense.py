@@ -59,8 +59,8 @@ def wrap_int32(x):
 def affine_portable(x, n_in, weights, w_off, biases, b_off, n_out, z):
     """``z = biases + W @ x`` in plain loops, W in the block layout (see :func:`affine`).
 
-    ``x`` uint8 or int8 (any 8-bit view), ``z`` int32 (sums wrap as C's int32 does).  One
-    output (both layouts coincide): a plain dot product, which LLVM vectorises.
+    ``x`` uint8, ``z`` int32 (sums wrap as C's int32 does).  One output (both layouts
+    coincide): a plain dot product, which LLVM vectorises.
     """
     if n_out == 1:
         s = np.int32(0)
@@ -111,8 +111,12 @@ def affine_zmm(x, n_in, weights, w_off, biases, b_off, n_out, z):
 
 @njit(cache=True, inline="always")
 def dot4_ymm(acc, x, xi, weights, wi, isa):
-    """One 4-byte input block into 8 int32 lanes: ``vpdpbusd ymm`` (AVX-VNNI, AVX-512 VNNI) or
-    AVX2's ``vpmaddubsw`` + ``vpmaddwd``."""
+    """One 4-byte input block into 8 int32 lanes: ``vpdpbusd ymm`` (AVX-VNNI, AVX-512 VNNI),
+    AVX2's ``vpmaddubsw`` + ``vpmaddwd``, or its non-saturating two-multiply form
+    (``simd.FC0_AVX2_WIDE``).  ``isa`` is loop-invariant where this is called: LLVM moves the
+    choice out of the loops."""
+    if isa == simd.FC0_AVX2_WIDE:
+        return simd.dot4_avx2_wide(acc, x, xi, weights, wi)
     if simd.TARGET_VNNI256 and isa != simd.ISA_AVX2:
         return simd.dot4_avxvnni(acc, x, xi, weights, wi)
     return simd.dot4_avx2(acc, x, xi, weights, wi)
@@ -122,7 +126,8 @@ def dot4_ymm(acc, x, xi, weights, wi, isa):
 def affine_ymm(x, n_in, weights, w_off, biases, b_off, n_out, z, isa):
     """:func:`affine` with 8 outputs per 256-bit register (``n_out % 8 == 0``): 16 outputs (two
     registers, two accumulators each) per pass over the input blocks, so each broadcast input
-    block serves both; ``isa`` picks the instruction (:func:`dot4_ymm`; AVX2 needs inputs <= 127)."""
+    block serves both; ``isa`` picks the instruction (:func:`dot4_ymm`; ``ISA_AVX2`` only where
+    ``vpmaddubsw`` cannot saturate, see ``simd.first_layer_isa``)."""
     nb = n_in // 4
     step = 4 * n_out
     g = 0
@@ -167,8 +172,10 @@ def affine(x, n_in, weights, w_off, biases, b_off, n_out, z, isa):
 
     Parameters
     ----------
-    x : uint8[>= n_in] (or an int8 view, with ``isa`` ``ISA_PORTABLE``)
-        Inputs; ``n_in % 4 == 0`` (layers' inputs are padded to 32).
+    x : uint8[>= n_in]
+        Inputs; ``n_in % 4 == 0`` (layers' inputs are padded to 32).  Signed (int8) inputs are
+        given as their bytes offset by 128 (x + 128) with biases lowered by 128 * (the column
+        sums of W), which gives the same int32 sums (``Network.compute_layout``).
     weights : int8[total]
         W in Stockfish's SIMD **block layout** at ``w_off``: ``[n_in / 4][n_out][4]``, i.e.
         ``W[o, 4*b + k]`` at ``w_off + (b * n_out + o) * 4 + k`` (the file's row-major
@@ -179,17 +186,20 @@ def affine(x, n_in, weights, w_off, biases, b_off, n_out, z, isa):
     z : int32[>= n_out]
         Output.
     isa : int
-        ``simd.ISA_*``: the instructions to use (``ISA_AVX2`` needs ``x <= 127``, where
-        ``vpmaddubsw`` cannot saturate); layers whose width does not fill a register, paths
-        the target CPU lacks (``simd.TARGET_*``) and ``ISA_PORTABLE`` use plain loops.  Every
-        choice gives the same numbers.
+        ``simd.ISA_*`` or ``simd.FC0_AVX2_WIDE``: the instructions to use (``ISA_AVX2`` only
+        where ``vpmaddubsw`` cannot saturate: ``simd.first_layer_isa``); layers whose width does
+        not fill a register, paths the target CPU lacks (``simd.TARGET_*``: never another
+        path's instructions) and ``ISA_PORTABLE`` use plain loops.  Every choice gives the
+        same numbers.
 
     Source: Stockfish 15.1, ``nnue/layers/affine_transform.h`` (the block layout and the
     broadcast-and-multiply form, no per-output horizontal sums).
     """
+    vnni = isa == simd.ISA_VNNI512 or isa == simd.ISA_AVXVNNI
     if simd.TARGET_VNNI512 and isa == simd.ISA_VNNI512 and n_out % 16 == 0:
         affine_zmm(x, n_in, weights, w_off, biases, b_off, n_out, z)
-    elif simd.TARGET_AVX2 and isa != simd.ISA_PORTABLE and n_out % 8 == 0:
+    elif n_out % 8 == 0 and ((simd.TARGET_VNNI256 and vnni) or (simd.TARGET_AVX2 and (
+            isa == simd.ISA_AVX2 or isa == simd.FC0_AVX2_WIDE))):
         affine_ymm(x, n_in, weights, w_off, biases, b_off, n_out, z, isa)
     else:
         affine_portable(x, n_in, weights, w_off, biases, b_off, n_out, z)
@@ -239,8 +249,8 @@ def scratch_layout(layers):
 
 @njit(cache=True, inline="always")
 def ft_input(scratch, layers):
-    """The first layer's input bytes in ``scratch``: uint8[layers[0, 0]] (view it as int8 for
-    signed transformed features)."""
+    """The first layer's input bytes in ``scratch``: uint8[layers[0, 0]] (signed transformed
+    features as x + 128, see ``kernels.activation.ft_transform``)."""
     start = scratch_layout(layers)[0]
     return scratch[start:].view(np.uint8)[:layers[0, COL_IN]]
 
@@ -292,9 +302,9 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
     Parameters
     ----------
     scratch : int16[>= scratch_size(layers)]
-        The feature-transformer output (side to move's half first) as the bytes of
-        :func:`ft_input` (uint8, or int8 for ``fc0_isa == simd.FC0_SIGNED``), zero-padded to
-        ``layers[0, 0]``; the rest is scratch (see :func:`scratch_layout`).
+        The feature-transformer output (side to move's half first) as the uint8 bytes of
+        :func:`ft_input` (int8 outputs offset by 128, ``simd.SIGNED_INPUT_OFFSET``), zero-padded
+        to ``layers[0, 0]``; the rest is scratch (see :func:`scratch_layout`).
     bucket : int
         Layer stack to use.
     weights : int8[total]
@@ -324,7 +334,7 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
         output_scale``), saturated to int32.
     isa, fc0_isa : int
         ``simd.ISA_*`` for the hidden layers (whose inputs are at most 127) and for the first
-        layer (chosen for the transformed features' range; ``simd.FC0_SIGNED`` for int8 ones).
+        layer (``simd.first_layer_isa`` of the input bytes' range and the weights).
 
     Returns
     -------
@@ -346,10 +356,7 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
         b_off = layers[l, 6] + bucket * layers[l, 7]
         code = layers[l, 2]
         if l == 0:
-            if fc0_isa == simd.FC0_SIGNED:
-                affine_portable(x0.view(np.int8), n_in, weights, w_off, biases, b_off, n_out, z)
-            else:
-                affine(x0, n_in, weights, w_off, biases, b_off, n_out, z, fc0_isa)
+            affine(x0, n_in, weights, w_off, biases, b_off, n_out, z, fc0_isa)
             if skip_index >= 0:
                 skip = np.int64(z[skip_index])
                 if skip_sub >= 0:

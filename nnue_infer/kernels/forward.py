@@ -8,7 +8,8 @@ that this module calls must come with an edit of this file (or a cleared ``__pyc
 Last such changes: ft_activate takes the lut_glu gate table (kernels.activation); general layer stack
 (per-layer shifts, concatenated inputs, skip modes) in kernels.dense; threat and pawn-pair features
 (kernels.threats, kernels.accumulator); SIMD paths (kernels.simd) in the accumulator, activation and
-dense kernels; threat deltas near the changed squares, scratch in the int16 scratch buffer (relation_buffers).
+dense kernels; threat deltas near the changed squares, scratch in the int16 scratch buffer (relation_buffers);
+signed first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform, dense.affine).
 """
 
 from __future__ import annotations

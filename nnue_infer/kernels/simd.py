@@ -94,20 +94,35 @@ ISA = select_isa()
 TARGET_AVX2 = ISA_AVX2 in native_isas()
 TARGET_VNNI512 = ISA_VNNI512 in native_isas()
 TARGET_VNNI256 = ISA_AVXVNNI in native_isas() or TARGET_VNNI512  # vpdpbusd ymm: AVX-VNNI or AVX-512 VNNI + VL
-#: First-layer path for signed (int8) transformed features: plain loops on the int8 view.
-FC0_SIGNED = -1
+#: First-layer path of AVX2 for input bytes up to 255 whatever the weights: each byte split into
+#: its top bit and its low 7 bits, one ``vpmaddubsw`` for each (neither can saturate).
+FC0_AVX2_WIDE = 4
+#: The largest |sum of two products| ``vpmaddubsw`` returns exactly (int16 saturation).
+MADDUBS_LIMIT = 32767
 
 
-def first_layer_isa(isa: int, max_input: int, signed: bool) -> int:
-    """The path of the first dense layer, whose inputs reach ``max_input`` (int8 if ``signed``).
+def first_layer_isa(isa: int, max_input: int, max_pair: int) -> int:
+    """The path of the first dense layer: ``isa``, or ``FC0_AVX2_WIDE`` where AVX2's
+    ``vpmaddubsw`` could saturate.
 
-    ``FC0_SIGNED`` for int8 inputs; AVX2's ``vpmaddubsw`` saturates above 127, so inputs up
-    to 255 take the plain loops there; otherwise ``isa``.
+    Parameters
+    ----------
+    isa : int
+        The process's path (``ISA_*``).
+    max_input : int
+        Largest input byte (0..255) the layer reads: the activation's largest output, plus 128
+        for signed activations, whose bytes are stored offset by 128 (``kernels.activation.ft_transform``).
+    max_pair : int
+        Largest ``|w[o, 2j]| + |w[o, 2j + 1]|`` of the layer's int8 weights over buckets,
+        outputs o and input pairs j (``Network.first_layer_pair_sum``): the two products
+        ``vpmaddubsw`` adds in int16.
+
+    ``vpmaddubsw`` is exact when ``max_input * max_pair <= 32767`` (always for inputs up to 127:
+    127 * 256 = 32512); otherwise AVX2 takes ``FC0_AVX2_WIDE``, which is exact for every input
+    and weight.  VNNI's ``vpdpbusd`` sums in int32 and the plain loops in int64: exact for all.
     """
-    if signed:
-        return FC0_SIGNED
-    if isa == ISA_AVX2 and max_input > 127:
-        return ISA_PORTABLE
+    if isa == ISA_AVX2 and max_input * max_pair > MADDUBS_LIMIT:
+        return FC0_AVX2_WIDE
     return isa
 
 
@@ -283,6 +298,38 @@ def dot4_avx2(typingctx, acc, x, xi, w, wi):
     return I32x8(acc, x, xi, w, wi), codegen
 
 
+@intrinsic
+def dot4_avx2_wide(typingctx, acc, x, xi, w, wi):
+    """As :func:`dot4_avx2`, exact for every input byte (0..255) and weight: AVX2 without saturation.
+
+    Each broadcast input byte u is split as ``u = 128 * (u >> 7) + (u & 127)``; ``vpmaddubsw`` of
+    the low 7 bits (pairs at most 2 * 127 * 128 = 32512) and of the top bits (at most 256) cannot
+    saturate; ``vpmaddwd`` sums each into int32, the top bits' by 128.  Two multiplies per
+    block instead of one: the first layer's path when :func:`dot4_avx2` could saturate
+    (``FC0_AVX2_WIDE``, see :func:`first_layer_isa`).  Same arithmetic as ``vpdpbusd`` where the
+    target lacks AVX2.
+    """
+    if not _check_dot4(acc, x, xi, w, wi, I32x8):
+        return None
+
+    def codegen(context, builder, sig, args):
+        xb, wb = _dot4_operands(context, builder, sig, args, 8)
+        if not _has(context, "avx2"):
+            return _dot4_generic(builder, args[0], xb, wb)
+        v8, v16, v32 = _vec(8, 32), _vec(16, 16), _vec(32, 8)
+        x4 = builder.load(_element_ptr(context, builder, sig.args[1], args[1], args[2], _I32), align=1)
+        low = builder.bitcast(_splat(builder, builder.and_(x4, ir.Constant(_I32, 0x7F7F7F7F)), v32), v8)
+        top = builder.bitcast(_splat(builder, builder.and_(builder.lshr(x4, ir.Constant(_I32, 7)),
+                                                           ir.Constant(_I32, 0x01010101)), v32), v8)
+        t_low = _call(builder, "llvm.x86.avx2.pmadd.ub.sw", v16, [low, wb])
+        t_top = _call(builder, "llvm.x86.avx2.pmadd.ub.sw", v16, [top, wb])
+        s_low = _call(builder, "llvm.x86.avx2.pmadd.wd", v32, [t_low, ir.Constant(v16, [1] * 16)])
+        s_top = _call(builder, "llvm.x86.avx2.pmadd.wd", v32, [t_top, ir.Constant(v16, [128] * 16)])
+        return builder.add(args[0], builder.add(s_low, s_top))
+
+    return I32x8(acc, x, xi, w, wi), codegen
+
+
 # ---------------------------------------------------------------------------------------------
 # Loads, stores, arithmetic
 def _make_load(vt):
@@ -385,3 +432,43 @@ def pairwise_u8x16(typingctx, acc, ia, ib, clamp_max, shift, out, io):
         return context.get_dummy_value()
 
     return types.none(acc, ia, ib, clamp_max, shift, out, io), codegen
+
+
+#: The offset of signed (int8) first-layer inputs in their bytes: x is stored as the uint8 x + 128.
+SIGNED_INPUT_OFFSET = 128
+
+
+@intrinsic
+def gated_u8x32(typingctx, acc, ia, ib, lo_a, lo_b, clamp_max, shift, out, io):
+    """``out[io + j] = ((clamp(acc[ia + j], lo_a, M) * clamp(acc[ib + j], lo_b, M)) >> shift) + 128``
+    for j < 32: a signed gated product (``glu``: lo_a = 0, lo_b = -M; ``bilinear``: both -M) as
+    its byte offset by 128 (:data:`SIGNED_INPUT_OFFSET`).
+
+    ``acc`` int16, ``out`` uint8; the clamps, product and arithmetic shift (floor) run in 16-bit
+    lanes: exact for ``M * M <= 32767`` (M <= 181), ``-M <= lo`` and ``shift <= 15``, when the
+    result lies in [-128, 127] (the caller checks these).
+    """
+    if not (_is_array(acc, 16) and _is_array(out, 8)
+            and all(isinstance(t, types.Integer) for t in (ia, ib, lo_a, lo_b, clamp_max, shift, io))):
+        return None
+
+    def codegen(context, builder, sig, args):
+        accty, outty = sig.args[0], sig.args[7]
+        acc_, ia_, ib_, lo_a_, lo_b_, m_, s_, out_, io_ = args
+        v16 = _vec(16, 32)
+        m = _splat(builder, _as_i16(builder, m_), v16)
+
+        def clamped(i, lo_):
+            lo = _splat(builder, _as_i16(builder, lo_), v16)
+            v = builder.load(_element_ptr(context, builder, accty, acc_, i, v16), align=1)
+            v = builder.select(builder.icmp_signed("<", v, lo), lo, v)
+            return builder.select(builder.icmp_signed(">", v, m), m, v)
+
+        prod = builder.ashr(builder.mul(clamped(ia_, lo_a_), clamped(ib_, lo_b_)),
+                            _splat(builder, _as_i16(builder, s_), v16))
+        prod = builder.add(prod, ir.Constant(v16, [SIGNED_INPUT_OFFSET] * 32))
+        builder.store(builder.trunc(prod, _vec(8, 32)), _element_ptr(context, builder, outty, out_, io_, _vec(8, 32)),
+                      align=1)
+        return context.get_dummy_value()
+
+    return types.none(acc, ia, ib, lo_a, lo_b, clamp_max, shift, out, io), codegen

@@ -12,7 +12,6 @@ import reference as R
 from nnue_infer.kernels import simd
 from nnue_infer.kernels.dense import (
     affine,
-    affine_portable,
     ft_input,
     propagate_layer_stack,
     psqt_term,
@@ -23,7 +22,7 @@ from nnue_infer.kernels.dense import (
 from nnue_infer.network import block_layout
 
 ISA = simd.ISA  # the path under test (NNUE_INFER_SIMD; see test_simd_paths.py)
-FC0 = simd.first_layer_isa(ISA, 127, False)
+FC0 = simd.first_layer_isa(ISA, 126, 256)  # Stockfish 15.1: pairwise bytes up to 126, any weights
 
 SKIP = (15, -1, 0, 9600, 8128)  # skip index, subtracted index, SKIP_SEPARATE, numerator, denominator
 
@@ -84,15 +83,58 @@ def test_affine_random(rng, isa):
                 np.testing.assert_array_equal(z, b[k * n_out : (k + 1) * n_out] + W @ x.astype(np.int64))
 
 
-def test_affine_signed_inputs_portable(rng):
-    """int8 transformed features (glu, bilinear) through the plain loops on an int8 view."""
-    n_in, n_out = 64, 16
-    w = rng.integers(-128, 128, size=n_in * n_out, dtype=np.int8)
-    b = rng.integers(-(2**20), 2**20, size=n_out, dtype=np.int32)
-    x = rng.integers(-128, 128, size=n_in, dtype=np.int8)
+#: Every first-layer path code; paths the target CPU lacks run the plain loops (never another path's instructions).
+FC0_PATHS = [simd.ISA_PORTABLE, simd.ISA_AVX2, simd.ISA_AVXVNNI, simd.ISA_VNNI512, simd.FC0_AVX2_WIDE]
+
+
+def signed_case(rng, n_in, n_out, extreme):
+    """int8 inputs (with -128 and 127), weights (within +-64, or mostly -128 / 127) and int32
+    biases (with both edges); returns them with the bytes x + 128 and the offset biases."""
+    x = rng.integers(-128, 128, n_in).astype(np.int8)
+    x[:4] = (-128, 127, -128, 127)
+    x[4:8] = (-128, -128, 127, 127)
+    if extreme:
+        W = rng.choice(np.array([-128, 127, -127, 0], np.int8), size=(n_out, n_in))
+    else:
+        W = rng.integers(-64, 65, (n_out, n_in)).astype(np.int8)
+    b = rng.integers(-(2**20), 2**20, n_out).astype(np.int32)
+    b[:2] = (2**31 - 1, -(2**31))[:n_out]
+    b_offset = R.wrap32_array(b.astype(np.int64) - 128 * W.astype(np.int64).sum(axis=1)).astype(np.int32)
+    return x, W, b, (x.astype(np.int16) + 128).astype(np.uint8), b_offset
+
+
+@pytest.mark.parametrize("extreme", [False, True], ids=["weights-64", "weights-extreme"])
+@pytest.mark.parametrize("isa", FC0_PATHS)
+def test_affine_signed_inputs_offset_on_every_path(rng, isa, extreme):
+    """Signed first-layer inputs as the bytes x + 128 with offset biases (``Network.compute_layout``)
+    give wrap32(b + W x) on every path that ``first_layer_isa`` can choose for them."""
+    for n_in, n_out in ((64, 16), (1024, 16), (128, 32), (32, 8), (32, 15), (64, 1)):
+        x, W, b, u, b_offset = signed_case(rng, n_in, n_out, extreme)
+        pair = int(np.abs(W.astype(np.int32)).reshape(n_out, -1, 2).sum(axis=2).max())
+        if simd.first_layer_isa(isa, 255, pair) != isa:
+            continue  # not a path chosen for these weights (AVX2's vpmaddubsw would saturate)
+        z = np.empty(n_out, np.int32)
+        affine(u, n_in, blocked(W, n_out, n_in), 0, b_offset, 0, n_out, z, isa)
+        np.testing.assert_array_equal(z, R.wrap32_array(b.astype(np.int64) + W.astype(np.int64) @ x.astype(np.int64)))
+
+
+def test_avx2_saturation_edge_takes_the_wide_form():
+    """Bytes 255 against weight pairs 127 + 127 (64,770 > 32,767): first_layer_isa moves AVX2 to
+    FC0_AVX2_WIDE, which is exact; the plain vpmaddubsw form would saturate there."""
+    n_in, n_out = 64, 8
+    W = np.full((n_out, n_in), 127, np.int8)
+    W[1::2] = -128
+    u = np.full(n_in, 255, np.uint8)
+    b = np.zeros(n_out, np.int32)
+    want = W.astype(np.int64) @ u.astype(np.int64)
+    assert simd.first_layer_isa(simd.ISA_AVX2, 255, 255) == simd.FC0_AVX2_WIDE
+    assert simd.first_layer_isa(simd.ISA_AVX2, 127, 256) == simd.ISA_AVX2
     z = np.empty(n_out, np.int32)
-    affine_portable(x, n_in, blocked(w, n_out, n_in), 0, b, 0, n_out, z)
-    np.testing.assert_array_equal(z, b + w.reshape(n_out, n_in).astype(np.int64) @ x.astype(np.int64))
+    affine(u, n_in, blocked(W, n_out, n_in), 0, b, 0, n_out, z, simd.FC0_AVX2_WIDE)
+    np.testing.assert_array_equal(z, want)
+    if simd.TARGET_AVX2:  # the edge is real: the saturating form gives other numbers
+        affine(u, n_in, blocked(W, n_out, n_in), 0, b, 0, n_out, z, simd.ISA_AVX2)
+        assert (z != want).all()
 
 
 @pytest.mark.parametrize("isa", [simd.ISA_PORTABLE, ISA])

@@ -17,7 +17,11 @@ from nnue_infer.kernels.activation import (
     FT_PAIRWISE_SCRELU,
     FT_SCRELU,
     ft_activate,
+    ft_transform,
+    signed_output,
 )
+from nnue_infer.kernels import simd
+from nnue_infer.network import FT_ACTIVATIONS
 
 EDGES = [-32768, -32767, -256, -255, -254, -128, -127, -126, -1, 0, 1, 2, 126, 127, 128, 254, 255, 256, 32767]
 
@@ -135,3 +139,32 @@ def test_lut_reads_the_table_at_the_clamped_accumulator():
     out = np.empty(8, np.int16)
     ft_activate(acc, 0, FT_LUT_GLU, qa, 7, table, out)
     assert out[:4].tolist() == [100 * 127 >> 7, -127 * 127 >> 7, 0, 0]
+
+
+def test_signed_output_matches_the_network_table():
+    for act in FT_ACTIVATIONS.values():
+        assert signed_output(act.code) == act.signed
+
+
+@pytest.mark.parametrize("isa", [simd.ISA_PORTABLE, simd.ISA_AVX2], ids=["portable", "simd"])
+@pytest.mark.parametrize("code,qa,shift,paired,top", CASES)
+def test_ft_transform_bytes(code, qa, shift, paired, top, isa):
+    """The first layer's input bytes: the activation's outputs, signed ones as x + 128, zeros
+    after them; the SIMD branches (pairwise, glu, bilinear in 16-bit lanes; emulated where the
+    CPU lacks AVX2) give the bytes of the plain loops."""
+    rng = np.random.default_rng(code * 7 + qa)
+    l1 = 128
+    n = l1 if paired else 2 * l1
+    table = gate_table(qa)
+    scratch = np.zeros(2 * l1, np.int16)
+    out = np.full(n + 32, 77, np.uint8)
+    # every pair of edge values as (a, b) of one output: 3 accumulators of 2 x 64 pairs
+    pairs = np.array(list(itertools.product(EDGES, repeat=2)) * 2, np.int16)[: 3 * l1].reshape(3, 2, l1 // 2, 2)
+    accs = [np.concatenate([p[..., 0], p[..., 1]], axis=1) for p in pairs]
+    accs += [rng.integers(-32768, 32768, (2, l1), dtype=np.int16), rng.integers(-2 * qa, 2 * qa, (2, l1), dtype=np.int16)]
+    offset = 128 if signed_output(code) else 0
+    for acc in accs:
+        for stm in (0, 1):
+            ft_transform(acc, stm, code, qa, shift, isa, table, scratch, out)
+            np.testing.assert_array_equal(out[:n].astype(np.int64), reference(code, acc, stm, qa, shift) + offset)
+            assert (out[n:] == 0).all()

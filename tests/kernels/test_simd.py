@@ -36,6 +36,22 @@ def dense_ymm(x, w, n_in, n_out, z, vnni):
 
 
 @njit(cache=True)
+def dense_wide(x, w, n_in, n_out, z):
+    for g in range(0, n_out, 8):
+        a = S.zero_i32x8()
+        for blk in range(n_in // 4):
+            a = S.dot4_avx2_wide(a, x, 4 * blk, w, (blk * n_out + g) * 4)
+        S.store_i32x8(z, g, a)
+
+
+@njit(cache=True)
+def gated(acc, out, lo_a, clamp_max, shift):
+    half = acc.shape[0] // 2
+    for j in range(0, half, 32):
+        S.gated_u8x32(acc, j, j + half, lo_a, -clamp_max, clamp_max, shift, out, j)
+
+
+@njit(cache=True)
 def pairwise(acc, out, clamp_max, shift):
     half = acc.shape[0] // 2
     for j in range(0, half, 16):
@@ -71,9 +87,36 @@ def test_dot4_intrinsics_equal_numpy(rng, top):
         np.testing.assert_array_equal(z, want)
         dense_ymm(x, blocked(W), n_in, n_out, z, True)
         np.testing.assert_array_equal(z, want)
+        dense_wide(x, blocked(W), n_in, n_out, z)
+        np.testing.assert_array_equal(z, want)
         if top == 127:  # vpmaddubsw is exact there
             dense_ymm(x, blocked(W), n_in, n_out, z, False)
             np.testing.assert_array_equal(z, want)
+
+
+def test_signed_inputs_offset_through_every_dot4(rng):
+    """int8 inputs x (with -128 and 127) as the bytes x + 128, extreme weights, and biases lowered by
+    128 * column sums: every dot product (VNNI emulated where the CPU lacks it, AVX2's wide form;
+    plain vpmaddubsw only with weights whose pairs cannot saturate) gives wrap32(b + W x)."""
+    n_in, n_out = 128, 32
+    for extreme in (True, False):
+        x = rng.integers(-128, 128, n_in).astype(np.int8)
+        x[:8] = (-128, -128, 127, 127, -128, 127, 127, -128)
+        pool = np.array([-128, 127, -127, 1, 0], np.int8) if extreme else np.arange(-64, 65, dtype=np.int8)
+        W = rng.choice(pool, size=(n_out, n_in))
+        b = rng.integers(-(2**31), 2**31, n_out, dtype=np.int64)
+        b[:2] = (2**31 - 1, -(2**31))
+        wrap = lambda v: (v + 2**31) % 2**32 - 2**31  # noqa: E731
+        want = wrap(b + W.astype(np.int64) @ x.astype(np.int64))
+        u = (x.astype(np.int16) + 128).astype(np.uint8)
+        b_offset = wrap(b - 128 * W.astype(np.int64).sum(axis=1))
+        z = np.zeros(n_out, np.int32)
+        for dot in ("vnni512", "avxvnni", "wide") + (() if extreme else ("avx2",)):
+            {"vnni512": lambda: dense_vnni512(u, blocked(W), n_in, n_out, z),
+             "avxvnni": lambda: dense_ymm(u, blocked(W), n_in, n_out, z, True),
+             "avx2": lambda: dense_ymm(u, blocked(W), n_in, n_out, z, False),
+             "wide": lambda: dense_wide(u, blocked(W), n_in, n_out, z)}[dot]()
+            np.testing.assert_array_equal(wrap(z.astype(np.int64) + b_offset), want, err_msg=dot)
 
 
 def test_maddubs_saturates_like_the_instruction():
@@ -96,6 +139,23 @@ def test_pairwise_u8x16_equals_numpy(rng, clamp_max, shift):
     a = np.clip(acc[:64].astype(np.int64), 0, clamp_max)
     b = np.clip(acc[64:].astype(np.int64), 0, clamp_max)
     np.testing.assert_array_equal(out, ((a * b) >> shift) & 0xFF)
+
+
+@pytest.mark.parametrize("clamp_max, shift", [(127, 7), (181, 8), (100, 7), (3, 0), (127, 15)])
+@pytest.mark.parametrize("lo_a", ["zero", "symmetric"])
+def test_gated_u8x32_equals_numpy(rng, clamp_max, shift, lo_a):
+    """glu (lower clamp 0) and bilinear (-QA) products, floor-shifted, as bytes offset by 128; int16 edges."""
+    lo = 0 if lo_a == "zero" else -clamp_max
+    acc = rng.integers(-32768, 32768, 256).astype(np.int16)
+    acc[:8] = (-32768, 32767, clamp_max, -clamp_max, 0, -1, clamp_max + 1, -clamp_max - 1)
+    acc[128:136] = (-32768, -32768, -clamp_max, -clamp_max, 5, 1, 32767, 32767)
+    out = np.zeros(128, np.uint8)
+    gated(acc, out, lo, clamp_max, shift)
+    a = np.clip(acc[:128].astype(np.int64), lo, clamp_max)
+    b = np.clip(acc[128:].astype(np.int64), -clamp_max, clamp_max)
+    want = (a * b) >> shift
+    assert want.min() >= -128 and want.max() <= 127
+    np.testing.assert_array_equal(out.astype(np.int64) - 128, want)
 
 
 def test_int16_vectors_wrap(rng):
