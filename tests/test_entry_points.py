@@ -1,8 +1,10 @@
-"""The Evaluator's per-position calls: one arena header instead of eleven arrays
-(``kernels.arena``), through the kernels' compiled functions without Numba's dispatcher
-(``evaluator._entry_index``).  The same numbers as the ``forward`` kernels called with the
-arrays and as Stockfish 15.1, one compiled signature per kernel, headers that follow every
-array the evaluator replaces, and pickled evaluators with a header of their own."""
+"""The Evaluator's per-position calls: the address of one arena header instead of eleven arrays
+and the position as a tuple of ints (``kernels.arena``), through the kernels' compiled functions
+without Numba's dispatcher (``evaluator._entry_index``).  The same numbers as the ``forward``
+kernels called with the arrays and as Stockfish 15.1, one compiled signature per kernel, headers
+that follow every array the evaluator replaces, pickled evaluators with a header of their own,
+and the stored value of an evaluated ply never returned for a board changed behind the
+evaluator's back."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import numpy as np
 import pytest
 from numba.core.dispatcher import Dispatcher
 
-from nnue_infer import Evaluator
+from nnue_infer import Evaluator, PositionError
 from nnue_infer import evaluator as E
 from nnue_infer.kernels import arena
 from nnue_infer.kernels.forward import evaluate_fresh, evaluate_stack
@@ -47,8 +49,8 @@ def test_entry_points_have_the_dispatchers_signature(network):
     ev.evaluate()
     if not isinstance(evaluate_stack, Dispatcher):
         pytest.skip("NUMBA_DISABLE_JIT is set")
-    for kernel, n_ints, index in ((arena.evaluate_stack, 3, ev._stack_entry), (arena.evaluate_fresh, 1, ev._fresh_entry)):
-        types = (numba.types.int64,) * n_ints + (numba.typeof(ev._header),)
+    for kernel, n_ints, index in ((arena.evaluate_ply, 3, ev._ply_entry), (arena.evaluate_board, 1, ev._board_entry)):
+        types = (numba.types.int64,) * n_ints + (arena.POSITION,)
         assert E._ENTRY_INDEX[(kernel, types)] == index
         assert E._ENTRIES[index] is kernel.overloads[types].entry_point
         assert kernel.signatures == [types]
@@ -60,9 +62,10 @@ def test_pickled_evaluators_look_the_entry_points_up_again(network):
         ev.push(chess.Move.from_uci(uci))
     want = ev.evaluate()
     state = ev.__getstate__()
-    assert not {"_header", "_stack_entry", "_fresh_entry"} & set(state)  # addresses and indices are this process's
+    # addresses and indices are this process's; the in-use token is the object's own
+    assert not {"_header", "_address", "_ply_entry", "_board_entry", "_free"} & set(state)
     clone = pickle.loads(pickle.dumps(ev))
-    assert (clone._stack_entry, clone._fresh_entry) == (ev._stack_entry, ev._fresh_entry)
+    assert (clone._ply_entry, clone._board_entry) == (ev._ply_entry, ev._board_entry)
     assert_header_matches(clone)
     assert clone.evaluate() == want
     clone.push(chess.Move.from_uci(GAME[4]))
@@ -72,6 +75,7 @@ def test_pickled_evaluators_look_the_entry_points_up_again(network):
 def assert_header_matches(ev):
     """The evaluator's header holds the addresses and shapes of its current arrays."""
     h = ev._header
+    assert ev._address == h.ctypes.data
     for k, a in enumerate(ev._kernel_args):
         assert h[arena.SLOT * k] == a.ctypes.data
         assert tuple(h[arena.SLOT * k + 1:arena.SLOT * k + 1 + a.ndim]) == a.shape
@@ -112,3 +116,80 @@ def test_write_header_refuses_arrays_of_other_types(network):
         arena.write_header(h, tuple(bad))
     with pytest.raises(TypeError, match="expected 11 arrays, got 10"):
         arena.write_header(h, tuple(args[:10]))
+
+
+def _position(board):
+    return (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
+            board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK], board.turn)
+
+
+def test_arena_kernels_read_the_position_tuple(network):
+    """The bitboards of the tuple land in the ply's pair (int64, the same bits: Black's pieces
+    on rank 8 make its uint64 above 2**63) and the side to move comes from its last item."""
+    ev = Evaluator(network)
+    board = chess.Board()
+    board.push_uci("e2e4")
+    value = ev.evaluate(board)
+    ev.set_position(board)
+    assert ev.evaluate() == value
+    pair = ev._stack_base + 1
+    assert ev._state[pair, 0, :8].view(np.uint64).tolist() == list(_position(board)[:8])
+    evaluate_board = E._entry(ev._board_entry)  # (the dispatcher would compile int64 bitboards too)
+    assert evaluate_board(ev._address, _position(board)) == value
+    assert evaluate_board(ev._address, _position(board)[:8] + (True,)) == Evaluator(network).evaluate(
+        board.fen().replace(" b ", " w "))
+
+
+def test_an_evaluated_ply_is_recomputed_when_the_board_changed_behind_the_evaluators_back(network):
+    """evaluate() of an evaluated ply returns the stored value only for the same eight bitboards
+    and side to move: a board edited directly (python-chess's own methods or its bitboards)
+    gets its own value, and the original board its original one again."""
+    ev, fresh = Evaluator(network), Evaluator(network)
+    ev.set_position(chess.Board())
+    for uci in GAME[:6]:
+        ev.push_uci(uci)
+    want = ev.evaluate()
+    assert ev.evaluate() == want  # the stored value
+    board = ev._board  # edited below without python-chess's public setters, which would clear the move stack
+    for edit, undo in [
+        (lambda: board._remove_piece_at(chess.B2), lambda: board._set_piece_at(chess.B2, chess.PAWN, chess.WHITE)),
+        (lambda: setattr(board, "turn", not board.turn), lambda: setattr(board, "turn", not board.turn)),
+        (lambda: board._set_piece_at(chess.H5, chess.QUEEN, chess.BLACK), lambda: board._remove_piece_at(chess.H5)),
+    ]:
+        edit()
+        assert ev.evaluate() == fresh.evaluate(board.copy()) != want
+        undo()
+        assert ev.evaluate() == want
+    # the same after a pop: the parent ply's stored value, then an edited parent
+    ev.pop()
+    parent = ev.evaluate()
+    assert parent == fresh.evaluate(ev.board)
+    board._remove_piece_at(chess.A2)
+    assert ev.evaluate() == fresh.evaluate(board.copy())
+    board._set_piece_at(chess.A2, chess.PAWN, chess.WHITE)
+    assert ev.evaluate() == parent
+    ev.push_uci(GAME[5])
+    assert ev.evaluate() == want
+
+
+def test_a_refused_edited_board_leaves_no_stale_accumulator_behind(network):
+    """An evaluated ply whose board is edited into one the network cannot represent: evaluate()
+    raises (the kernel wrote the refused bitboards into that ply's pair), and after the board is
+    put back, the next ply, updated from that pair, is still right.  (Ply 2 refreshes the refresh
+    cache, ply 3 is an update from it, so the update from ply 3 is cheaper than from the cache.)"""
+    ev, fresh = Evaluator(network), Evaluator(network)
+    ev.set_position(chess.Board())
+    for uci in GAME[:2]:
+        ev.push_uci(uci)
+    ev.evaluate()
+    ev.push_uci(GAME[2])
+    ev.evaluate()
+    board = ev._board
+    knights = board.knights
+    board.knights |= chess.BB_E1  # a square with two piece types
+    with pytest.raises(PositionError):
+        ev.evaluate()
+    board.knights = knights
+    assert ev.evaluate() == fresh.evaluate(board.copy())
+    ev.push_uci(GAME[3])
+    assert ev.evaluate() == fresh.evaluate(board.copy())

@@ -1,15 +1,17 @@
 """One int64 *header* standing for the arrays of an evaluator, so a per-position call from Python
-unboxes one array instead of eleven.
+passes a few ints instead of eleven arrays.
 
 Numba unboxes every array argument of a call from Python: an empty kernel taking three ints and
-the Evaluator's eleven arrays costs about 0.7 us per call on this project's machine, with two
-arrays about 0.35 us, while evaluating an already evaluated position takes about 1.2 us of kernel
-time.  The Evaluator writes the address and shape of each of its arrays into a header
-(:func:`write_header`); :func:`evaluate_stack` and :func:`evaluate_fresh` rebuild the arrays
-from it (views, no copy) and run the kernels of :mod:`~nnue_infer.kernels.forward`.
+the Evaluator's eleven arrays costs about 0.7 us per call on this project's machine (at load 8),
+with one array about 0.35 us, with ints only about 0.12 us (load 2).  The Evaluator writes the
+address and shape of each of its arrays into a header (:func:`write_header`) and passes the
+header's *address*; :func:`evaluate_ply` and :func:`evaluate_board` rebuild the arrays from it
+(views, no copy), write the position's bitboards (given as a tuple of Python ints, see
+:data:`POSITION`) into the evaluator's state and run the kernels of
+:mod:`~nnue_infer.kernels.forward`.
 
-The caller keeps every array alive while the header is in use and rewrites the header whenever
-it replaces an array (the header holds raw addresses; they are never pickled).
+The caller keeps the header and every array alive while the address is in use and rewrites the
+header whenever it replaces an array (the header holds raw addresses; they are never pickled).
 
 Note: Numba's on-disk cache keys a function on its own file only, and the cached kernels here
 contain the ``forward`` kernels they call: a change there (or in a kernel those inline) must
@@ -35,6 +37,11 @@ ARRAYS = (
 )
 SLOT = 4
 HEADER_SIZE = SLOT * len(ARRAYS)
+
+#: Numba type of a position as the Evaluator passes it: python-chess's eight bitboards (pawns,
+#: knights, bishops, rooks, queens, kings, White's pieces, Black's pieces; a1 = bit 0) as uint64
+#: (they reach 2**64 - 1), then the side to move (True: White, python-chess's ``Board.turn``).
+POSITION = types.Tuple((types.uint64,) * 8 + (types.boolean,))
 
 
 def write_header(header: np.ndarray, arrays: tuple) -> None:
@@ -85,15 +92,48 @@ def header_arrays(h):
     )
 
 
-@njit(cache=True)
-def evaluate_stack(ply, stm, trusted, header):
-    """:func:`forward.evaluate_stack <nnue_infer.kernels.forward.evaluate_stack>` on the arrays of ``header``."""
-    a = header_arrays(header)
-    return forward.evaluate_stack(ply, stm, trusted, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10])
+@njit(cache=True, inline="always")
+def header_at(address):
+    """The header int64[HEADER_SIZE] at ``address`` (a view of the caller's header array)."""
+    return carray(_pointer(address, np.int64), (HEADER_SIZE,))
+
+
+@njit(cache=True, inline="always")
+def put_position(state, pair, position):
+    """``state[pair, 0, :8] = position[:8]``: the bitboards of a :data:`POSITION` tuple, as int64
+    (the same bits), where the ``forward`` kernels read the position to evaluate."""
+    row = state[pair, 0]
+    row[0] = np.int64(position[0])
+    row[1] = np.int64(position[1])
+    row[2] = np.int64(position[2])
+    row[3] = np.int64(position[3])
+    row[4] = np.int64(position[4])
+    row[5] = np.int64(position[5])
+    row[6] = np.int64(position[6])
+    row[7] = np.int64(position[7])
 
 
 @njit(cache=True)
-def evaluate_fresh(stm, header):
-    """:func:`forward.evaluate_fresh <nnue_infer.kernels.forward.evaluate_fresh>` on the arrays of ``header``."""
-    a = header_arrays(header)
-    return forward.evaluate_fresh(stm, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10])
+def evaluate_ply(address, ply, trusted, position):
+    """:func:`forward.evaluate_stack <nnue_infer.kernels.forward.evaluate_stack>` of ``position``
+    (a :data:`POSITION` tuple) at ``ply`` on the arrays of the header at ``address``.
+
+    The bitboards go to the ply's pair (``state[P_CACHE_PAIRS + 3 + ply, 0, :8]``) first; the
+    side to move is ``position[8]``.  Returns what ``forward.evaluate_stack`` returns (the value,
+    or ``INVALID_POSITION``).
+    """
+    a = header_arrays(header_at(address))
+    put_position(a[9], a[6][forward.P_CACHE_PAIRS] + 3 + ply, position)
+    return forward.evaluate_stack(ply, 0 if position[8] else 1, trusted, a[0], a[1], a[2], a[3], a[4], a[5], a[6],
+                                  a[7], a[8], a[9], a[10])
+
+
+@njit(cache=True)
+def evaluate_board(address, position):
+    """:func:`forward.evaluate_fresh <nnue_infer.kernels.forward.evaluate_fresh>` of ``position``
+    (a :data:`POSITION` tuple, written to the first scratch pair) on the arrays of the header at
+    ``address``: a full refresh; the value or ``INVALID_POSITION``."""
+    a = header_arrays(header_at(address))
+    put_position(a[9], a[6][forward.P_CACHE_PAIRS] + 1, position)
+    return forward.evaluate_fresh(0 if position[8] else 1, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
+                                  a[10])

@@ -23,7 +23,7 @@ TEST_FILES = {"accumulator": "test_accumulator", "activation": "test_activation"
               "arena": "test_signatures"}  # the Evaluator calls below always run arena's kernels
 TESTED = {
     "accumulator": ["refresh_accumulator", "update_accumulator"],
-    "arena": ["evaluate_stack", "evaluate_fresh"],
+    "arena": ["evaluate_ply", "evaluate_board"],
     "activation": ["pairwise_clamp_mul", "clipped_relu", "sqr_clipped_relu", "activate"],
     "dense": ["tdiv", "wrap_int32", "propagate_layer_stack", "psqt_term"],
     "features": ["orientation", "king_square", "feature_index", "active_features"],
