@@ -201,8 +201,9 @@ class Python:
         self.weights, self.biases, self.layers = ev._weights, ev._biases, ev._layers
         self.params = ev._params
         ev._refresh(self.board)
-        self.acc, self.psqt = ev._acc.copy(), ev._psqt.copy()
-        self.scratch = ev._scratch.copy()
+        # 64-byte aligned copies (simd.ALIGNMENT), as the C bench's arrays and the Evaluator's are
+        self.acc, self.psqt = simd.aligned(ev._acc.copy()), simd.aligned(ev._psqt.copy())
+        self.scratch = simd.aligned(ev._scratch.copy())
         loop_pairwise(self.acc, self.params, self.biases, self.scratch, self.layers, 1)  # real transformed features
         fs = nnue_infer.features.architecture_features(arch)
         bb = np.empty(8, np.int64)
@@ -237,10 +238,10 @@ class Python:
         if kind == "stack":
             return lambda n: loop_stack(self.scratch, self.weights, self.biases, self.layers, self.params, n)
         if kind == "update":
-            acc, psqt = np.repeat(self.acc[:1], 2, axis=0), np.repeat(self.psqt[:1], 2, axis=0)
+            acc, psqt = simd.aligned(np.repeat(self.acc[:1], 2, axis=0)), simd.aligned(np.repeat(self.psqt[:1], 2, axis=0))
             return lambda n: loop_update(net.ft_weights, net.psqt_weights, acc, psqt, self.added, self.removed, isa, n)
         if kind == "refresh":
-            acc, psqt = self.acc[0].copy(), self.psqt[0].copy()
+            acc, psqt = simd.aligned(self.acc[0].copy()), simd.aligned(self.psqt[0].copy())
             return lambda n: loop_refresh(net.ft_weights, net.ft_biases, net.psqt_weights, self.feats, self.count,
                                           acc, psqt, isa, n)
         if kind in ("batch", "batch_default"):

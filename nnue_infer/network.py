@@ -19,6 +19,7 @@ import numpy as np
 from . import constants as C
 from .errors import NetworkFormatError
 from .kernels import activation as A
+from .kernels import simd
 from .kernels.activation import ACT_CRELU, ACT_NONE, ACT_SQR_CRELU, ACT_SQR_CRELU_AND_CRELU
 from .kernels.dense import COL_SHIFT, COL_X_IN, COL_X_OUT, LAYER_TABLE_COLUMNS
 
@@ -631,7 +632,8 @@ class Network:
         arch = self.architecture
         nf = architecture_features(arch).num_features
         L1 = arch.ft_width
-        fix = lambda name, *a: object.__setattr__(self, name, _check_array(name, getattr(self, name), *a))  # noqa: E731
+        # 64-byte aligned (simd.ALIGNMENT): the accumulator kernels stream the rows with 32-byte loads
+        fix = lambda name, *a: object.__setattr__(self, name, simd.aligned(_check_array(name, getattr(self, name), *a)))  # noqa: E731
         fix("ft_biases", np.int16, (L1,))
         fix("ft_weights", np.int16, (nf, L1))
         fix("psqt_weights", np.int32, (nf, arch.psqt_buckets))

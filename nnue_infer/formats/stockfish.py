@@ -40,6 +40,7 @@ import numpy as np
 from .. import constants as C
 from ..errors import NetworkFormatError
 from ..kernels import leb128 as L
+from ..kernels import simd
 from ..network import Architecture, HiddenLayer, Network
 
 #: Header versions: Stockfish 12-18 and Stockfish 19.
@@ -433,12 +434,14 @@ def _decode_block(data: np.ndarray, block: _Block, path: str) -> np.ndarray:
         if end > len(data):
             raise NetworkFormatError(f"{path}: truncated in {block.name} at offset {block.offset}: needs "
                                      f"{block.nbytes} bytes, {len(data) - block.payload} left")
-        return data[block.payload:end].view(np.dtype(dtype).newbyteorder("<")).astype(dtype)
+        out = simd.aligned_empty(count, dtype)  # 64-byte aligned: Network keeps it without a copy
+        out[...] = data[block.payload:end].view(np.dtype(dtype).newbyteorder("<"))
+        return out
     n = block.nbytes - len(LEB128_MAGIC) - 4
     if block.payload + n > len(data):
         raise NetworkFormatError(f"{path}: truncated in {block.name} (LEB128 block at offset {block.offset}): its "
                                  f"byte count says {n} bytes, {len(data) - block.payload} left")
-    out = np.empty(count, dtype)
+    out = simd.aligned_empty(count, dtype)
     info = np.iinfo(dtype)
     max_bytes = (info.bits + 6) // 7
     decode = L.decode_leb128_int16 if dtype == "int16" else L.decode_leb128

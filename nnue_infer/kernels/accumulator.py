@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from . import simd
+from .refcount import last_use
 from .features import changed_features, count_changes, king_frame, king_square
 from .threats import MAX_RELATIONS, relation_changes, relation_indices, relation_list, relation_orientation
 
@@ -30,7 +31,8 @@ STATE_COLUMNS = 9
 
 @njit(cache=True, inline="always")
 def refresh_accumulator(weights, biases, psqt_weights, features, count, acc, psqt, isa):
-    """Recompute one perspective's accumulator from scratch.
+    """Recompute one perspective's accumulator from scratch: the biases plus the rows of
+    ``features[:count]`` (:func:`update_accumulator` from the biases and a zero PSQT).
 
     Parameters
     ----------
@@ -45,142 +47,132 @@ def refresh_accumulator(weights, biases, psqt_weights, features, count, acc, psq
     acc : int16[L]
         Output accumulator (wraps modulo 2**16 like Stockfish).
     psqt : int32[P]
-        Output PSQT accumulator.
+        Output PSQT accumulator (no bias).
     isa : int
-        ``simd.ISA_*``; any SIMD path sums the rows in 16-bit vector registers (see
-        :func:`update_rows`), ``ISA_PORTABLE`` in loops.
-
-    Rows are added four at a time, so ``acc`` is loaded and stored once per four rows
-    (about 1.5x faster than row by row); int16 wrap-around makes the order irrelevant.
+        ``simd.ISA_*`` (see :func:`update_accumulator`).
     """
-    width = acc.shape[0]
-    if isa != simd.ISA_PORTABLE and width % 32 == 0:
-        update_rows(biases, weights, features, count, features, 0, acc)
-        psqt_rows(psqt_weights, features, count, psqt)
-        return
-    for j in range(width):
-        acc[j] = biases[j]
-    k = 0
-    while k + 4 <= count:
-        r0 = weights[features[k]]
-        r1 = weights[features[k + 1]]
-        r2 = weights[features[k + 2]]
-        r3 = weights[features[k + 3]]
-        for j in range(width):
-            acc[j] += (r0[j] + r1[j]) + (r2[j] + r3[j])
-        k += 4
-    while k < count:
-        row = weights[features[k]]
-        for j in range(width):
-            acc[j] += row[j]
-        k += 1
-    psqt_rows(psqt_weights, features, count, psqt)
-
-
-@njit(cache=True, inline="always")
-def psqt_rows(psqt_weights, features, count, psqt):
-    """``psqt = sum of the PSQT rows of features[:count]`` (int32[P], no bias)."""
     for j in range(psqt.shape[0]):
         psqt[j] = 0
-    for k in range(count):
-        prow = psqt_weights[features[k]]
-        for j in range(psqt.shape[0]):
-            psqt[j] += prow[j]
-
-
-@njit(cache=True, inline="always")
-def update_rows(src, weights, added, n_added, removed, n_removed, acc):
-    """``acc = src + rows(added[:n_added]) - rows(removed[:n_removed])`` in one pass, int16[L]
-    with ``L % 32 == 0``: a tile of 256 lanes (32 if L is not a multiple of 256) stays in
-    vector registers while every row is added or subtracted, then is stored once (Stockfish's
-    register tiling; wide tiles read each row in long runs).  ``acc`` may be ``src``.
-    Wrap-around as in the loops (bit-identical).
-    """
-    width = acc.shape[0]
-    flat = weights.reshape(weights.shape[0] * width)
-    if width % 256 == 0:
-        for j in range(0, width, 256):
-            v0 = simd.load_i16x64(src, j)
-            v1 = simd.load_i16x64(src, j + 64)
-            v2 = simd.load_i16x64(src, j + 128)
-            v3 = simd.load_i16x64(src, j + 192)
-            for k in range(n_added):
-                r = added[k] * width + j
-                v0 = simd.add_i16x64(v0, simd.load_i16x64(flat, r))
-                v1 = simd.add_i16x64(v1, simd.load_i16x64(flat, r + 64))
-                v2 = simd.add_i16x64(v2, simd.load_i16x64(flat, r + 128))
-                v3 = simd.add_i16x64(v3, simd.load_i16x64(flat, r + 192))
-            for k in range(n_removed):
-                r = removed[k] * width + j
-                v0 = simd.sub_i16x64(v0, simd.load_i16x64(flat, r))
-                v1 = simd.sub_i16x64(v1, simd.load_i16x64(flat, r + 64))
-                v2 = simd.sub_i16x64(v2, simd.load_i16x64(flat, r + 128))
-                v3 = simd.sub_i16x64(v3, simd.load_i16x64(flat, r + 192))
-            simd.store_i16x64(acc, j, v0)
-            simd.store_i16x64(acc, j + 64, v1)
-            simd.store_i16x64(acc, j + 128, v2)
-            simd.store_i16x64(acc, j + 192, v3)
-        return
-    for j in range(0, width, 32):
-        v0 = simd.load_i16x16(src, j)
-        v1 = simd.load_i16x16(src, j + 16)
-        for k in range(n_added):
-            r = added[k] * width + j
-            v0 = simd.add_i16x16(v0, simd.load_i16x16(flat, r))
-            v1 = simd.add_i16x16(v1, simd.load_i16x16(flat, r + 16))
-        for k in range(n_removed):
-            r = removed[k] * width + j
-            v0 = simd.sub_i16x16(v0, simd.load_i16x16(flat, r))
-            v1 = simd.sub_i16x16(v1, simd.load_i16x16(flat, r + 16))
-        simd.store_i16x16(acc, j, v0)
-        simd.store_i16x16(acc, j + 16, v1)
+    update_accumulator(weights, psqt_weights, biases, psqt, features, count, features, 0, acc, psqt, isa)
+    last_use((weights, biases, psqt_weights, features, acc, psqt))
 
 
 @njit(cache=True, inline="always")
 def update_accumulator(weights, psqt_weights, src_acc, src_psqt, added, n_added, removed, n_removed, acc, psqt, isa):
-    """Incremental update: ``acc = src_acc + rows(added) - rows(removed)``.
+    """``acc = src_acc + rows(added) - rows(removed)`` and the same for the PSQT rows.
 
-    ``src_acc``/``acc`` are int16[L], ``src_psqt``/``psqt`` int32[P]; ``added`` and
-    ``removed`` are int32 feature indices of which the first ``n_added`` /
-    ``n_removed`` are used.  ``acc`` may be the same array as ``src_acc``.
-    Bit-identical to a refresh because int16 addition wraps.  SIMD paths (``isa``): one
-    fused pass (:func:`update_rows`).  ``ISA_PORTABLE``: copy, then one pass per row, as
-    explicit loops (Numba's slice assignment ``acc[:] = src`` costs more than the whole
-    update, and fusing these loops measured slower).
+    Parameters
+    ----------
+    weights, psqt_weights : int16[F, L], int32[F, P]
+        The feature transformer (C-contiguous).
+    src_acc, src_psqt : int16[L], int32[P]
+        The accumulator to start from (may be ``acc`` / ``psqt``: updated in place).
+    added, removed : int32[>= n_added], int32[>= n_removed]
+        Feature indices; the first ``n_added`` / ``n_removed`` are used.
+    acc, psqt : int16[L], int32[P]
+        Output; every sum wraps (int16 / int32) as Stockfish's vector lanes do, so the order of
+        the rows does not matter and an update equals a refresh bit for bit.
+    isa : int
+        ``simd.ISA_*``.  Any SIMD path (``L % 32 == 0``): one fused pass over register tiles
+        (a tile of lanes stays in vector registers while every row is added or subtracted, then
+        is stored once: Stockfish's register tiling), rows addressed by flat index (no row
+        views).  Tiles of 128 lanes (8 ymm registers) for at most 4 rows (an update: 256 lanes
+        would take all 16 ymm registers of AVX2 and spill), 256 lanes for more (a refresh: long
+        runs of each row), 32 if L is not a multiple of 128 / 256.  P = 8 (every Stockfish
+        net): the PSQT in one 8-lane int32 register.  ``ISA_PORTABLE``: plain loops (copy, the
+        added rows four at a time, the removed rows one at a time).
+
+    One flat body ending in :func:`~nnue_infer.kernels.refcount.last_use` on purpose: each
+    inlined helper or branch-dependent last use of an array leaves reference-count calls in
+    the compiled loop (Stockfish 15.1's net, AVX2, thread CPU: with two inlined helpers 76 ns,
+    this body without ``last_use`` 83 ns, with it 43 ns; the C floor 38 ns).
     """
     L = acc.shape[0]
     P = psqt.shape[0]
-    if isa != simd.ISA_PORTABLE and L % 32 == 0:
-        update_rows(src_acc, weights, added, n_added, removed, n_removed, acc)
-        for j in range(P):
-            psqt[j] = src_psqt[j]
-        for i in range(n_added):
-            prow = psqt_weights[added[i]]
-            for j in range(P):
-                psqt[j] += prow[j]
-        for i in range(n_removed):
-            prow = psqt_weights[removed[i]]
-            for j in range(P):
-                psqt[j] -= prow[j]
-        return
-    for j in range(L):
-        acc[j] = src_acc[j]
-    for j in range(P):
-        psqt[j] = src_psqt[j]
-    for i in range(n_added):
-        row = weights[added[i]]
+    if isa != simd.ISA_PORTABLE and L % 128 == 0 and (n_added + n_removed <= 4 or L % 256 != 0):
+        for j in range(0, L, 128):
+            v0 = simd.load_i16x64(src_acc, j)
+            v1 = simd.load_i16x64(src_acc, j + 64)
+            for k in range(n_added):
+                r = added[k] * L + j
+                v0 = simd.add_i16x64(v0, simd.load_i16x64(weights, r))
+                v1 = simd.add_i16x64(v1, simd.load_i16x64(weights, r + 64))
+            for k in range(n_removed):
+                r = removed[k] * L + j
+                v0 = simd.sub_i16x64(v0, simd.load_i16x64(weights, r))
+                v1 = simd.sub_i16x64(v1, simd.load_i16x64(weights, r + 64))
+            simd.store_i16x64(acc, j, v0)
+            simd.store_i16x64(acc, j + 64, v1)
+    elif isa != simd.ISA_PORTABLE and L % 256 == 0:
+        for j in range(0, L, 256):
+            v0 = simd.load_i16x64(src_acc, j)
+            v1 = simd.load_i16x64(src_acc, j + 64)
+            v2 = simd.load_i16x64(src_acc, j + 128)
+            v3 = simd.load_i16x64(src_acc, j + 192)
+            for k in range(n_added):
+                r = added[k] * L + j
+                v0 = simd.add_i16x64(v0, simd.load_i16x64(weights, r))
+                v1 = simd.add_i16x64(v1, simd.load_i16x64(weights, r + 64))
+                v2 = simd.add_i16x64(v2, simd.load_i16x64(weights, r + 128))
+                v3 = simd.add_i16x64(v3, simd.load_i16x64(weights, r + 192))
+            for k in range(n_removed):
+                r = removed[k] * L + j
+                v0 = simd.sub_i16x64(v0, simd.load_i16x64(weights, r))
+                v1 = simd.sub_i16x64(v1, simd.load_i16x64(weights, r + 64))
+                v2 = simd.sub_i16x64(v2, simd.load_i16x64(weights, r + 128))
+                v3 = simd.sub_i16x64(v3, simd.load_i16x64(weights, r + 192))
+            simd.store_i16x64(acc, j, v0)
+            simd.store_i16x64(acc, j + 64, v1)
+            simd.store_i16x64(acc, j + 128, v2)
+            simd.store_i16x64(acc, j + 192, v3)
+    elif isa != simd.ISA_PORTABLE and L % 32 == 0:
+        for j in range(0, L, 32):
+            v0 = simd.load_i16x16(src_acc, j)
+            v1 = simd.load_i16x16(src_acc, j + 16)
+            for k in range(n_added):
+                r = added[k] * L + j
+                v0 = simd.add_i16x16(v0, simd.load_i16x16(weights, r))
+                v1 = simd.add_i16x16(v1, simd.load_i16x16(weights, r + 16))
+            for k in range(n_removed):
+                r = removed[k] * L + j
+                v0 = simd.sub_i16x16(v0, simd.load_i16x16(weights, r))
+                v1 = simd.sub_i16x16(v1, simd.load_i16x16(weights, r + 16))
+            simd.store_i16x16(acc, j, v0)
+            simd.store_i16x16(acc, j + 16, v1)
+    else:
         for j in range(L):
-            acc[j] += row[j]
-        prow = psqt_weights[added[i]]
+            acc[j] = src_acc[j]
+        k = 0
+        while k + 4 <= n_added:  # acc loaded and stored once per four rows (~1.5x faster for a refresh)
+            r0, r1, r2, r3 = added[k], added[k + 1], added[k + 2], added[k + 3]
+            for j in range(L):
+                acc[j] += (weights[r0, j] + weights[r1, j]) + (weights[r2, j] + weights[r3, j])
+            k += 4
+        while k < n_added:
+            r0 = added[k]
+            for j in range(L):
+                acc[j] += weights[r0, j]
+            k += 1
+        for k in range(n_removed):
+            r0 = removed[k]
+            for j in range(L):
+                acc[j] -= weights[r0, j]
+    if isa != simd.ISA_PORTABLE and P == 8:
+        v = simd.load_i32x8(src_psqt, 0)
+        for k in range(n_added):
+            v = simd.add_i32x8(v, simd.load_i32x8(psqt_weights, added[k] * 8))
+        for k in range(n_removed):
+            v = simd.sub_i32x8(v, simd.load_i32x8(psqt_weights, removed[k] * 8))
+        simd.store_i32x8(psqt, 0, v)
+    else:
         for j in range(P):
-            psqt[j] += prow[j]
-    for i in range(n_removed):
-        row = weights[removed[i]]
-        for j in range(L):
-            acc[j] -= row[j]
-        prow = psqt_weights[removed[i]]
-        for j in range(P):
-            psqt[j] -= prow[j]
+            s = src_psqt[j]
+            for k in range(n_added):
+                s += psqt_weights[added[k], j]
+            for k in range(n_removed):
+                s -= psqt_weights[removed[k], j]
+            psqt[j] = s
+    last_use((weights, psqt_weights, src_acc, src_psqt, added, removed, acc, psqt))
 
 
 @njit(cache=True, inline="always")

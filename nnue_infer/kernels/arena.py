@@ -17,7 +17,8 @@ Note: Numba's on-disk cache keys a function on its own file only, and the cached
 contain the ``forward`` kernels they call: a change there (or in a kernel those inline) must
 come with an edit of this file (or a cleared ``__pycache__``).  Last such change: threat deltas
 near the changed squares, scratch in the int16 scratch buffer (forward.relation_buffers); signed
-first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform, dense.affine).
+first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform, dense.affine); one flat
+accumulator update (128-lane tiles, PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb).
 """
 
 from __future__ import annotations

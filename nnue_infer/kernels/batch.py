@@ -11,7 +11,8 @@ Note: Numba's on-disk cache keys a function on its own file only, so a change to
 that this module calls must come with an edit of this file (or a cleared ``__pycache__``).
 Last such changes: threat and pawn-pair features (kernels.threats, kernels.accumulator); SIMD paths
 (kernels.simd) in the accumulator, activation and dense kernels; signed first-layer inputs as x + 128
-bytes on every SIMD path (activation.ft_transform, dense.affine).
+bytes on every SIMD path (activation.ft_transform, dense.affine); one flat accumulator update (128-lane tiles,
+PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ Last such changes: ft_activate takes the lut_glu gate table (kernels.activation)
 (per-layer shifts, concatenated inputs, skip modes) in kernels.dense; threat and pawn-pair features
 (kernels.threats, kernels.accumulator); SIMD paths (kernels.simd) in the accumulator, activation and
 dense kernels; threat deltas near the changed squares, scratch in the int16 scratch buffer (relation_buffers);
-signed first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform, dense.affine).
+signed first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform, dense.affine);
+one flat accumulator update (128-lane tiles, PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb).
 """
 
 from __future__ import annotations

@@ -8,12 +8,15 @@ import numpy as np
 import pytest
 
 import reference as R
+from nnue_infer.kernels import simd
 from nnue_infer.kernels.activation import (
     ACT_CRELU,
     ACT_SQR_CRELU,
     ACT_SQR_CRELU_AND_CRELU,
+    FT_PAIRWISE,
     activate,
     clipped_relu,
+    ft_transform,
     pairwise_clamp_mul,
     sqr_clipped_relu,
 )
@@ -118,3 +121,32 @@ def test_activate_codes():
     np.testing.assert_array_equal(out[:16], R.crelu(z))
     assert activate(z, 16, ACT_SQR_CRELU, 6, out) == 16
     np.testing.assert_array_equal(out[:16], R.sqr_crelu(z))
+
+
+#: Every path's code (the path is data, see test_accumulator.ALL_PATHS).
+ALL_PATHS = (simd.ISA_PORTABLE, simd.ISA_AVX2, simd.ISA_AVXVNNI, simd.ISA_VNNI512)
+
+
+# (QA, shift): Stockfish 15.1-18 and the default net, Stockfish 19, and two pairs no bundled net uses.
+@pytest.mark.parametrize("clamp_max, shift", [(127, 7), (255, 9), (200, 8), (100, 6)])
+@pytest.mark.parametrize("isa", ALL_PATHS)
+def test_ft_transform_pairwise_every_path(isa, clamp_max, shift):
+    """ft_transform's pairwise bytes (the SIMD lanes where L1 % 64 == 0, the loops otherwise) equal
+    NumPy's clamp-multiply-shift for every path, both sides to move, edge and random accumulators,
+    and zero the first layer's input beyond L1."""
+    rng = np.random.default_rng(clamp_max + shift + 10 * isa)
+    table = np.zeros(1, np.int32)
+    for l1 in (1024, 128, 96):
+        edges = I16_EDGES + [clamp_max - 1, clamp_max, clamp_max + 1]
+        accs = [rng.integers(-32768, 32768, size=(2, l1), dtype=np.int16) for _ in range(3)]
+        accs.append(rng.choice(edges, size=(2, l1)).astype(np.int16))
+        scratch = np.zeros(2 * l1 + 64, np.int16)
+        out = np.full(l1 + 32, 0xAB, np.uint8)
+        for acc in accs:
+            for stm in (0, 1):
+                ft_transform(acc, stm, FT_PAIRWISE, clamp_max, shift, isa, table, scratch, out)
+                a = np.clip(acc.astype(np.int64), 0, clamp_max)
+                half = l1 // 2
+                want = np.concatenate([(a[p, :half] * a[p, half:]) >> shift for p in (stm, 1 - stm)])
+                np.testing.assert_array_equal(out[:l1], want, err_msg=f"L1 {l1}, stm {stm}")
+                assert not out[l1:].any()

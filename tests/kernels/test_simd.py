@@ -54,8 +54,8 @@ def gated(acc, out, lo_a, clamp_max, shift):
 @njit(cache=True)
 def pairwise(acc, out, clamp_max, shift):
     half = acc.shape[0] // 2
-    for j in range(0, half, 16):
-        S.pairwise_u8x16(acc, j, j + half, clamp_max, shift, out, j)
+    for j in range(0, half, 32):
+        S.pairwise_u8x32(acc, j, j + half, clamp_max, shift, out, j)
 
 
 @njit(cache=True)
@@ -132,7 +132,7 @@ def test_maddubs_saturates_like_the_instruction():
 
 
 @pytest.mark.parametrize("clamp_max, shift", [(127, 7), (255, 9), (255, 8), (100, 6)])
-def test_pairwise_u8x16_equals_numpy(rng, clamp_max, shift):
+def test_pairwise_u8x32_equals_numpy(rng, clamp_max, shift):
     acc = rng.integers(-40000 // 2, 40000 // 2, 128).astype(np.int16)
     out = np.zeros(64, np.uint8)
     pairwise(acc, out, clamp_max, shift)
