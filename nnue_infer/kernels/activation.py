@@ -248,11 +248,10 @@ def gated_bytes(acc, stm, lo_a, clamp_max, shift, out):
     """
     width = acc.shape[1]
     half = width // 2
-    flat = acc.reshape(2 * width)
     for h in range(2):
         row = (stm ^ h) * width
         for j in range(0, half, 32):
-            simd.gated_u8x32(flat, row + j, row + half + j, lo_a, -clamp_max, clamp_max, shift, out, h * half + j)
+            simd.gated_u8x32(acc, row + j, row + half + j, lo_a, -clamp_max, clamp_max, shift, out, h * half + j)
 
 
 @njit(cache=True, inline="always")
