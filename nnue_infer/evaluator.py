@@ -7,7 +7,7 @@ accumulators (int16 ``[2, L1]`` + int32 PSQT ``[2, P]``) -> pairwise multiplicat
 
 Incremental evaluation (:meth:`Evaluator.push` / :meth:`Evaluator.pop` /
 :meth:`Evaluator.evaluate`) keeps one accumulator pair per ply and a refresh cache; see
-:class:`Evaluator` and :func:`nnue_infer.kernels.forward.evaluate_stack`.
+:class:`Evaluator`, :func:`nnue_infer.kernels.forward.evaluate_stack` and :mod:`nnue_infer.kernels.arena`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from .kernels import arena
 from .kernels import forward as K
 from .kernels import simd
 from .kernels.accumulator import STATE_COLUMNS
-from .kernels.dense import scratch_size
+from .kernels.dense import SCRATCH_FEATURES, scratch_size
 from .kernels.forward import INVALID_POSITION
 from .normalisation import material
 from .positions import board_from_fen
@@ -43,6 +43,10 @@ from .trace import Trace, to_centipawns
 #: array (python-chess bitboards reach 2**64 - 1, which Numba would not take as int64).
 _BITBOARDS = struct.Struct("=8Q")
 _INITIAL_PLIES = 256
+
+# evaluate(board) keeps both perspectives' active features (int32[2, MAX_PIECES]) and their counts in
+# the scratch buffer's feature lists (kernels.arena.evaluate_board).
+assert 2 * MAX_PIECES <= SCRATCH_FEATURES // 2
 
 #: Compiled entry points of the per-position kernels, found once per (kernel, argument types)
 #: (see :func:`_entry_index`); ``None`` until first used.

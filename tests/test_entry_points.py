@@ -19,35 +19,32 @@ from numba.core.dispatcher import Dispatcher
 from nnue_infer import Evaluator, PositionError
 from nnue_infer import evaluator as E
 from nnue_infer.kernels import arena
-from nnue_infer.kernels.forward import evaluate_fresh, evaluate_stack
 
 GAME = ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"]
 
 
-def test_direct_calls_equal_dispatcher_calls_and_stockfish(network, corpus):
+def test_direct_calls_equal_batch_calls_and_stockfish(network, corpus):
     ev = Evaluator(network)
     rows = corpus[::50]
     for row in rows:
         board = chess.Board(row["fen"])
-        got = ev.evaluate(board)
-        assert got == row["raw"]["value"], row["fen"]
-        # the same kernel through the dispatcher, on the state evaluate(board) left
-        assert evaluate_fresh(0 if board.turn else 1, *ev._kernel_args) == got
+        assert ev.evaluate(board) == row["raw"]["value"], row["fen"]
+    assert ev.evaluate_batch([row["fen"] for row in rows]).tolist() == [row["raw"]["value"] for row in rows]
     ev.set_position(chess.Board())
     for uci in GAME:
         ev.push(chess.Move.from_uci(uci))
         got = ev.evaluate()
-        assert got == Evaluator(network).evaluate(ev.board)
+        assert got == Evaluator(network).evaluate(ev.board) == ev.evaluate_batch([ev.board])[0]
         ply = len(ev.board.move_stack)
-        # dispatcher call of the incremental kernel on the same (already computed) ply
-        assert evaluate_stack(ply, 0 if ev.board.turn else 1, ply + 1, *ev._kernel_args) == got
+        # the incremental kernel again on the same (already computed, trusted) ply, not the stored value
+        assert E._entry(ev._ply_entry)(ev._address, ply, ply + 1, _position(ev.board)) == got
 
 
 def test_entry_points_have_the_dispatchers_signature(network):
     ev = Evaluator(network)
     ev.evaluate(chess.Board())
     ev.evaluate()
-    if not isinstance(evaluate_stack, Dispatcher):
+    if not isinstance(arena.evaluate_ply, Dispatcher):
         pytest.skip("NUMBA_DISABLE_JIT is set")
     for kernel, n_ints, index in ((arena.evaluate_ply, 3, ev._ply_entry), (arena.evaluate_board, 1, ev._board_entry)):
         types = (numba.types.int64,) * n_ints + (arena.POSITION,)

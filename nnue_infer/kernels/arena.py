@@ -18,7 +18,8 @@ contain the ``forward`` kernels they call: a change there (or in a kernel those 
 come with an edit of this file (or a cleared ``__pycache__``).  Last such change: threat deltas
 near the changed squares, scratch in the int16 scratch buffer (forward.relation_buffers); signed
 first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform, dense.affine); one flat
-accumulator update (128-lane tiles, PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb).
+accumulator update (128-lane tiles, PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb);
+forward.evaluate_stack / evaluate_fresh inlined here, their arguments made from the header (callpath).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from numba import carray, njit, types
 from numba.extending import intrinsic
 
 from . import forward
+from .accumulator import INDEX_SCRATCH, RELATION_SCRATCH
+from .dense import LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, scratch_layout
 
 #: The arrays a header stands for, in the order of the ``forward`` kernels' arguments: name,
 #: dtype, number of dimensions.  Each takes ``SLOT`` int64 entries: address, then the shape.
@@ -114,6 +117,35 @@ def put_position(state, pair, position):
     row[7] = np.int64(position[7])
 
 
+@njit(cache=True, inline="always")
+def config_views(h):
+    """``(params, slot_table, king_buckets, layers)`` of the ``cfg`` array of header ``h`` (see
+    ``forward.unpack_config``), made straight from its address: no reshape or dtype view at run time."""
+    cfg = h[24]
+    params = carray(_pointer(cfg, np.int64), (forward.N_PARAMS,))
+    slot_table = carray(_pointer(cfg + 8 * forward.CFG_SLOT_TABLE, np.int32), (2, 6))
+    king_buckets = carray(_pointer(cfg + 8 * forward.CFG_KING_BUCKETS, np.int32), (64,))
+    n_layers = (h[25] - forward.CFG_LAYERS) // LAYER_TABLE_COLUMNS
+    layers = carray(_pointer(cfg + 8 * forward.CFG_LAYERS, np.int64), (n_layers, LAYER_TABLE_COLUMNS))
+    return params, slot_table, king_buckets, layers
+
+
+@njit(cache=True, inline="always")
+def scratch_views(h, params, layers):
+    """The feature lists and the threat / pawn-pair scratch in the int16 scratch buffer of header
+    ``h``: ``added``, ``removed`` int32[SCRATCH_FEATURES // 2] (``forward.feature_buffers``) and
+    ``rel`` int64, ``idx`` int32 (``forward.relation_buffers``: empty for networks without those sets)."""
+    address = h[40]
+    _, _, _, feats, end = scratch_layout(layers)
+    half = SCRATCH_FEATURES // 2
+    added = carray(_pointer(address + 2 * feats, np.int32), (half,))
+    removed = carray(_pointer(address + 2 * feats + 4 * half, np.int32), (half,))
+    on = params[forward.P_THREATS] != 0 or params[forward.P_PAIRS] != 0
+    rel = carray(_pointer(address + 2 * end, np.int64), (RELATION_SCRATCH if on else 0,))
+    idx = carray(_pointer(address + 2 * end + 8 * RELATION_SCRATCH, np.int32), (INDEX_SCRATCH if on else 0,))
+    return added, removed, rel, idx
+
+
 @njit(cache=True)
 def evaluate_ply(address, ply, trusted, position):
     """:func:`forward.evaluate_stack <nnue_infer.kernels.forward.evaluate_stack>` of ``position``
@@ -123,18 +155,31 @@ def evaluate_ply(address, ply, trusted, position):
     side to move is ``position[8]``.  Returns what ``forward.evaluate_stack`` returns (the value,
     or ``INVALID_POSITION``).
     """
-    a = header_arrays(header_at(address))
-    put_position(a[9], a[6][forward.P_CACHE_PAIRS] + 3 + ply, position)
-    return forward.evaluate_stack(ply, 0 if position[8] else 1, trusted, a[0], a[1], a[2], a[3], a[4], a[5], a[6],
-                                  a[7], a[8], a[9], a[10])
+    h = header_at(address)
+    a = header_arrays(h)
+    params, slot_table, king_buckets, layers = config_views(h)
+    added, removed, rel, idx = scratch_views(h, params, layers)
+    state = a[9]
+    put_position(state, params[forward.P_CACHE_PAIRS] + 3 + ply, position)
+    return forward.evaluate_stack(ply, 0 if position[8] else 1, trusted, params, slot_table, king_buckets, layers,
+                                  a[0], a[1], a[2], a[3], a[4], a[5], a[7], a[8], state, a[10], added, removed, rel,
+                                  idx)
 
 
 @njit(cache=True)
 def evaluate_board(address, position):
     """:func:`forward.evaluate_fresh <nnue_infer.kernels.forward.evaluate_fresh>` of ``position``
     (a :data:`POSITION` tuple, written to the first scratch pair) on the arrays of the header at
-    ``address``: a full refresh; the value or ``INVALID_POSITION``."""
-    a = header_arrays(header_at(address))
-    put_position(a[9], a[6][forward.P_CACHE_PAIRS] + 1, position)
-    return forward.evaluate_fresh(0 if position[8] else 1, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
-                                  a[10])
+    ``address``: a full refresh; the value or ``INVALID_POSITION``.  The active features go to the
+    scratch buffer's feature lists (int32[2, MAX_PIECES] in ``added``, the two counts in ``removed``)."""
+    h = header_at(address)
+    a = header_arrays(h)
+    params, slot_table, king_buckets, layers = config_views(h)
+    _, _, rel, idx = scratch_views(h, params, layers)
+    lists = h[40] + 2 * scratch_layout(layers)[3]  # SCRATCH_FEATURES int32: 2 x MAX_PIECES, then the counts
+    feats = carray(_pointer(lists, np.int32), (2, params[forward.P_MAX_PIECES]))
+    counts = carray(_pointer(lists + 4 * (SCRATCH_FEATURES // 2), np.int64), (2,))
+    state = a[9]
+    put_position(state, params[forward.P_CACHE_PAIRS] + 1, position)
+    return forward.evaluate_fresh(0 if position[8] else 1, params, slot_table, king_buckets, layers, a[0], a[1], a[2],
+                                  a[3], a[4], a[5], a[7], a[8], state, a[10], feats, counts, rel, idx)

@@ -10,7 +10,8 @@ Last such changes: ft_activate takes the lut_glu gate table (kernels.activation)
 (kernels.threats, kernels.accumulator); SIMD paths (kernels.simd) in the accumulator, activation and
 dense kernels; threat deltas near the changed squares, scratch in the int16 scratch buffer (relation_buffers);
 signed first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform, dense.affine);
-one flat accumulator update (128-lane tiles, PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb).
+one flat accumulator update (128-lane tiles, PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb);
+evaluate_stack / evaluate_fresh inlined into kernels.arena's entries (arguments unpacked there).
 """
 
 from __future__ import annotations
@@ -193,15 +194,17 @@ def evaluate_pair(new, pair, stm, params, accs, psqts, scratch, weights, biases,
     return bucket_value(psqt, positional, params)
 
 
-@njit(cache=True)
-def evaluate_fresh(stm, ft_weights, psqt_weights, weights8, psqt8, weights, biases, cfg, accs, psqts, state, scratch):
-    """Full-refresh evaluation of one position, with the arguments of :func:`evaluate_stack`.
+@njit(cache=True, inline="always")
+def evaluate_fresh(stm, params, slot_table, king_buckets, layers, ft_weights, psqt_weights, weights8, psqt8, weights,
+                   biases, accs, psqts, state, scratch, feats, counts, rel, idx):
+    """Full-refresh evaluation of one position, on the arrays of :func:`evaluate_stack`.
 
-    The caller has written the position's bitboards to ``state[work, 0, :8]``, where
-    ``work = params[P_CACHE_PAIRS] + 1`` is the first scratch pair; both perspectives are
-    refreshed from the biases pair into pair ``work`` (the refresh cache and the stack are not
-    touched).  Nine arrays instead of :func:`evaluate_bitboards`' fifteen: Numba's dispatch
-    costs ~40 ns per array argument, a third of the whole call for a small network.
+    Inlined into its caller (``kernels.arena.evaluate_board``, which builds every argument as a
+    view of the evaluator's arrays).  The caller has written the position's bitboards to
+    ``state[work, 0, :8]``, where ``work = params[P_CACHE_PAIRS] + 1`` is the first scratch pair;
+    both perspectives are refreshed from the biases pair into pair ``work`` (the refresh cache
+    and the stack are not touched).  ``feats`` int32[2, >= params[P_MAX_PIECES]] and ``counts``
+    int64[2] receive the active features; ``rel``/``idx`` as in :func:`evaluate_stack`.
 
     Returns
     -------
@@ -209,38 +212,39 @@ def evaluate_fresh(stm, ft_weights, psqt_weights, weights8, psqt8, weights, bias
         As :func:`evaluate_bitboards`: internal units, side to move's point of view, or
         ``INVALID_POSITION``.
     """
-    params, slot_table, king_buckets, layers = unpack_config(cfg)
     empty = params[P_CACHE_PAIRS]
     work = empty + 1
     new = state[work, 0]
-    max_pieces = params[P_MAX_PIECES]
-    if check_bitboards(new, max_pieces) != POS_OK:
+    if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
         return INVALID_POSITION
-    feats = np.empty((2, max_pieces), np.int32)
-    counts = np.empty(2, np.int64)
     active_features(new, slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], feats, counts)
     for p in range(2):
         refresh_accumulator(ft_weights, accs[empty, p], psqt_weights, feats[p], counts[p], accs[work, p],
                             psqts[work, p], params[P_SIMD])
     if params[P_THREATS] or params[P_PAIRS]:
-        rel, idx = relation_buffers(scratch, layers, params)
         refresh_relations(new, params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], weights8, psqt8, rel, idx,
                           accs[work], psqts[work])
     return evaluate_pair(new, work, stm, params, accs, psqts, scratch, weights, biases, layers)
 
 
-@njit(cache=True)
-def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights8, psqt8, weights, biases, cfg, accs, psqts,
-                   state, scratch):
+@njit(cache=True, inline="always")
+def evaluate_stack(ply, stm, trusted, params, slot_table, king_buckets, layers, ft_weights, psqt_weights, weights8,
+                   psqt8, weights, biases, accs, psqts, state, scratch, added, removed, rel, idx):
     """Evaluate the position at ``ply`` of an accumulator stack, updating lazily.
 
-    Pairs of ``accs`` int16[pairs, 2, L1], ``psqts`` int32[pairs, 2, P] and ``state``
-    int64[pairs, 2, STATE_COLUMNS] (see :func:`~nnue_infer.kernels.accumulator.update_perspective`)
-    are: the refresh cache (``params[P_CACHE_PAIRS]`` pairs), the biases with an empty piece
-    set, two scratch pairs, then one pair per ply.  The caller has written the position's
-    bitboards to ``state[pair, 0, :8]`` where ``pair = P_CACHE_PAIRS + 3 + ply``.  Plies below ``trusted`` have correct
-    "computed" flags; the others are stale and ignored.  ``scratch`` is int16[>= dense.scratch_size(layers) +
-    relation_scratch_size(...)].
+    Inlined into its caller (``kernels.arena.evaluate_ply``, which builds every argument as a
+    view of the evaluator's arrays: one compiled function, no reshapes or dtype views at run time).
+    ``params``, ``slot_table``, ``king_buckets`` and ``layers`` are the parts of the ``cfg`` array
+    (see :func:`unpack_config`); the network's arrays are in compute layout (``weights8``/``psqt8``
+    the int8 feature rows).  Pairs of ``accs`` int16[pairs, 2, L1], ``psqts`` int32[pairs, 2, P]
+    and ``state`` int64[pairs, 2, STATE_COLUMNS] (see
+    :func:`~nnue_infer.kernels.accumulator.update_perspective`) are: the refresh cache
+    (``params[P_CACHE_PAIRS]`` pairs), the biases with an empty piece set, two scratch pairs, then
+    one pair per ply.  The caller has written the position's bitboards to ``state[pair, 0, :8]``
+    where ``pair = P_CACHE_PAIRS + 3 + ply``.  Plies below ``trusted`` have correct "computed"
+    flags; the others are stale and ignored.  ``scratch`` is int16[>= dense.scratch_size(layers) +
+    relation_scratch_size(...)]; ``added``/``removed`` int32[SCRATCH_FEATURES // 2] and
+    ``rel``/``idx`` (:func:`relation_buffers`) are scratch too.
 
     Per perspective, the nearest computed ancestor ply is found and the accumulator is
     brought up to date from it (or refreshed through the cache); the pair is then flagged
@@ -251,17 +255,15 @@ def evaluate_stack(ply, stm, trusted, ft_weights, psqt_weights, weights8, psqt8,
     -------
     int
         Internal units, side to move's point of view (as :func:`evaluate_bitboards`), or
-        ``INVALID_POSITION`` if the bitboards are not representable (nothing is modified).
+        ``INVALID_POSITION`` if the bitboards are not representable (nothing but the bitboards
+        the caller wrote is modified).
     """
-    params, slot_table, king_buckets, layers = unpack_config(cfg)
     empty = params[P_CACHE_PAIRS]
     stack = empty + 3
     dst = stack + ply
     new = state[dst, 0]  # the first 8 columns are the position's bitboards
     if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
         return INVALID_POSITION
-    added, removed = feature_buffers(scratch, layers)
-    rel, idx = relation_buffers(scratch, layers, params)
     top = min(ply, trusted - 1)
     for p in range(2):
         src = -1

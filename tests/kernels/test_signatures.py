@@ -27,8 +27,9 @@ TESTED = {
     "activation": ["pairwise_clamp_mul", "clipped_relu", "sqr_clipped_relu", "activate"],
     "dense": ["tdiv", "wrap_int32", "propagate_layer_stack", "psqt_term"],
     "features": ["orientation", "king_square", "feature_index", "active_features"],
-    # forward.evaluate_stack / evaluate_fresh run inside arena's kernels (the Evaluator's calls): a cached caller
-    # links them without compiling a signature of their own, so only "at most one" applies to them.
+    # forward.evaluate_stack / evaluate_fresh are inlined into arena's kernels (the Evaluator's calls) and
+    # compile no signature of their own; a cached caller links the kernels it calls without compiling them,
+    # so only "at most one" applies to those.
     "forward": ["forward_bucket", "refresh_both", "evaluate_bitboards", "trace_buckets", "evaluate_sequence"],
 }
 
@@ -46,7 +47,7 @@ def test_one_signature_per_kernel(evaluator, sample_boards, request):
         evaluator.trace(board)
     evaluator.evaluate(chess.Board().fen())
     moves = [chess.Move.from_uci(u) for u in ("e2e4", "e7e5", "e1e2", "e8e7")]
-    evaluator.evaluate_game(chess.Board(), moves)  # incremental API: evaluate_sequence, evaluate_stack
+    evaluator.evaluate_game(chess.Board(), moves)  # incremental API: evaluate_sequence, evaluate_ply
     evaluator.set_position(chess.Board())
     for move in moves:
         evaluator.push(move)
