@@ -190,6 +190,9 @@ class Evaluator:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        for name in ("_accs", "_psqts", "_state", "_scratch", "_acc", "_psqt"):  # unpickled copies lose the alignment
+            setattr(self, name, simd.aligned(getattr(self, name)))
+        self._kernel_args = (*self._net_args, self._accs, self._psqts, self._state, self._scratch)
         self.__dict__.update(self._arena(self._kernel_args))
         self._free = [_TOKEN]
         _ALL_EVALUATORS.add(self)
@@ -276,16 +279,17 @@ class Evaluator:
         ])
         L1 = arch.ft_width
         # transformed features, layer stack, then the threat / pawn-pair update scratch (if any)
-        scratch = np.zeros(scratch_size(layers) + K.relation_scratch_size(int8.threats, int8.pairs), np.int16)
+        scratch = simd.aligned_zeros(scratch_size(layers) + K.relation_scratch_size(int8.threats, int8.pairs), np.int16)
         # Incremental state: pairs [0, frames) refresh cache, pair `frames` the biases with an empty
         # piece set, `frames + 1` and `+ 2` scratch (evaluate_game), then one pair per ply
         # (ply + _stack_base).  See kernels.forward.evaluate_stack.
         cache_pairs = fs.num_king_frames
         stack_base = cache_pairs + 3
         pairs = stack_base + _INITIAL_PLIES
-        accs = np.zeros((pairs, 2, L1), np.int16)
-        psqts = np.zeros((pairs, 2, arch.psqt_buckets), np.int32)
-        state = np.zeros((pairs, 2, STATE_COLUMNS), np.int64)
+        # 64-byte aligned (simd.ALIGNMENT): the SIMD kernels' 32-byte loads then never split a cache line
+        accs = simd.aligned_zeros((pairs, 2, L1), np.int16)
+        psqts = simd.aligned_zeros((pairs, 2, arch.psqt_buckets), np.int32)
+        state = simd.aligned_zeros((pairs, 2, STATE_COLUMNS), np.int64)
         accs[:cache_pairs + 1] = network.ft_biases  # the refresh cache and the biases pair (see refresh)
         net_args = (network.ft_weights, network.psqt_weights, network.int8_weights, network.int8_psqt_weights, weights,
                     biases, cfg)
@@ -295,8 +299,8 @@ class Evaluator:
             "_network": network, "_slot_table": fs.slot_table, "_king_buckets": fs.king_buckets, "_params": params,
             "_weights": weights, "_biases": biases, "_layers": layers, "_cfg": cfg,
             "_bb": np.empty(8, np.int64), "_feats": np.empty((2, MAX_PIECES), np.int32),
-            "_counts": np.empty(2, np.int64), "_acc": np.empty((2, L1), np.int16),
-            "_psqt": np.empty((2, arch.psqt_buckets), np.int32), "_scratch": scratch,
+            "_counts": np.empty(2, np.int64), "_acc": simd.aligned_empty((2, L1), np.int16),
+            "_psqt": simd.aligned_empty((2, arch.psqt_buckets), np.int32), "_scratch": scratch,
             "_cache_pairs": cache_pairs, "_stack_base": stack_base,
             "_accs": accs, "_psqts": psqts, "_state": state, "_pairs": pairs, "_trusted": 0,
             "_memo": [(None, 0)] * (pairs - stack_base),
@@ -309,9 +313,9 @@ class Evaluator:
 
     def _allocate(self, pairs: int) -> None:
         """Grow the incremental arrays to ``pairs`` pairs, keeping their content."""
-        accs = np.zeros((pairs, *self._accs.shape[1:]), np.int16)
-        psqts = np.zeros((pairs, *self._psqts.shape[1:]), np.int32)
-        state = np.zeros((pairs, *self._state.shape[1:]), np.int64)
+        accs = simd.aligned_zeros((pairs, *self._accs.shape[1:]), np.int16)
+        psqts = simd.aligned_zeros((pairs, *self._psqts.shape[1:]), np.int32)
+        state = simd.aligned_zeros((pairs, *self._state.shape[1:]), np.int64)
         n = self._pairs
         accs[:n], psqts[:n], state[:n] = self._accs, self._psqts, self._state
         self._accs, self._psqts, self._state = accs, psqts, state

@@ -190,3 +190,18 @@ def test_a_refused_edited_board_leaves_no_stale_accumulator_behind(network):
     assert ev.evaluate() == fresh.evaluate(board.copy())
     ev.push_uci(GAME[3])
     assert ev.evaluate() == fresh.evaluate(board.copy())
+
+
+def test_the_evaluators_arrays_are_cache_line_aligned_also_when_unpickled(network):
+    """The SIMD kernels' 32-byte loads of accumulator rows split cache lines on NumPy's usual
+    16-byte offset: every array the per-position kernels stream through starts on simd.ALIGNMENT."""
+    from nnue_infer.kernels import simd
+
+    ev = Evaluator(network)
+    ev.push(chess.Move.from_uci("e2e4"))
+    want = ev.evaluate()
+    for e in (ev, pickle.loads(pickle.dumps(ev))):
+        for name in ("_accs", "_psqts", "_state", "_scratch", "_acc", "_psqt"):
+            assert getattr(e, name).ctypes.data % simd.ALIGNMENT == 0, name
+        assert_header_matches(e)
+        assert e.evaluate() == want
