@@ -336,6 +336,7 @@ class Evaluator:
         self._psqts[:frames] = 0
         self._state[:] = 0
         self._trusted = 0  # plies below this have trustworthy "computed" flags
+        self._memo = [(None, 0)] * len(self._memo)  # values stored before the network's arrays changed
 
     def __repr__(self) -> str:
         return f"Evaluator({self._network!r}, fen={self._board.fen()!r})"
@@ -409,8 +410,9 @@ class Evaluator:
                 if not move and board.is_check():
                     raise IllegalMoveError(f"null move in check in {board.fen()} (the side that passed would "
                                            "stand in check with the opponent to move)")
-            elif move and not board.occupied_co[board.turn] & chess.BB_SQUARES[move.from_square]:
+            elif not board.occupied_co[board.turn] & chess.BB_SQUARES[move.from_square] and move:
                 # python-chess would fail an assertion half-way through push(), leaving the move on the stack
+                # (``move`` last: Move.__bool__ is a Python call, needed only to let a null move through)
                 raise IllegalMoveError(f"move {move.uci()} does not start on a piece of the side to move in "
                                        f"{board.fen()}")
             board.push(move)
@@ -696,7 +698,7 @@ class Evaluator:
                         raise ValueError(f"move {move.uci()} captures a king")
                     if validate and not move and b.is_check():
                         raise ValueError("null move in check (the side that passed would stand in check)")
-                    if move and not b.occupied_co[b.turn] & squares[move.from_square]:  # (unvalidated moves)
+                    if not b.occupied_co[b.turn] & squares[move.from_square] and move:  # (unvalidated moves)
                         raise ValueError(f"move {move.uci()} does not start on a piece of the side to move")
                 except ValueError as exc:
                     raise IllegalMoveError(f"moves[{i - 1}] ({quote(moves[i - 1])}) in {b.fen()}: {clip(str(exc))}") from exc

@@ -205,3 +205,23 @@ def test_the_evaluators_arrays_are_cache_line_aligned_also_when_unpickled(networ
             assert getattr(e, name).ctypes.data % simd.ALIGNMENT == 0, name
         assert_header_matches(e)
         assert e.evaluate() == want
+
+
+def test_refresh_forgets_the_values_stored_for_evaluated_plies(network):
+    """refresh() after the network's arrays were changed in place: no evaluated ply (here the
+    parent, reached by pop after the refresh) returns the value stored before."""
+    from nnue_infer.network import Network
+
+    net = Network(architecture=network.architecture, ft_biases=network.ft_biases.copy(),
+                  ft_weights=network.ft_weights.copy(), psqt_weights=network.psqt_weights.copy(),
+                  layer_weights=network.layer_weights, layer_biases=network.layer_biases)
+    ev = Evaluator(net)
+    ev.set_position(chess.Board())
+    for uci in GAME[:3]:
+        ev.push_uci(uci)
+        ev.evaluate()
+    net.ft_weights[:] = net.ft_weights // 2 + 3
+    ev.refresh()
+    assert ev.evaluate() == Evaluator(net).evaluate(ev.board)
+    ev.pop()
+    assert ev.evaluate() == Evaluator(net).evaluate(ev.board)
