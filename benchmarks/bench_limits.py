@@ -140,7 +140,7 @@ def loop_pairwise(acc, params, biases, scratch, layers, n):
 def loop_fc0(scratch, weights, biases, layers, params, z, n):
     x = ft_input(scratch, layers)
     for _ in range(n):
-        affine(x, layers[0, 0], weights, layers[0, 4], biases, layers[0, 6], layers[0, 1], z, params[K.P_FC0_SIMD])
+        affine(x, 0, layers[0, 0], weights, layers[0, 4], biases, layers[0, 6], layers[0, 1], z, 0, params[K.P_FC0_SIMD])
 
 
 @njit

@@ -47,6 +47,7 @@ import numpy as np
 from numba import njit
 
 from . import simd
+from .refcount import last_use
 
 #: Hidden-layer activation codes used in the layer table (see ``dense.propagate_layer_stack``).
 ACT_NONE = 0  #: output layer: raw int32
@@ -249,7 +250,7 @@ def gated_bytes(acc, stm, lo_a, clamp_max, shift, out):
     width = acc.shape[1]
     half = width // 2
     for h in range(2):
-        row = (stm ^ h) * width
+        row = (stm ^ h) * width  # flat index into the C-contiguous acc (no reshape: one array less)
         for j in range(0, half, 32):
             simd.gated_u8x32(acc, row + j, row + half + j, lo_a, -clamp_max, clamp_max, shift, out, h * half + j)
 
@@ -285,37 +286,57 @@ def ft_transform(acc, stm, code, clamp_max, shift, isa, table, scratch, out):
 
 
 @njit(cache=True, inline="always")
-def clipped_relu(z, n, shift, out, offset):
-    """ClippedReLU: ``out[offset + i] = clamp(z[i] >> shift, 0, 127)`` for i < n (z int32, out uint8)."""
+def clipped_relu(z, z_off, n, shift, out, offset):
+    """ClippedReLU: ``out[offset + i] = clamp(z[z_off + i] >> shift, 0, 127)`` for i < n (z int32, out uint8)."""
     for i in range(n):
-        out[offset + i] = min(max(z[i] >> shift, 0), 127)
+        out[np.uint64(offset + i)] = min(max(z[np.uint64(z_off + i)] >> shift, 0), 127)
 
 
 @njit(cache=True, inline="always")
-def sqr_clipped_relu(z, n, shift, out, offset):
-    """SqrClippedReLU: ``out[offset + i] = min(127, (z[i]**2 in 64 bits) >> (2*shift + 7))``.
+def sqr_clipped_relu(z, z_off, n, shift, out, offset):
+    """SqrClippedReLU: ``out[offset + i] = min(127, (z[z_off + i]**2 in 64 bits) >> (2*shift + 7))``.
 
     The square is taken in int64: it overflows int32 once ``|z| > 46340``.
     """
     for i in range(n):
-        v = np.int64(z[i])
-        out[offset + i] = min((v * v) >> (2 * shift + 7), 127)
+        v = np.int64(z[np.uint64(z_off + i)])
+        out[np.uint64(offset + i)] = min((v * v) >> (2 * shift + 7), 127)
 
 
 @njit(cache=True, inline="always")
-def activate(z, n_act, code, shift, out):
-    """Apply hidden-layer activation ``code`` to ``z[:n_act]`` into the uint8 buffer ``out``.
+def activate_lanes(z, z_off, n_act, code, shift, out, out_off):
+    """:func:`activate` 8 lanes at a time (``simd.clipped_relu_u8x8``, ``simd.sqr_clipped_relu_u8x8``).
+
+    Reads ``z`` up to ``z_off + ceil8(n_act)`` and writes up to 7 bytes past each activation's
+    end (the concatenated form's second half overwrites the first's); the caller's buffers
+    have that room and it zeroes the bytes after the last output (``dense.propagate_layer_stack``).
+    """
+    if code != ACT_CRELU:
+        for i in range(0, n_act, 8):
+            simd.sqr_clipped_relu_u8x8(z, z_off + i, shift, out, out_off + i)
+    if code != ACT_SQR_CRELU:
+        start = out_off if code == ACT_CRELU else out_off + n_act
+        for i in range(0, n_act, 8):
+            simd.clipped_relu_u8x8(z, z_off + i, shift, out, start + i)
+    last_use((z, out))
+    return n_act if code != ACT_SQR_CRELU_AND_CRELU else 2 * n_act
+
+
+@njit(cache=True, inline="always")
+def activate(z, z_off, n_act, code, shift, out, out_off):
+    """Apply hidden-layer activation ``code`` to ``z[z_off:z_off + n_act]`` (int32) into the uint8
+    buffer ``out`` from ``out_off`` on (offsets >= 0, used as uint64 indices: no wraparound code).
 
     Returns the number of outputs written (``2 * n_act`` for the concatenated form).
     """
     if code == ACT_CRELU:
-        clipped_relu(z, n_act, shift, out, np.int64(0))
+        clipped_relu(z, z_off, n_act, shift, out, out_off)
         return n_act
     if code == ACT_SQR_CRELU:
-        sqr_clipped_relu(z, n_act, shift, out, np.int64(0))
+        sqr_clipped_relu(z, z_off, n_act, shift, out, out_off)
         return n_act
-    sqr_clipped_relu(z, n_act, shift, out, np.int64(0))
-    clipped_relu(z, n_act, shift, out, n_act)
+    sqr_clipped_relu(z, z_off, n_act, shift, out, out_off)
+    clipped_relu(z, z_off, n_act, shift, out, out_off + n_act)
     return 2 * n_act
 
 

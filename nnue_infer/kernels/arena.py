@@ -19,7 +19,8 @@ come with an edit of this file (or a cleared ``__pycache__``).  Last such change
 near the changed squares, scratch in the int16 scratch buffer (forward.relation_buffers); signed
 first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform, dense.affine); one flat
 accumulator update (128-lane tiles, PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb);
-forward.evaluate_stack / evaluate_fresh inlined here, their arguments made from the header (callpath).
+forward.evaluate_stack / evaluate_fresh inlined here, their arguments made from the header (callpath);
+layer stack addressed by offsets, hidden activations in SIMD lanes (dense.propagate_layer_stack, activation.activate_lanes).
 """
 
 from __future__ import annotations

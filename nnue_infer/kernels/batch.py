@@ -12,7 +12,8 @@ that this module calls must come with an edit of this file (or a cleared ``__pyc
 Last such changes: threat and pawn-pair features (kernels.threats, kernels.accumulator); SIMD paths
 (kernels.simd) in the accumulator, activation and dense kernels; signed first-layer inputs as x + 128
 bytes on every SIMD path (activation.ft_transform, dense.affine); one flat accumulator update (128-lane tiles,
-PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb).
+PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb); layer stack addressed by offsets,
+hidden activations in SIMD lanes (dense.propagate_layer_stack, activation.activate_lanes).
 """
 
 from __future__ import annotations

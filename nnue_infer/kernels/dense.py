@@ -22,10 +22,11 @@ Source: Stockfish sf_15.1 .. sf_18 ``nnue/nnue_architecture.h`` (``propagate``),
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import carray, njit
 
 from . import simd
-from .activation import ACT_F_NONE, ACT_FLOAT, ACT_NONE, activate, activate_float
+from .refcount import last_use
+from .activation import ACT_F_NONE, ACT_FLOAT, ACT_NONE, activate, activate_float, activate_lanes
 
 #: Columns of the ``layers`` table given to :func:`propagate_layer_stack`: padded inputs, outputs,
 #: activation code, outputs activated, weight offset and per-bucket stride, bias offset and
@@ -56,33 +57,37 @@ def wrap_int32(x):
 
 
 @njit(cache=True, inline="always")
-def affine_portable(x, n_in, weights, w_off, biases, b_off, n_out, z):
-    """``z = biases + W @ x`` in plain loops, W in the block layout (see :func:`affine`).
+def affine_portable(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off):
+    """``z[z_off:] = biases + W @ x[x_off:]`` in plain loops, W in the block layout (see :func:`affine`).
 
     ``x`` uint8, ``z`` int32 (sums wrap as C's int32 does).  One output (both layouts
-    coincide): a plain dot product, which LLVM vectorises.
+    coincide): a plain dot product, which LLVM vectorises.  Offsets must be >= 0: indices are
+    cast to uint64, so Numba emits no negative-index wraparound (which keeps LLVM from
+    vectorising a loop over ``x[x_off + j]``).
     """
     if n_out == 1:
         s = np.int32(0)
         for j in range(n_in):
-            s += np.int32(x[j]) * np.int32(weights[w_off + j])
-        z[0] = s + biases[b_off]
+            s += np.int32(x[np.uint64(x_off + j)]) * np.int32(weights[np.uint64(w_off + j)])
+        z[z_off] = s + biases[b_off]
         return
     for i in range(n_out):
-        z[i] = biases[b_off + i]
+        z[np.uint64(z_off + i)] = biases[np.uint64(b_off + i)]
     for blk in range(n_in // 4):
-        x0 = np.int32(x[4 * blk])
-        x1 = np.int32(x[4 * blk + 1])
-        x2 = np.int32(x[4 * blk + 2])
-        x3 = np.int32(x[4 * blk + 3])
+        xi = np.uint64(x_off + 4 * blk)
+        x0 = np.int32(x[xi])
+        x1 = np.int32(x[xi + np.uint64(1)])
+        x2 = np.int32(x[xi + np.uint64(2)])
+        x3 = np.int32(x[xi + np.uint64(3)])
         row = w_off + blk * n_out * 4
         for i in range(n_out):
-            w = row + 4 * i
-            z[i] += (x0 * weights[w] + x1 * weights[w + 1]) + (x2 * weights[w + 2] + x3 * weights[w + 3])
+            w = np.uint64(row + 4 * i)
+            z[np.uint64(z_off + i)] += ((x0 * weights[w] + x1 * weights[w + np.uint64(1)])
+                                        + (x2 * weights[w + np.uint64(2)] + x3 * weights[w + np.uint64(3)]))
 
 
 @njit(cache=True, inline="always")
-def affine_zmm(x, n_in, weights, w_off, biases, b_off, n_out, z):
+def affine_zmm(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off):
     """:func:`affine` with 16 outputs per AVX-512 register (``n_out % 16 == 0``): ``vpdpbusd``
     of each 4-byte input block, broadcast, against 64 weight bytes; four accumulators per
     group of outputs hide the instruction's latency."""
@@ -96,17 +101,17 @@ def affine_zmm(x, n_in, weights, w_off, biases, b_off, n_out, z):
         step = 4 * n_out
         blk = 0
         while blk + 4 <= nb:
-            a0 = simd.dot4_vnni512(a0, x, 4 * blk, weights, w)
-            a1 = simd.dot4_vnni512(a1, x, 4 * blk + 4, weights, w + step)
-            a2 = simd.dot4_vnni512(a2, x, 4 * blk + 8, weights, w + 2 * step)
-            a3 = simd.dot4_vnni512(a3, x, 4 * blk + 12, weights, w + 3 * step)
+            a0 = simd.dot4_vnni512(a0, x, x_off + 4 * blk, weights, w)
+            a1 = simd.dot4_vnni512(a1, x, x_off + 4 * blk + 4, weights, w + step)
+            a2 = simd.dot4_vnni512(a2, x, x_off + 4 * blk + 8, weights, w + 2 * step)
+            a3 = simd.dot4_vnni512(a3, x, x_off + 4 * blk + 12, weights, w + 3 * step)
             w += 4 * step
             blk += 4
         while blk < nb:
-            a0 = simd.dot4_vnni512(a0, x, 4 * blk, weights, w)
+            a0 = simd.dot4_vnni512(a0, x, x_off + 4 * blk, weights, w)
             w += step
             blk += 1
-        simd.store_i32x16(z, g, simd.add_i32x16(simd.add_i32x16(a0, a1), simd.add_i32x16(a2, a3)))
+        simd.store_i32x16(z, z_off + g, simd.add_i32x16(simd.add_i32x16(a0, a1), simd.add_i32x16(a2, a3)))
 
 
 @njit(cache=True, inline="always")
@@ -123,7 +128,7 @@ def dot4_ymm(acc, x, xi, weights, wi, isa):
 
 
 @njit(cache=True, inline="always")
-def affine_ymm(x, n_in, weights, w_off, biases, b_off, n_out, z, isa):
+def affine_ymm(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, isa):
     """:func:`affine` with 8 outputs per 256-bit register (``n_out % 8 == 0``): 16 outputs (two
     registers, two accumulators each) per pass over the input blocks, so each broadcast input
     block serves both; ``isa`` picks the instruction (:func:`dot4_ymm`; ``ISA_AVX2`` only where
@@ -139,17 +144,17 @@ def affine_ymm(x, n_in, weights, w_off, biases, b_off, n_out, z, isa):
         w = w_off + 4 * g
         blk = 0
         while blk + 2 <= nb:
-            a0 = dot4_ymm(a0, x, 4 * blk, weights, w, isa)
-            b0 = dot4_ymm(b0, x, 4 * blk, weights, w + 32, isa)
-            a1 = dot4_ymm(a1, x, 4 * blk + 4, weights, w + step, isa)
-            b1 = dot4_ymm(b1, x, 4 * blk + 4, weights, w + step + 32, isa)
+            a0 = dot4_ymm(a0, x, x_off + 4 * blk, weights, w, isa)
+            b0 = dot4_ymm(b0, x, x_off + 4 * blk, weights, w + 32, isa)
+            a1 = dot4_ymm(a1, x, x_off + 4 * blk + 4, weights, w + step, isa)
+            b1 = dot4_ymm(b1, x, x_off + 4 * blk + 4, weights, w + step + 32, isa)
             w += 2 * step
             blk += 2
         if blk < nb:
-            a0 = dot4_ymm(a0, x, 4 * blk, weights, w, isa)
-            b0 = dot4_ymm(b0, x, 4 * blk, weights, w + 32, isa)
-        simd.store_i32x8(z, g, simd.add_i32x8(a0, a1))
-        simd.store_i32x8(z, g + 8, simd.add_i32x8(b0, b1))
+            a0 = dot4_ymm(a0, x, x_off + 4 * blk, weights, w, isa)
+            b0 = dot4_ymm(b0, x, x_off + 4 * blk, weights, w + 32, isa)
+        simd.store_i32x8(z, z_off + g, simd.add_i32x8(a0, a1))
+        simd.store_i32x8(z, z_off + g + 8, simd.add_i32x8(b0, b1))
         g += 16
     if g < n_out:  # 8 outputs left
         a0 = simd.load_i32x8(biases, b_off + g)
@@ -157,23 +162,25 @@ def affine_ymm(x, n_in, weights, w_off, biases, b_off, n_out, z, isa):
         w = w_off + 4 * g
         blk = 0
         while blk + 2 <= nb:
-            a0 = dot4_ymm(a0, x, 4 * blk, weights, w, isa)
-            a1 = dot4_ymm(a1, x, 4 * blk + 4, weights, w + step, isa)
+            a0 = dot4_ymm(a0, x, x_off + 4 * blk, weights, w, isa)
+            a1 = dot4_ymm(a1, x, x_off + 4 * blk + 4, weights, w + step, isa)
             w += 2 * step
             blk += 2
         if blk < nb:
-            a0 = dot4_ymm(a0, x, 4 * blk, weights, w, isa)
-        simd.store_i32x8(z, g, simd.add_i32x8(a0, a1))
+            a0 = dot4_ymm(a0, x, x_off + 4 * blk, weights, w, isa)
+        simd.store_i32x8(z, z_off + g, simd.add_i32x8(a0, a1))
 
 
 @njit(cache=True, inline="always")
-def affine(x, n_in, weights, w_off, biases, b_off, n_out, z, isa):
-    """``z = biases + W @ x``: an int8 dense layer on 8-bit inputs, int32 outputs (wrapping sums).
+def affine(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, isa):
+    """``z[z_off:z_off + n_out] = biases + W @ x[x_off:x_off + n_in]``: an int8 dense layer on 8-bit
+    inputs, int32 outputs (wrapping sums).  Offsets instead of slices: a slice is a new array,
+    whose reference count costs atomic operations on every call.
 
     Parameters
     ----------
-    x : uint8[>= n_in]
-        Inputs; ``n_in % 4 == 0`` (layers' inputs are padded to 32).  Signed (int8) inputs are
+    x : uint8[>= x_off + n_in]
+        Inputs from ``x_off``; ``n_in % 4 == 0`` (layers' inputs are padded to 32).  Signed (int8) inputs are
         given as their bytes offset by 128 (x + 128) with biases lowered by 128 * (the column
         sums of W), which gives the same int32 sums (``Network.compute_layout``).
     weights : int8[total]
@@ -183,8 +190,8 @@ def affine(x, n_in, weights, w_off, biases, b_off, n_out, z, isa):
         both layouts coincide.
     biases : int32[total]
         At ``b_off``.
-    z : int32[>= n_out]
-        Output.
+    z : int32[>= z_off + n_out]
+        Output, from ``z_off``.
     isa : int
         ``simd.ISA_*`` or ``simd.FC0_AVX2_WIDE``: the instructions to use (``ISA_AVX2`` only
         where ``vpmaddubsw`` cannot saturate: ``simd.first_layer_isa``); layers whose width does
@@ -197,12 +204,13 @@ def affine(x, n_in, weights, w_off, biases, b_off, n_out, z, isa):
     """
     vnni = isa == simd.ISA_VNNI512 or isa == simd.ISA_AVXVNNI
     if simd.TARGET_VNNI512 and isa == simd.ISA_VNNI512 and n_out % 16 == 0:
-        affine_zmm(x, n_in, weights, w_off, biases, b_off, n_out, z)
+        affine_zmm(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off)
     elif n_out % 8 == 0 and ((simd.TARGET_VNNI256 and vnni) or (simd.TARGET_AVX2 and (
             isa == simd.ISA_AVX2 or isa == simd.FC0_AVX2_WIDE))):
-        affine_ymm(x, n_in, weights, w_off, biases, b_off, n_out, z, isa)
+        affine_ymm(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, isa)
     else:
-        affine_portable(x, n_in, weights, w_off, biases, b_off, n_out, z)
+        affine_portable(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off)
+    last_use((x, weights, biases, z))
 
 
 @njit(cache=True)
@@ -262,8 +270,8 @@ def scratch_size(layers):
 
 
 @njit(cache=True)
-def propagate_float_tail(z, n, first, bucket, biases, layers, shift, float_out):
-    """The float32 layers ``first..`` of a layer stack, from the raw int32 sums ``z[:n]`` of
+def propagate_float_tail(z, z_off, n, first, bucket, biases, layers, shift, float_out):
+    """The float32 layers ``first..`` of a layer stack, from the raw int32 sums ``z[z_off:z_off + n]`` of
     the integer layer ``first - 1`` (activated in float on ``z / (127 << shift)``).
 
     Returns the output ``round(y * float_out)`` saturated to int32; see :func:`propagate_layer_stack`.
@@ -276,7 +284,7 @@ def propagate_float_tail(z, n, first, bucket, biases, layers, shift, float_out):
     fparams = biases.view(np.float32)
     to_float = 1.0 / (127 << shift)
     for i in range(n):
-        zf[i] = z[i] * to_float
+        zf[i] = z[z_off + i] * to_float
     code = layers[first - 1, 2] + ACT_FLOAT
     n_act = layers[first - 1, 3]
     for l in range(first, layers.shape[0]):
@@ -301,7 +309,7 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
 
     Parameters
     ----------
-    scratch : int16[>= scratch_size(layers)]
+    scratch : int16[>= scratch_size(layers)], an even number of entries (viewed as int32 too)
         The feature-transformer output (side to move's half first) as the uint8 bytes of
         :func:`ft_input` (int8 outputs offset by 128, ``simd.SIGNED_INPUT_OFFSET``), zero-padded
         to ``layers[0, 0]``; the rest is scratch (see :func:`scratch_layout`).
@@ -343,10 +351,14 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
         internal units times OutputScale.
     """
     n_layers = layers.shape[0]
-    _, oz, ox, ofeats, _ = scratch_layout(layers)
-    z = scratch[oz:ox].view(np.int32)
-    x0 = ft_input(scratch, layers)
-    x = scratch[ox:ofeats].view(np.uint8)  # every input a layer reads was written just before
+    ft_bytes, oz, ox, _, _ = scratch_layout(layers)
+    # two views of the whole buffer, addressed by offsets (a slice or ``view`` would be one more
+    # reference-counted array; ``view`` divides by the item size at run time)
+    n16 = scratch.shape[0]
+    b8 = carray(simd.data_pointer(scratch, np.uint8), (2 * n16,))  # fc_0's input at 2 * ft_bytes, activations at 2 * ox
+    z = carray(simd.data_pointer(scratch, np.int32), (n16 >> 1,))  # the int32 sums at oz // 2 (oz: a multiple of 16)
+    zo = oz // 2
+    xo = 2 * ox
     skip = np.int64(0)
     out = np.int64(0)
     for l in range(n_layers):
@@ -356,29 +368,34 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
         b_off = layers[l, 6] + bucket * layers[l, 7]
         code = layers[l, 2]
         if l == 0:
-            affine(x0, n_in, weights, w_off, biases, b_off, n_out, z, fc0_isa)
+            affine(b8, 2 * ft_bytes, n_in, weights, w_off, biases, b_off, n_out, z, zo, fc0_isa)
             if skip_index >= 0:
-                skip = np.int64(z[skip_index])
+                skip = np.int64(z[zo + skip_index])
                 if skip_sub >= 0:
-                    skip -= z[skip_sub]
+                    skip -= z[zo + skip_sub]
         else:
-            x_in = layers[l, 9]
-            affine(x[x_in:x_in + n_in], n_in, weights, w_off, biases, b_off, n_out, z, isa)
+            affine(b8, xo + layers[l, 9], n_in, weights, w_off, biases, b_off, n_out, z, zo, isa)
         if code == ACT_NONE:
-            out = np.int64(z[0])
+            out = np.int64(z[zo])
             break
         if layers[l + 1, 2] >= ACT_FLOAT:  # integer -> float boundary: the rest in float
-            out = propagate_float_tail(z, n_out, l + 1, bucket, biases, layers, shift, float_out)
+            out = propagate_float_tail(z, zo, n_out, l + 1, bucket, biases, layers, shift, float_out)
             break
-        x_out = layers[l, 10]
-        written = activate(z, layers[l, 3], code, layers[l, 8], x[x_out:])
+        x_out = xo + layers[l, 10]
+        if isa == simd.ISA_PORTABLE:
+            written = activate(z, zo, layers[l, 3], code, layers[l, 8], b8, x_out)
+        else:
+            written = activate_lanes(z, zo, layers[l, 3], code, layers[l, 8], b8, x_out)
         for i in range(x_out + written, x_out + (written + 31) // 32 * 32):
-            x[i] = 0
+            b8[np.uint64(i)] = 0
     if skip_index < 0:
-        return wrap_int32(out)
-    if skip_mode == SKIP_OUTPUT:
-        return wrap_int32(tdiv((out + skip) * skip_num, skip_den))
-    return wrap_int32(out + tdiv(wrap_int32(skip * skip_num), skip_den))
+        result = wrap_int32(out)
+    elif skip_mode == SKIP_OUTPUT:
+        result = wrap_int32(tdiv((out + skip) * skip_num, skip_den))
+    else:
+        result = wrap_int32(out + tdiv(wrap_int32(skip * skip_num), skip_den))
+    last_use((scratch, weights, biases, layers, b8, z))  # no reference-count pairs per call (see kernels.refcount)
+    return result
 
 
 @njit(cache=True, inline="always")

@@ -11,7 +11,8 @@ Last such changes: ft_activate takes the lut_glu gate table (kernels.activation)
 dense kernels; threat deltas near the changed squares, scratch in the int16 scratch buffer (relation_buffers);
 signed first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform, dense.affine);
 one flat accumulator update (128-lane tiles, PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb);
-evaluate_stack / evaluate_fresh inlined into kernels.arena's entries (arguments unpacked there).
+evaluate_stack / evaluate_fresh inlined into kernels.arena's entries (arguments unpacked there);
+layer stack addressed by offsets into two carray views of the scratch, hidden activations in SIMD lanes.
 """
 
 from __future__ import annotations

@@ -363,6 +363,23 @@ def dot4_avx2_wide(typingctx, acc, x, xi, w, wi):
     return I32x8(acc, x, xi, w, wi), codegen
 
 
+@intrinsic
+def data_pointer(typingctx, arr, dtype):
+    """``(dtype *) arr.data``: the first element of the C-contiguous array ``arr`` as a pointer to
+    ``dtype``, for ``numba.carray``: a view of the same memory as another type that, unlike
+    ``arr.view``, divides nothing at run time and holds no reference (the caller keeps ``arr``
+    alive while the view is used)."""
+    if not (_is_array(arr) and isinstance(dtype, types.NumberClass)):
+        return None
+    ptr = types.CPointer(dtype.instance_type)
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        return builder.bitcast(ary.data, context.get_value_type(ptr))
+
+    return ptr(arr, dtype), codegen
+
+
 # ---------------------------------------------------------------------------------------------
 # Loads, stores, arithmetic
 def _make_load(vt):
@@ -490,7 +507,8 @@ def gated_u8x32(typingctx, acc, ia, ib, lo_a, lo_b, clamp_max, shift, out, io):
     for j < 32: a signed gated product (``glu``: lo_a = 0, lo_b = -M; ``bilinear``: both -M) as
     its byte offset by 128 (:data:`SIGNED_INPUT_OFFSET`).
 
-    ``acc`` int16, ``out`` uint8; the clamps, product and arithmetic shift (floor) run in 16-bit
+    ``acc`` int16 (C-contiguous, any number of dimensions: ``ia``, ``ib`` are flat indices), ``out``
+    uint8; the clamps, product and arithmetic shift (floor) run in 16-bit
     lanes: exact for ``M * M <= 32767`` (M <= 181), ``-M <= lo`` and ``shift <= 15``, when the
     result lies in [-128, 127] (the caller checks these).
     """
@@ -518,3 +536,64 @@ def gated_u8x32(typingctx, acc, ia, ib, lo_a, lo_b, clamp_max, shift, out, io):
         return context.get_dummy_value()
 
     return types.none(acc, ia, ib, lo_a, lo_b, clamp_max, shift, out, io), codegen
+
+
+# ---------------------------------------------------------------------------------------------
+# Hidden-layer activations, 8 int32 lanes to 8 bytes
+def _check_act(z, zi, shift, out, oi):
+    return (_is_array(z, 32) and _is_array(out, 8)
+            and all(isinstance(t, types.Integer) for t in (zi, shift, oi)))
+
+
+def _act_io(context, builder, sig, args):
+    """The 8 int32 lanes ``z[zi:zi + 8]`` and a function storing 8 bytes at ``out[oi]``."""
+    zty, _, _, outty, _ = sig.args
+    z, zi, _, out, oi = args
+    v = builder.load(_element_ptr(context, builder, zty, z, zi, _vec(32, 8)), align=1)
+
+    def store(r):
+        builder.store(builder.trunc(r, _vec(8, 8)), _element_ptr(context, builder, outty, out, oi, _vec(8, 8)),
+                      align=1)
+    return v, store
+
+
+@intrinsic
+def clipped_relu_u8x8(typingctx, z, zi, shift, out, oi):
+    """ClippedReLU of 8 lanes: ``out[oi + j] = clamp(z[zi + j] >> shift, 0, 127)`` (arithmetic
+    shift, ``shift`` < 32), z int32, out uint8; lane-parallel (``vpsrad``, ``vpmaxsd``,
+    ``vpminsd``, packs)."""
+    if not _check_act(z, zi, shift, out, oi):
+        return None
+
+    def codegen(context, builder, sig, args):
+        v, store = _act_io(context, builder, sig, args)
+        v32 = _vec(32, 8)
+        s = _splat(builder, builder.trunc(args[2], _I32) if args[2].type.width > 32 else args[2], v32)
+        v = builder.ashr(v, s)
+        zero, top = ir.Constant(v32, [0] * 8), ir.Constant(v32, [127] * 8)
+        v = builder.select(builder.icmp_signed("<", v, zero), zero, v)
+        store(builder.select(builder.icmp_signed(">", v, top), top, v))
+        return context.get_dummy_value()
+
+    return types.none(z, zi, shift, out, oi), codegen
+
+
+@intrinsic
+def sqr_clipped_relu_u8x8(typingctx, z, zi, shift, out, oi):
+    """SqrClippedReLU of 8 lanes: ``out[oi + j] = min((z[zi + j]**2) >> (2 * shift + 7), 127)``
+    with the square in 64-bit lanes (exact for every int32; ``2 * shift + 7`` < 64)."""
+    if not _check_act(z, zi, shift, out, oi):
+        return None
+
+    def codegen(context, builder, sig, args):
+        v, store = _act_io(context, builder, sig, args)
+        v64 = _vec(64, 8)
+        w = builder.sext(v, v64)
+        s = args[2] if args[2].type.width == 64 else builder.sext(args[2], _I64)
+        s = builder.add(builder.mul(s, ir.Constant(_I64, 2)), ir.Constant(_I64, 7))
+        sq = builder.lshr(builder.mul(w, w), _splat(builder, s, v64))  # a square is >= 0
+        top = ir.Constant(v64, [127] * 8)
+        store(builder.select(builder.icmp_unsigned(">", sq, top), top, sq))
+        return context.get_dummy_value()
+
+    return types.none(z, zi, shift, out, oi), codegen

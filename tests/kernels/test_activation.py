@@ -15,6 +15,7 @@ from nnue_infer.kernels.activation import (
     ACT_SQR_CRELU_AND_CRELU,
     FT_PAIRWISE,
     activate,
+    activate_lanes,
     clipped_relu,
     ft_transform,
     pairwise_clamp_mul,
@@ -77,7 +78,7 @@ def test_pairwise_other_clamp_and_shift():
 def test_clipped_relu_edges():
     z = np.array(I32_EDGES, np.int32)
     out = np.full(len(z) + 3, 77, np.uint8)
-    clipped_relu(z, len(z), 6, out, 3)
+    clipped_relu(z, 0, len(z), 6, out, 3)
     np.testing.assert_array_equal(out[3:], R.crelu(z))
     assert (out[:3] == 77).all()  # writes start at the offset
     assert out[3 + I32_EDGES.index(-1)] == 0  # -1 >> 6 == -1 -> 0 (arithmetic shift)
@@ -87,7 +88,7 @@ def test_clipped_relu_edges():
 def test_sqr_clipped_relu_edges():
     z = np.array(I32_EDGES, np.int32)
     out = np.empty(len(z), np.uint8)
-    sqr_clipped_relu(z, len(z), 6, out, 0)
+    sqr_clipped_relu(z, 0, len(z), 6, out, 0)
     want = [min(127, (int(v) * int(v)) >> 19) for v in I32_EDGES]
     np.testing.assert_array_equal(out, want)
     np.testing.assert_array_equal(out, R.sqr_crelu(z))
@@ -104,23 +105,43 @@ def test_sqr_clipped_relu_random():
     z = rng.integers(-(2**31), 2**31, size=4096, dtype=np.int64).astype(np.int32)
     z[:2048] //= 4096  # plenty of values in the unsaturated range
     out = np.empty(4096, np.uint8)
-    sqr_clipped_relu(z, 4096, 6, out, 0)
+    sqr_clipped_relu(z, 0, 4096, 6, out, 0)
     np.testing.assert_array_equal(out, R.sqr_crelu(z))
-    clipped_relu(z, 4096, 6, out, 0)
+    clipped_relu(z, 0, 4096, 6, out, 0)
     np.testing.assert_array_equal(out, R.crelu(z))
 
 
 def test_activate_codes():
-    z = np.array(I32_EDGES[:15] + [123_456], np.int32)
-    out = np.full(32, 200, np.uint8)
-    assert activate(z, 15, ACT_SQR_CRELU_AND_CRELU, 6, out) == 30
-    np.testing.assert_array_equal(out[:15], R.sqr_crelu(z[:15]))
-    np.testing.assert_array_equal(out[15:30], R.crelu(z[:15]))
-    assert (out[30:] == 200).all()  # neuron 15 (the skip) is not activated; padding left to the caller
-    assert activate(z, 16, ACT_CRELU, 6, out) == 16
-    np.testing.assert_array_equal(out[:16], R.crelu(z))
-    assert activate(z, 16, ACT_SQR_CRELU, 6, out) == 16
-    np.testing.assert_array_equal(out[:16], R.sqr_crelu(z))
+    """Each code on z[5:21] into out[8:]: the offsets of both buffers are honoured."""
+    z = np.array([-7] * 5 + I32_EDGES[:15] + [123_456], np.int32)
+    out = np.full(40, 200, np.uint8)
+    assert activate(z, 5, 15, ACT_SQR_CRELU_AND_CRELU, 6, out, 8) == 30
+    np.testing.assert_array_equal(out[8:23], R.sqr_crelu(z[5:20]))
+    np.testing.assert_array_equal(out[23:38], R.crelu(z[5:20]))
+    assert (out[:8] == 200).all() and (out[38:] == 200).all()  # neuron 15 (the skip) is not activated; padding left to the caller
+    assert activate(z, 5, 16, ACT_CRELU, 6, out, 8) == 16
+    np.testing.assert_array_equal(out[8:24], R.crelu(z[5:]))
+    assert activate(z, 5, 16, ACT_SQR_CRELU, 6, out, 8) == 16
+    np.testing.assert_array_equal(out[8:24], R.sqr_crelu(z[5:]))
+
+
+@pytest.mark.parametrize("shift", [6, 7, 0, 12])
+@pytest.mark.parametrize("code", [ACT_SQR_CRELU_AND_CRELU, ACT_CRELU, ACT_SQR_CRELU])
+def test_activate_lanes_equals_the_loops(code, shift):
+    """The 8-lane SIMD activations (emulated where the CPU lacks AVX2) give the plain loops' bytes on
+    int32 edges and random sums, for widths that do and do not fill a register (the bytes after
+    the outputs are the caller's: it zeroes them)."""
+    rng = np.random.default_rng(shift)
+    z = np.array(I32_EDGES + list(rng.integers(-(2**31), 2**31, 100)) + list(rng.integers(-20_000, 20_000, 100)),
+                 np.int64).astype(np.int32)
+    for n in (15, 16, 32, 1, 31):
+        for start in range(0, len(z) - 40, 9):
+            want = np.full(80, 200, np.uint8)
+            got = np.full(80, 200, np.uint8)
+            n_want = activate(z, start, n, code, shift, want, 3)
+            assert activate_lanes(z, start, n, code, shift, got, 3) == n_want
+            np.testing.assert_array_equal(got[: 3 + n_want], want[: 3 + n_want])
+            assert (got[:3] == 200).all()
 
 
 #: Every path's code (the path is data, see test_accumulator.ALL_PATHS).

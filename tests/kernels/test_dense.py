@@ -78,7 +78,7 @@ def test_affine_random(rng, isa):
             x[rng.random(n_in) < 0.5] = 0
             z = np.empty(n_out, np.int32)
             for k in range(3):
-                affine(x, n_in, wb, k * n_in * n_out, b, k * n_out, n_out, z, isa)
+                affine(x, 0, n_in, wb, k * n_in * n_out, b, k * n_out, n_out, z, 0, isa)
                 W = w[k * n_in * n_out : (k + 1) * n_in * n_out].reshape(n_out, n_in).astype(np.int64)
                 np.testing.assert_array_equal(z, b[k * n_out : (k + 1) * n_out] + W @ x.astype(np.int64))
 
@@ -114,7 +114,7 @@ def test_affine_signed_inputs_offset_on_every_path(rng, isa, extreme):
         if simd.first_layer_isa(isa, 255, pair) != isa:
             continue  # not a path chosen for these weights (AVX2's vpmaddubsw would saturate)
         z = np.empty(n_out, np.int32)
-        affine(u, n_in, blocked(W, n_out, n_in), 0, b_offset, 0, n_out, z, isa)
+        affine(u, 0, n_in, blocked(W, n_out, n_in), 0, b_offset, 0, n_out, z, 0, isa)
         np.testing.assert_array_equal(z, R.wrap32_array(b.astype(np.int64) + W.astype(np.int64) @ x.astype(np.int64)))
 
 
@@ -130,10 +130,10 @@ def test_avx2_saturation_edge_takes_the_wide_form():
     assert simd.first_layer_isa(simd.ISA_AVX2, 255, 255) == simd.FC0_AVX2_WIDE
     assert simd.first_layer_isa(simd.ISA_AVX2, 127, 256) == simd.ISA_AVX2
     z = np.empty(n_out, np.int32)
-    affine(u, n_in, blocked(W, n_out, n_in), 0, b, 0, n_out, z, simd.FC0_AVX2_WIDE)
+    affine(u, 0, n_in, blocked(W, n_out, n_in), 0, b, 0, n_out, z, 0, simd.FC0_AVX2_WIDE)
     np.testing.assert_array_equal(z, want)
     if simd.TARGET_AVX2:  # the edge is real: the saturating form gives other numbers
-        affine(u, n_in, blocked(W, n_out, n_in), 0, b, 0, n_out, z, simd.ISA_AVX2)
+        affine(u, 0, n_in, blocked(W, n_out, n_in), 0, b, 0, n_out, z, 0, simd.ISA_AVX2)
         assert (z != want).all()
 
 
@@ -150,7 +150,7 @@ def test_affine_extremes_wrap_int32(isa):
         b[:4] = (-(2**31), 2**31 - 1, 0, 5)
         x = np.full(n_in, top, np.uint8)
         z = np.empty(n_out, np.int32)
-        affine(x, n_in, blocked(w, n_out, n_in), 0, b, 0, n_out, z, isa)
+        affine(x, 0, n_in, blocked(w, n_out, n_in), 0, b, 0, n_out, z, 0, isa)
         want = [R.wrap32(int(b[i]) + int(w[i * n_in : (i + 1) * n_in].astype(np.int64).sum()) * top)
                 for i in range(n_out)]
         np.testing.assert_array_equal(z, want)
