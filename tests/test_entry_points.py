@@ -36,7 +36,7 @@ def test_direct_calls_equal_batch_calls_and_stockfish(network, corpus):
         got = ev.evaluate()
         assert got == Evaluator(network).evaluate(ev.board) == ev.evaluate_batch([ev.board])[0]
         ply = len(ev.board.move_stack)
-        # the incremental kernel again on the same (already computed, trusted) ply, not the stored value
+        # the incremental kernel again on the same ply (recomputed from its parent), not the stored value
         assert E._entry(ev._ply_entry)(ev._address, ply, ply + 1, _position(ev.board)) == got
 
 
@@ -225,3 +225,26 @@ def test_refresh_forgets_the_values_stored_for_evaluated_plies(network):
     assert ev.evaluate() == Evaluator(net).evaluate(ev.board)
     ev.pop()
     assert ev.evaluate() == Evaluator(net).evaluate(ev.board)
+
+
+def test_a_refused_position_leaves_its_pair_unflagged_in_the_kernel(network):
+    """arena.evaluate_ply clears the ply's "computed" flags before it checks the position, so a
+    refused position's bitboards (written into the pair) never stand for its accumulator, whatever
+    ``trusted`` the caller passes (e.g. another evaluator sharing the arrays after copy.copy)."""
+    from nnue_infer.kernels.accumulator import STATE_FLAG
+    from nnue_infer.kernels.forward import INVALID_POSITION
+
+    ev = Evaluator(network)
+    ev.set_position(chess.Board())
+    for uci in GAME[:3]:
+        ev.push_uci(uci)
+    want = ev.evaluate()
+    pair = ev._stack_base + 3
+    assert ev._state[pair, :, STATE_FLAG].tolist() == [1, 1]
+    board = ev.board
+    board.knights |= chess.BB_E1
+    evaluate_ply = E._entry(ev._ply_entry)
+    assert evaluate_ply(ev._address, 3, 4, _position(board)) == INVALID_POSITION
+    assert ev._state[pair, :, STATE_FLAG].tolist() == [0, 0]
+    assert evaluate_ply(ev._address, 3, 4, _position(ev.board)) == want
+    assert ev._state[pair, :, STATE_FLAG].tolist() == [1, 1]

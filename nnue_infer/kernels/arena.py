@@ -30,7 +30,7 @@ from numba import carray, njit, types
 from numba.extending import intrinsic
 
 from . import forward
-from .accumulator import INDEX_SCRATCH, RELATION_SCRATCH
+from .accumulator import INDEX_SCRATCH, RELATION_SCRATCH, STATE_FLAG
 from .dense import LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, scratch_layout
 
 #: The arrays a header stands for, in the order of the ``forward`` kernels' arguments: name,
@@ -152,16 +152,21 @@ def evaluate_ply(address, ply, trusted, position):
     """:func:`forward.evaluate_stack <nnue_infer.kernels.forward.evaluate_stack>` of ``position``
     (a :data:`POSITION` tuple) at ``ply`` on the arrays of the header at ``address``.
 
-    The bitboards go to the ply's pair (``state[P_CACHE_PAIRS + 3 + ply, 0, :8]``) first; the
-    side to move is ``position[8]``.  Returns what ``forward.evaluate_stack`` returns (the value,
-    or ``INVALID_POSITION``).
+    The bitboards go to the ply's pair (``state[P_CACHE_PAIRS + 3 + ply, 0, :8]``) first and that
+    pair's "computed" flags are cleared: the ply is always recomputed from its nearest computed
+    ancestor (whatever ``trusted`` says), and a position refused as ``INVALID_POSITION`` leaves no
+    flagged pair whose piece set is not its accumulator's.  The side to move is ``position[8]``.
+    Returns what ``forward.evaluate_stack`` returns (the value, or ``INVALID_POSITION``).
     """
     h = header_at(address)
     a = header_arrays(h)
     params, slot_table, king_buckets, layers = config_views(h)
     added, removed, rel, idx = scratch_views(h, params, layers)
     state = a[9]
-    put_position(state, params[forward.P_CACHE_PAIRS] + 3 + ply, position)
+    pair = params[forward.P_CACHE_PAIRS] + 3 + ply
+    put_position(state, pair, position)
+    state[pair, 0, STATE_FLAG] = 0
+    state[pair, 1, STATE_FLAG] = 0
     return forward.evaluate_stack(ply, 0 if position[8] else 1, trusted, params, slot_table, king_buckets, layers,
                                   a[0], a[1], a[2], a[3], a[4], a[5], a[7], a[8], state, a[10], added, removed, rel,
                                   idx)
