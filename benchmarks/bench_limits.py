@@ -299,6 +299,19 @@ class Python:
         return out
 
 
+def floor_label(cases, c_round) -> str:
+    """The C floor's implementation, e.g. ``avx2``; a floor made of several cases names them:
+    ``eval_from_acc avx2 - pairwise_2p avx2``, ``2x refresh_1p avx2 + eval_from_acc scalar``."""
+    if len(cases) == 1:
+        return c_round[cases[0][1]][1]
+    terms = []
+    for i, (k, case) in enumerate(cases):
+        sign = ("- " if k < 0 else "+ ") if i else ("-" if k < 0 else "")
+        count = "" if abs(k) == 1 else f"{abs(k)}x "
+        terms.append(f"{sign}{count}{case.split(chr(9))[0]} {c_round[case][1]}")
+    return " ".join(terms)
+
+
 def fmt(ns: float) -> str:
     return f"{ns:,.0f}" if ns >= 100 else f"{ns:.1f}"
 
@@ -332,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|")
     for label, cases, kind in ROWS:
         c_ns = statistics.median(sum(k * c[case][0] for k, case in cases) for c in c_rounds)
-        impl = " + ".join(("" if k == 1 else f"{k}x ") + c_rounds[-1][case][1] for k, case in cases)
+        impl = floor_label(cases, c_rounds[-1])
         py_ns = statistics.median(r[kind] for r in py_rounds)
         print(f"| {label} | {fmt(c_ns)} [{impl}] | {fmt(py_ns)} | {py_ns / c_ns:.1f}x |")
     return 0
