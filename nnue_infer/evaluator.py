@@ -269,7 +269,8 @@ class Evaluator:
         params[K.P_PAIRS] = int8.pairs
         params[K.P_PAIR_OFFSET] = int8.pair_offset
         params[K.P_SIMD] = simd.ISA
-        params[K.P_FC0_SIMD] = simd.first_layer_isa(simd.ISA, arch.first_layer_max_byte, network.first_layer_pair_sum)
+        params[K.P_FC0_SIMD] = simd.first_layer_isa(simd.ISA, arch.first_layer_max_byte, network.first_layer_pair_sum,
+                                                    network.first_layer_quad_sum)
         weights, biases, layers = network.compute_layout
         cfg = np.concatenate([
             params,

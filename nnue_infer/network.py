@@ -690,6 +690,18 @@ class Network:
         return int((w[..., 0::2] + w[..., 1::2]).max(initial=0))
 
     @cached_property
+    def first_layer_quad_sum(self) -> int:
+        """Largest sum of |weights| over the four products that ``kernels.simd.dot4x2_avx2`` adds
+        in one int16 lane: inputs 2k, 2k + 1 of blocks 2m and 2m + 1 (8m + 2k, 8m + 2k + 1,
+        8m + 4 + 2k, 8m + 5 + 2k), over buckets, outputs, m and k (``kernels.simd.first_layer_isa``)."""
+        w = np.abs(self.layer_weights[0].astype(np.int32))
+        pad = -w.shape[2] % 8
+        if pad:
+            w = np.concatenate([w, np.zeros((*w.shape[:2], pad), np.int32)], axis=2)
+        B, n_out, n_in = w.shape
+        return int(w.reshape(B, n_out, n_in // 8, 2, 2, 2).sum(axis=(3, 5)).max(initial=0))
+
+    @cached_property
     def compute_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Flat dense parameters for :func:`nnue_infer.kernels.dense.propagate_layer_stack`.
 

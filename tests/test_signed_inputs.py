@@ -113,7 +113,8 @@ def test_signed_network_matches_reference(activation, qa, shift, extreme, boards
     assert [ev.evaluate(b) for b in boards] == list(want)
     assert ev.evaluate_batch([b.fen() for b in boards]).tolist() == list(want)
     fc0 = int(ev._params[K.P_FC0_SIMD])
-    assert fc0 == simd.first_layer_isa(simd.ISA, net.architecture.first_layer_max_byte, net.first_layer_pair_sum)
+    assert fc0 == simd.first_layer_isa(simd.ISA, net.architecture.first_layer_max_byte, net.first_layer_pair_sum,
+                                       net.first_layer_quad_sum)
     if simd.ISA == simd.ISA_AVX2:  # the saturating vpmaddubsw only where it is exact
         assert fc0 == (simd.FC0_AVX2_WIDE if extreme else simd.ISA_AVX2)
 
@@ -138,3 +139,22 @@ def test_offset_biases_only_for_signed_inputs():
     np.testing.assert_array_equal(stored, R.wrap32_array(b0 - 128 * w0.sum(axis=2)))
     assert (stored != b0).any()
     np.testing.assert_array_equal(biases[layers[1, 6] : layers[1, 6] + 8 * 32], net.layer_biases[1].reshape(-1))
+
+
+def test_pair_and_quad_sums_by_brute_force():
+    """Network.first_layer_pair_sum / first_layer_quad_sum against explicit loops over the products
+    vpmaddubsw (one block: inputs 4b+2k, 4b+2k+1) and dot4x2_avx2 (blocks 2m, 2m+1) add in int16."""
+    net = make("glu", 127, 7, False, seed=9)
+    w = np.abs(net.layer_weights[0].astype(np.int64))
+    pair = quad = 0
+    for bucket in range(w.shape[0]):
+        for o in range(w.shape[1]):
+            row = w[bucket, o]
+            for j in range(0, L1, 2):
+                pair = max(pair, row[j] + row[j + 1])
+            for m in range(L1 // 8):
+                for k in range(2):
+                    i = 8 * m + 2 * k
+                    quad = max(quad, row[i] + row[i + 1] + row[i + 4] + row[i + 5])
+    assert net.first_layer_pair_sum == pair
+    assert net.first_layer_quad_sum == quad

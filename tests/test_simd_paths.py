@@ -64,6 +64,11 @@ def test_first_layer_isa():
     assert simd.first_layer_isa(simd.ISA_AVX2, 254, 129) == simd.ISA_AVX2  # 32,766
     for isa in (simd.ISA_PORTABLE, simd.ISA_AVXVNNI, simd.ISA_VNNI512):  # no int16 sums
         assert simd.first_layer_isa(isa, 255, 256) == isa
+        assert simd.first_layer_isa(isa, 126, 182, 227) == isa
+    # two blocks per vpmaddwd where the int16 sums of four products fit (Stockfish 15.1's fc_0: 126 * 227)
+    assert simd.first_layer_isa(simd.ISA_AVX2, 126, 182, 227) == simd.FC0_AVX2_PAIRED
+    assert simd.first_layer_isa(simd.ISA_AVX2, 126, 182, 261) == simd.ISA_AVX2  # 32,886: could overflow
+    assert simd.first_layer_isa(simd.ISA_AVX2, 255, 200, 261) == simd.FC0_AVX2_WIDE
 
 
 @pytest.mark.parametrize("name", simd.ISA_NAMES)

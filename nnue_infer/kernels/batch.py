@@ -13,7 +13,8 @@ Last such changes: threat and pawn-pair features (kernels.threats, kernels.accum
 (kernels.simd) in the accumulator, activation and dense kernels; signed first-layer inputs as x + 128
 bytes on every SIMD path (activation.ft_transform, dense.affine); one flat accumulator update (128-lane tiles,
 PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb); layer stack addressed by offsets,
-hidden activations in SIMD lanes (dense.propagate_layer_stack, activation.activate_lanes).
+hidden activations in SIMD lanes (dense.propagate_layer_stack, activation.activate_lanes); AVX2 fc_0 with
+two input blocks per vpmaddwd (dense.affine_ymm_paired).
 """
 
 from __future__ import annotations

@@ -172,6 +172,48 @@ def affine_ymm(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, i
 
 
 @njit(cache=True, inline="always")
+def affine_ymm_paired(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off):
+    """:func:`affine_ymm` with two input blocks per ``vpmaddwd`` (``simd.dot4x2_avx2``: blocks
+    2m and 2m + 1 added in int16), for ``simd.FC0_AVX2_PAIRED``, which ``simd.first_layer_isa``
+    chooses only where those int16 sums cannot overflow; an odd last block alone."""
+    nb = n_in // 4
+    step = 4 * n_out
+    g = 0
+    while g < n_out:  # 16 outputs per pass (two registers), then 8
+        two = g + 16 <= n_out
+        a0 = simd.load_i32x8(biases, b_off + g)
+        b0 = simd.load_i32x8(biases, b_off + g + 8) if two else simd.zero_i32x8()
+        a1 = simd.zero_i32x8()
+        b1 = simd.zero_i32x8()
+        w = w_off + 4 * g
+        blk = 0
+        while blk + 4 <= nb:
+            xi = x_off + 4 * blk
+            a0 = simd.dot4x2_avx2(a0, x, xi, xi + 4, weights, w, w + step)
+            a1 = simd.dot4x2_avx2(a1, x, xi + 8, xi + 12, weights, w + 2 * step, w + 3 * step)
+            if two:
+                b0 = simd.dot4x2_avx2(b0, x, xi, xi + 4, weights, w + 32, w + step + 32)
+                b1 = simd.dot4x2_avx2(b1, x, xi + 8, xi + 12, weights, w + 2 * step + 32, w + 3 * step + 32)
+            w += 4 * step
+            blk += 4
+        if blk + 2 <= nb:
+            xi = x_off + 4 * blk
+            a0 = simd.dot4x2_avx2(a0, x, xi, xi + 4, weights, w, w + step)
+            if two:
+                b0 = simd.dot4x2_avx2(b0, x, xi, xi + 4, weights, w + 32, w + step + 32)
+            w += 2 * step
+            blk += 2
+        if blk < nb:
+            a0 = simd.dot4_avx2(a0, x, x_off + 4 * blk, weights, w)
+            if two:
+                b0 = simd.dot4_avx2(b0, x, x_off + 4 * blk, weights, w + 32)
+        simd.store_i32x8(z, z_off + g, simd.add_i32x8(a0, a1))
+        if two:
+            simd.store_i32x8(z, z_off + g + 8, simd.add_i32x8(b0, b1))
+        g += 16 if two else 8
+
+
+@njit(cache=True, inline="always")
 def affine(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, isa):
     """``z[z_off:z_off + n_out] = biases + W @ x[x_off:x_off + n_in]``: an int8 dense layer on 8-bit
     inputs, int32 outputs (wrapping sums).  Offsets instead of slices: a slice is a new array,
@@ -193,7 +235,7 @@ def affine(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, isa):
     z : int32[>= z_off + n_out]
         Output, from ``z_off``.
     isa : int
-        ``simd.ISA_*`` or ``simd.FC0_AVX2_WIDE``: the instructions to use (``ISA_AVX2`` only
+        ``simd.ISA_*``, ``simd.FC0_AVX2_WIDE`` or ``simd.FC0_AVX2_PAIRED``: the instructions to use (``ISA_AVX2`` only
         where ``vpmaddubsw`` cannot saturate: ``simd.first_layer_isa``); layers whose width does
         not fill a register, paths the target CPU lacks (``simd.TARGET_*``: never another
         path's instructions) and ``ISA_PORTABLE`` use plain loops.  Every choice gives the
@@ -205,6 +247,8 @@ def affine(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, isa):
     vnni = isa == simd.ISA_VNNI512 or isa == simd.ISA_AVXVNNI
     if simd.TARGET_VNNI512 and isa == simd.ISA_VNNI512 and n_out % 16 == 0:
         affine_zmm(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off)
+    elif simd.TARGET_AVX2 and isa == simd.FC0_AVX2_PAIRED and n_out % 8 == 0:
+        affine_ymm_paired(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off)
     elif n_out % 8 == 0 and ((simd.TARGET_VNNI256 and vnni) or (simd.TARGET_AVX2 and (
             isa == simd.ISA_AVX2 or isa == simd.FC0_AVX2_WIDE))):
         affine_ymm(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, isa)

@@ -12,7 +12,8 @@ dense kernels; threat deltas near the changed squares, scratch in the int16 scra
 signed first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform, dense.affine);
 one flat accumulator update (128-lane tiles, PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb);
 evaluate_stack / evaluate_fresh inlined into kernels.arena's entries (arguments unpacked there);
-layer stack addressed by offsets into two carray views of the scratch, hidden activations in SIMD lanes.
+layer stack addressed by offsets into two carray views of the scratch, hidden activations in SIMD lanes;
+AVX2 fc_0 with two input blocks per vpmaddwd (dense.affine_ymm_paired).
 """
 
 from __future__ import annotations

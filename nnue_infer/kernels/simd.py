@@ -130,13 +130,17 @@ def aligned(arr: np.ndarray) -> np.ndarray:
 #: First-layer path of AVX2 for input bytes up to 255 whatever the weights: each byte split into
 #: its top bit and its low 7 bits, one ``vpmaddubsw`` for each (neither can saturate).
 FC0_AVX2_WIDE = 4
+#: First-layer path of AVX2 for layers whose int16 sums of four products cannot overflow: the
+#: ``vpmaddubsw`` results of two input blocks added in int16 (``vpaddw``) before one ``vpmaddwd``
+#: (three multiplies per two blocks instead of four; Stockfish's ``m256_add_dpbusd_epi32x2``).
+FC0_AVX2_PAIRED = 5
 #: The largest |sum of two products| ``vpmaddubsw`` returns exactly (int16 saturation).
 MADDUBS_LIMIT = 32767
 
 
-def first_layer_isa(isa: int, max_input: int, max_pair: int) -> int:
-    """The path of the first dense layer: ``isa``, or ``FC0_AVX2_WIDE`` where AVX2's
-    ``vpmaddubsw`` could saturate.
+def first_layer_isa(isa: int, max_input: int, max_pair: int, max_quad: int = 1 << 16) -> int:
+    """The path of the first dense layer: ``isa``, or on AVX2 ``FC0_AVX2_PAIRED`` where int16
+    sums of four products cannot overflow and ``FC0_AVX2_WIDE`` where ``vpmaddubsw`` could saturate.
 
     Parameters
     ----------
@@ -149,11 +153,18 @@ def first_layer_isa(isa: int, max_input: int, max_pair: int) -> int:
         Largest ``|w[o, 2j]| + |w[o, 2j + 1]|`` of the layer's int8 weights over buckets,
         outputs o and input pairs j (``Network.first_layer_pair_sum``): the two products
         ``vpmaddubsw`` adds in int16.
+    max_quad : int
+        Largest sum of the |weights| of the four products ``FC0_AVX2_PAIRED`` adds in one int16
+        lane (``Network.first_layer_quad_sum``; the default: never).
 
     ``vpmaddubsw`` is exact when ``max_input * max_pair <= 32767`` (always for inputs up to 127:
-    127 * 256 = 32512); otherwise AVX2 takes ``FC0_AVX2_WIDE``, which is exact for every input
-    and weight.  VNNI's ``vpdpbusd`` sums in int32 and the plain loops in int64: exact for all.
+    127 * 256 = 32512), and adding two of its results in int16 when ``max_input * max_quad <=
+    32767`` (Stockfish 15.1's fc_0: 126 * 227); otherwise AVX2 takes ``FC0_AVX2_WIDE``, which is
+    exact for every input and weight.  VNNI's ``vpdpbusd`` sums in int32 and the plain loops in
+    int64: exact for all.
     """
+    if isa == ISA_AVX2 and max_input * max_quad <= MADDUBS_LIMIT:
+        return FC0_AVX2_PAIRED
     if isa == ISA_AVX2 and max_input * max_pair > MADDUBS_LIMIT:
         return FC0_AVX2_WIDE
     return isa
@@ -239,18 +250,23 @@ def _dot4_generic(builder, acc, xb, wb):
     return acc
 
 
-def _maddubs_madd_generic(builder, acc, xb, wb):
-    """AVX2 ``acc + madd(maddubs(xb, wb), 1)`` in generic IR: pairs of u8*i8 products summed with
-    int16 saturation, then pairs of those summed into int32."""
-    n = acc.type.count
-    prods = builder.mul(builder.zext(xb, _vec(32, 4 * n)), builder.sext(wb, _vec(32, 4 * n)))
-    pairs = builder.add(_lanes(builder, prods, range(0, 4 * n, 2)), _lanes(builder, prods, range(1, 4 * n, 2)))
-    lo = ir.Constant(_vec(32, 2 * n), [-32768] * (2 * n))
-    hi = ir.Constant(_vec(32, 2 * n), [32767] * (2 * n))
+def _maddubs_generic(builder, xb, wb):
+    """AVX2 ``maddubs(xb, wb)`` in generic IR: pairs of u8*i8 products summed with int16
+    saturation (``xb``, ``wb``: 32 bytes; 16 int16 lanes)."""
+    prods = builder.mul(builder.zext(xb, _vec(32, 32)), builder.sext(wb, _vec(32, 32)))
+    pairs = builder.add(_lanes(builder, prods, range(0, 32, 2)), _lanes(builder, prods, range(1, 32, 2)))
+    lo = ir.Constant(_vec(32, 16), [-32768] * 16)
+    hi = ir.Constant(_vec(32, 16), [32767] * 16)
     pairs = builder.select(builder.icmp_signed("<", pairs, lo), lo, pairs)
     pairs = builder.select(builder.icmp_signed(">", pairs, hi), hi, pairs)
-    return builder.add(acc, builder.add(_lanes(builder, pairs, range(0, 2 * n, 2)),
-                                        _lanes(builder, pairs, range(1, 2 * n, 2))))
+    return builder.trunc(pairs, _vec(16, 16))
+
+
+def _maddubs_madd_generic(builder, acc, xb, wb):
+    """AVX2 ``acc + madd(maddubs(xb, wb), 1)`` in generic IR (8 int32 lanes): pairs of u8*i8
+    products summed with int16 saturation, then pairs of those summed into int32."""
+    pairs = builder.sext(_maddubs_generic(builder, xb, wb), _vec(32, 16))
+    return builder.add(acc, builder.add(_lanes(builder, pairs, range(0, 16, 2)), _lanes(builder, pairs, range(1, 16, 2))))
 
 
 def _dot4_operands(context, builder, sig, args, lanes):
@@ -361,6 +377,42 @@ def dot4_avx2_wide(typingctx, acc, x, xi, w, wi):
         return builder.add(args[0], builder.add(s_low, s_top))
 
     return I32x8(acc, x, xi, w, wi), codegen
+
+
+@intrinsic
+def dot4x2_avx2(typingctx, acc, x, xi, xj, w, wi, wj):
+    """Two 4-byte input blocks into 8 int32 lanes: ``vpmaddubsw`` of each (``x[xi:xi+4]`` against
+    ``w[wi:wi+32]``, ``x[xj:xj+4]`` against ``w[wj:wj+32]``), the two results added in int16
+    (``vpaddw``, wrapping), one ``vpmaddwd`` by ones, added to ``acc``.
+
+    Equal to two :func:`dot4_avx2` when no int16 sum of four products overflows (the caller
+    checks the weights: ``first_layer_isa``'s ``FC0_AVX2_PAIRED``).  The same saturating and
+    wrapping arithmetic where the target lacks AVX2.
+    """
+    if not (acc == I32x8 and _is_array(x, 8) and _is_array(w, 8)
+            and all(isinstance(t, types.Integer) for t in (xi, xj, wi, wj))):
+        return None
+
+    def codegen(context, builder, sig, args):
+        _, xty, _, _, wty, _, _ = sig.args
+        acc_, x_, xi_, xj_, w_, wi_, wj_ = args
+        v8, v16, v32 = _vec(8, 32), _vec(16, 16), _vec(32, 8)
+
+        def operands(i, j):
+            x4 = builder.load(_element_ptr(context, builder, xty, x_, i, _I32), align=1)
+            xb = builder.bitcast(_splat(builder, x4, v32), v8)
+            return xb, builder.load(_element_ptr(context, builder, wty, w_, j, v8), align=1)
+
+        (xa, wa), (xb, wb) = operands(xi_, wi_), operands(xj_, wj_)
+        if _has(context, "avx2"):
+            t = builder.add(_call(builder, "llvm.x86.avx2.pmadd.ub.sw", v16, [xa, wa]),
+                            _call(builder, "llvm.x86.avx2.pmadd.ub.sw", v16, [xb, wb]))
+            return builder.add(acc_, _call(builder, "llvm.x86.avx2.pmadd.wd", v32, [t, ir.Constant(v16, [1] * 16)]))
+        t = builder.add(_maddubs_generic(builder, xa, wa), _maddubs_generic(builder, xb, wb))
+        t32 = builder.sext(t, _vec(32, 16))
+        return builder.add(acc_, builder.add(_lanes(builder, t32, range(0, 16, 2)), _lanes(builder, t32, range(1, 16, 2))))
+
+    return I32x8(acc, x, xi, xj, w, wi, wj), codegen
 
 
 @intrinsic

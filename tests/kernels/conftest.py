@@ -39,7 +39,7 @@ def params(network, halfka) -> np.ndarray:
     p[K.P_FT_ACTIVATION] = FT_PAIRWISE
     p[K.P_FLOAT_OUTPUT] = 9600  # 600 * 16 (no float layers in this network)
     p[K.P_SIMD] = simd.ISA  # the path under test (NNUE_INFER_SIMD; see test_simd_paths.py)
-    p[K.P_FC0_SIMD] = simd.first_layer_isa(simd.ISA, 126, network.first_layer_pair_sum)
+    p[K.P_FC0_SIMD] = simd.first_layer_isa(simd.ISA, 126, network.first_layer_pair_sum, network.first_layer_quad_sum)
     assert arch.skip_index == 15 and arch.output_buckets == 8
     return p
 

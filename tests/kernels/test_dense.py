@@ -22,7 +22,7 @@ from nnue_infer.kernels.dense import (
 from nnue_infer.network import block_layout
 
 ISA = simd.ISA  # the path under test (NNUE_INFER_SIMD; see test_simd_paths.py)
-FC0 = simd.first_layer_isa(ISA, 126, 256)  # Stockfish 15.1: pairwise bytes up to 126, any weights
+FC0 = simd.first_layer_isa(ISA, 126, 182, 227)  # Stockfish 15.1's fc_0: bytes to 126, its pair and quad sums
 
 SKIP = (15, -1, 0, 9600, 8128)  # skip index, subtracted index, SKIP_SEPARATE, numerator, denominator
 
@@ -84,7 +84,8 @@ def test_affine_random(rng, isa):
 
 
 #: Every first-layer path code; paths the target CPU lacks run the plain loops (never another path's instructions).
-FC0_PATHS = [simd.ISA_PORTABLE, simd.ISA_AVX2, simd.ISA_AVXVNNI, simd.ISA_VNNI512, simd.FC0_AVX2_WIDE]
+FC0_PATHS = [simd.ISA_PORTABLE, simd.ISA_AVX2, simd.ISA_AVXVNNI, simd.ISA_VNNI512, simd.FC0_AVX2_WIDE,
+             simd.FC0_AVX2_PAIRED]
 
 
 def signed_case(rng, n_in, n_out, extreme):
@@ -111,11 +112,27 @@ def test_affine_signed_inputs_offset_on_every_path(rng, isa, extreme):
     for n_in, n_out in ((64, 16), (1024, 16), (128, 32), (32, 8), (32, 15), (64, 1)):
         x, W, b, u, b_offset = signed_case(rng, n_in, n_out, extreme)
         pair = int(np.abs(W.astype(np.int32)).reshape(n_out, -1, 2).sum(axis=2).max())
-        if simd.first_layer_isa(isa, 255, pair) != isa:
+        if isa == simd.FC0_AVX2_PAIRED or simd.first_layer_isa(isa, 255, pair) != isa:
             continue  # not a path chosen for these weights (AVX2's vpmaddubsw would saturate)
         z = np.empty(n_out, np.int32)
         affine(u, 0, n_in, blocked(W, n_out, n_in), 0, b_offset, 0, n_out, z, 0, isa)
         np.testing.assert_array_equal(z, R.wrap32_array(b.astype(np.int64) + W.astype(np.int64) @ x.astype(np.int64)))
+
+
+@pytest.mark.parametrize("n_in, n_out", [(1024, 16), (1024, 32), (36, 24), (44, 8), (64, 16), (8, 16)])
+def test_affine_paired_blocks_where_chosen(rng, n_in, n_out):
+    """FC0_AVX2_PAIRED (two blocks per vpmaddwd; 16 then 8 outputs per pass; an odd last block
+    alone) on Stockfish 15.1's input range (bytes to 126) with weights whose four-product sums fit
+    int16, as first_layer_isa requires: equal to the int64 reference."""
+    x = rng.integers(0, 127, n_in).astype(np.uint8)
+    x[: n_in // 2] = 126
+    W = rng.integers(-65, 66, (n_out, n_in)).astype(np.int8)
+    b = rng.integers(-(2**31), 2**31, n_out, dtype=np.int64).astype(np.int32)
+    net_quad = int(np.abs(W.astype(np.int32)).reshape(n_out, -1, 2, 2, 2).sum(axis=(2, 4)).max()) if n_in % 8 == 0 else 260
+    assert simd.first_layer_isa(simd.ISA_AVX2, 126, 130, net_quad) == simd.FC0_AVX2_PAIRED
+    z = np.empty(n_out, np.int32)
+    affine(x, 0, n_in, blocked(W, n_out, n_in), 0, b, 0, n_out, z, 0, simd.FC0_AVX2_PAIRED)
+    np.testing.assert_array_equal(z, R.wrap32_array(b.astype(np.int64) + W.astype(np.int64) @ x.astype(np.int64)))
 
 
 def test_avx2_saturation_edge_takes_the_wide_form():

@@ -158,6 +158,31 @@ def test_gated_u8x32_equals_numpy(rng, clamp_max, shift, lo_a):
     np.testing.assert_array_equal(out.astype(np.int64) - 128, want)
 
 
+@njit(cache=True)
+def dense_paired(x, w, n_in, n_out, z):
+    for g in range(0, n_out, 8):
+        a = S.zero_i32x8()
+        for blk in range(0, n_in // 4, 2):
+            a = S.dot4x2_avx2(a, x, 4 * blk, 4 * blk + 4, w, (blk * n_out + g) * 4, ((blk + 1) * n_out + g) * 4)
+        S.store_i32x8(z, g, a)
+
+
+def test_dot4x2_adds_two_blocks_in_int16(rng):
+    """Two blocks' vpmaddubsw added in int16, then one vpmaddwd: exact while every int16 sum of four
+    products fits (inputs to 126, |weights| summing to at most 260 per four), as Stockfish 15.1's fc_0;
+    beyond that the int16 sum wraps (which is why first_layer_isa checks the weights)."""
+    n_in, n_out = 64, 16
+    x = rng.integers(0, 127, n_in).astype(np.uint8)
+    x[:8] = 126
+    W = rng.integers(-65, 66, (n_out, n_in)).astype(np.int8)
+    z = np.zeros(n_out, np.int32)
+    dense_paired(x, blocked(W), n_in, n_out, z)
+    np.testing.assert_array_equal(z, W.astype(np.int64) @ x.astype(np.int64))
+    W[:] = 127  # four products of 126 * 127 = 64,008: the int16 sum wraps
+    dense_paired(np.full(n_in, 126, np.uint8), blocked(W), n_in, n_out, z)
+    assert (z != n_in * 126 * 127).all()
+
+
 def test_int16_vectors_wrap(rng):
     a = rng.integers(-32768, 32768, 128).astype(np.int16)
     b = rng.integers(-32768, 32768, 256).astype(np.int16)
