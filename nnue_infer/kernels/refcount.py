@@ -18,12 +18,19 @@ deletes every pair.  It generates no code.
 from __future__ import annotations
 
 from numba import types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
+
+
+def last_use(arrays: tuple) -> None:
+    """No-op use of each element of the tuple ``arrays`` (see the module docstring).
+
+    Plain Python (``NUMBA_DISABLE_JIT``): does nothing.  Compiled: :func:`_mark`, inlined.
+    """
 
 
 @intrinsic
-def last_use(typingctx, arrays):
-    """No-op use of each element of the tuple ``arrays`` (see the module docstring)."""
+def _mark(typingctx, arrays):
+    """The compiled :func:`last_use`: a use of ``arrays`` that generates no code."""
     if not isinstance(arrays, types.BaseTuple):
         return None
 
@@ -31,3 +38,10 @@ def last_use(typingctx, arrays):
         return context.get_dummy_value()
 
     return types.none(arrays), codegen
+
+
+@overload(last_use, inline="always")
+def _last_use(arrays):
+    if isinstance(arrays, types.BaseTuple):
+        return lambda arrays: _mark(arrays)
+    return None
