@@ -78,181 +78,98 @@ FT_LUT_GLU = 7  #: T[clamp(a, -QA, QA) + QA] * clamp(b, -QA, QA) >> shift, T the
 
 
 @njit(cache=True, inline="always")
-def pairwise_clamp_mul(acc, stm, lo_a, lo_b, clamp_max, shift, out):
-    """Pairwise multiplication of both perspectives' accumulators.
-
-    For half h = 0 (side to move ``stm``) and h = 1 (the other side) and j < L/2:
-    ``out[h*L/2 + j] = (clamp(A[j], lo_a, QA) * clamp(A[j + L/2], lo_b, QA)) >> shift``
-    (arithmetic shift: floors negative products).
-
-    Parameters
-    ----------
-    acc : int16[2, L]
-        Accumulators, row 0 White's perspective, row 1 Black's.
-    stm : int
-        Side to move, 0 White, 1 Black; its half comes first.
-    lo_a, lo_b : int
-        Lower clamps of the first and second half: 0 (activated) or -QA (only bounded).
-        ``pairwise`` uses (0, 0), ``glu`` (0, -QA), ``bilinear`` (-QA, -QA).
-    clamp_max : int
-        QA (127 for Stockfish 15.1); |product| <= QA**2 <= 2**30 fits int32.
-    shift : int
-        Right shift of the product (7 for Stockfish 15.1), so outputs are 0..(QA*QA >> shift).
-    out : int16[L]
-        Output, values in uint8 range (``pairwise``) or int8 range (``glu``, ``bilinear``).
-    """
-    half = acc.shape[1] // 2
-    for h in range(2):
-        row = acc[stm ^ h]
-        base = h * half
-        for j in range(half):
-            a = min(max(row[j], lo_a), clamp_max)
-            b = min(max(row[j + half], lo_b), clamp_max)
-            out[base + j] = (a * b) >> shift
-
-
-@njit(cache=True, inline="always")
-def pairwise_sqr_clamp_mul(acc, stm, clamp_max, shift, out):
-    """``pairwise_screlu``: ``out[h*L/2 + j] = (clamp(a, 0, QA)**2 * clamp(b, 0, QA)**2) >> shift``.
-
-    Same layout as :func:`pairwise_clamp_mul`.  The product (at most QA**4 <= 2**60) is
-    formed in int64, so it cannot overflow; the shift brings it into uint8 range.
-    """
-    half = acc.shape[1] // 2
-    for h in range(2):
-        row = acc[stm ^ h]
-        base = h * half
-        for j in range(half):
-            a = np.int64(min(max(row[j], 0), clamp_max))
-            b = np.int64(min(max(row[j + half], 0), clamp_max))
-            out[base + j] = (a * a * b * b) >> shift
-
-
-@njit(cache=True, inline="always")
-def clamp_ft(acc, stm, clamp_max, square, shift, out):
-    """Element-wise ``crelu`` (``square`` false) or ``screlu`` (``square`` true).
-
-    ``out[h*L + j] = clamp(A[j], 0, QA)**(1 or 2) >> shift`` for both perspectives (side to
-    move first): ``acc`` int16[2, L], ``out`` int16[2L].  The square is at most
-    QA**2 <= 2**30 (int32 range).
-    """
-    width = acc.shape[1]
-    for h in range(2):
-        row = acc[stm ^ h]
-        base = h * width
-        for j in range(width):
-            a = min(max(row[j], 0), clamp_max)
-            if square:
-                a = a * a
-            out[base + j] = a >> shift
-
-
-@njit(cache=True, inline="always")
-def hswish_gate_mul(acc, stm, clamp_max, shift, out):
-    """``hswish_glu``: ``out[h*L/2 + j] = (x * (x + QA) * clamp(b, -QA, QA)) >> (shift + 1)``, x = clamp(a, -QA, QA).
-
-    The gate ``x * (x + QA) / 2`` is QA**2 times hard-swish(3u)/3 at u = x / QA (exact in
-    integers: (x + QA) is hard-swish's ReLU6(3u + 3) / 6 scaled by 2 QA on [-1, 1]); it lies in
-    [-QA**2/8, QA**2].  The product (|x * (x + QA)| <= 2 QA**2, times |b| <= QA, at most
-    2 * 32767**3 < 2**47) is formed in int64; the one extra shift halves it, so the output is
-    at most ``QA**3 >> shift`` in magnitude (floor: one more below zero) and 1.0 = QA**3 / 2**shift.
-    Layout as :func:`pairwise_clamp_mul`.
-    """
-    half = acc.shape[1] // 2
-    for h in range(2):
-        row = acc[stm ^ h]
-        base = h * half
-        for j in range(half):
-            x = np.int64(min(max(row[j], -clamp_max), clamp_max))
-            b = np.int64(min(max(row[j + half], -clamp_max), clamp_max))
-            out[base + j] = (x * (x + clamp_max) * b) >> (shift + 1)
-
-
-@njit(cache=True, inline="always")
-def lut_gate_mul(acc, stm, clamp_max, shift, table, out):
-    """``lut_glu``: ``out[h*L/2 + j] = (T[clamp(a, -QA, QA) + QA] * clamp(b, -QA, QA)) >> shift``.
-
-    ``table`` holds the gate's quantised values ``T`` (int32 entries; at least ``2 * QA + 1``,
-    ``T[i]`` = gate((i - QA) / QA) * QA rounded, read from index 0), any bounded function for one
-    gather.  ``Network`` checks |T| <= QA, so |product| <= QA**2 < 2**30 and the output is within
-    ``QA**2 >> shift`` (int8 range with the quantiser's shift).  Layout as :func:`pairwise_clamp_mul`.
-    """
-    half = acc.shape[1] // 2
-    for h in range(2):
-        row = acc[stm ^ h]
-        base = h * half
-        for j in range(half):
-            g = table[min(max(row[j], -clamp_max), clamp_max) + clamp_max]
-            b = min(max(row[j + half], -clamp_max), clamp_max)
-            out[base + j] = (g * b) >> shift
-
-
-@njit(cache=True, inline="always")
 def ft_activate(acc, stm, code, clamp_max, shift, table, out):
     """Feature-transformer activation ``code`` (``FT_*``) of both accumulators into ``out``.
 
-    ``acc`` int16[2, L1]; ``out`` int16[L1] for the paired activations, int16[2 * L1] for
-    ``crelu``/``screlu``; side to move's half first.  ``table`` int32[>= 2 * QA + 1]: the gate
-    table of ``lut_glu`` at its start (the network's flat biases array, see
-    ``Network.compute_layout``); the other activations ignore it.
-    """
-    if code == FT_LUT_GLU:
-        lut_gate_mul(acc, stm, clamp_max, shift, table, out)
-    elif code == FT_HSWISH_GLU:
-        hswish_gate_mul(acc, stm, clamp_max, shift, out)
-    elif code == FT_PAIRWISE:
-        pairwise_clamp_mul(acc, stm, np.int64(0), np.int64(0), clamp_max, shift, out)
-    elif code == FT_GLU:
-        pairwise_clamp_mul(acc, stm, np.int64(0), -clamp_max, clamp_max, shift, out)
-    elif code == FT_BILINEAR:
-        pairwise_clamp_mul(acc, stm, -clamp_max, -clamp_max, clamp_max, shift, out)
-    elif code == FT_PAIRWISE_SCRELU:
-        pairwise_sqr_clamp_mul(acc, stm, clamp_max, shift, out)
-    else:
-        clamp_ft(acc, stm, clamp_max, code == FT_SCRELU, shift, out)
+    Parameters
+    ----------
+    acc : int16[2, L1]
+        Accumulators, row 0 White's perspective, row 1 Black's.
+    stm : int
+        Side to move, 0 White, 1 Black; its half of ``out`` comes first.
+    code : int
+        ``FT_*``.
+    clamp_max : int
+        QA (127 for Stockfish 15.1).
+    shift : int
+        Right shift of the product, arithmetic (floors negative products).
+    table : int32[>= 2 * QA + 1]
+        ``lut_glu``'s gate table T at its start (the network's flat biases array, see
+        ``Network.compute_layout``); the other activations ignore it.
+    out : int16[L1] (the paired activations) or int16[2 * L1] (``crelu``, ``screlu``)
+        Output: uint8-range values for the unsigned activations, int8-range for the signed ones.
 
+    With a = A[j], b = A[j + L1/2] of perspective A = acc[stm ^ h], the paired activations write
+    ``out[h * L1/2 + j]``:
 
-@njit(cache=True, inline="always")
-def pairwise_bytes(acc, stm, clamp_max, shift, out):
-    """``pairwise`` (:func:`pairwise_clamp_mul` with lower clamps 0) straight to bytes, in
-    16-bit SIMD lanes, 32 outputs per step (``simd.pairwise_u8x32``): ``acc`` int16[2, L1],
-    ``out`` uint8[>= L1].
+    * ``pairwise``, ``glu``, ``bilinear``: ``(clamp(a, lo_a, QA) * clamp(b, lo_b, QA)) >> shift``
+      with (lo_a, lo_b) = (0, 0), (0, -QA), (-QA, -QA); |product| <= QA**2 <= 2**30.
+    * ``pairwise_screlu``: ``(clamp(a, 0, QA)**2 * clamp(b, 0, QA)**2) >> shift``, formed in int64
+      (at most QA**4 <= 2**60).
+    * ``hswish_glu``: ``(x * (x + QA) * clamp(b, -QA, QA)) >> (shift + 1)``, x = clamp(a, -QA, QA).
+      The gate ``x * (x + QA) / 2`` is QA**2 times hard-swish(3u)/3 at u = x / QA (exact in
+      integers: (x + QA) is hard-swish's ReLU6(3u + 3) / 6 scaled by 2 QA on [-1, 1]); it lies in
+      [-QA**2/8, QA**2].  The product (|x * (x + QA)| <= 2 QA**2, times |b| <= QA, at most
+      2 * 32767**3 < 2**47) is formed in int64; the one extra shift halves it, so the output is
+      at most ``QA**3 >> shift`` in magnitude (floor: one more below zero), 1.0 = QA**3 / 2**shift.
+    * ``lut_glu``: ``(T[clamp(a, -QA, QA) + QA] * clamp(b, -QA, QA)) >> shift``: any bounded gate
+      function for one gather (``T[i]`` = gate((i - QA) / QA) * QA rounded); ``Network`` checks
+      |T| <= QA, so |product| <= QA**2 < 2**30.
 
-    Needs ``clamp_max <= 255`` (products below 2**16), ``L1 % 64 == 0`` and results within
-    255 (checked by the Architecture); the caller checks the first two.  Run-time ``clamp_max``
-    and ``shift`` cost nothing here: with (127, 7) and (255, 9) as compile-time constants (a
-    value branch) the loop measured the same (Stockfish 15.1's 2 x 1024 lanes: 43.8, 43.7 and
-    44.3 ns for a run-time (127, 8); AVX2, thread CPU), so there is one loop.
+    ``crelu`` / ``screlu`` write ``out[h * L1 + j] = clamp(A[j], 0, QA)**(1 or 2) >> shift``
+    (the square at most QA**2 <= 2**30).
+
+    One flat body (no inlined helpers) ending in :func:`~nnue_infer.kernels.refcount.last_use`:
+    :func:`ft_transform` inlines it in its non-SIMD branch, and helpers inlined there kept
+    reference-count pairs alive on ft_transform's SIMD path.
     """
     width = acc.shape[1]
     half = width // 2
-    for h in range(2):
-        row = (stm ^ h) * width
-        for j in range(0, half, 32):
-            simd.pairwise_u8x32(acc, row + j, row + half + j, clamp_max, shift, out, h * half + j)
+    if code == FT_CRELU or code == FT_SCRELU:
+        for h in range(2):
+            r = stm ^ h
+            for j in range(width):
+                a = min(max(acc[r, j], 0), clamp_max)
+                if code == FT_SCRELU:
+                    a = a * a
+                out[h * width + j] = a >> shift
+    elif code == FT_PAIRWISE_SCRELU:
+        for h in range(2):
+            r = stm ^ h
+            for j in range(half):
+                a = np.int64(min(max(acc[r, j], 0), clamp_max))
+                b = np.int64(min(max(acc[r, j + half], 0), clamp_max))
+                out[h * half + j] = (a * a * b * b) >> shift
+    elif code == FT_HSWISH_GLU:
+        for h in range(2):
+            r = stm ^ h
+            for j in range(half):
+                x = np.int64(min(max(acc[r, j], -clamp_max), clamp_max))
+                b = np.int64(min(max(acc[r, j + half], -clamp_max), clamp_max))
+                out[h * half + j] = (x * (x + clamp_max) * b) >> (shift + 1)
+    elif code == FT_LUT_GLU:
+        for h in range(2):
+            r = stm ^ h
+            for j in range(half):
+                g = table[min(max(acc[r, j], -clamp_max), clamp_max) + clamp_max]
+                b = min(max(acc[r, j + half], -clamp_max), clamp_max)
+                out[h * half + j] = (g * b) >> shift
+    else:  # pairwise, glu, bilinear
+        lo_a = -clamp_max if code == FT_BILINEAR else 0
+        lo_b = 0 if code == FT_PAIRWISE else -clamp_max
+        for h in range(2):
+            r = stm ^ h
+            for j in range(half):
+                a = min(max(acc[r, j], lo_a), clamp_max)
+                b = min(max(acc[r, j + half], lo_b), clamp_max)
+                out[h * half + j] = (a * b) >> shift
+    last_use((acc, table, out))
 
 
 @njit(cache=True, inline="always")
 def signed_output(code):
     """Whether feature-transformer activation ``code`` has negative outputs (int8, not uint8)."""
     return code == FT_GLU or code == FT_BILINEAR or code == FT_HSWISH_GLU or code == FT_LUT_GLU
-
-
-@njit(cache=True, inline="always")
-def gated_bytes(acc, stm, lo_a, clamp_max, shift, out):
-    """``glu`` (``lo_a`` 0) or ``bilinear`` (``lo_a`` -QA) as :func:`pairwise_clamp_mul` with
-    ``lo_b`` = -QA, straight to bytes offset by 128 in 16-bit SIMD lanes: ``out`` uint8[L1]
-    holds x + 128 (``simd.SIGNED_INPUT_OFFSET``).
-
-    Needs ``clamp_max <= 181`` (|product| < 2**15), ``shift <= 15`` and ``L1 % 64 == 0``
-    (the caller checks them); the Architecture checks that outputs fit int8.
-    """
-    width = acc.shape[1]
-    half = width // 2
-    for h in range(2):
-        row = (stm ^ h) * width  # flat index into the C-contiguous acc (no reshape: one array less)
-        for j in range(0, half, 32):
-            simd.gated_u8x32(acc, row + j, row + half + j, lo_a, -clamp_max, clamp_max, shift, out, h * half + j)
 
 
 @njit(cache=True, inline="always")
@@ -263,17 +180,34 @@ def ft_transform(acc, stm, code, clamp_max, shift, isa, table, scratch, out):
     (``simd.SIGNED_INPUT_OFFSET``), so the first layer always reads unsigned bytes: its
     biases are lowered by 128 * (its weights' column sums) to match (``Network.compute_layout``).
 
-    The SIMD paths (``isa`` not ``ISA_PORTABLE``) write ``pairwise``, ``glu`` and ``bilinear``
-    bytes directly in 16-bit lanes; the others go through :func:`ft_activate`'s int16 output
-    in ``scratch`` and are narrowed (``table``: ``lut_glu``'s gate table, as there).
+    ``acc`` int16[2, L1]; ``scratch`` int16[>= 2 * L1]; ``table`` as in :func:`ft_activate`.
+    The SIMD paths (``isa`` not ``ISA_PORTABLE``, ``L1 % 64 == 0``) write bytes directly in
+    16-bit lanes, 32 outputs per step: ``pairwise`` with ``QA <= 255`` (products below 2**16;
+    ``simd.pairwise_u8x32``; run-time QA and shift cost nothing there: (127, 7) and (255, 9) as
+    compile-time constants measured the same, 44 ns for Stockfish 15.1's 2 x 1024 lanes, AVX2),
+    ``glu`` / ``bilinear`` with ``QA <= 181`` and ``shift <= 15`` (|product| < 2**15;
+    ``simd.gated_u8x32``).  The others go through :func:`ft_activate`'s int16 output in
+    ``scratch`` and are narrowed.  The Architecture checks that every output fits its byte.
+
+    One flat body ending in :func:`~nnue_infer.kernels.refcount.last_use` (inlined helpers in two
+    branches kept 4-5 reference-count pairs per call: a loop over this kernel, Stockfish 15.1's
+    pairwise, 61 ns with them, 46 ns without; the C floor 46 ns).
     """
     width = acc.shape[1]
+    half = width // 2
     if isa != simd.ISA_PORTABLE and code == FT_PAIRWISE and clamp_max <= 255 and width % 64 == 0:
-        pairwise_bytes(acc, stm, clamp_max, shift, out)
+        for h in range(2):
+            row = (stm ^ h) * width
+            for j in range(0, half, 32):
+                simd.pairwise_u8x32(acc, row + j, row + half + j, clamp_max, shift, out, h * half + j)
         written = width
     elif (isa != simd.ISA_PORTABLE and (code == FT_GLU or code == FT_BILINEAR) and clamp_max <= 181 and shift <= 15
           and width % 64 == 0):
-        gated_bytes(acc, stm, 0 if code == FT_GLU else -clamp_max, clamp_max, shift, out)
+        lo_a = 0 if code == FT_GLU else -clamp_max
+        for h in range(2):
+            row = (stm ^ h) * width
+            for j in range(0, half, 32):
+                simd.gated_u8x32(acc, row + j, row + half + j, lo_a, -clamp_max, clamp_max, shift, out, h * half + j)
         written = width
     else:
         ft_activate(acc, stm, code, clamp_max, shift, table, scratch)
@@ -283,6 +217,7 @@ def ft_transform(acc, stm, code, clamp_max, shift, isa, table, scratch, out):
             out[i] = (scratch[i] + offset) & 0xFF
     for i in range(written, out.shape[0]):
         out[i] = 0
+    last_use((acc, table, scratch, out))
 
 
 @njit(cache=True, inline="always")

@@ -24,7 +24,7 @@ TEST_FILES = {"accumulator": "test_accumulator", "activation": "test_activation"
 TESTED = {
     "accumulator": ["refresh_accumulator", "update_accumulator"],
     "arena": ["evaluate_ply", "evaluate_board"],
-    "activation": ["pairwise_clamp_mul", "clipped_relu", "sqr_clipped_relu", "activate"],
+    "activation": ["ft_activate", "clipped_relu", "sqr_clipped_relu", "activate"],
     "dense": ["tdiv", "wrap_int32", "propagate_layer_stack", "psqt_term"],
     "features": ["orientation", "king_square", "feature_index", "active_features"],
     # forward.evaluate_stack / evaluate_fresh are inlined into arena's kernels (the Evaluator's calls) and
