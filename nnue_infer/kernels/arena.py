@@ -21,7 +21,8 @@ first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform,
 accumulator update (128-lane tiles, PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb);
 forward.evaluate_stack / evaluate_fresh inlined here, their arguments made from the header (callpath);
 layer stack addressed by offsets, hidden activations in SIMD lanes (dense.propagate_layer_stack, activation.activate_lanes);
-AVX2 fc_0 with two input blocks per vpmaddwd (dense.affine_ymm_paired).
+AVX2 fc_0 with two input blocks per vpmaddwd (dense.affine_ymm_paired); flat
+ft_transform/ft_activate (tiles).
 """
 
 from __future__ import annotations

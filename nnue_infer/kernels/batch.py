@@ -14,7 +14,8 @@ Last such changes: threat and pawn-pair features (kernels.threats, kernels.accum
 bytes on every SIMD path (activation.ft_transform, dense.affine); one flat accumulator update (128-lane tiles,
 PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb); layer stack addressed by offsets,
 hidden activations in SIMD lanes (dense.propagate_layer_stack, activation.activate_lanes); AVX2 fc_0 with
-two input blocks per vpmaddwd (dense.affine_ymm_paired).
+two input blocks per vpmaddwd (dense.affine_ymm_paired); flat
+ft_transform/ft_activate (tiles).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ signed first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_tra
 one flat accumulator update (128-lane tiles, PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb);
 evaluate_stack / evaluate_fresh inlined into kernels.arena's entries (arguments unpacked there);
 layer stack addressed by offsets into two carray views of the scratch, hidden activations in SIMD lanes;
-AVX2 fc_0 with two input blocks per vpmaddwd (dense.affine_ymm_paired).
+AVX2 fc_0 with two input blocks per vpmaddwd (dense.affine_ymm_paired); flat
+ft_transform/ft_activate (tiles).
 """
 
 from __future__ import annotations
