@@ -212,9 +212,11 @@ class Evaluator:
                 "_board_entry": _entry_index(arena.evaluate_board, (int64, arena.POSITION))}
 
     def _busy(self) -> ConcurrentUseError:
-        """The error for a call made while another call (from another thread) is running."""
+        """The error for a call made while another call is running: from another thread, or from code
+        that call runs (a move iterator given to :meth:`evaluate_game`); the token cannot tell which."""
         return ConcurrentUseError(
-            "this Evaluator is being used by another thread at the same time; an Evaluator holds one game's "
+            "this Evaluator is already inside a call: used by another thread at the same time, or called again "
+            "from code that call runs (e.g. a move iterator given to evaluate_game); an Evaluator holds one game's "
             "accumulators and is not thread-safe: give each thread its own (the module-level "
             "nnue_infer.evaluate, evaluate_batch and evaluate_game keep one per thread)")
 

@@ -221,6 +221,21 @@ def test_item14_concurrent_use_raises(network):
     assert ev.network is network and ev.evaluate() == 69  # usable again, unchanged
 
 
+def test_item14_reentrant_use_is_named(network):
+    """A call from code the evaluator runs inside one of its calls (here a move iterator given to
+    evaluate_game) raises ConcurrentUseError whose message names that case, not only another thread."""
+    ev = Evaluator(network)
+
+    def peeking_moves():
+        yield GAME[0]
+        ev.evaluate()
+        yield GAME[1]
+
+    with pytest.raises(ConcurrentUseError, match="called again from code that call runs"):
+        ev.evaluate_game(chess.Board(), peeking_moves())
+    assert ev.evaluate_game(chess.Board(), GAME[:2]).tolist() == Evaluator(network).evaluate_game(chess.Board(), GAME[:2]).tolist()
+
+
 def test_item14_threads_sharing_an_evaluator_never_get_a_wrong_number(network):
     """Item 14: 4 threads evaluating on one Evaluator (13 of 7,998 results were wrong before):
     every call returns the right number or raises ConcurrentUseError."""
