@@ -99,16 +99,29 @@ def _sleb(raw: bytes) -> int:
 def wasm_memory(module: bytes, where: str = "wasm") -> np.ndarray:
     """The initial linear memory (uint8) a WebAssembly module's data section describes.
 
-    Raises :class:`NetworkFormatError` if ``module`` is not a wasm module or a segment's
-    destination cannot be found.
+    Raises :class:`NetworkFormatError` if ``module`` is not a wasm module, is truncated (a
+    section or segment runs past its end, e.g. a split module with a part missing) or a
+    segment's destination cannot be found.
     """
     if module[:4] != _WASM_MAGIC:
         raise NetworkFormatError(f"{where}: not a WebAssembly module (first bytes {module[:4].hex(' ')})")
+    try:
+        return _wasm_memory(module, where)
+    except IndexError:  # a LEB128 number or a segment header runs past the end
+        raise NetworkFormatError(f"{where}: the WebAssembly module is truncated ({len(module)} bytes; for a split "
+                                 "module, is a part missing?)") from None
+
+
+def _wasm_memory(module: bytes, where: str) -> np.ndarray:
     pos = 8
     data_section = code_section = None
     while pos < len(module):
         sid = module[pos]
         size, body = _uleb(module, pos + 1)
+        if body + size > len(module):
+            raise NetworkFormatError(f"{where}: section {sid} at byte {pos} needs {size} bytes, {len(module) - body} "
+                                     f"left: the WebAssembly module is truncated ({len(module)} bytes; for a split "
+                                     "module, is a part missing?)")
         if sid == 11:
             data_section = (body, body + size)
         elif sid == 10:
@@ -142,6 +155,9 @@ def wasm_memory(module: bytes, where: str = "wasm") -> np.ndarray:
             passive[seg] = (pos, n)
         else:
             raise NetworkFormatError(f"{where}: data segment {seg}: unknown flags {flags}")
+        if pos + n > end:
+            raise NetworkFormatError(f"{where}: data segment {seg} at byte {pos} needs {n} bytes, {end - pos} left in "
+                                     "the data section: the WebAssembly module is truncated or corrupt")
         pos += n
     if passive and code_section is not None:
         code = module[code_section[0]:code_section[1]]

@@ -278,3 +278,33 @@ def test_cli_extract_lists_and_writes(tmp_path, capsys):
     assert "nn-61e7af4bb97d.nnue\t1166381 bytes" in out and "sf19-lite (Stockfish 19 lite)" in out
     assert main(["extract", str(lite), "-o", str(tmp_path)]) == 0
     assert (tmp_path / "nn-61e7af4bb97d.nnue").read_bytes() == lite.read_bytes()
+
+
+def test_extract_names_a_truncated_or_incomplete_wasm(tmp_path, capsys):
+    """A split module with a part missing, or a cut-short module, is a NetworkFormatError
+    naming the truncation (fresh-user finding: it was an IndexError traceback)."""
+    import tarfile
+
+    from nnue_infer.cli import main
+    from nnue_infer.extract import find_networks
+    from nnue_infer.resources import npm_dir
+
+    tgz = npm_dir() / "stockfish-17.1.0.tgz"
+    if not tgz.is_file():
+        pytest.skip(f"{tgz} missing; fetch it with: npm pack stockfish@17.1.0 --pack-destination {npm_dir()}")
+    with tarfile.open(tgz) as tar:
+        parts = sorted((m for m in tar.getmembers() if m.name.endswith(".wasm") and "-part-" in m.name
+                        and "single" in m.name), key=lambda m: m.name)
+        assert len(parts) > 2, [m.name for m in parts]
+        for m in parts[:2]:  # part-0 and part-1 only
+            (tmp_path / m.name.rsplit("/", 1)[1]).write_bytes(tar.extractfile(m).read())
+    first = tmp_path / parts[0].name.rsplit("/", 1)[1]
+    with pytest.raises(NetworkFormatError, match=r"truncated .*is a part missing\?"):
+        find_networks(first)
+    assert main(["extract", str(first), "-o", str(tmp_path / "nets")]) != 0
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "truncated" in err and "Traceback" not in err
+    cut = tmp_path / "cut.wasm"
+    cut.write_bytes(first.read_bytes()[:5000])
+    with pytest.raises(NetworkFormatError, match=r"cut\.wasm: .*truncated"):
+        find_networks(cut)
