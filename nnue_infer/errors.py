@@ -74,3 +74,8 @@ class ConcurrentUseError(NnueError, RuntimeError):
 class QuantisationWarning(UserWarning):
     """:func:`nnue_infer.quantise` saturated parameters that did not fit their integer type
     (the message names each tensor, the count and the worst value)."""
+
+
+class TrainingDataError(NnueError, ValueError):
+    """A training-data file (``.binpack``, ``.bin``, ``.plain``) is damaged or a row cannot be
+    written in its format; the message names the file and the byte offset (or the row)."""

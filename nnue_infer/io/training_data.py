@@ -1,0 +1,649 @@
+"""Stockfish training data: ``.binpack``, ``.bin`` and ``.plain`` files read and written exactly.
+
+Three formats carry the same record (position, move played, score, game ply, game result):
+
+* ``.binpack``: a sequence of independent blocks (``BINP``, uint32 little-endian size, payload
+  of at most 100 MiB); a block holds chains, each a 32-byte first entry (packed position, move,
+  score, ply and result, rule-50 counter; big-endian), a uint16 count of the plies that follow and
+  a bit stream giving each following ply's move (piece index, move index) and score (difference
+  from the negated previous score, zig-zag, 4-bit variable-length groups).  The tools' writer
+  starts a chain whenever a row does not continue the previous one and closes a block before a
+  chain once the block holds at least 1 MiB, so blocks decode in parallel and
+  the output is deterministic;
+* ``.bin``: 40-byte nodchip ``PackedSfenValue`` records (Huffman-coded board, score, move, game
+  ply, result, padding 0xFF);
+* ``.plain``: text records ``fen ...``, ``move ...`` (UCI), ``score``, ``ply``, ``result``, ``e``.
+
+Reading gives :class:`TrainingData` (columns, see :mod:`nnue_infer.kernels.binpack`); writing
+takes it.  Output is byte-identical to Stockfish's ``tools`` branch (``convert`` in
+``src/tools/convert.cpp``, format rules in ``src/extra/nnue_data_binpack_format.h``; checked
+against files it wrote, see ``tests/test_training_data.py``).  Inputs may be gzip or Zstandard
+compressed (detected from the content) and ``-`` is standard input / output.  Damaged input
+raises :class:`~nnue_infer.errors.TrainingDataError` naming the file and the byte offset (of the
+decompressed data) where the problem is.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields
+from typing import BinaryIO, ClassVar
+
+import numpy as np
+
+from .. import batch as _batch
+from ..errors import TrainingDataError
+from ..inputs import STDIN, input_label, open_input
+from ..kernels import binpack as KB
+
+#: File kinds by extension (a trailing ``.gz`` / ``.zst`` names the compression).
+KINDS = ("binpack", "bin", "plain", "parquet")
+#: Bytes of ``.binpack`` blocks decoded together (blocks of one group decode in parallel).
+GROUP_BYTES = 8 << 20
+#: Bytes of ``.plain`` / ``.bin`` read at a time.
+READ_BYTES = 16 << 20
+
+
+@dataclass(frozen=True, eq=False)
+class TrainingData:
+    """Training positions as columns (``n`` rows; arrays are C-contiguous).
+
+    Attributes
+    ----------
+    bitboards : numpy.ndarray
+        int64[n, 8]: pawns, knights, bishops, rooks, queens, kings, White's pieces, Black's
+        pieces (a1 = bit 0), the layout :func:`nnue_infer.batch.evaluate_bitboards` reads.
+    stm : numpy.ndarray
+        uint8[n], side to move (0 White, 1 Black).
+    castling : numpy.ndarray
+        uint8[n], castling rights (1 White O-O, 2 White O-O-O, 4 Black O-O, 8 Black O-O-O).
+    ep : numpy.ndarray
+        int8[n], en passant square (a1 = 0), -1 when none or when no capture is possible.
+    rule50 : numpy.ndarray
+        uint8[n], half-move clock (the tools keep 8 bits).
+    fullmove : numpy.ndarray
+        uint16[n], the FEN's full-move number.
+    move : numpy.ndarray
+        uint16[n], the move played, in the tools' ``CompressedMove`` layout (see
+        :mod:`nnue_infer.kernels.binpack`); :meth:`uci` gives text.
+    score : numpy.ndarray
+        int16[n], score in Stockfish's internal units from the side to move.
+    ply : numpy.ndarray
+        uint16[n], game ply.
+    result : numpy.ndarray
+        int16[n], game result from the side to move (1 win, 0 draw, -1 loss).
+    chain : numpy.ndarray
+        int64[n], chain (game segment) number from the start of the file: a row continues the
+        previous one's game exactly when it has the same chain number.
+    """
+
+    bitboards: np.ndarray
+    stm: np.ndarray
+    castling: np.ndarray
+    ep: np.ndarray
+    rule50: np.ndarray
+    fullmove: np.ndarray
+    move: np.ndarray
+    score: np.ndarray
+    ply: np.ndarray
+    result: np.ndarray
+    chain: np.ndarray
+
+    DTYPES: ClassVar[dict[str, type]] = {"bitboards": np.int64, "stm": np.uint8, "castling": np.uint8, "ep": np.int8, "rule50": np.uint8,
+              "fullmove": np.uint16, "move": np.uint16, "score": np.int16, "ply": np.uint16, "result": np.int16,
+              "chain": np.int64}
+
+    @classmethod
+    def empty(cls, n: int = 0) -> TrainingData:
+        """Uninitialised columns for ``n`` rows."""
+        return cls(**{name: np.empty((n, 8) if name == "bitboards" else n, dtype)
+                      for name, dtype in cls.DTYPES.items()})
+
+    @classmethod
+    def concat(cls, parts: Sequence[TrainingData]) -> TrainingData:
+        """Rows of ``parts`` one after another (chain numbers as they are)."""
+        if not parts:
+            return cls.empty()
+        if len(parts) == 1:
+            return parts[0]
+        return cls(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(cls)})
+
+    def __len__(self) -> int:
+        return int(self.stm.shape[0])
+
+    def __getitem__(self, rows) -> TrainingData:
+        """Rows ``rows`` (a slice, an index array or a boolean mask), copied to contiguous arrays."""
+        return TrainingData(**{f.name: np.ascontiguousarray(getattr(self, f.name)[rows]) for f in fields(self)})
+
+    def __repr__(self) -> str:
+        return f"TrainingData({len(self)} positions, {len(np.unique(self.chain))} chains)"
+
+    def equals(self, other: TrainingData, chains: bool = True) -> bool:
+        """Whether every column (``chain`` too unless ``chains`` is False) is equal."""
+        return all(np.array_equal(getattr(self, f.name), getattr(other, f.name)) for f in fields(self)
+                   if chains or f.name != "chain")
+
+    def fens(self) -> list[str]:
+        """Each row's FEN as the tools write it (en passant square only when a capture is possible)."""
+        n = len(self)
+        out, lengths = np.empty(100 * n, np.uint8), np.empty(n, np.int64)
+        with _batch.PARALLEL_LOCK:
+            KB.write_fens(self.bitboards, self.stm, self.castling, self.ep, self.rule50, self.fullmove, out, lengths)
+        return _slots_to_strings(out, 100, lengths)
+
+    def uci(self) -> list[str]:
+        """Each row's move in UCI as the tools write it (castling as ``e1g1``)."""
+        n = len(self)
+        out, lengths = np.empty(5 * n, np.uint8), np.empty(n, np.int64)
+        with _batch.PARALLEL_LOCK:
+            KB.write_ucis(self.stm, self.move, out, lengths)
+        return _slots_to_strings(out, 5, lengths)
+
+    def continuations(self) -> np.ndarray:
+        """bool[n]: row ``i`` continues row ``i - 1``'s game by the tools' rule (results opposite,
+        ply + 1, row ``i - 1``'s move leads to row ``i``'s position); row 0 is False."""
+        cont = np.empty(len(self), np.bool_)
+        with _batch.PARALLEL_LOCK:
+            KB.continuations(self.bitboards, self.stm, self.castling, self.ep, self.rule50, self.move, self.ply,
+                             self.result, cont)
+        return cont
+
+    def with_chains(self, first: int = 0) -> TrainingData:
+        """A copy whose ``chain`` numbers come from :meth:`continuations`, starting at ``first``."""
+        cont = self.continuations()
+        KB.limit_chains(cont)
+        chain = np.cumsum(~cont, dtype=np.int64) + (first - 1)
+        return TrainingData(**{**{f.name: getattr(self, f.name) for f in fields(self)}, "chain": chain})
+
+    def to_arrow(self):
+        """A pyarrow Table: ``fen`` and ``move`` (strings, the tools' text), ``score`` int16,
+        ``ply`` uint16, ``result`` int16, ``chain`` int64.  :func:`from_arrow` reads it back exactly."""
+        import pyarrow as pa
+
+        return pa.table({"fen": pa.array(self.fens(), pa.string()), "move": pa.array(self.uci(), pa.string()),
+                         "score": self.score, "ply": self.ply, "result": self.result, "chain": self.chain})
+
+
+def _slots_to_strings(out: np.ndarray, width: int, lengths: np.ndarray) -> list[str]:
+    n = lengths.shape[0]
+    if n == 0:
+        return []
+    starts = np.zeros(n, np.int64)
+    np.cumsum(lengths[:-1] + 1, out=starts[1:])
+    packed = np.empty(int(lengths.sum()) + n, np.uint8)
+    packed[starts + lengths] = 10
+    with _batch.PARALLEL_LOCK:
+        KB.compact_slots(out, width, lengths, starts, packed)
+    return packed.tobytes().decode("ascii").split("\n")[:-1]
+
+
+def kind_of(path: str | os.PathLike[str]) -> str:
+    """The file kind (``binpack``, ``bin``, ``plain``, ``parquet``) from ``path``'s extension,
+    ignoring a trailing ``.gz`` or ``.zst``.
+
+    Raises
+    ------
+    ValueError
+        The extension is none of these (the message lists them).
+    """
+    name = os.fspath(path).lower()
+    for suffix in (".gz", ".zst", ".zstd"):
+        name = name.removesuffix(suffix)
+    ext = os.path.splitext(name)[1].lstrip(".")
+    if ext not in KINDS:
+        raise ValueError(f"{input_label(path)}: cannot tell the training-data kind from the extension "
+                         f"{ext or '(none)'!r}; use one of .binpack, .bin, .plain, .parquet (or pass the kind)")
+    return ext
+
+
+def _error(label: str, offset: int, problem: str, compressed: bool = False) -> TrainingDataError:
+    where = f"byte {offset}" + (" of the decompressed data" if compressed else "")
+    return TrainingDataError(f"{label}: {where}: {problem}")
+
+
+def _read_exact(stream: BinaryIO, n: int) -> bytes:
+    data = stream.read(n)
+    if len(data) == n or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < n:
+        more = stream.read(n - got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+def iter_chunks(source: str | os.PathLike[str], kind: str | None = None, *,
+                chunk_bytes: int | None = None) -> Iterator[TrainingData]:
+    """Read a training-data file in chunks of rows.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        A path (gzip / Zstandard content is decompressed) or ``"-"`` for standard input.
+    kind : str, optional
+        ``"binpack"``, ``"bin"``, ``"plain"`` or ``"parquet"``; default from the extension
+        (:func:`kind_of`), required for ``-``.
+    chunk_bytes : int, optional
+        Input bytes per chunk (default :data:`GROUP_BYTES` for ``.binpack``, whose blocks of one
+        chunk decode in parallel, :data:`READ_BYTES` otherwise).
+
+    Yields
+    ------
+    TrainingData
+        Consecutive rows; ``chain`` numbers count from the start of the file.
+
+    Raises
+    ------
+    TrainingDataError
+        Damaged or truncated data (message: file, byte offset, problem).
+    OSError, InputError
+        The source cannot be opened or its compression is corrupt.
+    """
+    kind = kind or kind_of(source)
+    if kind == "parquet":
+        yield from _iter_parquet(source)
+        return
+    reader = {"binpack": _iter_binpack, "bin": _iter_bin, "plain": _iter_plain}.get(kind)
+    if reader is None:
+        raise ValueError(f"unknown training-data kind {kind!r}; use one of {', '.join(KINDS)}")
+    with open_input(source, text=False) as inp:
+        yield from reader(inp.binary, input_label(source), inp.compression is not None, chunk_bytes)
+
+
+def read(source: str | os.PathLike[str], kind: str | None = None) -> TrainingData:
+    """Every row of a training-data file (see :func:`iter_chunks` for the arguments and errors)."""
+    return TrainingData.concat(list(iter_chunks(source, kind)))
+
+
+def _decode_group(buf: np.ndarray, starts: list[int], ends: list[int], bases: list[int], label: str,
+                  compressed: bool, first_chain: int) -> tuple[TrainingData, int]:
+    nb = len(starts)
+    s, e = np.array(starts, np.int64), np.array(ends, np.int64)
+    capacity = (e - s) + 64  # rows: real data takes 2-3 bytes a position, so this rarely runs short
+    while True:
+        row0 = np.zeros(nb, np.int64)
+        np.cumsum(capacity[:-1], out=row0[1:])
+        out = TrainingData.empty(int(capacity.sum()))
+        rows, chains = np.empty(nb, np.int64), np.empty(nb, np.int64)
+        problems, offsets = np.empty(nb, np.int64), np.empty(nb, np.int64)
+        with _batch.PARALLEL_LOCK:
+            KB.decode_blocks(buf, s, e, row0, capacity, out.bitboards, out.stm, out.castling, out.ep, out.rule50,
+                             out.fullmove, out.move, out.score, out.ply, out.result, out.chain, rows, chains,
+                             problems, offsets)
+        short = problems == -1
+        if not short.any():
+            break
+        capacity[short] = (e - s)[short] * 8 // 5 + 64  # a ply takes at least 6 bits
+    for b in range(nb):
+        if problems[b]:
+            raise _error(label, bases[b] + int(offsets[b]) - starts[b], KB.PROBLEMS[problems[b]], compressed)
+    parts = []
+    chain = first_chain
+    for b in range(nb):
+        part = out[int(row0[b]): int(row0[b] + rows[b])]
+        part.chain[:] += chain
+        chain += int(chains[b])
+        parts.append(part)
+    return TrainingData.concat(parts), chain
+
+
+def _iter_binpack(stream: BinaryIO, label: str, compressed: bool,
+                  chunk_bytes: int | None) -> Iterator[TrainingData]:
+    target = chunk_bytes or GROUP_BYTES
+    offset = 0
+    chain = 0
+    while True:
+        payloads, bases = [], []
+        size = 0
+        while size < target:
+            header = _read_exact(stream, 8)
+            if not header:
+                break
+            if len(header) < 8 or header[:4] != b"BINP":
+                what = "truncated block header" if len(header) < 8 else f"block magic {header[:4]!r}, expected b'BINP'"
+                raise _error(label, offset, what, compressed)
+            n = int.from_bytes(header[4:], "little")
+            if n > KB.BLOCK_LIMIT:
+                raise _error(label, offset + 4, f"block size {n} over the limit {KB.BLOCK_LIMIT}", compressed)
+            payload = _read_exact(stream, n)
+            if len(payload) < n:
+                raise _error(label, offset + 8 + len(payload),
+                             f"truncated block: {len(payload)} of its {n} bytes", compressed)
+            payloads.append(payload)
+            bases.append(offset + 8)
+            offset += 8 + n
+            size += n
+        if not payloads:
+            return
+        buf = np.frombuffer(b"".join(payloads), np.uint8).copy()
+        ends = np.cumsum([len(p) for p in payloads]).tolist()
+        starts = [0] + ends[:-1]
+        data, chain = _decode_group(buf, starts, ends, bases, label, compressed, chain)
+        yield data
+
+
+def _iter_bin(stream: BinaryIO, label: str, compressed: bool, chunk_bytes: int | None) -> Iterator[TrainingData]:
+    size = (chunk_bytes or READ_BYTES) // KB.BIN_RECORD * KB.BIN_RECORD or KB.BIN_RECORD
+    offset = 0
+    chain = 0
+    previous: TrainingData | None = None
+    while True:
+        data = _read_exact(stream, size)
+        if not data:
+            return
+        if len(data) % KB.BIN_RECORD:
+            whole = len(data) // KB.BIN_RECORD * KB.BIN_RECORD
+            raise _error(label, offset + whole, f"truncated record: {len(data) - whole} of {KB.BIN_RECORD} bytes",
+                         compressed)
+        buf = np.frombuffer(data, np.uint8).copy()
+        n = len(data) // KB.BIN_RECORD
+        out = TrainingData.empty(n)
+        problems = np.empty(n, np.int64)
+        with _batch.PARALLEL_LOCK:
+            KB.decode_bin(buf, out.bitboards, out.stm, out.castling, out.ep, out.rule50, out.fullmove, out.move,
+                          out.score, out.ply, out.result, problems)
+        bad = np.flatnonzero(problems)
+        if bad.size:
+            i = int(bad[0])
+            raise _error(label, offset + i * KB.BIN_RECORD, f"record {offset // KB.BIN_RECORD + i}: "
+                         f"{KB.PROBLEMS[problems[i]]}", compressed)
+        out, chain, previous = _number_chains(out, chain, previous)
+        offset += len(data)
+        yield out
+
+
+def _number_chains(out: TrainingData, chain: int, previous: TrainingData | None
+                   ) -> tuple[TrainingData, int, TrainingData]:
+    """Chain numbers by the tools' continuation rule, across chunk boundaries (``previous`` is the
+    last row of the previous chunk)."""
+    joined = out if previous is None else TrainingData.concat([previous, out])
+    numbered = joined.with_chains(chain - 1 if previous is not None else chain)
+    if previous is not None:
+        numbered = numbered[1:]
+    last = int(numbered.chain[-1]) if len(numbered) else chain - 1
+    return numbered, last + 1, numbered[len(numbered) - 1:] if len(numbered) else previous
+
+
+def _iter_plain(stream: BinaryIO, label: str, compressed: bool,
+                chunk_bytes: int | None) -> Iterator[TrainingData]:
+    size = chunk_bytes or READ_BYTES
+    carry = b""
+    offset = 0  # of carry's first byte
+    chain = 0
+    previous: TrainingData | None = None
+    while True:
+        data = stream.read(size)
+        text = carry + data if data else carry
+        if not data:
+            if text.strip():
+                raise _error(label, offset, "unterminated record: the text ends without a line 'e'", compressed)
+            return
+        buf = np.frombuffer(text, np.uint8)
+        starts = np.empty(len(text) // 2 + 1, np.int64)
+        ends = np.empty_like(starts)
+        n, tail = KB.find_records(buf, starts, ends)
+        out = _parse_records(buf, starts[:n], ends[:n], label, offset, compressed)
+        carry = text[tail:]
+        offset += tail
+        if n:
+            out, chain, previous = _number_chains(out, chain, previous)
+            yield out
+
+
+def _parse_records(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, label: str, base: int,
+                   compressed: bool) -> TrainingData:
+    n = starts.shape[0]
+    out = TrainingData.empty(n)
+    problems, offsets = np.empty(n, np.int64), np.empty(n, np.int64)
+    with _batch.PARALLEL_LOCK:
+        KB.parse_plain(buf, starts, ends, out.bitboards, out.stm, out.castling, out.ep, out.rule50, out.fullmove,
+                       out.move, out.score, out.ply, out.result, problems, offsets)
+    bad = np.flatnonzero(problems)
+    if bad.size:
+        i = int(bad[0])
+        at = int(offsets[i])
+        line_end = buf[at:].tobytes().find(b"\n")
+        line = buf[at: at + (line_end if line_end >= 0 else 60)].tobytes().decode("utf-8", "replace")
+        raise _error(label, base + at, f"{KB.PROBLEMS[problems[i]]} (at {line[:80]!r})", compressed)
+    out.chain[:] = 0
+    return out
+
+
+def _iter_parquet(source: str | os.PathLike[str]) -> Iterator[TrainingData]:
+    import pyarrow.parquet as pq
+
+    label = input_label(source)
+    path = sys.stdin.buffer if os.fspath(source) == STDIN else source
+    pf = pq.ParquetFile(path)
+    missing = {"fen", "move", "score", "ply", "result"} - set(pf.schema_arrow.names)
+    if missing:
+        raise TrainingDataError(f"{label}: Parquet file lacks the column(s) {', '.join(sorted(missing))}")
+    row = 0
+    for batch in pf.iter_batches(batch_size=1 << 18):
+        yield from_arrow(batch, label=label, first_row=row)
+        row += batch.num_rows
+
+
+def from_arrow(table, *, label: str = "<arrow>", first_row: int = 0) -> TrainingData:
+    """Rows from a pyarrow Table or RecordBatch with the columns of :meth:`TrainingData.to_arrow`
+    (``chain`` optional: recomputed by the continuation rule when absent).
+
+    Raises
+    ------
+    TrainingDataError
+        A FEN or move the tools' parser refuses, or a null (message: row and value).
+    """
+    cols = {name: table.column(name) for name in ("fen", "move", "score", "ply", "result")}
+    for name, col in cols.items():
+        if col.null_count:
+            raise TrainingDataError(f"{label}: column {name!r} has {col.null_count} null value(s)")
+    fens, moves = cols["fen"].to_pylist(), cols["move"].to_pylist()
+    text = "".join(f"fen {f}\nmove {m}\nscore 0\nply 0\nresult 0\ne\n" for f, m in zip(fens, moves)).encode()
+    buf = np.frombuffer(text, np.uint8)
+    starts = np.empty(len(fens) + 1, np.int64)
+    ends = np.empty_like(starts)
+    n, _ = KB.find_records(buf, starts, ends)
+    try:
+        out = _parse_records(buf, starts[:n], ends[:n], label, 0, False)
+    except TrainingDataError as exc:
+        row = int(np.searchsorted(ends[:n], int(str(exc).split("byte ")[1].split(":")[0]), side="right"))
+        raise TrainingDataError(f"{label}: row {first_row + row}: {str(exc).split(': ', 2)[-1]}") from None
+    out.score[:] = np.asarray(cols["score"], np.int64).astype(np.int16)
+    out.ply[:] = np.asarray(cols["ply"], np.int64).astype(np.uint16)
+    out.result[:] = np.asarray(cols["result"], np.int64).astype(np.int16)
+    if "chain" in table.schema.names:
+        out.chain[:] = np.asarray(table.column("chain"), np.int64)
+    else:
+        out = out.with_chains()
+    return out
+
+
+class TrainingDataWriter:
+    """Write rows to a training-data file in the tools' exact layout, chunk by chunk.
+
+    Parameters
+    ----------
+    dest : str or os.PathLike
+        Output path, or ``"-"`` for standard output; a ``.gz`` / ``.zst`` suffix compresses.
+    kind : str, optional
+        As :func:`kind_of` (default from ``dest``'s extension; required for ``-``).
+
+    Notes
+    -----
+    ``.binpack`` output follows the tools' ``CompressedTrainingDataEntryWriter``: a row starts a
+    new chain unless it continues the previous row (:meth:`TrainingData.continuations`; a chain
+    also ends after 65,535 plies, the most its ply count holds), and a block is closed before a
+    chain once it holds 1 MiB.  Rows whose move the movetext cannot encode (not a pseudo-legal
+    move of the side to move) raise :class:`TrainingDataError`; so does a position without one
+    king per side for ``.bin``.  Use as a context manager: the last block is written on close.
+    """
+
+    def __init__(self, dest: str | os.PathLike[str], kind: str | None = None) -> None:
+        self.kind = kind or kind_of(dest)
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown training-data kind {self.kind!r}; use one of {', '.join(KINDS)}")
+        self.label = "<stdout>" if os.fspath(dest) == STDIN else os.fspath(dest)
+        self._dest = dest
+        self._rows = 0
+        self._open: TrainingData | None = None  # rows of the unfinished binpack chain
+        self._block: list[bytes] = []
+        self._block_size = 0
+        self._parquet = None
+        self._file: BinaryIO | None = None
+        if self.kind != "parquet":
+            self._file = _open_output(dest)
+
+    def write(self, data: TrainingData) -> None:
+        """Append ``data``'s rows."""
+        if len(data) == 0:
+            return
+        if self.kind == "binpack":
+            rows = data if self._open is None else TrainingData.concat([self._open, data])
+            cont = rows.continuations()
+            KB.limit_chains(cont)
+            starts = np.flatnonzero(~cont)
+            cut = int(starts[-1])
+            self._encode_chains(rows[:cut], cont[:cut], self._rows - (0 if self._open is None else len(self._open)))
+            self._open = rows[cut:]
+            self._open_cont = cont[cut:]
+        elif self.kind == "bin":
+            self._file.write(encode_bin(data, self.label, self._rows))
+        elif self.kind == "plain":
+            self._file.write(encode_plain(data))
+        else:
+            self._write_parquet(data)
+        self._rows += len(data)
+
+    def _encode_chains(self, rows: TrainingData, cont: np.ndarray, first_row: int) -> None:
+        if len(rows) == 0:
+            return
+        out = np.zeros(38 * len(rows) + 64, np.uint8)
+        chain_ends = np.empty(len(rows), np.int64)
+        size, chains, bad = KB.encode_chains(rows.bitboards, rows.stm, rows.castling, rows.ep, rows.rule50, rows.move,
+                                             rows.score, rows.ply, rows.result, cont, out, chain_ends)
+        if bad >= 0:
+            fen, uci = rows[bad: bad + 1].fens()[0], rows[bad: bad + 1].uci()[0]
+            raise TrainingDataError(f"{self.label}: row {first_row + bad}: {KB.PROBLEMS[KB.E_UNENCODABLE]}: "
+                                    f"{uci} in {fen}")
+        ends = chain_ends[:chains]
+        cuts = np.empty(chains, np.int64)
+        k = KB.block_cuts(ends, self._block_size, KB.BLOCK_TARGET, cuts)
+        begin = 0
+        for c in cuts[:k].tolist():
+            stop = int(ends[c - 1]) if c > 0 else 0
+            self._block.append(out[begin:stop].tobytes())
+            self._block_size += stop - begin
+            self._flush_block()
+            begin = stop
+        self._block.append(out[begin:size].tobytes())
+        self._block_size += size - begin
+
+    def _flush_block(self) -> None:
+        if self._block_size:
+            self._file.write(b"BINP" + self._block_size.to_bytes(4, "little"))
+            for part in self._block:
+                self._file.write(part)
+        self._block, self._block_size = [], 0
+
+    def _write_parquet(self, data: TrainingData) -> None:
+        import pyarrow.parquet as pq
+
+        table = data.to_arrow()
+        if self._parquet is None:
+            sink = sys.stdout.buffer if os.fspath(self._dest) == STDIN else self._dest
+            self._parquet = pq.ParquetWriter(sink, table.schema)
+        self._parquet.write_table(table)
+
+    def close(self) -> None:
+        """Write what is pending (the last chain and block) and close the output."""
+        if self.kind == "binpack" and self._open is not None:
+            self._encode_chains(self._open, self._open_cont, self._rows - len(self._open))
+            self._open = None
+            self._flush_block()
+        if self._parquet is not None:
+            self._parquet.close()
+            self._parquet = None
+        elif self.kind == "parquet" and self._rows == 0:
+            self._write_parquet(TrainingData.empty())
+            self._parquet.close()
+            self._parquet = None
+        if self._file is not None:
+            if self._file is not sys.stdout.buffer:
+                self._file.close()
+            else:
+                self._file.flush()
+            self._file = None
+
+    def __enter__(self) -> TrainingDataWriter:  # noqa: PYI034 (final class)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def _open_output(dest: str | os.PathLike[str]) -> BinaryIO:
+    path = os.fspath(dest)
+    if path == STDIN:
+        return sys.stdout.buffer
+    lower = path.lower()
+    if lower.endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "wb")
+    if lower.endswith((".zst", ".zstd")):
+        import zstandard
+
+        return zstandard.ZstdCompressor().stream_writer(open(path, "wb"), closefd=True)
+    return open(path, "wb")
+
+
+def write(data: TrainingData, dest: str | os.PathLike[str], kind: str | None = None) -> None:
+    """Write ``data`` to ``dest`` (see :class:`TrainingDataWriter`)."""
+    with TrainingDataWriter(dest, kind) as writer:
+        writer.write(data)
+
+
+def encode_plain(data: TrainingData) -> bytes:
+    """``data`` as ``.plain`` text (the tools' ``emitPlainEntry``), as bytes."""
+    n = len(data)
+    slots, lengths = np.empty(KB.PLAIN_SLOT * n, np.uint8), np.empty(n, np.int64)
+    with _batch.PARALLEL_LOCK:
+        KB.write_plain_slots(data.bitboards, data.stm, data.castling, data.ep, data.rule50, data.fullmove, data.move,
+                             data.score, data.ply, data.result, slots, lengths)
+    starts = np.zeros(n, np.int64)
+    if n:
+        np.cumsum(lengths[:-1], out=starts[1:])
+    out = np.empty(int(lengths.sum()), np.uint8)
+    with _batch.PARALLEL_LOCK:
+        KB.compact_slots(slots, KB.PLAIN_SLOT, lengths, starts, out)
+    return out.tobytes()
+
+
+def encode_bin(data: TrainingData, label: str = "<bin>", first_row: int = 0) -> bytes:
+    """``data`` as 40-byte ``.bin`` records (nodchip ``PackedSfenValue``), as bytes.
+
+    Raises
+    ------
+    TrainingDataError
+        A row without one king per side, or one whose board takes more than 256 bits.
+    """
+    n = len(data)
+    out, problems = np.zeros(KB.BIN_RECORD * n, np.uint8), np.empty(n, np.int64)
+    with _batch.PARALLEL_LOCK:
+        KB.encode_bin(data.bitboards, data.stm, data.castling, data.ep, data.rule50, data.fullmove, data.move,
+                      data.score, data.ply, data.result, out, problems)
+    bad = np.flatnonzero(problems)
+    if bad.size:
+        i = int(bad[0])
+        raise TrainingDataError(f"{label}: row {first_row + i}: {KB.PROBLEMS[problems[i]]}: {data[i:i + 1].fens()[0]}")
+    return out.tobytes()
+
+
+__all__ = ["KINDS", "TrainingData", "TrainingDataWriter", "encode_bin", "encode_plain", "from_arrow", "iter_chunks",
+           "kind_of", "read", "write"]

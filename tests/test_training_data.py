@@ -1,0 +1,291 @@
+"""Stockfish training data (.binpack, .bin, .plain) read and written byte for byte as the tools do.
+
+The oracle is ``shared/data/binpack/``: files written by Stockfish's ``tools`` branch (its
+``convert`` and ``generate_training_data``; see that folder's README).  Reading each file must give
+the tools' ``.plain`` text byte for byte, and writing the rows back must give the tools' files
+byte for byte.  Beyond those, round trips over python-chess games made by hypothesis (castling,
+promotions, en passant, scores at the int16 limits, broken chains) and damaged inputs, whose
+errors must name the byte offset.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import subprocess
+import sys
+
+import chess
+import numpy as np
+import pytest
+import zstandard
+from conftest import shared_dir
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nnue_infer.errors import TrainingDataError
+from nnue_infer.io import training_data as td
+from nnue_infer.kernels import binpack as KB
+
+NAMES = ("dev-games", "selfplay")
+
+
+@pytest.fixture(scope="module")
+def bp_dir():
+    return shared_dir() / "data" / "binpack"
+
+
+@pytest.fixture(scope="module")
+def files(bp_dir):
+    """name -> {kind: bytes} for the shared files."""
+    return {n: {k: (bp_dir / f"{n}.{k}").read_bytes() for k in ("binpack", "bin", "plain")} for n in NAMES}
+
+
+@pytest.fixture(scope="module")
+def rows(bp_dir):
+    """name -> rows read from the tools' .binpack."""
+    return {n: td.read(bp_dir / f"{n}.binpack") for n in NAMES}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_binpack_reads_as_the_tools_plain(name, rows, files):
+    data = rows[name]
+    assert len(data) == files[name]["plain"].count(b"\ne\n")
+    assert td.encode_plain(data) == files[name]["plain"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_plain_writes_the_tools_binpack(name, bp_dir, files, tmp_path):
+    data = td.read(bp_dir / f"{name}.plain")
+    assert data.equals(rows_of(files[name]["binpack"]))
+    td.write(data, tmp_path / "out.binpack")
+    assert (tmp_path / "out.binpack").read_bytes() == files[name]["binpack"]
+
+
+def rows_of(binpack: bytes) -> td.TrainingData:
+    return td.TrainingData.concat(list(td._iter_binpack(io.BytesIO(binpack), "<bytes>", False, None)))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bin_both_ways(name, bp_dir, rows, files, tmp_path):
+    assert td.encode_bin(rows[name]) == files[name]["bin"]
+    from_bin = td.read(bp_dir / f"{name}.bin")
+    assert from_bin.equals(rows[name])  # chains too: .bin rows are chained by the continuation rule
+    td.write(from_bin, tmp_path / "x.binpack")
+    assert (tmp_path / "x.binpack").read_bytes() == files[name]["binpack"]
+
+
+def test_columns_agree_with_python_chess(rows, files):
+    """FENs, moves and bitboards against python-chess on the dev games (every 7th row)."""
+    data = rows["dev-games"][::7]
+    fens, ucis = data.fens(), data.uci()
+    for i in range(len(data)):
+        board = chess.Board(fens[i])
+        assert board.is_legal(chess.Move.from_uci(ucis[i])), (fens[i], ucis[i])
+        expect = [int(np.int64(np.uint64(bb))) for bb in (board.pawns, board.knights, board.bishops, board.rooks,
+                                                            board.queens, board.kings, board.occupied_co[chess.WHITE],
+                                                            board.occupied_co[chess.BLACK])]
+        assert data.bitboards[i].tolist() == expect
+        assert data.stm[i] == (0 if board.turn else 1)
+    text = files["dev-games"]["plain"].decode().split("\ne\n")
+    assert text[7].startswith(f"fen {fens[1]}\nmove {ucis[1]}\n")
+
+
+def test_chains_and_blocks(rows, files):
+    data = rows["selfplay"]
+    assert np.array_equal(np.flatnonzero(np.diff(data.chain)) + 1, np.flatnonzero(~data.continuations())[1:])
+    assert data.chain[0] == 0 and data.chain[-1] == len(np.unique(data.chain)) - 1
+
+
+def test_multi_block_file_round_trip(rows, tmp_path):
+    """Over 1 MiB of chains: blocks close at the first chain boundary at or past 1 MiB, every block
+    decodes on its own (in parallel), and reading gives the rows back; also in small chunks."""
+    base = rows["selfplay"]
+    data = td.TrainingData.concat([base] * 16)  # copies do not continue one another (ply restarts)
+    path = tmp_path / "big.binpack"
+    with td.TrainingDataWriter(path) as w:
+        for k in range(0, len(data), 70_001):  # chains cut across write() calls
+            w.write(data[k:k + 70_001])
+    raw = path.read_bytes()
+    sizes, o = [], 0
+    while o < len(raw):
+        assert raw[o:o + 4] == b"BINP"
+        sizes.append(int.from_bytes(raw[o + 4:o + 8], "little"))
+        o += 8 + sizes[-1]
+    assert len(sizes) >= 2 and all(s >= KB.BLOCK_TARGET for s in sizes[:-1])
+    back = td.read(path)
+    assert back.equals(data.with_chains())
+    chunked = td.TrainingData.concat(list(td.iter_chunks(path, chunk_bytes=1)))
+    assert chunked.equals(back)
+    td.write(back, tmp_path / "again.binpack")
+    assert (tmp_path / "again.binpack").read_bytes() == raw
+
+
+def test_compressed_and_stdin(bp_dir, files, tmp_path):
+    gz = tmp_path / "d.binpack.gz"
+    gz.write_bytes(gzip.compress(files["selfplay"]["binpack"]))
+    zs = tmp_path / "d.plain.zst"
+    zs.write_bytes(zstandard.ZstdCompressor().compress(files["selfplay"]["plain"]))
+    a, b = td.read(gz), td.read(zs)
+    assert a.equals(b)
+    out = tmp_path / "o.plain.gz"
+    td.write(a, out)
+    assert gzip.decompress(out.read_bytes()) == files["selfplay"]["plain"]
+    code = ("import sys; from nnue_infer.io import training_data as td; "
+            "td.write(td.read('-', 'binpack'), '-', 'plain')")
+    proc = subprocess.run([sys.executable, "-c", code], input=files["selfplay"]["binpack"], capture_output=True,
+                          timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout == files["selfplay"]["plain"]
+
+
+def test_parquet_round_trip(rows, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = rows["selfplay"]
+    path = tmp_path / "d.parquet"
+    td.write(data, path)
+    table = pq.read_table(path)
+    assert table.column_names == ["fen", "move", "score", "ply", "result", "chain"]
+    assert table.column("fen")[5].as_py() == data[5:6].fens()[0]
+    back = td.read(path)
+    assert back.equals(data)
+    td.write(back, tmp_path / "d.binpack")
+    assert (tmp_path / "d.binpack").read_bytes() == (shared_dir() / "data" / "binpack" / "selfplay.binpack").read_bytes()
+    fens = table.column("fen").to_pylist()
+    bad = table.set_column(0, "fen", pa.array(fens[:3] + ["8/8/8 w - - 0 1"] + fens[4:]))
+    pq.write_table(bad, tmp_path / "bad.parquet")
+    with pytest.raises(TrainingDataError, match=r"bad\.parquet: row 3: bad FEN"):
+        td.read(tmp_path / "bad.parquet")
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda b: b[:-5], r"byte 75273: truncated block: 75265 of its 75270 bytes"),
+    (lambda b: b"BINQ" + b[4:], r"byte 0: block magic b'BINQ', expected b'BINP'"),
+    (lambda b: b[:4] + (200 << 20).to_bytes(4, "little") + b[8:], r"byte 4: block size 209715200 over the limit"),
+    (lambda b: b[:8] + b"\xff" * 8 + b[16:], r"byte 8: more than 32 occupied squares"),
+    (lambda b: b[:4] + (len(b) - 8 + 10).to_bytes(4, "little") + b[8:] + bytes(10), r"byte 75278: truncated: the data"),
+    (lambda b: b + b"BIN", r"byte 75278: truncated block header"),
+])
+def test_damaged_binpack_names_the_offset(damage, message, files, tmp_path):
+    path = tmp_path / "bad.binpack"
+    path.write_bytes(damage(files["selfplay"]["binpack"]))
+    with pytest.raises(TrainingDataError, match=rf"bad\.binpack: {message}"):
+        td.read(path)
+
+
+def test_damaged_movetext_is_refused_or_read_in_bounds(files, tmp_path):
+    """Every single-byte corruption of the first chain's movetext either raises with an offset
+    inside the block or decodes rows in bounds (the bits still name moves): never a crash."""
+    raw = bytearray(files["selfplay"]["binpack"])
+    refused = 0
+    for at in range(8 + 34, 8 + 34 + 60):
+        bad = bytearray(raw)
+        bad[at] ^= 0xA5
+        try:
+            rows_of(bytes(bad))
+        except TrainingDataError as exc:
+            offset = int(str(exc).split("byte ")[1].split(":")[0])
+            assert 8 <= offset < len(raw)
+            refused += 1
+    assert refused > 0
+
+
+def test_damaged_bin_and_plain(files, tmp_path):
+    path = tmp_path / "bad.bin"
+    path.write_bytes(files["selfplay"]["bin"][:-1])
+    with pytest.raises(TrainingDataError, match=r"byte 799960: truncated record: 39 of 40 bytes"):
+        td.read(path)
+    bin_ = bytearray(files["selfplay"]["bin"])
+    bin_[40 * 3] &= 1  # bits 1-6 (White king) and 7-12 (Black king): both on a1
+    bin_[40 * 3 + 1] &= 0xE0
+    path.write_bytes(bytes(bin_))
+    with pytest.raises(TrainingDataError, match=r"byte 120: record 3: a position without exactly one king"):
+        td.read(path)
+    text = files["selfplay"]["plain"].decode()
+    records = text.split("\ne\n")
+    plain = tmp_path / "bad.plain"
+    broken = records[2].replace("fen ", "fen rnbqkbnr/ppp", 1)
+    plain.write_text("\ne\n".join(records[:2] + [broken] + records[3:]))
+    start = len("\ne\n".join(records[:2])) + 3
+    with pytest.raises(TrainingDataError, match=r"bad\.plain: byte \d+: bad FEN") as err:
+        td.read(plain)
+    assert start + len("fen rnbqkbnr/ppp") <= int(str(err.value).split("byte ")[1].split(":")[0]) < start + 40
+    plain.write_text(text.replace("move ", "move z", 1))
+    with pytest.raises(TrainingDataError, match=r"byte \d+: bad UCI move \(at 'z"):
+        td.read(plain)
+    plain.write_text(text[:-2])
+    with pytest.raises(TrainingDataError, match=r"unterminated record"):
+        td.read(plain)
+
+
+def test_unencodable_move_is_refused(rows, tmp_path):
+    """Row 1 continues row 0's game, so its move goes into the movetext, which cannot hold a king
+    move to its own square: an error naming the row, not a silently different move."""
+    data = rows["dev-games"][:3]
+    assert data.continuations()[1]
+    stm = int(data.stm[1])
+    king = int(np.flatnonzero([(int(data.bitboards[1, 5]) & int(data.bitboards[1, 6 + stm])) >> s & 1
+                               for s in range(64)])[0])
+    data.move[1] = (king << 8) | (king << 2)
+    with pytest.raises(TrainingDataError, match=r"x\.binpack: row 1: move cannot be encoded .*: "
+                                                r"([a-h][1-8])\1 in "):
+        td.write(data, tmp_path / "x.binpack")
+
+
+# -- round trips over random games -------------------------------------------------------------
+
+INT16 = st.one_of(st.integers(-32768, 32767), st.sampled_from([-32768, -32767, -1, 0, 1, 32766, 32767]))
+
+
+@st.composite
+def games(draw):
+    """Rows of 1-3 random games (moves biased to castling, promotion, en passant)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    rows = []
+    for _ in range(draw(st.integers(1, 3))):
+        board = chess.Board()
+        ply = draw(st.sampled_from([0, 1, 200, 16383, 65534]))
+        result = draw(st.sampled_from([-1, 0, 1]))
+        for k in range(draw(st.integers(1, 150))):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            special = [m for m in moves if board.is_castling(m) or m.promotion or board.is_en_passant(m)]
+            pawns = [m for m in moves if board.piece_type_at(m.from_square) == chess.PAWN]
+            pool = special if special and rng.random() < 0.8 else (pawns if pawns and rng.random() < 0.5 else moves)
+            move = pool[rng.integers(len(pool))]
+            rows.append((board.fen(), move.uci(), draw(INT16), (ply + k) % 65536, result if k % 2 == 0 else -result))
+            board.push(move)
+    return rows
+
+
+def plain_text(rows) -> bytes:
+    return "".join(f"fen {f}\nmove {m}\nscore {s}\nply {p}\nresult {r}\ne\n" for f, m, s, p, r in rows).encode()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(games())
+def test_round_trips_random_games(tmp_path, game_rows):
+    text = plain_text(game_rows)
+    src = tmp_path / "g.plain"
+    src.write_bytes(text)
+    data = td.read(src)
+    assert len(data) == len(game_rows)
+    assert data.uci() == [r[1] for r in game_rows]
+    assert td.encode_plain(data) == text
+    assert data.score.tolist() == [r[2] for r in game_rows]
+    for kind in ("binpack", "bin"):
+        path = tmp_path / f"g.{kind}"
+        td.write(data, path)
+        back = td.read(path)
+        if kind == "bin":
+            assert back.equals(data)
+        else:  # the binpack keeps 14 bits of ply and 2 of result, and rebuilds later rows' counters
+            heads = np.flatnonzero(~data.continuations())
+            assert back.uci() == data.uci() and np.array_equal(back.score, data.score)
+            assert np.array_equal(back.ply[heads], data.ply[heads] & 0x3FFF)
+            assert back.fens()[-1].split()[:4] == data.fens()[-1].split()[:4]
+            td.write(back, tmp_path / "again.binpack")
+            assert (tmp_path / "again.binpack").read_bytes() == path.read_bytes()
