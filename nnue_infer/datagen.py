@@ -98,6 +98,10 @@ class GenerationSettings:
         |v| > keep_below_cp is kept only with probability exp(-(|v| - keep_below_cp) / keep_decay_cp),
         so lopsided playout positions do not swamp the balanced ones real games are made of.
         ``keep_decay_cp = inf`` keeps everything.
+    children : int
+        After each visited position, also record up to this many of its children (distinct random
+        legal moves, not walked further): about ``children + 1`` positions for one policy move, the
+        generator's main cost (0: only visited positions).
     """
 
     perturbation_fraction: float = 0.5
@@ -108,6 +112,7 @@ class GenerationSettings:
     holdout_fraction: float = 0.25
     keep_below_cp: float = 200.0
     keep_decay_cp: float = 500.0
+    children: int = 0
 
 
 def is_held_out(game_id: str, fraction: float) -> bool:
@@ -319,6 +324,8 @@ def generate(n: int, seed: int, teacher, games: list[dict] | None = None,
         raise ValueError(f"settings: fractions must lie in [0, 1] (holdout_fraction < 1): {s}")
     if not s.keep_below_cp >= 0 or not s.keep_decay_cp > 0:
         raise ValueError(f"settings: need keep_below_cp >= 0 and keep_decay_cp > 0: {s}")
+    if s.children < 0:
+        raise ValueError(f"settings: children must be >= 0: {s}")
     if s.max_walk < 1 or s.opening_plies < 2 or s.max_game_plies < s.opening_plies:
         raise ValueError(f"settings: need max_walk >= 1, 2 <= opening_plies <= max_game_plies: {s}")
     rng = random.Random(seed)
@@ -331,31 +338,41 @@ def generate(n: int, seed: int, teacher, games: list[dict] | None = None,
     counts = [0, 0]
     episodes = [0, 0]
     stall = 0
+
+    def visit(board: chess.Board, src: int) -> None:
+        rec.add(board, src)
+        if s.children:
+            moves = list(board.generate_legal_moves())
+            for move in rng.sample(moves, min(s.children, len(moves))):
+                board.push(move)
+                rec.add(board, src)
+                board.pop()
+
     try:
         while not rec.full:
             before = rec.count
             if frac > 0 and (rec.count == 0 or counts[SOURCE_PERTURBATION] < frac * rec.count):
                 src = SOURCE_PERTURBATION
                 board = starts[rng.randrange(len(starts))].copy()
-                rec.add(board, src)
+                visit(board, src)
                 for step in range(rng.randint(1, s.max_walk)):
                     moves = list(board.generate_legal_moves())
                     if not moves:
                         break
                     move = moves[rng.randrange(len(moves))] if step == 0 else policy_move(board, rng, s.greedy)
                     board.push(move)
-                    rec.add(board, src)
+                    visit(board, src)
             else:
                 src = SOURCE_PLAYOUT
                 board = chess.Board()
                 random_plies(board, rng, rng.randint(2, s.opening_plies))
-                rec.add(board, src)
+                visit(board, src)
                 while board.ply() < s.max_game_plies and not _game_over(board) and not rec.full:
                     move = policy_move(board, rng, s.greedy)
                     if move is None:
                         break
                     board.push(move)
-                    rec.add(board, src)
+                    visit(board, src)
             counts[src] += rec.count - before
             episodes[src] += 1
             stall = stall + 1 if rec.count == before else 0

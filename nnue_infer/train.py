@@ -322,9 +322,19 @@ class FloatModel(torch.nn.Module):
         # Dense layers per bucket: sort positions by bucket, one matrix product per bucket.
         order = torch.argsort(buckets, stable=True)
         counts = torch.bincount(buckets, minlength=arch.output_buckets).tolist()
-        x = x[order]
-        skip = torch.zeros(N)
-        y = torch.zeros(N)
+        y, skip = self.layer_stacks(x[order], counts)
+        inverse = torch.empty_like(order)
+        inverse[order] = torch.arange(N)
+        y, skip = y[inverse], skip[inverse]
+        return (psqt + y + skip) * arch.output_units
+
+    def layer_stacks(self, x: torch.Tensor, counts: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The dense layers on first-layer inputs ``x`` float32[N, W] sorted by output bucket
+        (``counts[k]`` positions of bucket k, in order): one matrix product per bucket and layer.
+        Returns (output, forward skip), float32[N] each, in float units."""
+        arch = self.arch
+        skip = torch.zeros(x.shape[0])
+        y = torch.zeros(x.shape[0])
         for i, layer in enumerate(arch.layers):
             ws, bs = self.layer_weights[i].unbind(0), self.layer_biases[i].unbind(0)
             z = torch.cat([torch.addmm(bs[k], xk, ws[k].T) for k, xk in enumerate(torch.split(x, counts)) if counts[k]])
@@ -334,10 +344,7 @@ class FloatModel(torch.nn.Module):
                 y = z[:, 0]
                 break
             x = self._hidden_act(layer.activation, z[:, : layer.n_activated])
-        inverse = torch.empty_like(order)
-        inverse[order] = torch.arange(N)
-        y, skip = y[inverse], skip[inverse]
-        return (psqt + y + skip) * arch.output_units
+        return y, skip
 
     @torch.no_grad()
     def clip_weights(self) -> None:

@@ -139,3 +139,25 @@ def test_concatenate_keeps_order_and_provenance(teacher, tmp_path):
         datagen.concatenate([parts[0], other])
     with pytest.raises(ValueError, match="no positions files"):
         datagen.concatenate([])
+
+
+def _children_keys(board: chess.Board) -> set:
+    keys = set()
+    for move in board.legal_moves:
+        board.push(move)
+        keys.add(datagen.position_key(board))
+        board.pop()
+    return keys
+
+
+def test_children_are_recorded_after_each_visited_position(teacher):
+    """``children=3``: the three positions recorded after a playout's first position are children of
+    it (then the walk goes on); without children only the next one is."""
+    wide = datagen.generate(40, 5, teacher, settings=datagen.GenerationSettings(children=3), progress=False)
+    plain = datagen.generate(40, 5, teacher, settings=datagen.GenerationSettings(), progress=False)
+    assert json.loads(str(wide["meta"]))["settings"]["children"] == 3
+    for data, expected in ((wide, [True, True, True]), (plain, [True, False, False])):
+        first = _children_keys(datagen.to_board(data, 0))
+        assert [datagen.position_key(datagen.to_board(data, i)) in first for i in (1, 2, 3)] == expected
+    with pytest.raises(ValueError, match="children"):
+        datagen.generate(10, 1, teacher, settings=datagen.GenerationSettings(children=-1), progress=False)

@@ -1,0 +1,1 @@
+"""Training: the reference trainer's companions (the fast trainer, its Numba kernels)."""
