@@ -289,3 +289,59 @@ def test_round_trips_random_games(tmp_path, game_rows):
             assert back.fens()[-1].split()[:4] == data.fens()[-1].split()[:4]
             td.write(back, tmp_path / "again.binpack")
             assert (tmp_path / "again.binpack").read_bytes() == path.read_bytes()
+
+
+# -- rescoring, filters, summary, failed writes ---------------------------------------------------
+
+def test_rescore_equals_evaluate_batch(rows, evaluator):
+    data = rows["selfplay"][:3000]
+    ref = evaluator.evaluate_batch(data.fens())
+    out = td.rescore(data, evaluator)
+    assert np.array_equal(out.score.astype(np.int32), ref)
+    assert out.equals(td.TrainingData(**{**data.__dict__, "score": out.score}))
+    half = td.rescore(data, evaluator, blend=0.25)
+    expect = np.clip(np.rint(0.25 * ref + 0.75 * data.score.astype(np.float64)), -32768, 32767)
+    assert np.array_equal(half.score, expect.astype(np.int16))
+    broken = data[:2]
+    broken.bitboards[1, 6:] &= ~broken.bitboards[1, 5]  # no kings
+    broken.bitboards[1, 5] = 0
+    with pytest.raises(TrainingDataError, match=r"<data>: row 1: .*king"):
+        td.rescore(broken, evaluator)
+
+
+def test_flags_and_filters_agree_with_python_chess(rows):
+    data = rows["selfplay"][:4000]
+    in_check, capture = td.flags(data)
+    for fen, uci, c, x in zip(data.fens(), data.uci(), in_check, capture):
+        board = chess.Board(fen)
+        move = chess.Move.from_uci(uci)
+        assert c == board.is_check()
+        assert x == (board.is_capture(move) and not board.is_en_passant(move))
+    keep = td.select(data, skip_in_check=True, skip_captures=True, min_ply=30, max_abs_score=1000)
+    expect = ~in_check & ~capture & (data.ply >= 30) & (np.abs(data.score.astype(np.int32)) <= 1000)
+    assert np.array_equal(keep, expect) and 0 < keep.sum() < len(data)
+
+
+def test_summary_counts(rows):
+    data = rows["selfplay"]
+    whole = td.Summary()
+    whole.add(data)
+    parts = td.Summary()
+    for k in range(0, len(data), 3001):
+        parts.add(data[k:k + 3001])
+    d = whole.as_dict()
+    assert d == parts.as_dict()
+    assert d["positions"] == 20000 and d["chains"] == len(np.unique(data.chain))
+    assert sum(d["results"].values()) == 20000 and sum(d["score"]["histogram"].values()) == 20000
+    assert d["results"]["win"] == int(np.sum(data.result == 1))
+
+
+def test_failed_write_leaves_the_destination_alone(rows, tmp_path):
+    dest = tmp_path / "out.binpack"
+    dest.write_bytes(b"old")
+    data = rows["dev-games"][:3]
+    data.move[1] = 0  # a null move inside a chain cannot be encoded
+    with pytest.raises(TrainingDataError):
+        td.write(data, dest)
+    assert dest.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.binpack"]

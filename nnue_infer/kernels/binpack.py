@@ -29,7 +29,7 @@ from numba import njit, prange
 
 from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks, piece_attacks
 from .features import BB_KINGS, BB_PAWNS, BB_WHITE, lowest_square, popcount, without_lowest
-from .notation import put_square, put_uint, write_fen
+from .notation import king_attacked, put_square, put_uint, write_fen
 
 #: Move types of the ``move`` column (bits 14-15).
 NORMAL, PROMOTION, CASTLE, EN_PASSANT = range(4)
@@ -1303,3 +1303,15 @@ def parse_plain(buf, starts, ends, o_bb, o_stm, o_castling, o_ep, o_rule50, o_fu
         o_stm[i] = stm
         o_castling[i] = castling
         o_ep[i] = ep
+
+
+@njit(cache=True, parallel=True)
+def row_flags(bitboards, stm, move, in_check, capture):
+    """Per row: is the side to move in check, and does its move capture (a rival piece on the
+    to-square, castling excluded: the tools' ``TrainingDataEntry::isCapturingMove``, so en passant
+    does not count)."""
+    for i in prange(stm.shape[0]):
+        s = np.int64(stm[i])
+        in_check[i] = king_attacked(bitboards[i], s)
+        m = np.int64(move[i])
+        capture[i] = (m >> 14) != CASTLE and (bitboards[i, BB_WHITE + 1 - s] & SQUARE_BB[(m >> 2) & 63]) != 0

@@ -1,0 +1,105 @@
+"""Stockfish training data on one core: .binpack -> columns, .binpack -> .plain against the tools'
+own ``convert``, and ``rescore`` against ``evaluate_batch``.
+
+Input: ``shared/data/binpack/selfplay.binpack`` (real depth-4 self-play data written by the tools)
+repeated ``--copies`` times into one multi-block file.  Every figure is process CPU time with one
+Numba thread, measured side by side in this run (best of ``--repeat``); outputs are checked equal:
+
+* decode: :func:`nnue_infer.io.training_data.read` of the file (positions per CPU second; target
+  at least 5 million);
+* to .plain: read + :func:`write` to ``.plain`` against the tools' ``convert X.binpack Y.plain``
+  (child CPU time; ``--tools PATH`` or ``$STOCKFISH_TOOLS`` names a binary built from Stockfish's
+  ``tools`` branch; skipped without one); target at most 3x; the two files must be identical;
+* rescore: :func:`rescore` of the selfplay rows with the bundled network against
+  :func:`nnue_infer.evaluate_batch` of their FENs (target: within 20 %); values must be equal.
+
+Run: ``python benchmarks/bench_binpack.py [--copies 50] [--tools /path/to/stockfish]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numba
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import data_dir  # noqa: E402
+
+import nnue_infer  # noqa: E402
+from nnue_infer.io import training_data as td  # noqa: E402
+from nnue_infer.resources import network_from_spec  # noqa: E402
+
+
+def cpu(fn, repeat: int) -> tuple[float, object]:
+    """Best process CPU seconds of ``repeat`` calls of ``fn`` and its last result."""
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t = time.process_time()
+        out = fn()
+        best = min(best, time.process_time() - t)
+    return best, out
+
+
+def child_cpu(cmd: list[str], stdin: str) -> float:
+    """User + system CPU seconds of a child process run to the end."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, input=stdin, text=True, capture_output=True, check=True, timeout=3600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--copies", type=int, default=50, help="Copies of selfplay.binpack in the input (20,000 rows each).")
+    ap.add_argument("--repeat", type=int, default=3, help="Runs per figure (best is reported).")
+    ap.add_argument("--tools", default=os.environ.get("STOCKFISH_TOOLS"),
+                    help="Stockfish built from the tools branch (for the .plain comparison).")
+    args = ap.parse_args()
+    numba.set_num_threads(1)
+    src = data_dir() / "binpack" / "selfplay.binpack"
+    base = td.read(src)
+    with tempfile.TemporaryDirectory() as tmp:
+        big = os.path.join(tmp, "big.binpack")
+        td.write(td.TrainingData.concat([base] * args.copies), big)
+        n = len(td.read(big))
+        print(f"input: {args.copies} x selfplay.binpack = {n:,} positions, {os.path.getsize(big):,} bytes; "
+              f"1 Numba thread, process CPU time, best of {args.repeat}")
+
+        t_read, _ = cpu(lambda: td.read(big), args.repeat)
+        print(f"decode .binpack -> columns: {t_read:.3f} s = {n / t_read / 1e6:.2f} M positions/s per core "
+              f"(target >= 5)")
+
+        ours = os.path.join(tmp, "ours.plain")
+        t_plain, _ = cpu(lambda: td.write(td.read(big), ours), args.repeat)
+        if args.tools:
+            theirs = os.path.join(tmp, "tools.plain")
+            t_tools = min(child_cpu([args.tools], f"convert {big} {theirs}\nquit\n") for _ in range(args.repeat))
+            same = filecmp.cmp(ours, theirs, shallow=False)
+            print(f".binpack -> .plain: nnue-infer {t_plain:.3f} s, tools convert {t_tools:.3f} s: "
+                  f"ratio {t_plain / t_tools:.2f}x (target <= 3); files identical: {same}")
+        else:
+            print(f".binpack -> .plain: nnue-infer {t_plain:.3f} s ({n / t_plain / 1e6:.2f} M positions/s); "
+                  "tools comparison skipped (no --tools / $STOCKFISH_TOOLS)")
+
+    ev = nnue_infer.Evaluator(network_from_spec(None))
+    fens = base.fens()
+    ev.evaluate_batch(fens[:64])
+    td.rescore(base[:64], ev)
+    t_batch, ref = cpu(lambda: ev.evaluate_batch(fens), args.repeat)
+    t_rescore, out = cpu(lambda: td.rescore(base, ev), args.repeat)
+    equal = np.array_equal(out.score.astype(np.int32), np.clip(ref, -32768, 32767))
+    print(f"rescore {len(base):,} positions: rescore {t_rescore:.3f} s, evaluate_batch {t_batch:.3f} s: "
+          f"rate ratio {t_batch / t_rescore:.2f} (target >= 0.8); values equal: {equal}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
