@@ -345,3 +345,11 @@ def test_failed_write_leaves_the_destination_alone(rows, tmp_path):
         td.write(data, dest)
     assert dest.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.binpack"]
+
+
+def test_file_output_does_not_touch_stdout(rows, tmp_path, monkeypatch):
+    """Writing a file never looks at sys.stdout (replaced here by an object without .buffer, as
+    doctest and some notebooks do)."""
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    td.write(rows["selfplay"][:50], tmp_path / "x.plain")
+    assert (tmp_path / "x.plain").read_bytes() == td.encode_plain(rows["selfplay"][:50])

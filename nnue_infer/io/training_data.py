@@ -584,10 +584,10 @@ class TrainingDataWriter:
 
     def _close_file(self) -> None:
         if self._file is not None:
-            if self._file is not sys.stdout.buffer:
-                self._file.close()
-            else:
+            if self._path is None:  # standard output: flushed, left open
                 self._file.flush()
+            else:
+                self._file.close()
             self._file = None
 
     def abort(self) -> None:
