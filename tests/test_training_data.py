@@ -353,3 +353,16 @@ def test_file_output_does_not_touch_stdout(rows, tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stdout", io.StringIO())
     td.write(rows["selfplay"][:50], tmp_path / "x.plain")
     assert (tmp_path / "x.plain").read_bytes() == td.encode_plain(rows["selfplay"][:50])
+
+
+def test_plain_edge_layouts(files, tmp_path):
+    """A last 'e' without its newline, CRLF line ends, blank lines and unknown keys read as the tools
+    read them; a record split across read chunks too."""
+    text = files["selfplay"]["plain"]
+    ref = rows_of(files["selfplay"]["binpack"])
+    path = tmp_path / "x.plain"
+    path.write_bytes(text[:-1])
+    assert td.read(path).equals(ref)
+    path.write_bytes(text.replace(b"\n", b"\r\n").replace(b"\r\ne\r\n", b"\r\nweight 1\r\n\r\ne\r\n"))
+    assert td.read(path).equals(ref)
+    assert td.TrainingData.concat(list(td.iter_chunks(path, chunk_bytes=1000))).equals(ref)

@@ -25,6 +25,7 @@ decompressed data) where the problem is.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -279,7 +280,10 @@ def _decode_group(buf: np.ndarray, starts: list[int], ends: list[int], bases: li
         short = problems == -1
         if not short.any():
             break
-        capacity[short] = (e - s)[short] * 8 // 5 + 64  # a ply takes at least 6 bits
+        bound = (e - s) * 8 // 5 + 64  # a ply takes at least 6 bits, a chain head 34 bytes
+        if np.any(capacity[short] >= bound[short]):
+            raise AssertionError("binpack decoder: more rows than the format allows")
+        capacity[short] = bound[short]
     for b in range(nb):
         if problems[b]:
             raise _error(label, bases[b] + int(offsets[b]) - starts[b], KB.PROBLEMS[problems[b]], compressed)
@@ -377,49 +381,54 @@ def _iter_plain(stream: BinaryIO, label: str, compressed: bool,
     offset = 0  # of carry's first byte
     chain = 0
     previous: TrainingData | None = None
-    while True:
+    at_end = False
+    while not at_end:
         data = stream.read(size)
-        text = carry + data if data else carry
         if not data:
-            if text.strip():
-                raise _error(label, offset, "unterminated record: the text ends without a line 'e'", compressed)
-            return
+            if not carry.strip():
+                return
+            at_end, data = True, b"\n"  # a last line 'e' may lack its newline
+        text = carry + data
         buf = np.frombuffer(text, np.uint8)
         starts = np.empty(len(text) // 2 + 1, np.int64)
         ends = np.empty_like(starts)
         n, tail = KB.find_records(buf, starts, ends)
-        out = _parse_records(buf, starts[:n], ends[:n], label, offset, compressed)
+        out, bad, at, problem = _parse_records(buf, starts[:n], ends[:n])
+        if bad >= 0:
+            raise _error(label, offset + at, problem, compressed)
         carry = text[tail:]
+        if at_end and carry.strip():
+            raise _error(label, offset + tail, "unterminated record: the text ends without a line 'e'", compressed)
         offset += tail
         if n:
             out, chain, previous = _number_chains(out, chain, previous)
             yield out
 
 
-def _parse_records(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, label: str, base: int,
-                   compressed: bool) -> TrainingData:
+def _parse_records(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[TrainingData, int, int, str]:
+    """Rows of the ``.plain`` records ``buf[starts[i]:ends[i]]``, and the first bad record:
+    ``(rows, index, byte offset, problem)`` (index -1 when all parse)."""
     n = starts.shape[0]
     out = TrainingData.empty(n)
     problems, offsets = np.empty(n, np.int64), np.empty(n, np.int64)
     with _batch.PARALLEL_LOCK:
         KB.parse_plain(buf, starts, ends, out.bitboards, out.stm, out.castling, out.ep, out.rule50, out.fullmove,
                        out.move, out.score, out.ply, out.result, problems, offsets)
-    bad = np.flatnonzero(problems)
-    if bad.size:
-        i = int(bad[0])
-        at = int(offsets[i])
-        line_end = buf[at:].tobytes().find(b"\n")
-        line = buf[at: at + (line_end if line_end >= 0 else 60)].tobytes().decode("utf-8", "replace")
-        raise _error(label, base + at, f"{KB.PROBLEMS[problems[i]]} (at {line[:80]!r})", compressed)
     out.chain[:] = 0
-    return out
+    bad = np.flatnonzero(problems)
+    if not bad.size:
+        return out, -1, -1, ""
+    i = int(bad[0])
+    at = int(offsets[i])
+    line = buf[at: at + 80].tobytes().split(b"\n")[0].decode("utf-8", "replace")
+    return out, i, at, f"{KB.PROBLEMS[problems[i]]} (at {line!r})"
 
 
 def _iter_parquet(source: str | os.PathLike[str]) -> Iterator[TrainingData]:
     import pyarrow.parquet as pq
 
     label = input_label(source)
-    path = sys.stdin.buffer if os.fspath(source) == STDIN else source
+    path = io.BytesIO(sys.stdin.buffer.read()) if os.fspath(source) == STDIN else source  # Parquet needs seeking
     pf = pq.ParquetFile(path)
     missing = {"fen", "move", "score", "ply", "result"} - set(pf.schema_arrow.names)
     if missing:
@@ -449,11 +458,9 @@ def from_arrow(table, *, label: str = "<arrow>", first_row: int = 0) -> Training
     starts = np.empty(len(fens) + 1, np.int64)
     ends = np.empty_like(starts)
     n, _ = KB.find_records(buf, starts, ends)
-    try:
-        out = _parse_records(buf, starts[:n], ends[:n], label, 0, False)
-    except TrainingDataError as exc:
-        row = int(np.searchsorted(ends[:n], int(str(exc).split("byte ")[1].split(":")[0]), side="right"))
-        raise TrainingDataError(f"{label}: row {first_row + row}: {str(exc).split(': ', 2)[-1]}") from None
+    out, bad, _, problem = _parse_records(buf, starts[:n], ends[:n])
+    if bad >= 0:
+        raise TrainingDataError(f"{label}: row {first_row + bad}: {problem}")
     out.score[:] = np.asarray(cols["score"], np.int64).astype(np.int16)
     out.ply[:] = np.asarray(cols["ply"], np.int64).astype(np.uint16)
     out.result[:] = np.asarray(cols["result"], np.int64).astype(np.int16)
