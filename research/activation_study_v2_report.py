@@ -1,0 +1,370 @@
+"""Report of the activation study v2: ``research/activation-study-v2.md`` and its plots, generated
+from ``research/activation-study-v2/results.json`` alone (every figure in the text comes from here).
+
+``python research/activation_study_v2.py report`` writes
+
+* ``research/activation-study-v2.md`` (the whole file: the prose is this module's template);
+* ``research/activation-study-v2/differences.png``: paired differences to ``pairwise`` with 95 % intervals;
+* ``research/activation-study-v2/curves.png``: float validation loss against positions seen;
+* ``research/activation-study-v2/lr-sweep.png``: quantised validation loss against the learning rate.
+
+The analysis was fixed before the runs (issue 25):
+
+* integer metrics first: the quantised network's test MAE against Stockfish 15.1 (centipawns),
+  its validation loss and its move agreement; the float model's validation loss last;
+* every comparison is a variant against ``pairwise`` at the same budget, paired by seed
+  (difference per seed, two-sided paired t-test on the seeds both have, n >= 2);
+* Holm's correction over every comparison of every metric and budget made (one family);
+* effect sizes as the mean paired difference with its 95 % t interval, in centipawns for the MAE,
+  percentage points for the move agreement.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+#: (key, label, unit, scale, better): metrics in the order of the analysis, integer network first.
+METRICS = (
+    ("quantised_test_mae_cp", "quantised test MAE", "cp", 1.0, "lower"),
+    ("quantised_val_loss", "quantised validation loss", "x 1e-4", 1e4, "lower"),
+    ("move_agreement", "move agreement", "pp", 100.0, "higher"),
+    ("float_val_loss", "float validation loss", "x 1e-4", 1e4, "lower"),
+)
+REFERENCE = "pairwise"
+ALPHA = 0.05
+
+
+# -- statistics (no SciPy in the environment: Student's t for integer degrees of freedom) ---------
+
+def t_two_sided_p(t: float, df: int) -> float:
+    """Two-sided p-value of Student's t with ``df`` (integer >= 1) degrees of freedom.
+
+    Closed forms of ``A(t|df) = P(|T| <= |t|)`` (Abramowitz & Stegun 26.7.3 and 26.7.4, with
+    theta = atan(|t| / sqrt(df))); returns ``1 - A``.
+    """
+    if df < 1 or df != int(df):
+        raise ValueError(f"df must be a positive integer, got {df}")
+    if math.isinf(t):
+        return 0.0
+    theta = math.atan(abs(t) / math.sqrt(df))
+    c2 = math.cos(theta) ** 2
+    if df % 2 == 1:
+        term, total = 1.0, 1.0 if df > 1 else 0.0
+        for k in range(1, (df - 1) // 2):  # 1 + (2/3) c^2 + (2*4)/(3*5) c^4 + ... up to c^(df-3)
+            term *= c2 * (2 * k) / (2 * k + 1)
+            total += term
+        a = 2 / math.pi * (theta + (math.sin(theta) * math.cos(theta) * total if df > 1 else 0.0))
+    else:
+        term, total = 1.0, 1.0
+        for k in range(1, df // 2):  # 1 + (1/2) c^2 + (1*3)/(2*4) c^4 + ... up to c^(df-2)
+            term *= c2 * (2 * k - 1) / (2 * k)
+            total += term
+        a = math.sin(theta) * total
+    return max(0.0, min(1.0, 1.0 - a))
+
+
+def t_quantile(q: float, df: int) -> float:
+    """Upper quantile: the t with P(T <= t) = q (0.5 < q < 1), by bisection on :func:`t_two_sided_p`."""
+    target = 2 * (1 - q)
+    lo, hi = 0.0, 1.0
+    while t_two_sided_p(hi, df) > target:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if t_two_sided_p(mid, df) > target else (lo, mid)
+    return (lo + hi) / 2
+
+
+def paired_test(diffs) -> dict:
+    """Mean of paired differences, its 95 % t interval, t and the two-sided p (n >= 2 differences)."""
+    d = np.asarray(diffs, np.float64)
+    n = len(d)
+    if n < 2:
+        raise ValueError(f"a paired test needs at least 2 pairs, got {n}")
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    se = sd / math.sqrt(n)
+    t = mean / se if se > 0 else (math.copysign(math.inf, mean) if mean else 0.0)
+    half = t_quantile(0.975, n - 1) * se
+    return {"n": n, "mean": mean, "sd": sd, "t": t, "p": t_two_sided_p(t, n - 1), "ci": (mean - half, mean + half)}
+
+
+def holm(pvalues) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input order (monotone, capped at 1)."""
+    p = np.asarray(pvalues, np.float64)
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.empty(m)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted.tolist()
+
+
+# -- the study's records ---------------------------------------------------------------------------
+
+def main_runs(raw: dict) -> list[dict]:
+    """Runs of the analysis: role ``main``, plus the sweep runs at each variant's chosen rate (the
+    sweep seed's short runs)."""
+    sweep = [r for r in raw["runs"] if r.get("role") == "sweep"]
+    best = {}
+    for r in sweep:
+        if r["variant"] not in best or r["quantised_val_loss"] < best[r["variant"]]["quantised_val_loss"]:
+            best[r["variant"]] = r
+    lrs = len(raw["config"]["lrs"])
+    chosen = [r for v, r in best.items() if sum(s["variant"] == v for s in sweep) == lrs]
+    return chosen + [r for r in raw["runs"] if r.get("role") == "main"]
+
+
+def comparisons(runs: list[dict], variants, budgets) -> list[dict]:
+    """Every variant-vs-reference comparison with at least 2 paired seeds, Holm-adjusted as one family."""
+    by = {(r["variant"], r["budget"], r["seed"]): r for r in runs}
+    rows = []
+    for key, label, unit, scale, better in METRICS:
+        for budget in budgets:
+            for v in variants:
+                if v == REFERENCE:
+                    continue
+                seeds = sorted(s for (vv, b, s) in by if vv == v and b == budget and (REFERENCE, budget, s) in by)
+                if len(seeds) < 2:
+                    continue
+                diffs = [scale * (by[(v, budget, s)][key] - by[(REFERENCE, budget, s)][key]) for s in seeds]
+                rows.append({"metric": key, "label": label, "unit": unit, "better": better, "budget": budget,
+                             "variant": v, "seeds": seeds, **paired_test(diffs)})
+    for row, p in zip(rows, holm([r["p"] for r in rows])):
+        row["p_holm"] = p
+        improves = row["mean"] < 0 if row["better"] == "lower" else row["mean"] > 0
+        row["verdict"] = ("better" if improves else "worse") if p < ALPHA else "no difference shown"
+    return rows
+
+
+def _fmt(x: float, digits: int = 2) -> str:
+    return f"{x:+.{digits}f}"
+
+
+def _mean_sd(values) -> str:
+    v = np.asarray(values, np.float64)
+    return f"{v.mean():.2f} ({v.std(ddof=1):.2f})" if len(v) > 1 else (f"{v.mean():.2f}" if len(v) else "-")
+
+
+def tables(raw: dict) -> dict:
+    """The markdown pieces of the report (every number of the text)."""
+    cfg = raw["config"]
+    variants = _variants(raw)
+    budgets = [b for b, _ in cfg["budgets"]]
+    runs = main_runs(raw)
+    comps = comparisons(runs, variants, budgets)
+    out = {"comparisons": comps, "runs": runs}
+    lines = ["| variant | budget | seeds | lr | " + " | ".join(f"{label} ({unit})" for _, label, unit, _, _ in METRICS)
+             + " |", "|---|---|---|---|" + "---|" * len(METRICS)]
+    for budget in budgets:
+        for v in variants:
+            rs = sorted((r for r in runs if r["variant"] == v and r["budget"] == budget), key=lambda r: r["seed"])
+            if not rs:
+                continue
+            cells = [_mean_sd([m[3] * r[m[0]] for r in rs]) for m in METRICS]
+            lines.append(f"| {v} | {budget} | {len(rs)} | {rs[0]['lr']:g} | " + " | ".join(cells) + " |")
+    out["summary_table"] = "\n".join(lines)
+    lines = ["| metric | budget | variant - pairwise | n | mean difference [95 % CI] | t | p | Holm p | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for c in comps:
+        lines.append(f"| {c['label']} ({c['unit']}) | {c['budget']} | {c['variant']} | {c['n']} | "
+                     f"{_fmt(c['mean'])} [{_fmt(c['ci'][0])}, {_fmt(c['ci'][1])}] | {c['t']:.2f} | {c['p']:.3g} | "
+                     f"{c['p_holm']:.3g} | {c['verdict']} |")
+    out["comparison_table"] = "\n".join(lines)
+    sweep = [r for r in raw["runs"] if r.get("role") == "sweep"]
+    lines = ["| variant | " + " | ".join(f"lr {lr:g}" for lr in cfg["lrs"]) + " | chosen |",
+             "|---|" + "---|" * (len(cfg["lrs"]) + 1)]
+    for v in variants:
+        by_lr = {r["lr"]: r["quantised_val_loss"] for r in sweep if r["variant"] == v}
+        if by_lr:
+            chosen = min(by_lr, key=by_lr.get) if len(by_lr) == len(cfg["lrs"]) else None
+            lines.append(f"| {v} | " + " | ".join(f"{1e4 * by_lr[lr]:.3f}" if lr in by_lr else "-" for lr in cfg["lrs"])
+                         + f" | {'-' if chosen is None else f'{chosen:g}'} |")
+    out["sweep_table"] = "\n".join(lines)
+    holds = [c for c in comps if c["p_holm"] < ALPHA]
+    fails = [c for c in comps if c["p_holm"] >= ALPHA and c["p"] < ALPHA]
+    out["holds"] = "\n".join(f"- {c['variant']} vs pairwise, {c['budget']} budget, {c['label']}: {_fmt(c['mean'])} "
+                             f"{c['unit']} [{_fmt(c['ci'][0])}, {_fmt(c['ci'][1])}], Holm p = {c['p_holm']:.3g} "
+                             f"({c['verdict']})" for c in holds) or "- none (of the comparisons made so far)"
+    out["fails"] = "\n".join(f"- {c['variant']} vs pairwise, {c['budget']} budget, {c['label']}: p = {c['p']:.3g} "
+                             f"unadjusted, Holm p = {c['p_holm']:.3g}" for c in fails) or "- none"
+    planned = len(variants) * len(cfg["seeds"]) * len(budgets) + len(variants) * (len(cfg["lrs"]) - 1)
+    cpu = sum(r["train_seconds"] for r in raw["runs"])
+    out["progress"] = (f"{len(raw['runs'])} of {planned} planned runs finished ({len(sweep)} sweep runs); "
+                       f"{cpu / 3600:.2f} h of training CPU time (process CPU, one thread), "
+                       f"{sum(r['positions_seen'] for r in raw['runs']) / 1e6:.1f} M positions trained on; "
+                       f"{len(comps)} comparisons in the Holm family so far")
+    counts = ["| variant | " + " | ".join(budgets) + " |", "|---|" + "---|" * len(budgets)]
+    for v in variants:
+        counts.append(f"| {v} | " + " | ".join(str(sum(r["variant"] == v and r["budget"] == b for r in runs))
+                                              for b in budgets) + " |")
+    out["count_table"] = "\n".join(counts)
+    return out
+
+
+def _variants(raw: dict) -> list[str]:
+    from activation_study_v2 import VARIANTS
+
+    return [v for v in VARIANTS if any(r["variant"] == v for r in raw["runs"])]
+
+
+def plots(raw: dict, pieces: dict, dest: Path) -> None:
+    from nnue_infer.plotting import pyplot
+
+    plt = pyplot()
+    budgets = [b for b, _ in raw["config"]["budgets"]]
+    comps = [c for c in pieces["comparisons"] if c["metric"] == "quantised_test_mae_cp"]
+    fig, axes = plt.subplots(1, len(budgets), figsize=(5 * len(budgets), 4), dpi=110, squeeze=False)
+    for ax, budget in zip(axes[0], budgets):
+        cs = [c for c in comps if c["budget"] == budget]
+        for i, c in enumerate(cs):
+            color = "tab:green" if c["verdict"] == "better" else "tab:red" if c["verdict"] == "worse" else "tab:gray"
+            ax.errorbar(c["mean"], i, xerr=[[c["mean"] - c["ci"][0]], [c["ci"][1] - c["mean"]]], fmt="o", color=color)
+        ax.axvline(0, color="k", lw=0.8)
+        ax.set_yticks(range(len(cs)), [f"{c['variant']} (n={c['n']})" for c in cs])
+        ax.set_xlabel("quantised test MAE - pairwise's (cp), 95 % CI")
+        ax.set_title(f"{budget} budget")
+    fig.tight_layout()
+    fig.savefig(dest / "differences.png")
+    plt.close(fig)
+    fig, axes = plt.subplots(1, len(budgets), figsize=(5 * len(budgets), 4), dpi=110, squeeze=False)
+    for ax, budget in zip(axes[0], budgets):
+        by_v: dict = {}
+        for r in pieces["runs"]:
+            if r["budget"] == budget:
+                by_v.setdefault(r["variant"], []).append(r["curve"])
+        for v, curves in by_v.items():
+            n = min(len(c) for c in curves)
+            x = [p["positions"] / 1e6 for p in curves[0][:n]]
+            y = np.mean([[p["float_val_loss"] for p in c[:n]] for c in curves], axis=0)
+            ax.plot(x, y, label=f"{v} ({len(curves)})")
+        ax.set_yscale("log")
+        ax.set_xlabel("positions seen (M)")
+        ax.set_ylabel("float validation loss (mean over seeds)")
+        ax.set_title(f"{budget} budget")
+        if by_v:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(dest / "curves.png")
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
+    sweep = [r for r in raw["runs"] if r.get("role") == "sweep"]
+    for v in sorted({r["variant"] for r in sweep}):
+        rs = sorted((r for r in sweep if r["variant"] == v), key=lambda r: r["lr"])
+        ax.plot([r["lr"] for r in rs], [r["quantised_val_loss"] for r in rs], marker="o", label=v)
+    ax.set_xscale("log")
+    ax.set_xlabel("learning rate")
+    ax.set_ylabel("quantised validation loss")
+    ax.set_title("learning-rate sweep (short budget, one seed)")
+    if sweep:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(dest / "lr-sweep.png")
+    plt.close(fig)
+
+
+TEMPLATE = """# Feature-transformer activations, version 2: fresh data, integer metrics, a strength proxy
+
+Generated by `python research/activation_study_v2.py report` from
+[`activation-study-v2/results.json`](activation-study-v2/results.json); every number below comes
+from that file.  Version 1 ([activation-study.md](activation-study.md)) trained on 1 M positions
+seen about 4 times and ranked variants by the float model's loss; this version trains on fresh
+positions, each seen once, and ranks by the quantised (integer) network.
+
+## Status
+
+{progress}.
+
+Runs per variant in the analysis (main runs; the sweep seed's run at the chosen rate counts):
+
+{count_table}
+
+## Setup
+
+- Network: the bundled default network's shape (Chess768, 4 mirrored king buckets, 8 PSQT, 8 layer
+  stacks of 16 -> 32 -> 1), accumulator {ft_width} per perspective ({long_ft_width} for the long
+  budget); `crelu`/`screlu` with half the accumulator (same first-layer inputs as the paired
+  variants), `crelu_wide` with the full one (same feature-transformer parameters).
+- Data: positions generated by datagen (perturbations of the dev games' positions and playouts,
+  {children} random children recorded per visited position) labelled by Stockfish 15.1's network;
+  training, validation ({val_positions} positions) and test ({test_positions}) from disjoint games,
+  training positions excluding every validation, test, dev-corpus and move-agreement position.
+  Budgets: {budgets}; every training position is seen once.
+- Training: the fast trainer (`nnue_infer.training.fast`), Adam, batch {batch_size}, cosine decay
+  to {lr_final_fraction} of the rate, loss MSE of sigmoid(cp / {sigmoid_scale_cp:g}); initial
+  feature-transformer biases 0 for the signed gates; learning rate per variant from a sweep of
+  {lrs} on seed {sweep_seed} (lowest quantised validation loss), then used on every seed
+  ({seeds}).
+- Metrics: quantised (Stockfish scheme) network's test MAE against Stockfish 15.1 in cp, its
+  validation loss, move agreement on {agreement_positions} held-out self-play positions (share of
+  positions where the 1-ply choice of the integer network is Stockfish's depth-4 move), and the
+  float model's validation loss.
+
+## Analysis (fixed before the runs)
+
+Each variant against `pairwise` at the same budget, paired by seed; two-sided paired t-tests;
+Holm's correction over every comparison of every metric and budget (one family); effect sizes as
+mean paired differences with 95 % t intervals (cp for the MAE, percentage points for the move
+agreement, 1e-4 for the losses).  Integer metrics come first.
+
+## Results
+
+{summary_table}
+
+Mean (standard deviation over seeds).
+
+### Comparisons with `pairwise`
+
+{comparison_table}
+
+![paired differences](activation-study-v2/differences.png)
+
+### What holds after Holm's correction
+
+{holds}
+
+Significant before the correction but not after it:
+
+{fails}
+
+### Learning-rate sweep (quantised validation loss x 1e-4)
+
+{sweep_table}
+
+![learning-rate sweep](activation-study-v2/lr-sweep.png)
+
+![validation curves](activation-study-v2/curves.png)
+"""
+
+
+def render(raw: dict) -> tuple[str, dict]:
+    """The report's markdown and its pieces."""
+    cfg = raw["config"]
+    pieces = tables(raw)
+    text = TEMPLATE.format(
+        **{k: v for k, v in pieces.items() if isinstance(v, str)},
+        ft_width=cfg["ft_width"], long_ft_width=cfg["long_ft_width"], children=cfg["children"],
+        val_positions=f"{cfg['val_positions']:,}", test_positions=f"{cfg['test_positions']:,}",
+        budgets=", ".join(f"{b} {n / 1e6:g} M positions" for b, n in cfg["budgets"]),
+        batch_size=f"{cfg['batch_size']:,}", lr_final_fraction=cfg["lr_final_fraction"],
+        sigmoid_scale_cp=cfg["sigmoid_scale_cp"], lrs=", ".join(f"{x:g}" for x in cfg["lrs"]),
+        sweep_seed=cfg["sweep_seed"], seeds=", ".join(map(str, cfg["seeds"])),
+        agreement_positions=f"{cfg['agreement_positions']:,}")
+    return text, pieces
+
+
+def write_report(results: Path, dest: Path) -> Path:
+    """Write ``dest/activation-study-v2.md`` and its plots from ``results``; returns the markdown's path."""
+    raw = json.loads(Path(results).read_text())
+    text, pieces = render(raw)
+    fig_dir = dest / "activation-study-v2"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    plots(raw, pieces, fig_dir)
+    path = dest / "activation-study-v2.md"
+    path.write_text(text)
+    return path

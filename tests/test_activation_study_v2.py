@@ -1,0 +1,146 @@
+"""Activation study v2 (research/activation_study_v2*.py): the report's statistics on toy studies
+with known answers, and the report generated from a results file alone."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "research"))
+
+import activation_study_v2_report as R  # noqa: E402
+
+#: Two-sided 5 % and 1 % critical values of Student's t (printed tables, 3 decimals).
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 9: 2.262, 30: 2.042}
+T_995 = {2: 9.925, 4: 4.604, 7: 3.499}
+
+
+def _p_by_integration(t: float, df: int) -> float:
+    """Two-sided p of Student's t by integrating its density (Simpson's rule): an independent oracle."""
+    c = math.gamma((df + 1) / 2) / (math.sqrt(df * math.pi) * math.gamma(df / 2))
+    x = np.linspace(0.0, abs(t), 200_001)
+    f = c * (1 + x * x / df) ** (-(df + 1) / 2)
+    h = x[1] - x[0]
+    inner = h / 3 * (f[0] + f[-1] + 4 * f[1:-1:2].sum() + 2 * f[2:-1:2].sum())
+    return 1 - 2 * inner
+
+
+@pytest.mark.parametrize("df", sorted(T_975))
+def test_t_p_values_match_printed_tables(df):
+    assert R.t_two_sided_p(T_975[df], df) == pytest.approx(0.05, abs=2e-4)
+    assert R.t_quantile(0.975, df) == pytest.approx(T_975[df], abs=1.5e-3)
+    if df in T_995:
+        assert R.t_two_sided_p(T_995[df], df) == pytest.approx(0.01, abs=1e-4)
+
+
+@pytest.mark.parametrize("df", [1, 2, 3, 4, 7, 12])
+@pytest.mark.parametrize("t", [0.3, 1.0, 2.5, -4.0])
+def test_t_p_values_match_numerical_integration(t, df):
+    assert R.t_two_sided_p(t, df) == pytest.approx(_p_by_integration(t, df), abs=1e-7)
+
+
+def test_holm_adjustment_by_hand():
+    # sorted 0.005 x4 = 0.02, 0.01 x3 = 0.03, 0.03 x2 = 0.06, 0.04 x1 = 0.04 -> monotone 0.06
+    assert R.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert R.holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+    assert R.holm([]) == []
+
+
+def _toy_results() -> dict:
+    """Five seeds; bilinear's test MAE is pairwise's minus 2.5 cp (+ -0.1, 0.1, 0, -0.2, 0.2),
+    glu's is pairwise's with differences that average 0, crelu's move agreement is 2 pp lower on
+    every seed but with noise in its MAE; a sweep of two rates where 2e-3 wins for every variant."""
+    cfg = {"ft_width": 16, "long_ft_width": 16, "budgets": [["short", 1000], ["long", 2000]], "val_positions": 10,
+           "test_positions": 10, "chunk_positions": 500, "children": 3, "batch_size": 100, "lrs": [1e-3, 2e-3],
+           "lr_final_fraction": 0.05, "sigmoid_scale_cp": 600.0, "seeds": [1, 2, 3, 4, 5], "sweep_seed": 1,
+           "eval_every": 2, "agreement_positions": 10}
+    base = [40.0, 42.0, 41.0, 39.0, 43.0]
+    offsets = {"pairwise": [0.0] * 5, "bilinear": [-2.4, -2.6, -2.5, -2.3, -2.7], "glu": [0.5, -0.5, 1.0, -1.0, 0.0],
+               "crelu": [3.0, -2.0, 1.0, 0.5, -1.5]}
+    runs = []
+    for v, off in offsets.items():
+        for i, s in enumerate(cfg["seeds"]):
+            for lr in ([1e-3, 2e-3] if s == 1 else [2e-3]):
+                worse = 1.0 if lr == 1e-3 else 0.0
+                runs.append({
+                    "run": f"short-{v}-s{s}-lr{lr:g}", "variant": v, "seed": s, "budget": "short", "ft_width": 16,
+                    "positions_seen": 1000, "unique_positions": 990, "lr": lr,
+                    "float_val_loss": 1e-3 + 1e-5 * i + worse * 1e-4,
+                    "quantised_val_loss": 1.1e-3 + 1e-5 * i + worse * 1e-4,
+                    "quantised_test_mae_cp": base[i] + off[i] + worse,
+                    "move_agreement": 0.30 + 0.01 * i - (0.02 if v == "crelu" else 0.0),
+                    "train_seconds": 2.0, "role": "sweep" if s == 1 else "main",
+                    "curve": [{"positions": 500, "float_val_loss": 2e-3}, {"positions": 1000, "float_val_loss": 1e-3}]})
+    return {"config": cfg, "runs": runs}
+
+
+def test_toy_study_known_answer(tmp_path):
+    raw = _toy_results()
+    comps = {(c["metric"], c["variant"]): c for c in R.comparisons(R.main_runs(raw), ["pairwise", "bilinear", "glu",
+                                                                                         "crelu"], ["short", "long"])}
+    assert len(comps) == 3 * 4  # 3 variants x 4 metrics, short budget only (no long runs)
+    b = comps[("quantised_test_mae_cp", "bilinear")]
+    assert b["n"] == 5 and b["mean"] == pytest.approx(-2.5)
+    assert b["sd"] == pytest.approx(math.sqrt(0.1 / 4))
+    assert b["t"] == pytest.approx(-2.5 / (math.sqrt(0.025) / math.sqrt(5)))
+    assert b["ci"] == pytest.approx((-2.5 - 2.776 * math.sqrt(0.025 / 5), -2.5 + 2.776 * math.sqrt(0.025 / 5)), abs=1e-3)
+    assert b["verdict"] == "better" and b["p_holm"] < 0.05
+    g = comps[("quantised_test_mae_cp", "glu")]
+    assert g["mean"] == pytest.approx(0.0) and g["verdict"] == "no difference shown" and g["p_holm"] == 1.0
+    c = comps[("move_agreement", "crelu")]
+    assert c["mean"] == pytest.approx(-2.0) and c["verdict"] == "worse"  # constant difference: t = -inf, p = 0
+    ps = [x["p"] for x in comps.values()]
+    for x, adj in zip(comps.values(), R.holm(ps)):
+        assert x["p_holm"] == pytest.approx(adj)
+    # the sweep picked 2e-3 for everyone, and its seed-1 run is the main run of seed 1
+    assert {r["lr"] for r in R.main_runs(raw)} == {2e-3}
+    assert len(R.main_runs(raw)) == 4 * 5
+
+
+def test_report_from_results_alone(tmp_path):
+    pytest.importorskip("matplotlib")
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(_toy_results()))
+    path = R.write_report(results, tmp_path)
+    text = path.read_text()
+    assert "| bilinear | short | 5 | 0.002 |" in text
+    assert "- bilinear vs pairwise, short budget, quantised test MAE: -2.50 cp [-2.70, -2.30]" in text
+    assert "{" not in text.replace("{}", "")  # every placeholder filled
+    for png in ("differences.png", "curves.png", "lr-sweep.png"):
+        assert (tmp_path / "activation-study-v2" / png).stat().st_size > 1000
+
+
+def test_runner_on_a_toy_budget(tmp_path, data_dir, monkeypatch):
+    """Data, sweep, main runs, records with the issue's fields, a resumed call that trains nothing."""
+    pytest.importorskip("torch")
+    import activation_study_v2 as S
+
+    monkeypatch.setenv("NNUE_INFER_SHARED", str(data_dir.parent))
+    cfg = S.Config(ft_width=16, long_ft_width=16, budgets=(("short", 3000), ("long", 5000)), val_positions=400,
+                   test_positions=400, chunk_positions=2000, batch_size=500, lrs=(1e-3, 4e-3), seeds=(1, 2),
+                   eval_every=2, agreement_positions=20)
+    out, results = tmp_path / "study", tmp_path / "results.json"
+    S.run_study(out, cfg, results, ("pairwise", "glu"), log=lambda *a: None)
+    raw = json.loads(results.read_text())
+    runs = raw["runs"]
+    assert len(runs) == 2 * 2 + 2 * 1 + 2 * 2  # sweep (2 variants x 2 rates), short seed 2, long seeds 1-2
+    for r in runs:
+        assert set(S.RECORD_FIELDS) <= set(r)
+        assert r["positions_seen"] == {"short": 3000, "long": 5000}[r["budget"]]
+        assert 0 < r["unique_positions"] <= r["positions_seen"] and 0 <= r["move_agreement"] <= 1
+        assert r["quantised_test_mae_cp"] > 0 and r["train_seconds"] > 0
+    for v in ("pairwise", "glu"):
+        assert {r["lr"] for r in runs if r["variant"] == v and r["role"] == "main"} == {S.best_lr(out, cfg, v)}
+    # training and test data: no shared position
+    train_keys = np.concatenate([S.split_arrays(out, c, cfg)["keys"] for c in range(3)])
+    for split in ("val", "test"):
+        assert not np.isin(S.split_arrays(out, split, cfg)["keys"], train_keys).any()
+    before = results.stat().st_mtime_ns
+    S.run_study(out, cfg, results, ("pairwise", "glu"), log=lambda *a: None)
+    assert results.stat().st_mtime_ns == before  # everything was done: nothing trained or rewritten
+    assert R.render(raw)[0].count("| pairwise |") >= 2
