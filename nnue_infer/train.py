@@ -18,6 +18,9 @@ by bucket), so each position pays for one layer stack only.  After every optimis
 clamped to what their integer type holds at the quantisation scale (int8 / scale), so
 quantisation never saturates.
 
+:class:`Trainer` trains a :class:`nnue_infer.training.fast.FastModel`: this model's parameters,
+forward function and gradients, with the first layer in Numba kernels (several times faster).
+
 Loss
 ----
 Mean squared error in win-probability space: ``(sigmoid(cp_student / S) - sigmoid(cp_teacher / S))**2``
@@ -455,7 +458,9 @@ class Trainer:
         n_val = max(1, min(c.max_val, int(round(n * c.val_fraction))))
         self.val_idx = torch.from_numpy(np.sort(perm[:n_val]))
         self.train_idx = torch.from_numpy(perm[n_val:])
-        self.model = FloatModel(arch, c.seed)
+        from .training.fast import FastModel
+
+        self.model = FastModel(arch, c.seed)  # FloatModel's parameters and semantics, Numba first layer
         dense = list(self.model.layer_weights) + list(self.model.layer_biases)
         self.optimizer = torch.optim.Adam([
             {"params": [self.model.ft_weights, self.model.ft_biases, self.model.psqt_weights], "weight_decay": 0.0},

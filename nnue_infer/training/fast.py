@@ -82,6 +82,18 @@ class FastModel(FloatModel):
         return (np.zeros(tuple(self.ft_weights.shape), np.float32), np.zeros(tuple(self.ft_biases.shape), np.float32),
                 np.zeros(tuple(self.psqt_weights.shape), np.float32))
 
+    def forward(self, features, buckets) -> torch.Tensor:
+        """:meth:`FloatModel.forward`'s interface (any order; ``features`` int[N, 2, 32], ``buckets``
+        int64[N], tensors or arrays) through :meth:`forward_sorted`; returns float32[N] in the given order."""
+        f = np.asarray(features, np.int32)
+        b = np.asarray(buckets, np.int64)
+        order = np.argsort(b, kind="stable")
+        sorted_values = self.forward_sorted(np.ascontiguousarray(f[order]), np.ascontiguousarray(b[order]),
+                                            np.bincount(b, minlength=self.arch.output_buckets).tolist())
+        inverse = torch.empty(len(order), dtype=torch.int64)
+        inverse[torch.from_numpy(order)] = torch.arange(len(order))
+        return sorted_values[inverse]
+
     def forward_sorted(self, indices: np.ndarray, buckets: np.ndarray, counts: list[int]) -> torch.Tensor:
         """Values (internal units, side to move) of a batch sorted by output bucket.
 
@@ -163,11 +175,5 @@ def predict(model: FastModel, features: np.ndarray, buckets: np.ndarray, chunk: 
 
     ``features`` int16/int32[n, 2, 32], ``buckets`` int64[n]; returns float32[n].
     """
-    out = np.empty(len(buckets), np.float32)
-    for s in range(0, len(buckets), chunk):
-        b = buckets[s:s + chunk]
-        order = np.argsort(b, kind="stable")
-        f, bs, _, counts = sort_by_bucket(features[s:s + chunk], b, np.zeros(len(b), np.float32),
-                                          model.arch.output_buckets)
-        out[s + order] = model.forward_sorted(f, bs, counts).numpy()
-    return out
+    return np.concatenate([model(features[s:s + chunk], buckets[s:s + chunk]).numpy()
+                           for s in range(0, len(buckets), chunk)] or [np.zeros(0, np.float32)])
