@@ -3,6 +3,7 @@ the fast trainer, integer metrics and a strength proxy.  One command runs (and r
 
     python research/activation_study_v2.py run --out DIR        # data, sweep, runs -> results.json
     python research/activation_study_v2.py data --out DIR       # (optional) data chunks ahead, in parallel
+    python research/activation_study_v2.py speed --out DIR      # batch speed of the networks (after the sweep)
     python research/activation_study_v2.py report               # figures + tables of activation-study-v2.md
 
 Everything is resumable: data chunks, finished runs (``DIR/runs/NAME.json``) and the running
@@ -514,10 +515,48 @@ def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
     return record
 
 
+def measure_speed(out: Path, cfg: Config, variants=VARIANTS, positions: int = 20000, repeats: int = 7,
+                  log=print) -> dict | None:
+    """Batch evaluation speed of each variant's integer network (seed ``sweep_seed``, short budget,
+    chosen rate) on the current engine: ``Evaluator.evaluate_batch`` of ``positions`` test FENs on one
+    Numba thread, process CPU time, ``repeats`` rounds with the networks taking turns in each (load
+    changes hit all alike).  Writes ``DIR/speed.json``; ``None`` while a network is missing."""
+    import numba
+
+    from nnue_infer.evaluator import Evaluator
+    from nnue_infer.formats import load
+
+    nets = {}
+    for v in variants:
+        lr = best_lr(out, cfg, v)
+        path = out / "runs" / f"{Run(v, cfg.sweep_seed, 'short', lr or 0.0).name}.safetensors"
+        if lr is None or not path.exists():
+            return None
+        nets[v] = Evaluator(load(path))
+    fens = list(split_arrays(out, "test", cfg)["fens"][:positions])
+    numba.set_num_threads(1)
+    for ev in nets.values():
+        ev.evaluate_batch(fens[:100])  # compile or load the kernels
+    times = {v: [] for v in nets}
+    for _ in range(repeats):
+        for v, ev in nets.items():
+            t0 = time.process_time()
+            ev.evaluate_batch(fens)
+            times[v].append(1e6 * (time.process_time() - t0) / len(fens))
+    ref = float(np.median(times["pairwise"]))
+    result = {"positions": len(fens), "repeats": repeats, "threads": 1, "clock": "process CPU",
+              "us_per_position": times, "median_ratio_to_pairwise": {v: ref / float(np.median(t)) for v, t in times.items()}}
+    (out / "speed.json").write_text(json.dumps(result, indent=1))
+    log("speed: " + ", ".join(f"{v} {r:.2f}x" for v, r in result["median_ratio_to_pairwise"].items()))
+    return result
+
+
 def collect(out: Path, cfg: Config, results: Path) -> dict:
     """Every finished run's record (curves included) and the configuration, written to ``results``."""
     runs = [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))]
     data = {"config": dataclasses.asdict(cfg), "runs": runs}
+    if (out / "speed.json").exists():
+        data["speed"] = json.loads((out / "speed.json").read_text())
     results.parent.mkdir(parents=True, exist_ok=True)
     tmp = results.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1))
@@ -552,14 +591,16 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="data, sweep and runs (resumes)")
     dp = sub.add_parser("data", help="generate data chunks ahead (resumes)")
+    sp = sub.add_parser("speed", help="batch speed of the seed-1 short networks (after the sweep)")
     rep = sub.add_parser("report", help="figures and tables of activation-study-v2.md from results.json")
     here = Path(__file__).resolve().parent
-    for p in (r, dp):
+    for p in (r, dp, sp):
         p.add_argument("--out", type=Path, required=True, help="working directory (data, runs, checkpoints)")
     r.add_argument("--results", type=Path, default=here / "activation-study-v2" / "results.json")
     r.add_argument("--variants", default=",".join(VARIANTS))
     r.add_argument("--max-runs", type=int, default=None, help="stop after this many runs")
     dp.add_argument("--chunks", type=int, required=True)
+    sp.add_argument("--results", type=Path, default=here / "activation-study-v2" / "results.json")
     rep.add_argument("--results", type=Path, default=here / "activation-study-v2" / "results.json")
     rep.add_argument("--dest", type=Path, default=here, help="where activation-study-v2.md lives")
     a = ap.parse_args(argv)
@@ -570,6 +611,11 @@ def main(argv=None) -> int:
         run_study(a.out, None, a.results, variants, a.max_runs)
     elif a.command == "data":
         make_data(a.out, None, a.chunks)
+    elif a.command == "speed":
+        cfg = load_config(a.out)
+        if measure_speed(a.out, cfg) is None:
+            raise SystemExit("speed: a variant's seed-1 short network is missing (finish the sweep first)")
+        collect(a.out, cfg, a.results)
     else:
         from activation_study_v2_report import write_report
 

@@ -204,6 +204,19 @@ def tables(raw: dict) -> dict:
         counts.append(f"| {v} | " + " | ".join(str(sum(r["variant"] == v and r["budget"] == b for r in runs))
                                               for b in budgets) + " |")
     out["count_table"] = "\n".join(counts)
+    speed = raw.get("speed")
+    if speed:
+        lines = [f"`Evaluator.evaluate_batch` of {speed['positions']:,} test positions, one Numba thread, "
+                 f"{speed['clock']} time, {speed['repeats']} rounds (networks in turn), seed-1 short networks:", "",
+                 "| variant | us per position: median (min-max) | ratio of medians to pairwise |", "|---|---|---|"]
+        for v in variants:
+            if v in speed["us_per_position"]:
+                t = speed["us_per_position"][v]
+                lines.append(f"| {v} | {np.median(t):.2f} ({min(t):.2f}-{max(t):.2f}) | "
+                             f"{speed['median_ratio_to_pairwise'][v]:.2f}x |")
+        out["speed_table"] = "\n".join(lines)
+    else:
+        out["speed_table"] = "Not measured yet (`python research/activation_study_v2.py speed --out DIR` after the sweep)."
     return out
 
 
@@ -339,6 +352,10 @@ Significant before the correction but not after it:
 ![learning-rate sweep](activation-study-v2/lr-sweep.png)
 
 ![validation curves](activation-study-v2/curves.png)
+
+## Speed on the current engine
+
+{speed_table}
 """
 
 
