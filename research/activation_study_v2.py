@@ -29,7 +29,7 @@ Runs (:func:`planned_runs`)
 
 Record (one JSON per run): ``run, variant, seed, budget, ft_width, positions_seen,
 unique_positions, lr, float_val_loss, quantised_val_loss, quantised_test_mae_cp, move_agreement,
-train_seconds`` (process CPU seconds of the training loop), plus ``role`` (sweep / main),
+train_seconds`` (process CPU seconds of the training loop, data loading and generation excluded), plus ``role`` (sweep / main),
 ``wall_seconds``, ``steps``, the validation curve and the network's size.
 
 Metrics (:func:`measure`): loss = MSE of sigmoid(cp / 600) against the teacher, on the float model
@@ -355,10 +355,13 @@ class Stream:
     def __init__(self, out: Path, cfg: Config, seed: int, log=print) -> None:
         self.out, self.cfg, self.seed, self.log = out, cfg, seed, log
         self._chunk, self._arrays, self._perm = -1, None, None
+        self.data_seconds = 0.0  # process CPU time spent loading (or generating) chunks
 
     def _load(self, c: int) -> None:
         if c != self._chunk:
+            t0 = time.process_time()
             self._arrays = split_arrays(self.out, c, self.cfg, self.log)
+            self.data_seconds += time.process_time() - t0
             n = len(self._arrays["values"])
             if n != self.cfg.chunk_positions:
                 raise RuntimeError(f"chunk {c}: {n} positions, expected {self.cfg.chunk_positions}")
@@ -482,7 +485,8 @@ def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
         tn += 1
         step += 1
         if step % every == 0 or step == total:
-            cpu += time.process_time() - c0
+            cpu += time.process_time() - c0 - stream.data_seconds
+            stream.data_seconds = 0.0
             wall += time.perf_counter() - w0
             with torch.no_grad():
                 vl = float(_loss(torch.from_numpy(predict(model, val["features"], val["buckets"])),
