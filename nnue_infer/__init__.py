@@ -24,7 +24,7 @@ from .errors import (
     QuantisationRangeError,
     QuantisationWarning,
 )
-from .evaluator import Evaluator, evaluate, evaluate_batch, evaluate_cp, evaluate_game
+from .evaluator import Evaluator, evaluate, evaluate_batch, evaluate_cp, evaluate_game, evaluate_moves
 from .float_network import FloatNetwork, forward_float
 from .formats import load, save
 from .extract import extract_network
@@ -63,6 +63,7 @@ __all__ = [
     "evaluate_batch",
     "evaluate_cp",
     "evaluate_game",
+    "evaluate_moves",
     "extract_network",
     "forward_float",
     "load",

@@ -12,12 +12,36 @@ convert.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import chess
+import numba
 import numpy as np
+from numba import types
 
-from .errors import IllegalMoveError, clip, quote
+from .batch import PARALLEL_LOCK, as_sequence, n_chunks
+from .errors import IllegalMoveError, PositionError, clip, quote
+from .features import check_position
+from .kernels import arena, simd
+from .kernels import children as KC
+from .kernels.movegen import MAX_MOVES
+
+#: Argument types of :func:`nnue_infer.kernels.children.evaluate_children` as the Evaluator calls it.
+_CODES = types.Array(types.uint16, 1, "C")
+_SIGNATURE = (types.int64, types.int64, types.int64, arena.POSITION, types.uint64, types.int64, types.boolean, _CODES,
+              types.int64, _CODES, types.Array(types.int32, 1, "C"))
+_compiled: list = []
+_NO_MOVES = np.empty(0, np.uint16)
+
+
+def _kernel():
+    """``evaluate_children`` compiled for :data:`_SIGNATURE` (or loaded from Numba's cache) on first
+    use, called directly (no dispatch on the argument types); the plain function under
+    ``NUMBA_DISABLE_JIT``."""
+    if not _compiled:
+        kernel = KC.evaluate_children
+        _compiled.append(kernel.compile(_SIGNATURE) if hasattr(kernel, "compile") else kernel)
+    return _compiled[0]
 
 
 def move_code(move: chess.Move) -> int:
@@ -66,3 +90,132 @@ def move_codes(moves: Iterable[chess.Move | str]) -> np.ndarray:
             raise IllegalMoveError(f"moves[{i}] ({move.uci()}) is a drop, not a chess move")
         codes[i] = move_code(move)
     return codes
+
+
+def castling_rights(board: chess.Board) -> int:
+    """python-chess's ``clean_castling_rights()`` (a bitboard of the rooks that may castle)."""
+    return board.clean_castling_rights()
+
+
+def evaluate_moves(ev, board: chess.Board | None, moves: Iterable[chess.Move | str] | None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """The work of ``Evaluator.evaluate_moves`` (the caller holds the evaluator's in-use token and
+    has read ``board``, a standard or Chess960 board, or None).
+
+    Returns the move codes and the values (uint16[n], int32[n]).  With ``board`` None the parent is
+    the evaluator's current position at its ply of the accumulator stack and the children use the
+    next ply, as ``push`` / ``evaluate()`` / ``pop`` would; a given board goes one ply above the
+    current one (the plies the game uses are left as they are).
+    """
+    current = board is None
+    if current:
+        board = ev._board
+        ply = len(board.move_stack)
+    else:
+        ply = len(ev._board.move_stack) + 1
+    if moves is None:
+        given, n_given, size = _NO_MOVES, -1, MAX_MOVES
+    else:
+        given = move_codes(moves)
+        n_given = size = len(given)
+    if ev._stack_base + ply + 1 >= ev._pairs:
+        ev._allocate(2 * (ev._stack_base + ply + 2))
+    trusted = ev._trusted
+    occupied_co = board.occupied_co
+    position = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings, occupied_co[1],
+                occupied_co[0], board.turn)
+    codes = np.empty(size, np.uint16)
+    values = np.empty(size, np.int32)
+    n, parent = _kernel()(ev._address, ply, trusted, position, board.clean_castling_rights(), board.ep_square or 0,
+                          board.chess960, given, n_given, codes, values)
+    if current and n != KC.INVALID_POSITION:
+        ev._trusted = ply + 1  # the parent's pair is computed; the children's (ply + 1) is not trusted
+        ev._memo[ply] = (position, parent)
+    if n < 0:
+        _raise(n, board, moves, codes)
+    return codes[:n], values[:n]
+
+
+def _raise(result: int, board: chess.Board, moves, codes: np.ndarray) -> None:
+    """The error for a negative result code of ``evaluate_children`` (``codes``: the moves it wrote)."""
+    if result == KC.INVALID_POSITION:
+        check_position(board)
+        raise PositionError(f"position not representable: {board.fen()}")
+    if result == KC.OPPONENT_IN_CHECK:
+        raise PositionError(f"the side not to move is in check in {board.fen()} (its king could be captured): "
+                            "no move leads to a chess position")
+    if result <= KC.ILLEGAL_MOVE:
+        i = KC.ILLEGAL_MOVE - result
+        moves = list(moves)
+        raise IllegalMoveError(f"moves[{i}] ({quote(moves[i])}) is not a legal move in {board.fen()}")
+    move = decode_moves(codes[KC.INVALID_CHILD - result:][:1])[0]
+    raise PositionError(f"the position after {move.uci()} in {board.fen()} cannot be represented (python-chess "
+                        "removes whatever stands behind an en passant square that no double pawn push made)")
+
+
+def _thread_arenas(ev, threads: int) -> tuple[list, np.ndarray]:
+    """Per Numba thread, arrays for the two-ply stack of :func:`~nnue_infer.kernels.children.evaluate_children_batch`
+    (refresh cache, biases pair, scratch pairs, two plies; own scratch buffer) and the addresses
+    of their headers int64[threads].  The caller keeps the returned list alive while they are used."""
+    keep = []
+    addresses = np.empty(threads, np.int64)
+    for t in range(threads):
+        accs = simd.aligned_zeros((ev._stack_base + 2, *ev._accs.shape[1:]), np.int16)
+        accs[:ev._cache_pairs + 1] = ev._network.ft_biases
+        psqts = simd.aligned_zeros((ev._stack_base + 2, *ev._psqts.shape[1:]), np.int32)
+        state = simd.aligned_zeros((ev._stack_base + 2, *ev._state.shape[1:]), np.int64)
+        scratch = simd.aligned_zeros(ev._scratch.shape, np.int16)
+        header = np.zeros(arena.HEADER_SIZE, np.int64)
+        arena.write_header(header, (*ev._net_args, accs, psqts, state, scratch))
+        keep.append((header, accs, psqts, state, scratch))
+        addresses[t] = header.ctypes.data
+    return keep, addresses
+
+
+def evaluate_children_batch(ev, positions: Iterable[chess.Board | str], as_board: Callable[[object], chess.Board]
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The work of ``Evaluator.evaluate_children_batch``: ``(offsets, codes, values)``; ``as_board``
+    reads each row (a board or FEN) as ``Evaluator.evaluate`` does."""
+    positions = as_sequence(positions)
+    n = len(positions)
+    bitboards = np.empty((n, 8), np.uint64)
+    stm = np.empty(n, np.uint8)
+    castling = np.empty(n, np.uint64)
+    ep = np.empty(n, np.int64)
+    chess960 = np.empty(n, np.uint8)
+    boards = []
+    for i, position in enumerate(positions):
+        try:
+            board = as_board(position)
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"row {i}: {exc}") from None
+        occupied_co = board.occupied_co
+        bitboards[i] = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
+                        occupied_co[1], occupied_co[0])
+        stm[i] = not board.turn
+        castling[i] = board.clean_castling_rights()
+        ep[i] = board.ep_square or 0
+        chess960[i] = board.chess960
+        boards.append(board)
+    bitboards = bitboards.view(np.int64)
+    castling = castling.view(np.int64)
+    counts = np.empty(n, np.int64)
+    KC.count_legal_moves(bitboards, stm, castling, ep, chess960, counts)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    codes = np.empty(offsets[-1], np.uint16)
+    values = np.empty(offsets[-1], np.int32)
+    results = np.empty(n, np.int64)
+    keep, addresses = _thread_arenas(ev, numba.get_num_threads())
+    with PARALLEL_LOCK, numba.parallel_chunksize(1):
+        KC.evaluate_children_batch(addresses, bitboards, stm, castling, ep, chess960, offsets, n_chunks(), codes,
+                                   values, results)
+    del keep
+    bad = np.flatnonzero(results < 0)
+    if bad.size:
+        i = int(bad[0])
+        try:
+            _raise(int(results[i]), boards[i], None, codes[offsets[i]:offsets[i + 1]])
+        except ValueError as exc:
+            raise type(exc)(f"row {i}: {exc}") from None
+    return offsets, codes, values

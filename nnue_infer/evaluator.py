@@ -25,11 +25,13 @@ import numba
 import numpy as np
 from numba.core.dispatcher import Dispatcher
 
+from . import children
 from .batch import as_sequence, evaluate_bitboards, evaluate_rows
 from .errors import ConcurrentUseError, IllegalMoveError, PositionError, clip, quote
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant, int8_layout
 from .kernels import arena
 from .kernels import forward as K
+from .kernels import fen as fen_kernels
 from .kernels import simd
 from .kernels.accumulator import STATE_COLUMNS
 from .kernels.dense import SCRATCH_FEATURES, scratch_size
@@ -91,6 +93,23 @@ def _as_board(board: chess.Board | str) -> chess.Board:
     if isinstance(board, str):
         return board_from_fen(board, strict=True, hint="api")
     raise TypeError(f"expected a chess.Board or a FEN string, got {type(board).__name__}")
+
+
+_PARSE_ENTRY = _entry_index(fen_kernels.parse_position, (numba.types.Bytes(numba.types.uint8, 1, "C", readonly=True),))
+
+
+def _fen_position(fen: str) -> tuple | None:
+    """The position of a FEN string as :data:`~nnue_infer.kernels.arena.POSITION`, read by the compiled
+    parser the batch path uses (:func:`nnue_infer.kernels.fen.parse_position`), when that parser takes
+    it with the fields the strict rule requires (4 or 6); ``None`` otherwise (non-ASCII text, a
+    malformed FEN or a missing field: :func:`_as_board` then reads it through python-chess and
+    names the problem), so the accepted FENs and the messages are those of python-chess's path."""
+    try:
+        buf = fen.encode("ascii")
+    except UnicodeEncodeError:
+        return None
+    fields, position = (_ENTRIES[_PARSE_ENTRY] or _entry(_PARSE_ENTRY))(buf)
+    return position if fields == 4 or fields == 6 else None
 
 
 #: The in-use guard (see :meth:`Evaluator._busy`): an evaluator's ``_free`` list holds this one
@@ -544,7 +563,13 @@ class Evaluator:
     def _evaluate_fresh(self, board: chess.Board | str) -> int:
         """``evaluate(board)`` without the in-use token (for methods that hold it)."""
         if type(board) is not chess.Board:  # FEN strings, variants (refused), subclasses, wrong types
-            board = _as_board(board)
+            if type(board) is str:
+                position = _fen_position(board)
+                if position is not None:
+                    value = (_ENTRIES[self._board_entry] or _entry(self._board_entry))(self._address, position)
+                    if value != INVALID_POSITION:
+                        return value
+            board = _as_board(board)  # python-chess reads it and names the problem (or the position's)
         occupied_co = board.occupied_co  # checked by the kernel; check_position only names the problem
         value = (_ENTRIES[self._board_entry] or _entry(self._board_entry))(
             self._address, (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
@@ -718,6 +743,94 @@ class Evaluator:
                                 "exactly one king, more than 32 pieces or a pawn on the first or last rank)")
         return out
 
+    # -- every child of a position (nnue_infer.children) ----------------------------
+    @_exclusive
+    def evaluate_moves(self, board: chess.Board | str | None = None,
+                       moves: Iterable[chess.Move | str] | None = None) -> np.ndarray:
+        """Values of the positions after each legal move of the current position (or of ``board``).
+
+        Legal moves are generated in compiled code, in python-chess's ``board.legal_moves``
+        order (castling, Chess960 castling, en passant, promotions, pins and checks), and each
+        child is evaluated with one incremental update from the parent's accumulator (a refresh
+        through the refresh cache for a perspective whose king moved): the numbers of
+        ``push(move)``, :meth:`evaluate`, :meth:`pop` for every move, in one call.
+
+        Parameters
+        ----------
+        board : chess.Board or str, optional
+            The parent (board or FEN, not modified); default: the current position of
+            :meth:`set_position` / :meth:`push`.
+        moves : sequence of chess.Move or str, optional
+            Legal moves to evaluate instead of all of them (``chess.Move`` or UCI; castling as
+            ``e1g1`` or king-takes-rook, as python-chess accepts it).
+
+        Returns
+        -------
+        numpy.ndarray
+            int32[n]: per move, what :meth:`evaluate` returns after it (internal units, from the
+            **child's** side to move's point of view: the opponent of the side moving).
+
+        Raises
+        ------
+        IllegalMoveError
+            (a ``ValueError``) ``moves[i]`` is malformed, illegal, a drop or a null move (a null
+            move has no child to evaluate: push it and call :meth:`evaluate`).
+        PositionError
+            The parent cannot be represented, or the side not to move is in check.
+        TypeError
+            ``board`` is neither a board nor a FEN, ``moves`` a single move or string.
+        """
+        return children.evaluate_moves(self, None if board is None else _as_board(board), moves)[1]
+
+    def evaluate_moves_cp(self, board: chess.Board | str | None = None,
+                          moves: Iterable[chess.Move | str] | None = None, white_pov: bool = False) -> np.ndarray:
+        """:meth:`evaluate_moves` in centipawns, ``tdiv(100 * value, units_per_pawn)`` (int64[n]).
+
+        From each child's side to move's point of view, or White's when ``white_pov`` is true.
+        """
+        values = self.evaluate_moves(board, moves).astype(np.int64)
+        parent_turn = self._board.turn if board is None else _as_board(board).turn
+        if white_pov and parent_turn == chess.WHITE:  # the children have Black to move
+            values = -values
+        scaled = 100 * values
+        return np.sign(scaled) * (np.abs(scaled) // self._network.architecture.units_per_pawn)
+
+    @_exclusive
+    def evaluate_children_batch(self, positions: Iterable[chess.Board | str], *,
+                                uci: bool = False) -> tuple[np.ndarray, np.ndarray | list[str], np.ndarray]:
+        """Every legal move of many positions and the value after it, on all cores, as CSR arrays.
+
+        Parameters
+        ----------
+        positions : sequence of chess.Board or str
+            Boards or FENs (read by the strict rule of :meth:`evaluate`).
+        uci : bool
+            Moves as UCI strings instead of 16-bit codes.
+
+        Returns
+        -------
+        offsets : numpy.ndarray
+            int64[n + 1]: the children of row ``i`` are entries ``offsets[i]:offsets[i + 1]``.
+        moves : numpy.ndarray or list of str
+            uint16[m] codes ``from_square | to_square << 6 | promotion << 12`` (python-chess
+            squares and piece types; :func:`nnue_infer.children.decode_moves` makes
+            ``chess.Move`` objects) in ``board.legal_moves`` order per row, or UCI strings.
+        values : numpy.ndarray
+            int32[m]: as :meth:`evaluate_moves`, row by row.
+
+        Raises
+        ------
+        FenError, PositionError, TypeError
+            As :meth:`evaluate_moves`, naming the first bad row.
+
+        Notes
+        -----
+        Each Numba thread has its own accumulators and refresh cache; the evaluator's
+        incremental state is not touched.
+        """
+        offsets, codes, values = children.evaluate_children_batch(self, positions, _as_board)
+        return offsets, children.uci_moves(codes) if uci else codes, values
+
     @_exclusive
     def trace(self, board: chess.Board | str) -> Trace:
         """Per-bucket PSQT and positional integers, the value and the derived piece values.
@@ -862,3 +975,15 @@ def evaluate_game(board: chess.Board | str, moves: Iterable[chess.Move | str], n
     :func:`nnue_infer.resources.default_network`.  Thread-safe like :func:`evaluate`.
     """
     return _thread_evaluator(network).evaluate_game(board, moves, validate=validate)
+
+
+def evaluate_moves(board: chess.Board | str, moves: Iterable[chess.Move | str] | None = None,
+                   network: NetworkLike = None) -> np.ndarray:
+    """Values after each legal move of ``board`` (or after ``moves``), int32 in ``board.legal_moves`` order.
+
+    See :meth:`Evaluator.evaluate_moves`; ``network`` defaults to the default network.
+    Thread-safe like :func:`evaluate`.
+    """
+    if not isinstance(board, (chess.Board, str)):  # None would mean the cached evaluator's current position
+        raise TypeError(f"expected a chess.Board or a FEN string, got {type(board).__name__}")
+    return _thread_evaluator(network).evaluate_moves(board, moves)

@@ -9,7 +9,6 @@ castling positions (among them the perft positions of the Chess Programming Wiki
 
 from __future__ import annotations
 
-import json
 import random
 
 import chess

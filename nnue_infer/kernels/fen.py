@@ -220,3 +220,27 @@ def parse_fens(buf, offsets, bitboards, stm, codes, problem_offsets):
             problem_offsets[i] = where - offsets[i] if where >= 0 else -1
             if code != FEN_OK:
                 bitboards[i, :] = 0
+
+
+@njit(cache=True)
+def parse_position(buf):
+    """Parse one FEN, the whole of ``buf`` (``bytes``), for the string path of ``Evaluator.evaluate``.
+
+    Returns ``(fields, position)``: the number of white-space separated fields and the position
+    as :data:`nnue_infer.kernels.arena.POSITION` (uint64 bitboards, True for White to move), or
+    ``fields = -1`` (and an empty position) when :func:`parse_fen` refuses the text.
+    """
+    bitboards = np.zeros(8, np.int64)
+    code, _, stm = parse_fen(buf, 0, len(buf), bitboards)
+    fields = -1
+    if code == FEN_OK:
+        fields = 0
+        previous_space = True
+        for pos in range(len(buf)):
+            space = is_space(buf[pos])
+            if previous_space and not space:
+                fields += 1
+            previous_space = space
+    return fields, (np.uint64(bitboards[0]), np.uint64(bitboards[1]), np.uint64(bitboards[2]),
+                    np.uint64(bitboards[3]), np.uint64(bitboards[4]), np.uint64(bitboards[5]),
+                    np.uint64(bitboards[6]), np.uint64(bitboards[7]), stm == 0)
