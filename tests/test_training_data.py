@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import subprocess
 import sys
 
@@ -366,3 +367,15 @@ def test_plain_edge_layouts(files, tmp_path):
     path.write_bytes(text.replace(b"\n", b"\r\n").replace(b"\r\ne\r\n", b"\r\nweight 1\r\n\r\ne\r\n"))
     assert td.read(path).equals(ref)
     assert td.TrainingData.concat(list(td.iter_chunks(path, chunk_bytes=1000))).equals(ref)
+
+
+def test_block_ranges_cover_the_file(rows, tmp_path):
+    path = tmp_path / "big.binpack"
+    td.write(td.TrainingData.concat([rows["selfplay"]] * 30), path)
+    ranges = td.block_ranges(path, target_bytes=1)
+    assert len(ranges) >= 2 and ranges[0][0] == 0 and ranges[-1][1] == path.stat().st_size
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+    parts = [td.TrainingData.concat(list(td.read_range(path, a, b))) for a, b in ranges]
+    whole = td.read(path)
+    assert td.TrainingData.concat(parts).equals(whole, chains=False)
+    assert td.block_ranges(path) == [(0, path.stat().st_size)]

@@ -297,15 +297,14 @@ def _decode_group(buf: np.ndarray, starts: list[int], ends: list[int], bases: li
     return TrainingData.concat(parts), chain
 
 
-def _iter_binpack(stream: BinaryIO, label: str, compressed: bool,
-                  chunk_bytes: int | None) -> Iterator[TrainingData]:
+def _iter_binpack(stream: BinaryIO, label: str, compressed: bool, chunk_bytes: int | None,
+                  offset: int = 0, stop: int | None = None) -> Iterator[TrainingData]:
     target = chunk_bytes or GROUP_BYTES
-    offset = 0
     chain = 0
-    while True:
+    while stop is None or offset < stop:
         payloads, bases = [], []
         size = 0
-        while size < target:
+        while size < target and (stop is None or offset < stop):
             header = _read_exact(stream, 8)
             if not header:
                 break
@@ -330,6 +329,51 @@ def _iter_binpack(stream: BinaryIO, label: str, compressed: bool,
         starts = [0] + ends[:-1]
         data, chain = _decode_group(buf, starts, ends, bases, label, compressed, chain)
         yield data
+
+
+def block_ranges(path: str | os.PathLike[str], target_bytes: int = 64 << 20) -> list[tuple[int, int]]:
+    """Split an uncompressed ``.binpack`` file into byte ranges of whole blocks of about
+    ``target_bytes`` each (blocks are independent, so each range can be read on its own with
+    :func:`read_range`), reading only the 8-byte block headers.
+
+    Returns
+    -------
+    list of (start, stop)
+        Byte offsets; together they cover the file.
+
+    Raises
+    ------
+    TrainingDataError
+        A block header that is not ``BINP`` or a block that runs past the end of the file.
+    """
+    label = input_label(path)
+    size = os.path.getsize(path)
+    ranges, start, offset = [], 0, 0
+    with open(path, "rb") as f:
+        while offset < size:
+            f.seek(offset)
+            header = f.read(8)
+            if len(header) < 8 or header[:4] != b"BINP":
+                raise _error(label, offset, "not a binpack block header")
+            n = int.from_bytes(header[4:], "little")
+            if offset + 8 + n > size:
+                raise _error(label, offset + 8, f"truncated block: {size - offset - 8} of its {n} bytes")
+            offset += 8 + n
+            if offset - start >= target_bytes:
+                ranges.append((start, offset))
+                start = offset
+    if start < size or not ranges:
+        ranges.append((start, size))
+    return ranges
+
+
+def read_range(path: str | os.PathLike[str], start: int, stop: int) -> Iterator[TrainingData]:
+    """The rows of the blocks in bytes ``start .. stop`` of an uncompressed ``.binpack`` (a range
+    of :func:`block_ranges`), in chunks; ``chain`` counts from 0 at ``start``; error offsets are
+    the file's."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        yield from _iter_binpack(f, input_label(path), False, None, start, stop)
 
 
 def _iter_bin(stream: BinaryIO, label: str, compressed: bool, chunk_bytes: int | None) -> Iterator[TrainingData]:
@@ -803,5 +847,5 @@ class Summary:
                           "histogram": dict(zip(labels, self.histogram.tolist()))}}
 
 
-__all__ = ["KINDS", "Summary", "TrainingData", "TrainingDataWriter", "encode_bin", "encode_plain", "flags", "from_arrow",
-           "iter_chunks", "kind_of", "read", "rescore", "select", "write"]
+__all__ = ["KINDS", "Summary", "TrainingData", "TrainingDataWriter", "block_ranges", "encode_bin", "encode_plain",
+           "flags", "from_arrow", "iter_chunks", "kind_of", "read", "read_range", "rescore", "select", "write"]
