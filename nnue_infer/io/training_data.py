@@ -116,7 +116,7 @@ class TrainingData:
 
     def __getitem__(self, rows) -> TrainingData:
         """Rows ``rows`` (a slice, an index array or a boolean mask), copied to contiguous arrays."""
-        return TrainingData(**{f.name: np.ascontiguousarray(getattr(self, f.name)[rows]) for f in fields(self)})
+        return TrainingData(**{f.name: np.array(getattr(self, f.name)[rows], order="C") for f in fields(self)})
 
     def __repr__(self) -> str:
         return f"TrainingData({len(self)} positions, {len(np.unique(self.chain))} chains)"
