@@ -555,12 +555,29 @@ def measure_speed(out: Path, cfg: Config, variants=VARIANTS, positions: int = 20
     return result
 
 
+def anchors(out: Path, cfg: Config, log=print) -> dict:
+    """Reference points of the move agreement on the same positions: the teacher (Stockfish 15.1's
+    network) and the bundled default network, 1 ply like the variants (``DIR/anchors.json``)."""
+    import nnue_infer
+    from nnue_infer.resources import default_network
+
+    path = out / "anchors.json"
+    if not path.exists():
+        pairs = agreement_set(cfg.agreement_positions)
+        result = {"move_agreement": {"stockfish-15.1": move_agreement(nnue_infer.stockfish_15_1_network(), pairs),
+                                     "bundled default network": move_agreement(default_network(), pairs)}}
+        path.write_text(json.dumps(result, indent=1))
+        log(f"anchors: {result}")
+    return json.loads(path.read_text())
+
+
 def collect(out: Path, cfg: Config, results: Path) -> dict:
     """Every finished run's record (curves included) and the configuration, written to ``results``."""
     runs = [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))]
     data = {"config": dataclasses.asdict(cfg), "runs": runs}
-    if (out / "speed.json").exists():
-        data["speed"] = json.loads((out / "speed.json").read_text())
+    for name in ("speed", "anchors"):
+        if (out / f"{name}.json").exists():
+            data[name] = json.loads((out / f"{name}.json").read_text())
     results.parent.mkdir(parents=True, exist_ok=True)
     tmp = results.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1))
@@ -572,6 +589,7 @@ def run_study(out: Path, cfg: Config | None, results: Path, variants=VARIANTS, m
               log=print) -> None:
     """Train every planned run not yet finished (re-planning after each, as the sweep decides rates)."""
     cfg = load_config(out, cfg)
+    anchors(out, cfg, log)
     done = 0
     while max_runs is None or done < max_runs:
         todo = [r for r in planned_runs(out, cfg, variants) if not (out / "runs" / f"{r.name}.json").exists()]

@@ -204,6 +204,9 @@ def tables(raw: dict) -> dict:
         counts.append(f"| {v} | " + " | ".join(str(sum(r["variant"] == v and r["budget"] == b for r in runs))
                                               for b in budgets) + " |")
     out["count_table"] = "\n".join(counts)
+    anchor = raw.get("anchors", {}).get("move_agreement")
+    out["anchors"] = ("For reference, on the same positions and also at 1 ply: " + ", ".join(
+        f"{name} {100 * value:.1f} %" for name, value in anchor.items()) + "." if anchor else "")
     speed = raw.get("speed")
     if speed:
         lines = [f"`Evaluator.evaluate_batch` of {speed['positions']:,} test positions, one Numba thread, "
@@ -329,7 +332,7 @@ agreement, 1e-4 for the losses).  Integer metrics come first.
 
 {summary_table}
 
-Mean (standard deviation over seeds).
+Mean (standard deviation over seeds).  {anchors}
 
 ### Comparisons with `pairwise`
 

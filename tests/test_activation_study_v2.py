@@ -109,10 +109,12 @@ def test_report_from_results_alone(tmp_path):
     raw["speed"] = {"positions": 100, "repeats": 3, "threads": 1, "clock": "process CPU",
                     "us_per_position": {"pairwise": [1.0, 1.1, 0.9], "bilinear": [2.1, 1.9, 2.0]},
                     "median_ratio_to_pairwise": {"pairwise": 1.0, "bilinear": 0.5}}
+    raw["anchors"] = {"move_agreement": {"stockfish-15.1": 0.2445}}
     results.write_text(json.dumps(raw))
     path = R.write_report(results, tmp_path)
     text = path.read_text()
     assert "| bilinear | 2.00 (1.90-2.10) | 0.50x |" in text
+    assert "at 1 ply: stockfish-15.1 24.4 %." in text
     assert "| bilinear | short | 5 | 0.002 |" in text
     assert "- bilinear vs pairwise, short budget, quantised test MAE: -2.50 cp [-2.70, -2.30]" in text
     assert "{" not in text.replace("{}", "")  # every placeholder filled
@@ -149,6 +151,7 @@ def test_runner_on_a_toy_budget(tmp_path, data_dir, monkeypatch):
     S.run_study(out, cfg, results, ("pairwise", "glu"), log=lambda *a: None)
     assert results.stat().st_mtime_ns == before  # everything was done: nothing trained or rewritten
     assert R.render(raw)[0].count("| pairwise |") >= 2
+    assert set(raw["anchors"]["move_agreement"]) == {"stockfish-15.1", "bundled default network"}
     speed = S.measure_speed(out, cfg, ("pairwise", "glu"), positions=50, repeats=2, log=lambda *a: None)
     assert [len(t) for t in speed["us_per_position"].values()] == [2, 2]
     assert speed["median_ratio_to_pairwise"]["pairwise"] == 1.0 and speed["median_ratio_to_pairwise"]["glu"] > 0
