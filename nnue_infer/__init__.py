@@ -12,11 +12,15 @@ distilled from Stockfish 15.1's, see ``weights/README.md``).  See :class:`Evalua
 centipawns, :func:`load` for network files.
 """
 
+import importlib.abc as _abc
+import sys as _sys
+
 from .errors import (
     ConcurrentUseError,
     FenError,
     IllegalMoveError,
     InputError,
+    InputKindError,
     NetworkFormatError,
     NetworkNotFoundError,
     NnueError,
@@ -36,6 +40,27 @@ from .trace import Trace
 
 __version__ = "0.1.0"
 
+#: Modules that left the top level when the package was split into the inference core, ``io`` and
+#: ``training`` (0.1.0 -> 0.2): the old name raises an ImportError naming the new one.
+MOVED_MODULES = {**{f"nnue_infer.{m}": f"nnue_infer.io.{m}" for m in ("epd", "output", "parquet", "pgn", "score",
+                                                                    "distributed")},
+                 **{f"nnue_infer.{m}": f"nnue_infer.training.{m}" for m in ("train", "distil", "datagen",
+                                                                          "crosscheck", "plotting")}}
+
+
+class _MovedModules(_abc.MetaPathFinder):
+    """Raises an ImportError naming the new home of a module in :data:`MOVED_MODULES`."""
+
+    def find_spec(self, fullname, path, target=None):
+        new = MOVED_MODULES.get(fullname)
+        if new is not None:
+            raise ImportError(f"{fullname} has moved: import {new} instead", name=fullname)
+        return None
+
+
+if not any(isinstance(f, _MovedModules) for f in _sys.meta_path):
+    _sys.meta_path.insert(0, _MovedModules())
+
 __all__ = [
     "Architecture",
     "ConcurrentUseError",
@@ -45,6 +70,7 @@ __all__ = [
     "HiddenLayer",
     "IllegalMoveError",
     "InputError",
+    "InputKindError",
     "Network",
     "NetworkFormatError",
     "NetworkNotFoundError",

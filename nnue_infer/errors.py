@@ -46,6 +46,11 @@ class InputError(NnueError, OSError):
     """
 
 
+class InputKindError(NnueError, ValueError):
+    """An input file holds another kind of data than the one asked for (PGN games given as FEN/EPD
+    lines, or FENs given as PGN); the message names the file and line."""
+
+
 class PositionError(NnueError, ValueError):
     """A position cannot be represented by the network's features (kings, piece count, pawn ranks)."""
 

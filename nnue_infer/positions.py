@@ -22,7 +22,11 @@ from dataclasses import dataclass
 
 import chess
 
-from .errors import FenError, IllegalMoveError, clip, quote
+import numpy as np
+
+from .errors import QUOTE_LIMIT, FenError, IllegalMoveError, clip, quote
+from .kernels import fen as KF
+from .kernels.threads import PARALLEL_LOCK
 
 #: The FEN fields after the placement, as named in messages.
 FIELD_NAMES = ("side to move", "castling rights", "en passant square", "half-move clock", "full-move number")
@@ -75,8 +79,6 @@ def fen_error(fen: str, exc: ValueError) -> FenError:
     """The error for a FEN python-chess refused (``exc``): for ASCII text the compiled parser's
     wording (the field or character, its 0-based character offset and the FEN), else python-chess's."""
     if fen.isascii() and "\n" not in fen:
-        from .batch import fen_buffer, fen_problem, parse_fen_buffer
-
         buf, offsets = fen_buffer([fen])
         codes, where = parse_fen_buffer(buf, offsets)[2:]
         if codes[0]:
@@ -197,3 +199,104 @@ def parse_positions(words: Sequence[str], strict: bool = True) -> list[Position]
                 index += 1
         positions.append(Position(" ".join(tokens[start:i]), board))
     return positions
+
+
+# The compiled FEN parser's side (kernels/fen.py): rows laid out in one buffer, parsed on all cores,
+# its problem codes worded.
+
+def _first_not(positions: Sequence[object], kind: type) -> int:
+    return next(i for i, p in enumerate(positions) if not isinstance(p, kind))
+
+
+def fen_buffer(fens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The FENs' UTF-8 bytes joined by newlines, and where each row starts.
+
+    Returns
+    -------
+    buf : uint8[total]
+        ``"\\n".join(fens) + "\\n"``, encoded (one copy, no per-row Python work for ASCII input;
+        a lone surrogate becomes bytes the parser refuses, so its row is named).
+    offsets : int64[n + 1]
+        Row ``i`` is ``buf[offsets[i]:offsets[i + 1]]``, its trailing newline included.
+
+    Raises
+    ------
+    TypeError
+        An element is not a ``str`` (the message names its row).
+    """
+    n = len(fens)
+    try:
+        text = "\n".join(fens)
+    except TypeError:
+        i = _first_not(fens, str)
+        wanted = "a FEN string like the rows before" if i else "a FEN string or a chess.Board"
+        raise TypeError(f"row {i}: expected {wanted}, got {type(fens[i]).__name__}") from None
+    buf = np.frombuffer(bytearray(text + "\n", "utf-8", "surrogatepass"), np.uint8)
+    lengths = np.fromiter(map(len, fens), np.int64, n)
+    if int(lengths.sum()) + n != buf.size:  # non-ASCII characters: count bytes, not characters
+        lengths = np.fromiter((len(f.encode("utf-8", "surrogatepass")) for f in fens), np.int64, n)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths + 1, out=offsets[1:])
+    return buf, offsets
+
+
+#: ``fen_codes`` of a row that parses but lacks a field under the strict rule
+#: (:func:`nnue_infer.positions.missing_field`); the compiled parser's codes are ``kernels.fen.FEN_*``.
+FEN_MISSING_FIELD = -1
+
+
+def field_counts(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """int64[n]: white-space separated fields of each row of ``buf`` (layout of :func:`fen_buffer`;
+    ASCII white space as ``kernels.fen.is_space``)."""
+    space = (buf == 32) | ((buf >= 9) & (buf <= 13)) | ((buf >= 28) & (buf <= 31))
+    starts = ~space
+    starts[1:] &= space[:-1]  # a field starts after white space (every row ends with a newline)
+    if offsets.shape[0] < 2:
+        return np.zeros(0, np.int64)
+    return np.add.reduceat(starts.astype(np.int64), offsets[:-1])
+
+
+def fen_problem(fen: str, code: int, offset: int) -> str:
+    """Human-readable description of :func:`nnue_infer.kernels.fen.parse_fen`'s ``code`` at ``offset``.
+
+    For an ASCII ``fen`` (:func:`raise_row_error` quotes python-chess for the others), the
+    0-based byte ``offset`` is also a character offset; messages give it as the 1-based
+    column, as editors and the EPD operation messages count.
+    """
+    rest = fen[offset:]
+    details = {
+        "char": rest[:1] or "end of field",
+        "rank": 8 - fen[:offset].count("/"),
+        "field": (rest.split() or [""])[0][:QUOTE_LIMIT],  # the whole FEN is quoted (cut) after it
+    }
+    return f"{_FEN_PROBLEMS[code].format(**details)} at column {offset + 1} of {quote(fen)}"
+
+
+_FEN_PROBLEMS = {
+    KF.FEN_EMPTY: "empty FEN",
+    KF.FEN_BAD_CHARACTER: "invalid character {char!r} in the placement field",
+    KF.FEN_TWO_DIGITS: "two digits in a row in the placement field",
+    KF.FEN_BAD_TILDE: "'~' not after a piece in the placement field",
+    KF.FEN_RANK_LENGTH: "rank {rank} of the placement field does not have 8 squares",
+    KF.FEN_RANK_COUNT: "the placement field does not have 8 ranks",
+    KF.FEN_SIDE_TO_MOVE: "side to move must be 'w' or 'b', found {field!r}",
+    KF.FEN_CASTLING: "invalid castling field {field!r}",
+    KF.FEN_EN_PASSANT: "invalid en passant field {field!r}",
+    KF.FEN_HALFMOVE: "half-move clock must be a non-negative integer, found {field!r}",
+    KF.FEN_FULLMOVE: "full-move number must be a non-negative integer, found {field!r}",
+    KF.FEN_EXTRA_FIELDS: "more than 6 fields, found {field!r}",
+}
+
+def parse_fen_buffer(buf: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Parse the FENs in ``buf`` (layout of :func:`fen_buffer`) on all cores, raising nothing.
+
+    Returns ``bitboards`` int64[n, 8] (zeros where a row does not parse), ``stm`` uint8[n],
+    ``fen_codes`` int32[n] (``kernels.fen.FEN_*``, 0 = parsed) and ``fen_offsets`` int64[n]
+    (offset of the problem within the row, -1 if none; :func:`fen_problem` words it).
+    """
+    n = offsets.shape[0] - 1
+    bitboards, stm = np.empty((n, 8), np.int64), np.empty(n, np.uint8)
+    fen_codes, fen_offsets = np.empty(n, np.int32), np.empty(n, np.int64)
+    with PARALLEL_LOCK:
+        KF.parse_fens(buf, offsets, bitboards, stm, fen_codes, fen_offsets)
+    return bitboards, stm, fen_codes, fen_offsets

@@ -25,7 +25,7 @@ VARIANTS = ("pairwise", "lut_glu")
 @pytest.fixture(scope="module")
 def study(tmp_path_factory, data_dir) -> Path:
     """A toy study directory: splits from datagen with the bundled network as teacher (no games)."""
-    from nnue_infer.datagen import generate, save
+    from nnue_infer.training.datagen import generate, save
     from nnue_infer.resources import default_network
 
     out = tmp_path_factory.mktemp("study")

@@ -62,7 +62,7 @@ def test_svg_into_a_missing_directory_or_a_full_device_is_named(capsys, tmp_path
 def test_both_pgn_parsers_end_a_game_at_a_null_move(tmp_path):
     """python-chess reads '--' as a null move, also in check, and then lets the next move capture
     the king (a row without a black king); the Rust parser refuses it. Both end the game there."""
-    from nnue_infer import pgn
+    from nnue_infer.io import pgn
 
     path = tmp_path / "null.pgn"
     path.write_text('[Event "null in check"]\n\n1. e4 f5 2. Qh5+ -- 3. Qe8 *\n\n[Event "next"]\n\n1. d4 *\n')

@@ -450,7 +450,7 @@ def test_odd_operation_sequences_keep_incremental_equal_to_fresh(network, small_
 def test_crosscheck_positions_file_with_bad_lines(tmp_path):
     """A JSON line whose 'fen' is not a string crashed crosscheck with an AttributeError;
     invalid UTF-8 failed the whole file with a decode error naming neither file nor line."""
-    from nnue_infer.crosscheck import read_positions
+    from nnue_infer.training.crosscheck import read_positions
 
     path = tmp_path / "p.txt"
     path.write_bytes(b'\xef\xbb\xbf' + START.encode() + b'\n\xff garbage\n{"fen": "8/8/8/8/8/8/8/8 w - -"}\n')

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import nnue_infer
-from nnue_infer import epd
+from nnue_infer.io import epd
 from nnue_infer.cli import main
 from nnue_infer.errors import FenError, InputError
 
@@ -236,7 +236,7 @@ def test_epd_operations_are_checked(capsys, tmp_path, ops, column, message):
 
 
 def test_an_opcode_first_seen_after_the_first_chunk_is_an_error_not_a_new_column(evaluator):
-    from nnue_infer.score import score_epd
+    from nnue_infer.io.score import score_epd
 
     lines = [f'{chess.STARTING_FEN} id "{i}";' for i in range(50)] + [f'{chess.STARTING_FEN} id "z"; bm e4;']
     data = ("\n".join(lines) + "\n").encode()
@@ -302,7 +302,7 @@ def test_parquet_output_of_a_run_stopped_early(capsys, tmp_path, monkeypatch):
     pq = pytest.importorskip("pyarrow.parquet")
     from pathlib import Path
 
-    from nnue_infer import score
+    from nnue_infer.io import score
 
     demo = Path(__file__).parent.parent / "examples" / "demo.epd"
     good = tmp_path / "keep.parquet"

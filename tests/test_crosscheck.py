@@ -8,7 +8,7 @@ import numpy as np
 
 import nnue_infer
 from nnue_infer.cli import main
-from nnue_infer.crosscheck import crosscheck, read_positions
+from nnue_infer.training.crosscheck import crosscheck, read_positions
 from nnue_infer.float_network import FloatNetwork, forward_float
 from nnue_infer.formats import load, save
 from nnue_infer.network import Architecture, HiddenLayer

@@ -1,4 +1,4 @@
-"""Position generation for distillation (nnue_infer.datagen, `nnue-infer datagen`)."""
+"""Position generation for distillation (nnue_infer.training.datagen, `nnue-infer datagen`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import chess
 import numpy as np
 import pytest
 
-from nnue_infer import Evaluator, datagen
+from nnue_infer import Evaluator
+from nnue_infer.training import datagen
 from nnue_infer.cli import main
 
 

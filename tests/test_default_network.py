@@ -12,7 +12,8 @@ import chess
 import pytest
 
 import nnue_infer
-from nnue_infer import distil, resources
+from nnue_infer import resources
+from nnue_infer.training import distil
 from nnue_infer.cli import main
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,11 +1,11 @@
-"""Agreement figures of a student network with its teacher (nnue_infer.distil)."""
+"""Agreement figures of a student network with its teacher (nnue_infer.training.distil)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from nnue_infer import distil
+from nnue_infer.training import distil
 
 
 def test_agreement_figures_by_hand():

@@ -1,4 +1,4 @@
-"""Dask-distributed scoring (nnue_infer.distributed): real local clusters of worker processes.
+"""Dask-distributed scoring (nnue_infer.io.distributed): real local clusters of worker processes.
 
 Each cluster costs a few seconds (worker start, imports, the Numba cache); the inputs are a
 few hundred positions, so the whole module stays within tens of seconds.
@@ -21,7 +21,7 @@ pa = pytest.importorskip("pyarrow", reason="needs the dask extra: pip install -e
 import pyarrow.parquet as pq  # noqa: E402
 
 import nnue_infer  # noqa: E402
-from nnue_infer import distributed as D  # noqa: E402
+from nnue_infer.io import distributed as D  # noqa: E402
 
 BAD = ["8/8/8/8/8/8/8/4K3 w - - 0 1", "not a fen"]
 
@@ -140,7 +140,7 @@ START_METHOD_JOB = """
 import json, sys
 import nnue_infer
 from distributed import Client, LocalCluster
-from nnue_infer import distributed as D
+from nnue_infer.io import distributed as D
 
 fens = json.loads(sys.argv[1])
 nnue_infer.evaluate_batch(fens)  # the parent has used the parallel kernel (and its thread pool) before the workers start

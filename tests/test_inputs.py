@@ -19,8 +19,8 @@ import chess.pgn
 import pytest
 import zstandard
 
-from nnue_infer.crosscheck import read_positions
-from nnue_infer.datagen import read_exclude, read_games
+from nnue_infer.training.crosscheck import read_positions
+from nnue_infer.training.datagen import read_exclude, read_games
 from nnue_infer.errors import InputError
 from nnue_infer.inputs import open_input
 

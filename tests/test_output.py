@@ -1,4 +1,4 @@
-"""``nnue_infer.output``: compiled CSV / JSON-lines writing against Python's ``csv`` and ``json`` modules."""
+"""``nnue_infer.io.output``: compiled CSV / JSON-lines writing against Python's ``csv`` and ``json`` modules."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from nnue_infer.output import TableWriter, TextColumn, encode, header, take
+from nnue_infer.io.output import TableWriter, TextColumn, encode, header, take
 
 STRINGS = ["plain", "comma,inside", 'q"uo"te', "new\nline", "cr\rhere", "", "ünïcödé ♞", "ctl\x01\x1f\t\b\f", "back\\slash"]
 

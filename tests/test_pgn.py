@@ -1,4 +1,4 @@
-"""Fast PGN reading (nnue_infer.pgn, kernels.notation) against python-chess, the reference.
+"""Fast PGN reading (nnue_infer.io.pgn, kernels.notation) against python-chess, the reference.
 
 The Rust parser's positions and the notation kernel's FEN / SAN / UCI / check flags must be
 exactly python-chess's (``Board.fen()``, ``Board.san``, ``Move.uci``, ``is_check``,
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import nnue_infer
-from nnue_infer import pgn
+from nnue_infer.io import pgn
 
 needs_rust = pytest.mark.skipif(not pgn.rust_parser_available(),
                                 reason="needs the Rust PGN parser: pip install -e '.[pgn]'")

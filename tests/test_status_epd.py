@@ -9,9 +9,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnue_infer.epd import read_epd
+from nnue_infer.io.epd import read_epd
 from nnue_infer.kernels import status as KS
-from nnue_infer.score import CHECKMATE, NONE, STALEMATE, outcomes
+from nnue_infer.io.score import CHECKMATE, NONE, STALEMATE, outcomes
 
 #: Positions where the only legal move is special, or none is: e.p. as the only move, pinned e.p. pawn,
 #: smothered mate, stalemates with pins, promotion as the only move.

@@ -1,4 +1,4 @@
-"""The distillation trainer (nnue_infer.train, `nnue-infer train`): PyTorch float model, tiny runs.
+"""The distillation trainer (nnue_infer.training.train, `nnue-infer train`): PyTorch float model, tiny runs.
 
 CI installs the ``train`` extra (.ci/run), so these run there; without PyTorch they skip.
 """
@@ -16,9 +16,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import nnue_infer  # noqa: E402
-from nnue_infer import datagen, train as T  # noqa: E402
+from nnue_infer.training import datagen, train as T  # noqa: E402
 from nnue_infer.cli import main  # noqa: E402
-from nnue_infer.crosscheck import crosscheck  # noqa: E402
+from nnue_infer.training.crosscheck import crosscheck  # noqa: E402
 from nnue_infer.float_network import forward_float  # noqa: E402
 from nnue_infer.network import Architecture  # noqa: E402
 from nnue_infer.quantise import quantise_with_report  # noqa: E402
@@ -148,6 +148,6 @@ def test_cli_train_writes_network_plot_and_summary(positions_file, tmp_path, dat
 
 
 def test_core_package_does_not_import_torch():
-    code = ("import sys, nnue_infer, nnue_infer.cli, nnue_infer.datagen, nnue_infer.distil; "
+    code = ("import sys, nnue_infer, nnue_infer.cli, nnue_infer.training.datagen, nnue_infer.training.distil; "
             "nnue_infer.cli.main(['--help']); assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

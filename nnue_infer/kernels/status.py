@@ -4,7 +4,7 @@ Stockfish prints no NNUE evaluation when the side to move is in check, and a net
 for a finished game means nothing; the file mode flags such rows.  Only attack arithmetic
 runs here (:mod:`nnue_infer.kernels.attacks`); the rules of chess stay python-chess's: rows
 this filter cannot clear go to ``Board.is_checkmate`` / ``is_stalemate``
-(:func:`nnue_infer.score.outcome_code`), which also knows castling and Chess960.
+(:func:`nnue_infer.io.score.outcome_code`), which also knows castling and Chess960.
 
 The filter is sound (it never clears a mate or a stalemate).  A position is cleared when
 

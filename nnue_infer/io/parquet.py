@@ -1,10 +1,10 @@
 """Scored positions as Arrow tables and Parquet files (needs ``pyarrow``: the ``parquet`` or ``dask`` extra).
 
-:func:`to_arrow` turns a result table of :mod:`nnue_infer.score` (the columns ``nnue-infer eval``
+:func:`to_arrow` turns a result table of :mod:`nnue_infer.io.score` (the columns ``nnue-infer eval``
 writes as CSV / JSON lines) into an Arrow table, column for column; :class:`ParquetTableWriter`
 streams such tables into one Parquet file (``nnue-infer eval ... -o scores.parquet``).
 
-Datasets of many inputs (:mod:`nnue_infer.distributed`) have one schema for every kind of input,
+Datasets of many inputs (:mod:`nnue_infer.io.distributed`) have one schema for every kind of input,
 :func:`schema`, so EPD, PGN and Parquet shards of one job land in one dataset:
 
 ================  ==========  ============================================================
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: PGN tag columns (lower-case names of :data:`nnue_infer.score.PGN_TAGS`).
+#: PGN tag columns (lower-case names of :data:`nnue_infer.io.score.PGN_TAGS`).
 TAG_COLUMNS = ("event", "site", "date", "round", "white", "black", "result")
 
 
@@ -82,7 +82,7 @@ def conform(table, source: str, target):
 
 
 def text_array(column):
-    """A ``pyarrow`` string array of a :class:`~nnue_infer.output.TextColumn` (bytes gathered with NumPy,
+    """A ``pyarrow`` string array of a :class:`~nnue_infer.io.output.TextColumn` (bytes gathered with NumPy,
     no Python object per cell)."""
     pa = _pa()
     starts = np.asarray(column.starts, np.int64)
@@ -103,8 +103,8 @@ def text_array(column):
 
 
 def to_arrow(table):
-    """A ``pyarrow.Table`` of an output table (``{name: column}``, see :mod:`nnue_infer.output`): integer and
-    bool arrays as they are, masked arrays with nulls, :class:`~nnue_infer.output.TextColumn` as strings."""
+    """A ``pyarrow.Table`` of an output table (``{name: column}``, see :mod:`nnue_infer.io.output`): integer and
+    bool arrays as they are, masked arrays with nulls, :class:`~nnue_infer.io.output.TextColumn` as strings."""
     pa = _pa()
     from .output import TextColumn
 
@@ -134,8 +134,8 @@ def write_table(table, path: str) -> None:
 
 
 class ParquetTableWriter:
-    """Writes result tables (:mod:`nnue_infer.output` columns) one after another into one Parquet file,
-    the counterpart of :class:`nnue_infer.output.TableWriter`.  The first table fixes the schema; the
+    """Writes result tables (:mod:`nnue_infer.io.output` columns) one after another into one Parquet file,
+    the counterpart of :class:`nnue_infer.io.output.TableWriter`.  The first table fixes the schema; the
     file is written under a temporary name and renamed by :meth:`close`; :meth:`abort` removes it,
     leaving the target untouched."""
 

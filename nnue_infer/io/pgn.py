@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .kernels import notation as KN
+from ..kernels import notation as KN
 
 #: Game headers kept as columns (the Seven Tag Roster less Date and Round, which few users
 #: read per position, plus the usual extras).  Missing headers are empty strings.
@@ -465,7 +465,7 @@ def read_pgn(source: str | os.PathLike[str], *, parser: str = "auto", games_per_
         Positions of consecutive games, in source order; ``errors`` lists the games of the
         batch the parser rejected.
     """
-    from .inputs import input_label, open_input
+    from ..inputs import input_label, open_input
 
     with open_input(source) as inp:
         yield from read_pgn_lines(inp.text, input_label(source), parser=parser, games_per_batch=games_per_batch,
@@ -480,7 +480,7 @@ def evaluate_games(evaluator, batch: GameBatch) -> tuple[GameBatch, np.ndarray, 
     exactly :meth:`~nnue_infer.evaluator.Evaluator.evaluate` of each position), and one
     :class:`PgnError` per removed position naming its game and ply.
     """
-    from .batch import position_problem
+    from ..batch import position_problem
 
     values, codes = evaluator.evaluate_bitboards(batch.bitboards, batch.stm)
     bad = np.flatnonzero(codes)

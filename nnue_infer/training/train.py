@@ -1,5 +1,5 @@
 """Distillation trainer: fit a float network of any :class:`~nnue_infer.network.Architecture` to
-teacher values (a positions file from :mod:`nnue_infer.datagen`), with PyTorch on the CPU.
+teacher values (a positions file from :mod:`nnue_infer.training.datagen`), with PyTorch on the CPU.
 
 Needs the optional extra ``train`` (``pip install 'nnue-infer[train]'``: PyTorch); the rest of
 the package never imports torch.
@@ -51,13 +51,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import NnueError
-from .network import Architecture
+from ..errors import NnueError
+from ..network import Architecture
 
 try:
     import torch
 except ImportError as _exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("nnue_infer.train needs PyTorch: pip install 'nnue-infer[train]'") from _exc
+    raise ImportError("nnue_infer.training.train needs PyTorch: pip install 'nnue-infer[train]'") from _exc
 
 
 class TrainingError(NnueError, ValueError):
@@ -124,8 +124,8 @@ def prepare_features(data: dict, arch: Architecture) -> tuple[np.ndarray, np.nda
     TrainingError
         A position has not exactly one king per side or more than 32 pieces (names the row).
     """
-    from .features import architecture_features
-    from .kernels.features import active_features_batch
+    from ..features import architecture_features
+    from ..kernels.features import active_features_batch
 
     bb = np.ascontiguousarray(data["bitboards"], dtype=np.int64)
     stm = np.ascontiguousarray(data["stm"], dtype=np.uint8)
@@ -161,7 +161,7 @@ class _FeatureSum(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, weight: torch.Tensor, indices: torch.Tensor, pad: int) -> torch.Tensor:
-        from .kernels.sparse import sum_rows
+        from ..kernels.sparse import sum_rows
 
         ctx.save_for_backward(indices)
         ctx.pad = pad
@@ -172,7 +172,7 @@ class _FeatureSum(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        from .kernels.sparse import scatter_add_rows
+        from ..kernels.sparse import scatter_add_rows
 
         (indices,) = ctx.saved_tensors
         out = np.zeros(ctx.weight_shape, np.float32)
@@ -186,7 +186,7 @@ class _PairwiseFeatureTransformer(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, weight: torch.Tensor, bias: torch.Tensor, indices: torch.Tensor, pad: int) -> torch.Tensor:
-        from .kernels.sparse import pairwise_ft_forward
+        from ..kernels.sparse import pairwise_ft_forward
 
         m = indices.shape[0]
         acc = np.empty((m, weight.shape[1]), np.float32)
@@ -198,7 +198,7 @@ class _PairwiseFeatureTransformer(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        from .kernels.sparse import pairwise_ft_backward
+        from ..kernels.sparse import pairwise_ft_backward
 
         (indices,) = ctx.saved_tensors
         gw = np.zeros(ctx.weight_shape, np.float32)
@@ -219,7 +219,7 @@ class FloatModel(torch.nn.Module):
     def __init__(self, arch: Architecture, seed: int = 1, fused: bool = True) -> None:
         super().__init__()
         self.fused = fused
-        from .features import architecture_features
+        from ..features import architecture_features
 
         fs = architecture_features(arch)
         self.arch = arch
@@ -254,7 +254,7 @@ class FloatModel(torch.nn.Module):
             n_in = layer.activated_width
         self._limits = _weight_limits(arch)
         if arch.ft_activation == "lut_glu":  # the gate table: fixed, stored with the network
-            from .network import default_gate_table
+            from ..network import default_gate_table
 
             self.register_buffer("ft_table", torch.from_numpy(default_gate_table()))
         else:
@@ -358,7 +358,7 @@ class FloatModel(torch.nn.Module):
 
 def _weight_limits(arch: Architecture) -> list[float]:
     """Largest float magnitude of each dense layer's weights that quantises without saturating."""
-    from .quantise import SCHEMES, quantised_architecture, tensor_scales
+    from ..quantise import SCHEMES, quantised_architecture, tensor_scales
 
     scales = tensor_scales(quantised_architecture(arch, SCHEMES["stockfish"]))
     return [127.0 / scales[f"layers.{i}.weights"] for i in range(len(arch.layers))]
@@ -366,7 +366,7 @@ def _weight_limits(arch: Architecture) -> list[float]:
 
 def model_to_float_network(model: FloatModel, description: str = ""):
     """The :class:`~nnue_infer.float_network.FloatNetwork` of ``model`` (dense weights zero-padded)."""
-    from .float_network import FloatNetwork
+    from ..float_network import FloatNetwork
 
     arch = model.arch
     nf = model.num_features
@@ -422,7 +422,7 @@ class Trainer:
     arch : Architecture
         What to train (feature set, widths, activations, layer stacks, buckets).
     data : dict
-        Arrays of a positions file (:func:`nnue_infer.datagen.load_positions`): ``bitboards``
+        Arrays of a positions file (:func:`nnue_infer.training.datagen.load_positions`): ``bitboards``
         int64[n, 8], ``stm`` uint8[n], ``value`` int32[n] (teacher, internal units, side to move).
     config : TrainConfig
         Hyper-parameters.
@@ -600,7 +600,7 @@ def default_architecture(ft_width: int = 256) -> Architecture:
     stacks (by piece count) of 16 (15 as [SqrClippedReLU | ClippedReLU], 1 forward skip) -> 32
     ClippedReLU -> 1, in Stockfish 15.1's units (600 per float 1.0, 361 per pawn).
     """
-    from .network import HiddenLayer
+    from ..network import HiddenLayer
 
     return Architecture(
         feature_set="Chess768", ft_width=ft_width, ft_activation="pairwise", ft_clamp=127, ft_shift=7,
@@ -616,7 +616,7 @@ def architecture_from_spec(spec: str, ft_width: int | None = None) -> Architectu
 
     Raises :class:`TrainingError` for an unknown preset or unreadable file.
     """
-    from .network import stockfish_15_1_architecture
+    from ..network import stockfish_15_1_architecture
 
     presets = {"default": default_architecture, "stockfish-15.1": stockfish_15_1_architecture}
     if spec in presets:
@@ -639,14 +639,14 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
     (the float network), ``network.safetensors`` (quantised with the Stockfish scheme: QA 127,
     shift 7, QB 64, output scale 16) and ``summary.json`` (configuration, times, the
     quantisation report, the float-vs-quantised cross-check on validation positions, and, with
-    ``eval_positions``, :func:`nnue_infer.distil.corpus_accuracy` on that corpus).
+    ``eval_positions``, :func:`nnue_infer.training.distil.corpus_accuracy` on that corpus).
 
     Returns the summary dict.
     """
     from .crosscheck import crosscheck
     from .datagen import concatenate, load_positions, to_board
-    from .formats import save
-    from .quantise import SCHEMES, quantise_with_report
+    from ..formats import save
+    from ..quantise import SCHEMES, quantise_with_report
 
     out_dir = Path(out_dir)
     t0 = time.perf_counter()

@@ -26,8 +26,8 @@ from typing import IO, Union
 
 import numpy as np
 
-from .batch import PARALLEL_LOCK
-from .kernels import text as KT
+from ..kernels.threads import PARALLEL_LOCK
+from ..kernels import text as KT
 
 #: Output formats of :func:`encode` and :class:`TableWriter`.
 FORMATS = ("csv", "jsonl")

@@ -1,4 +1,4 @@
-"""Scoring files: EPD/FEN lines and PGN games -> result tables (:mod:`nnue_infer.output`) that join back to the input.
+"""Scoring files: EPD/FEN lines and PGN games -> result tables (:mod:`nnue_infer.io.output`) that join back to the input.
 
 Every row carries where it came from (``line`` of an EPD file; ``game`` and ``ply`` of a PGN,
 with the game's standard tags), what the input said (the FEN, the EPD operations, the move
@@ -24,14 +24,16 @@ from collections.abc import Iterable, Iterator
 import chess
 import numpy as np
 
-from .batch import PARALLEL_LOCK, _POSITION_PROBLEMS, fen_problem, parse_fen_buffer
+from ..batch import _POSITION_PROBLEMS
+from ..kernels.threads import PARALLEL_LOCK
+from ..positions import fen_problem, parse_fen_buffer
 from .epd import CHUNK_BYTES, EpdRows
-from .errors import PositionError
-from .evaluator import Evaluator
-from .features import check_position
-from .kernels import status as KS
+from ..errors import PositionError
+from ..evaluator import Evaluator
+from ..features import check_position
+from ..kernels import status as KS
 from .output import TextColumn
-from .positions import missing_field_message
+from ..positions import missing_field_message
 
 #: Games per PGN table (about 80 positions each in real games).
 GAMES_PER_TABLE = 2000
@@ -123,11 +125,11 @@ def _rescore_fen(ev: Evaluator, fen: str, fen_code: int, fen_offset: int, code: 
 
 def score_epd(ev: Evaluator, chunks: EpdRows | Iterable[EpdRows], *, strict: bool = True,
               empty_in_check: bool = False, chunk_rows: int = CHUNK_ROWS) -> Iterator[dict]:
-    """Tables of ``chunks`` (one :class:`EpdRows`, or the chunks of :func:`nnue_infer.epd.iter_epd`)
+    """Tables of ``chunks`` (one :class:`EpdRows`, or the chunks of :func:`nnue_infer.io.epd.iter_epd`)
     scored with ``ev``: ``line``, ``fen``, :data:`VALUE_COLUMNS`, the EPD operations, ``error``.
 
     FENs are parsed, checked and evaluated in compiled code on all cores
-    (:func:`nnue_infer.batch.parse_fen_buffer`, :meth:`Evaluator.evaluate_bitboards`,
+    (:func:`nnue_infer.positions.parse_fen_buffer`, :meth:`Evaluator.evaluate_bitboards`,
     :func:`nnue_infer.kernels.status.status_batch`); rows the parser refuses get python-chess's
     reading (so exactly the FENs ``chess.Board`` accepts are scored).  With ``strict``, a row
     lacking a FEN field is an error naming the field.
@@ -135,7 +137,7 @@ def score_epd(ev: Evaluator, chunks: EpdRows | Iterable[EpdRows], *, strict: boo
     A rejected row (bad FEN, missing field, unrepresentable position, bad EPD operations)
     contributes nothing but its error: its operations make no column.  The operation columns
     are the opcodes of the first chunk's good rows (the whole input up to
-    :data:`nnue_infer.epd.CHUNK_BYTES`), in order of first appearance; a later row with
+    :data:`nnue_infer.io.epd.CHUNK_BYTES`), in order of first appearance; a later row with
     another opcode is an error naming it.  An operation named like a column gets the prefix
     ``epd_``.
     """
@@ -236,11 +238,11 @@ def score_pgn(ev: Evaluator, stream: Iterable[str], *, source: str = "<pgn>", em
     ``fen``, :data:`VALUE_COLUMNS`, ``error``.  A game with a problem (illegal move, bad FEN
     tag, chess variant) keeps its rows up to the problem and gets one error row after them
     (the ply the failed move would have reached); a position the network cannot represent is
-    an error row itself.  Games are read by :func:`nnue_infer.pgn.read_pgn_lines` (with the
+    an error row itself.  Games are read by :func:`nnue_infer.io.pgn.read_pgn_lines` (with the
     ``pgn`` extra a compiled parser: nothing replays the games in Python, no move is checked
     twice) and evaluated in batches on all cores.
     """
-    from .batch import position_problem
+    from ..batch import position_problem
     from .pgn import read_pgn_lines
 
     per_pawn = ev.network.architecture.units_per_pawn

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import NetworkFormatError, PositionError, quote
-from .evaluator import Evaluator
-from .float_network import FloatNetwork, forward_float
-from .network import Network
+from ..errors import NetworkFormatError, PositionError, quote
+from ..evaluator import Evaluator
+from ..float_network import FloatNetwork, forward_float
+from ..network import Network
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def read_positions(path: str | os.PathLike[str]) -> list[str]:
     """
     import json
 
-    from .inputs import numbered_lines
+    from ..inputs import numbered_lines
 
     fens = []
     for label, lineno, line in numbered_lines(path):  # bad bytes: that line's FEN is skipped

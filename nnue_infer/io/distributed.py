@@ -4,7 +4,7 @@ Needs the ``dask`` extra (``pip install 'nnue-infer[dask]'``: ``dask[distributed
 ``pyarrow`` and the Rust PGN parser).  Nothing else in nnue-infer imports this module.
 
 * :func:`score_files` scores files (globs; plain, gzip or Zstandard) into a directory: one
-  ``part-*.parquet`` per input file (schema: :func:`nnue_infer.parquet.schema`) and, for a
+  ``part-*.parquet`` per input file (schema: :func:`nnue_infer.io.parquet.schema`) and, for a
   file with bad rows, ``_errors/part-*.parquet`` (source, line, game, message).  A bad row
   never stops the job.  Each part is written to a temporary name and renamed, so a part that
   exists is complete: a re-run skips the inputs whose part exists, and a task re-run after a
@@ -76,8 +76,8 @@ def expand_inputs(inputs: str | Iterable[str]) -> list[str]:
 def worker_evaluator(network: str):
     """This process's :class:`~nnue_infer.evaluator.Evaluator` for ``network`` (a path or spec name),
     loaded on first use and kept; one per thread (an ``Evaluator`` is not thread-safe)."""
-    from .evaluator import Evaluator
-    from .resources import network_from_spec
+    from ..evaluator import Evaluator
+    from ..resources import network_from_spec
 
     cache = getattr(_local, "evaluators", None)
     if cache is None:
@@ -107,9 +107,9 @@ def part_name(path: str) -> str:
 
 
 def _tables(path: str, kind: str, ev, column: str, threads: int | None):
-    """Result tables (:mod:`nnue_infer.score`) of one input file."""
+    """Result tables (:mod:`nnue_infer.io.score`) of one input file."""
     from .epd import iter_epd, read_epd
-    from .inputs import input_label, open_input
+    from ..inputs import input_label, open_input
     from .score import score_epd, score_pgn
 
     if kind == "pgn":
@@ -172,7 +172,7 @@ def score_file(path: str, network: str, out_dir: str, *, threads: int | None = N
 
 def _check_manifest(out_dir: str, network: str) -> None:
     """Create ``out_dir`` and its manifest, or check that an existing one names the same network."""
-    from .resources import network_from_spec
+    from ..resources import network_from_spec
 
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, MANIFEST)

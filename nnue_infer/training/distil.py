@@ -65,7 +65,7 @@ def read_corpus(path: str | os.PathLike[str]) -> list[CorpusPosition]:
 
     Raises ``ValueError`` naming the line for a malformed row.
     """
-    from .inputs import numbered_lines
+    from ..inputs import numbered_lines
 
     rows = []
     for label, lineno, line in numbered_lines(path):
@@ -92,7 +92,7 @@ def corpus_accuracy(network, corpus: list[CorpusPosition], teacher_units_per_paw
         361 for Stockfish 15.1.
     holdout_fraction : float, optional
         Also report the positions not derived from training data: rows without a game, or whose
-        game is held out by :func:`nnue_infer.datagen.is_held_out` with this fraction.
+        game is held out by :func:`nnue_infer.training.datagen.is_held_out` with this fraction.
 
     Returns
     -------
@@ -100,7 +100,7 @@ def corpus_accuracy(network, corpus: list[CorpusPosition], teacher_units_per_paw
         ``{"all": figures}`` and, with ``holdout_fraction``, ``"held_out"``; see :func:`agreement`.
     """
     from .datagen import is_held_out
-    from .evaluator import Evaluator
+    from ..evaluator import Evaluator
 
     values = Evaluator(network).evaluate_batch([r.board for r in corpus]).astype(np.float64)
     student = values * 100.0 / network.architecture.units_per_pawn

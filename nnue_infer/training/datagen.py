@@ -60,9 +60,9 @@ from dataclasses import asdict, dataclass
 import chess
 import numpy as np
 
-from .errors import NnueError, PositionError
-from .features import board_bitboards
-from .inputs import numbered_lines
+from ..errors import NnueError, PositionError
+from ..features import board_bitboards
+from ..inputs import numbered_lines
 
 FORMAT = "nnue-infer-positions-1"
 SOURCE_PERTURBATION, SOURCE_PLAYOUT = 0, 1
@@ -315,7 +315,7 @@ def generate(n: int, seed: int, teacher, games: list[dict] | None = None,
     """
     from tqdm import tqdm
 
-    from .evaluator import Evaluator
+    from ..evaluator import Evaluator
 
     if n <= 0:
         raise ValueError(f"n: number of positions must be positive, got {n}")

@@ -4,7 +4,7 @@ One line per position: a FEN (six fields) or an EPD record (the first four FEN f
 operations such as ``bm Nf3; id "WAC.001";``; PGN standard, section 16.2).  Blank lines and
 lines starting with ``#`` are skipped.  Splitting runs in compiled code over the file's bytes
 (:mod:`nnue_infer.kernels.epd`); the FENs and operands stay byte ranges of that buffer
-(:class:`~nnue_infer.output.TextColumn`), so a file of millions of lines is read without a
+(:class:`~nnue_infer.io.output.TextColumn`), so a file of millions of lines is read without a
 Python object per line, and :func:`iter_epd` reads a stream in chunks of
 :data:`CHUNK_BYTES`, so memory stays bounded whatever the input.
 
@@ -23,10 +23,10 @@ from typing import BinaryIO
 
 import numpy as np
 
-from .errors import InputError
-from .kernels import epd as KE
+from ..errors import InputError
+from ..kernels import epd as KE
 from .output import TextColumn
-from .positions import missing_field
+from ..positions import missing_field
 
 #: Bytes read from a stream at a time by :func:`iter_epd` (about 100,000 EPD lines).
 CHUNK_BYTES = 1 << 23
@@ -151,7 +151,7 @@ class EpdRows:
         return self.operation_columns(self.opcodes())[0]
 
     def fen_buffer(self) -> tuple[np.ndarray, np.ndarray]:
-        """The FENs one per line, as ``nnue_infer.batch.fen_buffer`` lays them out: (uint8 buffer, int64[n + 1] offsets)."""
+        """The FENs one per line, as ``nnue_infer.positions.fen_buffer`` lays them out: (uint8 buffer, int64[n + 1] offsets)."""
         f = self.fen
         out = np.empty(int((f.ends - f.starts).sum()) + len(self), np.uint8)
         offsets = np.empty(len(self) + 1, np.int64)

@@ -1,0 +1,125 @@
+"""What every command shares: the ``--net``, ``--threads``, ``--quiet``, ``--progress``, ``--json`` and
+``-o/--output`` options, the output stream, progress bars and messages on stderr."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+
+def example(*lines: str) -> str:
+    """An ``Examples:`` epilog that click prints verbatim."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def load_network(net: str | None):
+    """The network of a ``--net`` value: a file or a name (``default``, ``stockfish``, ...; :func:`network_from_spec`)."""
+    from ..errors import NetworkNotFoundError
+    from ..resources import network_from_spec
+
+    try:
+        return network_from_spec(net)
+    except NetworkNotFoundError as exc:
+        if net and net.count("/") == 7 and not Path(net).exists():
+            raise NetworkNotFoundError(f"--net got {net!r}, which looks like a FEN: --net takes a network file or "
+                                       "name; give the position after the options (nnue-infer eval --net NET FEN)") from exc
+        raise
+
+
+def set_threads(threads: int | None, option: str = "--threads") -> None:
+    """Limit Numba's threads (``None``: all cores); a usage error beyond this machine's threads."""
+    if threads is None:
+        return
+    import numba
+
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        raise click.BadParameter(f"at most {numba.config.NUMBA_NUM_THREADS} (this machine's threads)",
+                                 param_hint=option)
+    numba.set_num_threads(threads)
+
+
+def show_progress(progress: bool | None, quiet: bool) -> bool:
+    """Draw a bar: never with ``--quiet``, always with ``--progress``, else when stderr is a terminal."""
+    if quiet:
+        return False
+    return bool(progress) or sys.stderr.isatty()
+
+
+def progress_bar(total: int | None, unit: str, show: bool):
+    """A tqdm bar on stderr counting ``unit`` (positions or games), shown when ``show``."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, file=sys.stderr, disable=not show, dynamic_ncols=True)
+
+
+def threads_option(f):
+    return click.option("--threads", type=click.IntRange(min=1),
+                        help="Threads for the compiled kernels (default: all cores).")(f)
+
+
+def quiet_option(f):
+    return click.option("-q", "--quiet", is_flag=True, help="No progress bar and no messages on stderr but errors.")(f)
+
+
+def progress_option(f):
+    return click.option("--progress", is_flag=True, default=None,
+                        help="Show a progress bar on stderr even when it is not a terminal.")(f)
+
+
+def output_option(help_text: str, dir_okay: bool = False, **kwargs):
+    def decorate(f):
+        return click.option("-o", "--output", type=click.Path(dir_okay=dir_okay, allow_dash=True), help=help_text,
+                            **kwargs)(f)
+    return decorate
+
+
+def json_option(help_text: str):
+    def decorate(f):
+        return click.option("--json", "as_json", is_flag=True, help=help_text)(f)
+    return decorate
+
+
+class Output:
+    """Where results go: ``-o FILE``, or standard output (``None`` or ``-``); binary and text views."""
+
+    def __init__(self, path: str | None, parquet: bool = False) -> None:
+        self.path = None if path in (None, "-") else path
+        self.binary = None
+        if parquet:  # ParquetTableWriter writes a temporary file and renames it: the target is not touched here
+            return
+        if self.path is None:
+            sys.stdout.flush()
+            self.binary = sys.stdout.buffer
+        else:
+            try:
+                self.binary = open(self.path, "wb")  # noqa: SIM115 (closed by close())
+            except OSError as exc:
+                raise click.ClickException(f"cannot write --output {self.path}: {exc.strerror or exc}") from exc
+
+    def write_text(self, text: str) -> None:
+        self.binary.write(text.encode("utf-8", "surrogateescape"))
+
+    def close(self) -> None:
+        if self.binary is None:
+            return
+        try:
+            self.binary.flush()
+        finally:
+            if self.path is not None:
+                self.binary.close()
+
+
+def report(label: str, where: str, message: str) -> None:
+    click.echo(f"error: {label}:{where}: {message}", err=True)
+
+
+def check_output_dir(path: str, option: str) -> None:
+    """Usage error (status 2) naming ``option`` when ``path``'s directory does not exist or is not writable."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise click.BadParameter(f"directory {directory} does not exist", param_hint=option)
+    if not os.access(directory, os.W_OK):
+        raise click.BadParameter(f"directory {directory} is not writable", param_hint=option)

@@ -1,0 +1,325 @@
+"""``nnue-infer eval``: positions from arguments, EPD files or PGN games, one process or a Dask cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from .common import (Output, check_output_dir, example, json_option, load_network, output_option, progress_bar,
+                     progress_option, quiet_option, report, set_threads, show_progress, threads_option)
+
+
+def _eval_distributed(epd, pgn, output, net, scheduler, workers, progress, quiet) -> int:
+    """``eval --epd/--pgn PATTERN --output DIR --scheduler ADDRESS | --workers N``: a Dask job."""
+    if not (epd or pgn) or output in (None, "-"):
+        raise click.UsageError("--scheduler / --workers score --epd / --pgn files into a Parquet dataset "
+                               "directory: give --epd or --pgn and --output DIR")
+    if scheduler and workers:
+        raise click.UsageError("give one of --scheduler and --workers")
+    try:
+        import distributed  # noqa: F401  (the dask extra; imported lazily by run_job otherwise)
+
+        from ..io.distributed import run_job
+    except ImportError as exc:
+        raise click.ClickException(f"{exc}; --scheduler / --workers need the dask extra: "
+                                   "pip install 'nnue-infer[dask]'") from exc
+    try:
+        return run_job([p for p in (epd, pgn) if p], output, net or "default", scheduler=scheduler,
+                       workers=workers, progress=show_progress(progress, quiet),
+                       log=lambda m: None if quiet else click.echo(m, err=True))
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _score_file(ev, kind: str, source: str, out: Output, fmt: str, show: bool, **options) -> int:
+    """Score an EPD or PGN file (:mod:`nnue_infer.io.files`) with a progress bar; 1 if any row failed."""
+    from ..io import files
+
+    try:
+        writer = files.table_writer(fmt, out.binary, out.path)
+    except ImportError as exc:
+        raise click.ClickException(str(exc)) from exc
+    with progress_bar(None, "pos" if kind == "epd" else "game", show) as bar:
+        positions = 0
+
+        def on_error(where: str, message: str) -> None:
+            bar.write(f"error: {where}: {message}", file=sys.stderr)
+
+        def on_progress(rows: int, games: int) -> None:
+            nonlocal positions
+            if kind == "epd":
+                bar.update(rows)
+                return
+            positions += rows
+            bar.set_postfix_str(f"{positions} positions", refresh=False)
+            bar.update(games)
+
+        score = files.score_epd_file if kind == "epd" else files.score_pgn_file
+        failed = score(ev, source, writer, on_error=on_error, on_progress=on_progress, **options)
+    return int(failed > 0)
+
+
+@click.command("eval", epilog=example(
+    'nnue-infer eval "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"',
+    "nnue-infer eval startpos moves e4 e5 Nf3          (UCI or SAN moves)",
+    "nnue-infer eval --net stockfish --trace --svg trace.svg startpos",
+    "nnue-infer eval --epd positions.epd.gz -o scores.csv --keep-errors",
+    "zcat games.pgn.gz | nnue-infer eval --pgn - --json > plies.jsonl"))
+@click.argument("positions", nargs=-1)
+@click.option("--net", help="Network: a file (.nnue or .safetensors) or a name: 'default' (the bundled network, "
+              "used when --net is not given), 'stockfish' (Stockfish 15.1's net from Debian's stockfish package), "
+              "or another name nnue_infer.resources knows.")
+@click.option("--fen", "fen_opts", multiple=True, help="A position in FEN (may be repeated).")
+@click.option("--epd", type=click.Path(dir_okay=False, allow_dash=True),
+              help="File with one FEN/EPD per line ('-': stdin; gzip/zstd read directly): batch evaluation on all "
+              "cores; rows: line,fen,value,cp,cp_white,in_check,outcome, then one column per EPD operation (id, bm, ...).")
+@click.option("--pgn", type=click.Path(dir_okay=False, allow_dash=True),
+              help="PGN file ('-': stdin; gzip/zstd read directly): every position of every game's mainline; rows: "
+              "game,event,site,date,round,white,black,result,ply,san,uci,fen,value,cp,cp_white,in_check,outcome.")
+@click.option("--scheduler", metavar="ADDRESS", help="Score --epd/--pgn files (glob patterns allowed) on the Dask "
+              "cluster whose scheduler is ADDRESS (tcp://host:8786) into the Parquet dataset directory --output "
+              "(needs the dask extra; see nnue_infer.io.distributed).")
+@click.option("--workers", type=click.IntRange(min=1), help="As --scheduler, on a local cluster of N worker processes.")
+@click.option("--lenient", is_flag=True, help="Read FENs as python-chess does (missing side to move = White, missing "
+              "castling = none); by default a FEN lacking a field is an error naming it.")
+@click.option("--keep-errors", is_flag=True, help="Write rows that cannot be scored too, with null values and an "
+              "'error' column (default: report them on stderr only).")
+@click.option("--empty-in-check", is_flag=True, help="Leave value, cp and cp_white empty when the side to move is in "
+              "check, as Stockfish prints no NNUE evaluation there.")
+@click.option("--trace", is_flag=True, help="Print Stockfish 15.1's eval text for the NNUE (piece values, bucket "
+              "table, NNUE line).")
+@click.option("--svg", "svg_path", type=click.Path(dir_okay=False),
+              help="With --trace and one position: also draw the board with each piece's value and the bucket "
+              "table into this SVG file.")
+@json_option("JSON lines instead of text (positions) or CSV (files); numbers are JSON numbers.")
+@output_option("Write the results to this file ('-': stdout, the default): CSV, JSON lines for a .json / .jsonl "
+               "name (as --json), Parquet for .parquet; with --workers / --scheduler, the Parquet dataset "
+               "directory.", dir_okay=True)  # a directory otherwise: eval names the mistake
+@threads_option
+@click.option("-j", "--jobs", type=click.IntRange(min=1), hidden=True, help="Deprecated name of --threads.")
+@progress_option
+@quiet_option
+def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, keep_errors, empty_in_check, trace, svg_path, as_json,
+             output, threads, jobs, progress, quiet):
+    """Evaluate positions: FEN arguments, startpos / fen FEN [moves ...], --fen, or files (--epd, --pgn).
+
+    POSITIONS are FENs (quoted, or as separate words), 'startpos', 'fen FEN', each optionally
+    followed by 'moves' and UCI or SAN moves, as in Stockfish's 'position' command; several
+    positions may follow each other.  Each gets one line: the FEN, value, cp (side to move),
+    White's view in pawns, and 'in check' / 'checkmate' / 'stalemate' when so.  --epd and --pgn
+    write CSV (--json: JSON lines) with one row per position; rows join back to the input by
+    'line' (EPD) or 'game' and 'ply' (PGN).
+
+    Units: 'value' is the network's output in internal units from the side to move's point of
+    view (Stockfish 15.1: 361 = one pawn; the network's units_per_pawn); 'cp' is centipawns,
+    tdiv(100 * value, units_per_pawn), side to move; 'cp_white' is cp from White's point of view.
+
+    Exit status 1 if any position could not be scored (each is reported on stderr).
+    """
+    from ..errors import InputKindError, NnueError
+    from ..evaluator import Evaluator
+
+    if jobs is not None:
+        if threads is not None:
+            raise click.UsageError("give --threads only (--jobs is its deprecated name)")
+        if not quiet:
+            click.echo("warning: --jobs is deprecated; use --threads", err=True)
+        threads = jobs
+    if (epd or pgn) and (positions or fen_opts):
+        raise click.UsageError("give positions (arguments, --fen) or a file (--epd / --pgn), not both")
+    if epd and pgn:
+        raise click.UsageError("give one of --epd and --pgn")
+    if pgn and trace:
+        raise click.UsageError("--trace works with positions and --epd, not --pgn")
+    if svg_path and not trace:
+        raise click.UsageError("--svg draws a trace: add --trace")
+    if not (positions or fen_opts or epd or pgn):
+        raise click.UsageError("give a position: FEN arguments, startpos [moves ...], --fen FEN, --epd FILE or --pgn FILE")
+    if scheduler or workers:
+        sys.exit(_eval_distributed(epd, pgn, output, net, scheduler, workers, progress, quiet))
+    for option, path in (("--epd", epd), ("--pgn", pgn)):
+        if path and path != "-" and not os.path.exists(path):
+            raise click.BadParameter(f"File {path!r} does not exist.", param_hint=f"'{option}'")
+    set_threads(threads, "--threads" if jobs is None else "--jobs")
+    if output not in (None, "-") and (output.endswith(("/", os.sep)) or os.path.isdir(output)):
+        raise click.BadParameter(f"{output} is a directory: give a file name (.csv, .jsonl, .parquet), or add "
+                                 "--workers N / --scheduler ADDRESS to score --epd / --pgn files into a Parquet "
+                                 "dataset directory", param_hint="--output")
+    source = epd or pgn
+    if output not in (None, "-") and source and source != "-" and os.path.exists(output) \
+            and os.path.samefile(output, source):
+        raise click.UsageError(f"--output {output} is the input file: it would be emptied before it is read")
+    if output not in (None, "-") and source == "-" and os.path.exists(output):
+        try:
+            stdin, target = os.fstat(0), os.stat(output)
+        except OSError:
+            stdin = target = None
+        if stdin is not None and (stdin.st_dev, stdin.st_ino) == (target.st_dev, target.st_ino):
+            raise click.UsageError(f"--output {output} is the standard input file: it would be emptied before it "
+                                   "is read")
+    boards = []
+    if positions or fen_opts:
+        boards = _parse_position_args(positions, fen_opts, not lenient)
+        if not boards:
+            sys.exit(1)
+    elif trace:
+        boards = _epd_boards(epd, not lenient)
+    if svg_path and len(boards) != 1:
+        raise click.UsageError(f"--svg draws one position; {len(boards)} given")
+    if svg_path:
+        check_output_dir(svg_path, "--svg")
+    try:
+        ev = Evaluator(load_network(net))
+    except (NnueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    as_json = as_json or (output or "").lower().endswith((".json", ".jsonl", ".ndjson"))  # the suffix says JSON
+    fmt = "jsonl" if as_json else "csv"
+    if output and output.endswith(".parquet") and (epd or pgn):
+        if as_json:
+            raise click.UsageError("--json and a .parquet --output exclude each other")
+        fmt = "parquet"
+    show = show_progress(progress, quiet)
+    out = Output(output, parquet=fmt == "parquet")
+    try:
+        if boards:
+            status = _eval_boards(ev, boards, trace, svg_path, as_json, empty_in_check, out)
+        elif pgn:
+            status = _score_file(ev, "pgn", pgn, out, fmt, show, keep_errors=keep_errors,
+                                 empty_in_check=empty_in_check)
+        else:
+            status = _score_file(ev, "epd", epd, out, fmt, show, strict=not lenient, keep_errors=keep_errors,
+                                 empty_in_check=empty_in_check)
+        out.close()
+    except InputKindError as exc:
+        raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError) and not output:
+            raise  # stdout's reader went away (| head): click ends quietly with status 1
+        if exc.filename is None and not isinstance(exc, NnueError):  # the output failed, not an input
+            raise click.ClickException(f"cannot write {out.path or 'to stdout'}: {exc.strerror or exc}") from exc
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        if out.path is not None and out.binary is not None and not out.binary.closed:
+            try:
+                out.binary.close()
+            except OSError:
+                pass  # already reported
+    sys.exit(status)
+
+
+def _parse_position_args(words, fen_opts, strict: bool) -> list:
+    """Positions (text, board) of the arguments and --fen options; problems go to stderr and leave a ``None`` board."""
+    from ..errors import clip
+    from ..positions import Position, board_from_fen, parse_positions
+
+    boards: list = []
+    failed = False
+    for fen in fen_opts:
+        try:
+            boards.append(Position(fen, board_from_fen(fen, strict)))
+        except ValueError as exc:
+            click.echo(f"error: --fen: {clip(str(exc))}", err=True)
+            failed = True
+    if words:
+        try:
+            boards += parse_positions(words, strict)
+        except ValueError as exc:
+            click.echo(f"error: {clip(str(exc))}", err=True)  # the message names the FEN or the move
+            failed = True
+    if failed:
+        boards.append(None)  # exit status 1 after the others
+    return boards
+
+
+def _epd_boards(source: str, strict: bool) -> list:
+    """Positions of an EPD file, one by one (for --trace); bad rows are reported and give status 1."""
+    from ..errors import InputKindError
+    from ..inputs import input_label, open_input
+    from ..io.files import epd_chunks
+    from ..positions import Position, board_from_fen
+
+    label = input_label(source)
+    boards: list = []
+    try:
+        with open_input(source, text=False) as inp:
+            for rows in epd_chunks(inp.binary, label):
+                for i in range(len(rows)):
+                    fen = rows.fen[i] or ""
+                    try:
+                        board = board_from_fen(fen, strict)
+                        problem = rows.problem(i)
+                        if problem:
+                            raise ValueError(problem)
+                        boards.append(Position(fen, board))
+                    except ValueError as exc:
+                        report(label, str(rows.line[i]), str(exc))
+                        boards.append(None)
+    except (OSError, InputKindError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    return boards
+
+
+def _eval_boards(ev, positions: list, trace: bool, svg_path: str | None, as_json: bool, empty_in_check: bool,
+                 out: Output) -> int:
+    """One position at a time: text lines, JSON objects or Stockfish-style traces.
+
+    The text line ends with White's value in pawns as Stockfish's ``NNUE evaluation`` line prints
+    it (``value / units_per_pawn``, two decimals: +0.28), not the truncated centipawns / 100.
+    """
+    import chess
+    import numpy as np
+
+    from ..errors import clip, quote
+    from ..io.output import encode
+    from ..io.score import outcome_code, value_columns
+
+    status = 0
+    for position in positions:
+        if position is None:  # reported while parsing
+            status = 1
+            continue
+        board = position.board
+        fen = board.fen()
+        try:
+            if trace:
+                t = ev.trace(board)
+                if as_json:
+                    out.write_text(json.dumps({"fen": fen, "bucket": t.bucket, "value": t.value, "psqt": t.psqt,
+                                               "positional": t.positional,
+                                               "piece_values": {chess.SQUARE_NAMES[s]: v
+                                                                for s, v in t.piece_values.items()}}) + "\n")
+                else:
+                    out.write_text(t.format_stockfish() + "\n")
+                if svg_path:
+                    try:
+                        Path(svg_path).write_text(t.svg(), encoding="utf-8")
+                    except OSError as exc:
+                        raise click.ClickException(f"cannot write --svg {svg_path}: {exc.strerror or exc}") from exc
+                continue
+            value = ev.evaluate(board)
+        except ValueError as exc:
+            click.echo(f"error: {quote(position.text)}: {clip(str(exc))}", err=True)
+            status = 1
+            continue
+        check, outcome = board.is_check(), outcome_code(board)
+        cols = value_columns(np.array([value]), np.array([board.turn == chess.BLACK]), np.array([check]),
+                             np.array([outcome]), np.array([True]), ev.network.architecture.units_per_pawn,
+                             empty_in_check)
+        if as_json:
+            from ..io.output import TextColumn
+
+            out.write_text(encode({"fen": TextColumn.from_strings([fen]), **cols}, "jsonl").decode())
+            continue
+        finished = {1: "\tcheckmate", 2: "\tstalemate"}.get(outcome, "")
+        if check and empty_in_check:  # as Stockfish: "Final evaluation: none (in check)"
+            out.write_text(f"{fen}\tvalue none (in check){finished}\n")
+            continue
+        flags = "\tin check" * (check and not finished) + finished
+        cp = int(cols["cp"][0])
+        pawns = (value if board.turn == chess.WHITE else -value) / ev.network.architecture.units_per_pawn
+        out.write_text(f"{fen}\tvalue {value}\tcp {cp:+d} (side to move)\t{pawns:+.2f} (white side){flags}\n")
+    return status
