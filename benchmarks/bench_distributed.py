@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import positions  # noqa: E402
 
 import nnue_infer  # noqa: E402
-from nnue_infer import distributed as D  # noqa: E402
+from nnue_infer.io import distributed as D  # noqa: E402
 
 
 def write_shards(directory: str, fens: list[str], shards: int, prefix: str = "s") -> None:

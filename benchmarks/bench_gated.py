@@ -37,7 +37,7 @@ from nnue_infer.kernels import forward as K  # noqa: E402
 from nnue_infer.kernels import simd  # noqa: E402
 from nnue_infer.network import Architecture, HiddenLayer  # noqa: E402
 from nnue_infer.quantise import SCHEMES, quantise  # noqa: E402
-from nnue_infer.train import default_architecture  # noqa: E402
+from nnue_infer.training.train import default_architecture  # noqa: E402
 
 VARIANTS = ("pairwise", "glu", "bilinear", "hswish_glu", "lut_glu")
 #: Names of the first layer's paths (``kernels.simd``).

@@ -1,4 +1,4 @@
-"""PGN file -> values, end to end on one core: the fast path (nnue_infer.pgn) against python-chess's.
+"""PGN file -> values, end to end on one core: the fast path (nnue_infer.io.pgn) against python-chess's.
 
 Both paths read the same PGN file (the dev games, repeated, exported by python-chess) and write
 CSV rows (game, ply, UCI move, FEN, value, cp, cp_white; the fast path, ``nnue-infer eval --pgn``'s
@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import data_dir  # noqa: E402
 
 import nnue_infer  # noqa: E402
-from nnue_infer import pgn  # noqa: E402
+from nnue_infer.io import pgn  # noqa: E402
 
 
 def centipawns(values: np.ndarray, black: np.ndarray, per_pawn: int) -> tuple[np.ndarray, np.ndarray]:
@@ -55,7 +55,7 @@ def write_pgn(path: str, copies: int) -> None:
 
 
 def python_chess_path(path: str, ev) -> np.ndarray:
-    """The command line's PGN path before nnue_infer.pgn; returns the values."""
+    """The command line's PGN path before nnue_infer.io.pgn; returns the values."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     values_all = []
@@ -80,10 +80,10 @@ def python_chess_path(path: str, ev) -> np.ndarray:
 
 
 def fast_path(path: str, ev) -> np.ndarray:
-    """What ``nnue-infer eval --pgn`` runs now: nnue_infer.score.score_pgn (Rust parser + notation kernel +
-    batch evaluation) and nnue_infer.output's CSV writer."""
-    from nnue_infer.output import TableWriter
-    from nnue_infer.score import score_pgn
+    """What ``nnue-infer eval --pgn`` runs now: nnue_infer.io.score.score_pgn (Rust parser + notation kernel +
+    batch evaluation) and nnue_infer.io.output's CSV writer."""
+    from nnue_infer.io.output import TableWriter
+    from nnue_infer.io.score import score_pgn
 
     sink = io.BytesIO()
     writer = TableWriter(sink, "csv")

@@ -129,7 +129,7 @@ def make_data(out: Path, cfg: StudyConfig, log=print) -> dict[str, Path]:
     Writes ``data/games-{split}.jsonl``, ``data/{split}-raw.npz`` (datagen's output),
     ``data/{split}.npz`` (de-duplicated) and ``data/splits.json``; returns the split paths.
     """
-    from nnue_infer.datagen import is_held_out, load_positions, save
+    from nnue_infer.training.datagen import is_held_out, load_positions, save
 
     d = out / "data"
     d.mkdir(parents=True, exist_ok=True)
@@ -183,7 +183,7 @@ def study_architecture(variant: str, cfg: StudyConfig):
     """
     from nnue_infer.network import FT_ACTIVATIONS
     from nnue_infer.quantise import SCHEMES
-    from nnue_infer.train import default_architecture
+    from nnue_infer.training.train import default_architecture
 
     width = cfg.ft_width if FT_ACTIVATIONS[variant].paired else cfg.ft_width // 2
     return dataclasses.replace(default_architecture(width), ft_activation=variant,
@@ -216,8 +216,8 @@ def planned_runs(cfg: StudyConfig, variants=VARIANTS) -> list[Run]:
 
 def _features(out: Path, split: str, arch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(features int[n, 2, 32], buckets int64[n], teacher values float32[n]) of a split, cached on disk."""
-    from nnue_infer.datagen import load_positions
-    from nnue_infer.train import prepare_features
+    from nnue_infer.training.datagen import load_positions
+    from nnue_infer.training.train import prepare_features
 
     cache = out / "data" / f"{split}-features.npz"
     if cache.exists():
@@ -238,7 +238,7 @@ def train_run(out: Path, run: Run, cfg: StudyConfig, log=print) -> dict:
     import torch
 
     from nnue_infer.formats import save
-    from nnue_infer.train import FloatModel, _loss, model_to_float_network
+    from nnue_infer.training.train import FloatModel, _loss, model_to_float_network
 
     d = out / "runs" / run.name
     done = d / "train.json"
@@ -327,7 +327,7 @@ def train_run(out: Path, run: Run, cfg: StudyConfig, log=print) -> dict:
 
 def test_fens(out: Path) -> list[str]:
     """FENs of the test split (cached in ``data/test-fens.txt``)."""
-    from nnue_infer.datagen import load_positions, to_board
+    from nnue_infer.training.datagen import load_positions, to_board
 
     path = out / "data" / "test-fens.txt"
     if not path.exists():
@@ -384,7 +384,7 @@ def sparsity(out: np.ndarray) -> dict:
 @functools.lru_cache(maxsize=1)
 def _dev_corpus(shared: str) -> list:
     """The dev corpus (Stockfish 15.1's values of real positions), read once per process."""
-    from nnue_infer.distil import read_corpus
+    from nnue_infer.training.distil import read_corpus
 
     return read_corpus(Path(shared) / "data" / "positions-dev.jsonl")
 
@@ -400,9 +400,9 @@ def measure_run(out: Path, run: Run, cfg: StudyConfig, n_cross: int = 1000, n_bo
       whole test split and on the dev corpus (all, and positions not derived from training games);
     * sparsity of the activation output on ``n_sparse`` test positions.
     """
-    from nnue_infer.crosscheck import crosscheck
-    from nnue_infer.datagen import load_positions
-    from nnue_infer.distil import agreement, corpus_accuracy
+    from nnue_infer.training.crosscheck import crosscheck
+    from nnue_infer.training.datagen import load_positions
+    from nnue_infer.training.distil import agreement, corpus_accuracy
     from nnue_infer.evaluator import Evaluator
     from nnue_infer.float_network import forward_float
     from nnue_infer.formats import load, save
