@@ -31,7 +31,7 @@ from .errors import (
 from .evaluator import Evaluator, evaluate, evaluate_batch, evaluate_cp, evaluate_game, evaluate_moves
 from .float_network import FloatNetwork, forward_float
 from .formats import load, save
-from .extract import extract_network
+from .formats.extract import extract_network
 from .formats.stockfish import read_stockfish, write_stockfish
 from .network import Architecture, HiddenLayer, Network, stockfish_15_1_architecture
 from .quantise import QuantisationScheme, dequantise, quantise
@@ -41,11 +41,13 @@ from .trace import Trace
 __version__ = "0.1.0"
 
 #: Modules that left the top level when the package was split into the inference core, ``io`` and
-#: ``training`` (0.1.0 -> 0.2): the old name raises an ImportError naming the new one.
+#: ``training`` (0.1.0 -> 0.2; ``extract`` joined the network formats): the old name raises an ImportError naming
+#: the new one.
 MOVED_MODULES = {**{f"nnue_infer.{m}": f"nnue_infer.io.{m}" for m in ("epd", "output", "parquet", "pgn", "score",
                                                                     "distributed")},
                  **{f"nnue_infer.{m}": f"nnue_infer.training.{m}" for m in ("train", "distil", "datagen",
-                                                                          "crosscheck", "plotting")}}
+                                                                          "crosscheck", "plotting")},
+                 "nnue_infer.extract": "nnue_infer.formats.extract"}
 
 
 class _MovedModules(_abc.MetaPathFinder):

@@ -63,7 +63,7 @@ def stockfish_15_1_network_path(binary: str | os.PathLike[str] | None = None) ->
         No binary, or no Stockfish 15.1 network inside it; the message says how to get one.
     """
     from .errors import NetworkFormatError
-    from .extract import extract_network
+    from .formats.extract import extract_network
 
     target = cache_dir() / C.SF15_1_NET_NAME
     if target.is_file() and target.stat().st_size == C.SF15_1_NET_SIZE and _sha256(target) == C.SF15_1_NET_SHA256:
@@ -196,7 +196,7 @@ def known_network_path(spec: str, *, fetch: bool = False) -> Path:
                 f"from the npm package stockfish@{known.npm}. Fetch it with: {fetch_command(known.npm)}  "
                 f"(or: nnue-infer fetch {known.spec})")
         fetch_npm(known.npm)
-    from .extract import extract_network
+    from .formats.extract import extract_network
 
     target.parent.mkdir(parents=True, exist_ok=True)
     with _lock_extract:

@@ -264,7 +264,7 @@ def test_extract_refuses_a_fifo_or_device_without_reading_it(capsys, tmp_path):
 
 
 def test_extract_caps_what_it_reads_from_a_file(capsys, tmp_path, monkeypatch):
-    from nnue_infer import extract
+    from nnue_infer.formats import extract
 
     monkeypatch.setattr(extract, "MAX_SOURCE_BYTES", 1000, raising=False)
     big = tmp_path / "big.bin"

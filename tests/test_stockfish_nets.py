@@ -221,7 +221,7 @@ def test_missing_tarball_says_how_to_fetch(tmp_path, monkeypatch):
 
 
 def test_extract_from_npm_tarball_lists_every_net(tmp_path):
-    from nnue_infer.extract import find_networks
+    from nnue_infer.formats.extract import find_networks
     from nnue_infer.resources import npm_dir
 
     tgz = npm_dir() / "stockfish-19.0.0.tgz"
@@ -286,7 +286,7 @@ def test_extract_names_a_truncated_or_incomplete_wasm(tmp_path, capsys):
     import tarfile
 
     from nnue_infer.cli import main
-    from nnue_infer.extract import find_networks
+    from nnue_infer.formats.extract import find_networks
     from nnue_infer.resources import npm_dir
 
     tgz = npm_dir() / "stockfish-17.1.0.tgz"

@@ -78,7 +78,7 @@ def extract(source, output, list_only, quiet):
     a .wasm (the first part of a split one brings the others), an npm tarball (stockfish-17.1.0.tgz)
     or an unpacked package directory."""
     from ..errors import NnueError
-    from ..extract import extract_network, find_networks, write_networks
+    from ..formats.extract import extract_network, find_networks, write_networks
     from ..registry import known_by_sha256
 
     if output == "-":

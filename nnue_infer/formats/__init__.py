@@ -1,4 +1,5 @@
-"""Network file formats: each module reads and writes a :class:`~nnue_infer.network.Network`.
+"""Network file formats: each module reads and writes a :class:`~nnue_infer.network.Network` (``extract``
+finds the networks embedded in engine binaries and WebAssembly modules).
 
 :func:`load` picks the format from the file's first bytes; :func:`save` from the path's
 extension (``.nnue``: Stockfish 15.1; ``.safetensors``: native, quantised or float).

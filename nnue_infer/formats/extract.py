@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import NetworkFormatError
-from .formats.stockfish import VERSIONS, network_extent, parse_stockfish
+from ..errors import NetworkFormatError
+from .stockfish import VERSIONS, network_extent, parse_stockfish
 
 #: The most bytes read from one source file or tarball member: engines, ``.wasm`` modules and npm
 #: tarballs are well under 1 GiB (Stockfish 18's, the largest, is 168 MB); anything larger (or a
