@@ -4,7 +4,7 @@ per core, side by side in one run.
 Run:  python benchmarks/bench_train.py [--width 256] [--activation pairwise] [--seconds 5] [--rounds 3]
 
 Network: the activation study's shape, the bundled default network's
-(:func:`nnue_infer.train.default_architecture`: Chess768 with 4 mirrored king buckets, 2 x
+(:func:`nnue_infer.training.train.default_architecture`: Chess768 with 4 mirrored king buckets, 2 x
 ``--width`` feature transformer + 8 PSQT, 8 layer stacks of 16 -> 32 -> 1) with ``--activation``.  Positions: the dev corpus's 3,298 FENs
 (``shared/data``), drawn at random into batches; the labels are seeded random values (the speed
 does not depend on them).  One PyTorch and one Numba thread; every configuration takes its turn
@@ -14,7 +14,7 @@ optimiser step: batch gather, forward, loss, backward, Adam, weight clipping.
 
 Configurations:
 
-* ``reference b1024``: :class:`nnue_infer.train.FloatModel` with its generic PyTorch path and
+* ``reference b1024``: :class:`nnue_infer.training.train.FloatModel` with its generic PyTorch path and
   batch 1,024, as the first activation study trained (``research/activation_study.py``);
 * ``reference b16384``: the same model with the fast trainer's batch size;
 * ``fast b16384``: :mod:`nnue_infer.training.fast` (Numba sparse first layer, bucket-sorted batch).
@@ -42,7 +42,7 @@ from common import machine, positions  # noqa: E402
 
 from nnue_infer.features import board_bitboards  # noqa: E402
 from nnue_infer.quantise import SCHEMES  # noqa: E402
-from nnue_infer.train import FloatModel, _loss, default_architecture, prepare_features  # noqa: E402
+from nnue_infer.training.train import FloatModel, _loss, default_architecture, prepare_features  # noqa: E402
 from nnue_infer.training import fast  # noqa: E402
 
 

@@ -134,7 +134,7 @@ def load_config(out: Path, cfg: Config | None = None) -> Config:
 # -- data ------------------------------------------------------------------------------------------
 
 def _games(split: str) -> list[dict]:
-    from nnue_infer.datagen import is_held_out, read_games
+    from nnue_infer.training.datagen import is_held_out, read_games
 
     games = read_games(shared_dir() / "data" / "games-dev.jsonl")
     return [g for g in games if not is_held_out(str(g["id"]), 0.25) and split_of(str(g["id"])) == split]
@@ -173,7 +173,7 @@ def _exclusions(out: Path) -> set:
     """Position keys no training position may have: validation, test, dev corpus, move-agreement set."""
     import chess
 
-    from nnue_infer.datagen import load_positions, position_key, read_exclude, to_board
+    from nnue_infer.training.datagen import load_positions, position_key, read_exclude, to_board
 
     keys = read_exclude(shared_dir() / "data" / "positions-dev.jsonl")
     keys |= {position_key(chess.Board(fen)) for fen, _ in agreement_set(10**9)}
@@ -185,7 +185,7 @@ def _exclusions(out: Path) -> set:
 
 def _generate(path: Path, n: int, seed: int, split: str, cfg: Config, exclude: set) -> None:
     import nnue_infer
-    from nnue_infer.datagen import GenerationSettings, generate, save
+    from nnue_infer.training.datagen import GenerationSettings, generate, save
 
     data = generate(n, seed, nnue_infer.stockfish_15_1_network(), _games(split), exclude,
                     GenerationSettings(children=cfg.children), progress=False)
@@ -225,7 +225,7 @@ def ensure_split(out: Path, split: str, cfg: Config, log=print) -> Path:
     1, 2; test excludes validation positions and both exclude the dev corpus and the agreement set)."""
     import chess
 
-    from nnue_infer.datagen import load_positions, position_key, read_exclude, to_board
+    from nnue_infer.training.datagen import load_positions, position_key, read_exclude, to_board
 
     path = out / "data" / f"{split}.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -272,8 +272,8 @@ def _cached_exclusions(out: Path) -> set:
 def split_arrays(out: Path, name: str, cfg: Config, log=print) -> dict:
     """Features, buckets, teacher values, key hashes (and FENs for val/test) of a data file, cached
     beside it as ``NAME-features.npz``.  ``name``: ``val``, ``test`` or a chunk index."""
-    from nnue_infer.datagen import load_positions, to_board
-    from nnue_infer.train import default_architecture, prepare_features
+    from nnue_infer.training.datagen import load_positions, to_board
+    from nnue_infer.training.train import default_architecture, prepare_features
 
     src = ensure_chunk(out, name, cfg, log) if isinstance(name, int) else ensure_split(out, name, cfg, log)
     cache = Path(str(src).replace(".npz", "-features.npz"))
@@ -301,7 +301,7 @@ def study_architecture(variant: str, width: int):
     parameters, twice their first-layer inputs)."""
     from nnue_infer.network import FT_ACTIVATIONS
     from nnue_infer.quantise import SCHEMES
-    from nnue_infer.train import default_architecture
+    from nnue_infer.training.train import default_architecture
 
     act = "crelu" if variant == "crelu_wide" else variant
     paired = FT_ACTIVATIONS[act].paired
@@ -422,7 +422,7 @@ def measure(model, arch, cfg: Config, val: dict, test: dict, pairs) -> dict:
 
     from nnue_infer.evaluator import Evaluator
     from nnue_infer.quantise import SCHEMES, quantise_with_report
-    from nnue_infer.train import _loss, model_to_float_network
+    from nnue_infer.training.train import _loss, model_to_float_network
     from nnue_infer.training.fast import predict
 
     def loss(pred, target):
@@ -448,7 +448,7 @@ def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
 
     from nnue_infer.formats import save
     from nnue_infer.training.fast import FastModel, make_optimizer, predict, sort_by_bucket, train_step
-    from nnue_infer.train import _loss
+    from nnue_infer.training.train import _loss
 
     d = out / "runs"
     done = d / f"{run.name}.json"

@@ -230,7 +230,7 @@ def _variants(raw: dict) -> list[str]:
 
 
 def plots(raw: dict, pieces: dict, dest: Path) -> None:
-    from nnue_infer.plotting import pyplot
+    from nnue_infer.training.plotting import pyplot
 
     plt = pyplot()
     budgets = [b for b, _ in raw["config"]["budgets"]]

@@ -1,5 +1,5 @@
 """The fast trainer (nnue_infer.training.fast): same values and gradients as the reference
-PyTorch model (nnue_infer.train.FloatModel) on a batch, for every feature-transformer activation."""
+PyTorch model (nnue_infer.training.train.FloatModel) on a batch, for every feature-transformer activation."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""The fast trainer: :class:`nnue_infer.train.FloatModel`'s float semantics with the sparse
+"""The fast trainer: :class:`nnue_infer.training.train.FloatModel`'s float semantics with the sparse
 first layer in Numba kernels (:mod:`nnue_infer.training.sparse_ft`) and the batch pre-sorted
 by output bucket, for 100,000+ positions per second per core on a 2 x 256 network.
 
-What is the same as :class:`~nnue_infer.train.FloatModel`: the parameters (this model *is*
+What is the same as :class:`~nnue_infer.training.train.FloatModel`: the parameters (this model *is*
 one, same initialisation for a seed, same ``state_dict``, so
-:func:`~nnue_infer.train.model_to_float_network` and the quantisation are unchanged), the
+:func:`~nnue_infer.training.train.model_to_float_network` and the quantisation are unchanged), the
 forward function (accumulator, activation, PSQT, per-bucket dense layers, forward skip) and
 its gradients (tests/test_fast_trainer.py compares them with the reference model's on a batch,
 for every activation).  What differs is only how the work is done:
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from nnue_infer.train import FloatModel, _loss
+from nnue_infer.training.train import FloatModel, _loss
 
 from .sparse_ft import factor_parameters, ft_backward, ft_forward
 
@@ -59,12 +59,12 @@ class _SparseFirstLayer(torch.autograd.Function):
 
 
 class FastModel(FloatModel):
-    """:class:`~nnue_infer.train.FloatModel` with the fast forward pass :meth:`forward_sorted`.
+    """:class:`~nnue_infer.training.train.FloatModel` with the fast forward pass :meth:`forward_sorted`.
 
     Parameters
     ----------
     arch : Architecture
-        Any architecture :class:`~nnue_infer.train.FloatModel` trains.
+        Any architecture :class:`~nnue_infer.training.train.FloatModel` trains.
     seed : int
         Initialisation seed (the same parameters as ``FloatModel(arch, seed)``).
     """
@@ -100,7 +100,7 @@ class FastModel(FloatModel):
         Parameters
         ----------
         indices : int32[n, 2, 32]
-            Active features (:func:`nnue_infer.train.prepare_features`), C-contiguous.
+            Active features (:func:`nnue_infer.training.train.prepare_features`), C-contiguous.
         buckets : int64[n]
             Output buckets, non-decreasing.
         counts : list of int
@@ -141,7 +141,7 @@ def sort_by_bucket(features: np.ndarray, buckets: np.ndarray, values: np.ndarray
 
 
 def make_optimizer(model: FloatModel, lr: float, weight_decay: float = 0.0) -> torch.optim.Adam:
-    """Adam as :class:`nnue_infer.train.Trainer` sets it up (weight decay on the dense layers only),
+    """Adam as :class:`nnue_infer.training.train.Trainer` sets it up (weight decay on the dense layers only),
     with PyTorch's fused CPU kernel."""
     dense = list(model.layer_weights) + list(model.layer_biases)
     return torch.optim.Adam([
