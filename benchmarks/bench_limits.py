@@ -76,6 +76,13 @@ C_FILTER = "|".join(sorted({c.split("\t")[0] + "/" + c.split("\t")[1] + "/" for 
 
 
 # ------------------------------------------------------------------------------------------- C
+def shared_dir() -> Path:
+    """The project's shared directory (``$NNUE_INFER_SHARED``, else ``../shared`` beside the
+    repository, else ``/work/shared``): ``limits/`` and ``data/`` are in it."""
+    shared = Path(os.environ.get("NNUE_INFER_SHARED", REPO.parent / "shared"))
+    return shared if (shared / "limits").is_dir() else Path("/work/shared")
+
+
 def build_c(limits: Path, work: Path) -> Path:
     """Copy ``limits`` to ``work`` and build its ``bench`` (without AVX-512 parts if the CPU lacks them)."""
     src = work / "limits"
@@ -319,10 +326,7 @@ def fmt(ns: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", "3")))
-    default_limits = Path(os.environ.get("NNUE_INFER_SHARED", REPO.parent / "shared")) / "limits"
-    if not default_limits.is_dir():
-        default_limits = Path("/work/shared/limits")
-    ap.add_argument("--limits", type=Path, default=default_limits, help="the shared/limits directory")
+    ap.add_argument("--limits", type=Path, default=shared_dir() / "limits", help="the shared/limits directory")
     args = ap.parse_args(argv)
     numba.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="nnue-limits-") as tmp:

@@ -19,16 +19,60 @@ cannot be represented (only after an odd en passant square, see :mod:`.movegen`)
 from __future__ import annotations
 
 import numpy as np
-from numba import get_thread_id, njit, prange
+from llvmlite import ir
+from numba import get_thread_id, njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
-from .arena import evaluate_ply, put_position
-from .features import BB_WHITE, POS_BLACK_KINGS, POS_INCONSISTENT, POS_WHITE_KINGS, check_bitboards, king_square
-from .forward import INVALID_POSITION
+from .arena import config_views, evaluate_ply, header_arrays, header_at, put_position
+from .features import (BB_WHITE, POS_BLACK_KINGS, POS_INCONSISTENT, POS_WHITE_KINGS, changed_features, check_bitboards,
+                       king_frame, king_square)
+from .forward import INVALID_POSITION, P_MIRROR, P_NUM_SLOTS
 from .movegen import MAX_MOVES, attackers, legal_moves, play, to_chess960
 
 OPPONENT_IN_CHECK = -(1 << 60)
 ILLEGAL_MOVE = -(1 << 50)
 INVALID_CHILD = -(1 << 40)
+
+
+@intrinsic
+def prefetch(typingctx, arr, index):
+    """Ask the CPU to bring the cache line of ``arr.flat[index]`` (a C-contiguous array) into its
+    caches (LLVM's ``llvm.prefetch``: read, high locality); no effect on results."""
+    if not (isinstance(arr, types.Array) and arr.layout == "C" and isinstance(index, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(builder.gep(ary.data, [args[1]]), i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.void(arr, index), codegen
+
+
+@njit(cache=True)
+def prefetch_rows(address, parent, child, orients, bases, added, removed):
+    """Prefetch the feature-transformer rows the update parent -> ``child`` will read, for each
+    perspective whose king does not move (``orients``/``bases``: the parent's king frames, see
+    ``features.king_frame``), so that they arrive while the previous child's layer stack runs."""
+    h = header_at(address)
+    arrays = header_arrays(h)
+    ft_weights, psqt_weights = arrays[0], arrays[1]
+    params, slot_table, king_buckets, layers = config_views(h)
+    width = ft_weights.shape[1]
+    for p in range(2):
+        if king_square(child, p) != king_square(parent, p):
+            continue
+        n_added, n_removed = changed_features(parent, child, p, orients[p], bases[p], slot_table, added, removed)
+        for j in range(n_added + n_removed):
+            row = (added[j] if j < n_added else removed[j - n_added]) * width
+            for line in range(0, width, 32):  # 64-byte lines of int16
+                prefetch(ft_weights, row + line)
+            prefetch(psqt_weights, (added[j] if j < n_added else removed[j - n_added]) * psqt_weights.shape[1])
 
 
 @njit(cache=True, inline="always")
@@ -101,9 +145,25 @@ def evaluate_children(address, ply, trusted, position, castling, ep, chess960, g
                 return ILLEGAL_MOVE - i, parent
             moves[i] = legal[found]
         n = n_given
-    child = np.empty(8, np.int64)
+    h = header_at(address)
+    params, slot_table, king_buckets, layers = config_views(h)
+    orients = np.empty(2, np.int64)
+    bases = np.empty(2, np.int64)
+    for p in range(2):
+        orient, base, _ = king_frame(king_square(bitboards, p), p, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS])
+        orients[p] = orient
+        bases[p] = base
+    scratch = np.empty(64, np.int32)
+    added, removed = scratch[:32], scratch[32:]
+    children = np.empty((2, 8), np.int64)
+    if n > 0:
+        play(bitboards, stm, np.int64(moves[0]), ep, children[0])
     for k in range(n):
-        play(bitboards, stm, np.int64(moves[k]), ep, child)
+        child = children[k & 1]
+        if k + 1 < n:
+            following = children[(k + 1) & 1]
+            play(bitboards, stm, np.int64(moves[k + 1]), ep, following)
+            prefetch_rows(address, bitboards, following, orients, bases, added, removed)
         value = evaluate_ply(address, ply + 1, ply + 1, as_position(child, stm == 1))
         if value == INVALID_POSITION:
             return INVALID_CHILD - k, parent

@@ -1,0 +1,158 @@
+"""Every child of a position: ``Evaluator.evaluate_moves`` per child against C's incremental evaluation
+(``shared/limits``) and against the Python loop it replaces (issue 22).
+
+One command builds the C reference kernels as ``bench_limits.py`` does and alternates ROUNDS
+times: one C process (its ``eval_incremental big hot`` case: one accumulator update of a quiet
+move plus the layer stack of Stockfish 15.1's shapes, AVX2, hot caches) and this process's
+measurements, per network, over the same positions (dev corpus, every ``--step``-th):
+
+* ``evaluate_moves``: ``ev.evaluate_moves(board)`` for each position (compiled legal moves, one
+  incremental update per child, a refresh-cache refresh per king move), per child;
+* ``kernel``: the same compiled call without the Python wrapper (``children._kernel()`` on
+  prepared arguments), per child;
+* ``loop``: ``for m in board.legal_moves: ev.push(m, validate=False); ev.evaluate(); ev.pop()``
+  on the position set with ``set_position``, per child (python-chess's move generation included);
+* ``batch``: ``evaluate_children_batch`` on one thread over all the positions (boards), per child.
+
+Everything is thread CPU time, one Numba thread, in one run; a cell is the median over rounds.
+The C floor has Stockfish 15.1's shapes only: the ratio to C is given for that network.
+
+    python benchmarks/bench_children.py                 # ROUNDS=3, sf15.1 sf19 default
+    python benchmarks/bench_children.py --nets sf15.1 --rounds 5 --step 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import chess
+import numba
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_limits import build_c, shared_dir  # noqa: E402
+
+import nnue_infer  # noqa: E402
+from nnue_infer import children  # noqa: E402
+from nnue_infer.kernels.movegen import MAX_MOVES  # noqa: E402
+
+C_CASE = "eval_incremental\tbig hot"
+
+
+def run_c(bench: Path) -> tuple[float, str]:
+    """One C process (2 interleaved rounds, thread CPU time): the best implementation's median for C_CASE (ns)."""
+    import subprocess
+
+    env = dict(os.environ, ROUNDS="2", CPUCLOCK="1")
+    out = subprocess.run([str(bench), "eval_incremental/big hot/"], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    best = None
+    for line in out.splitlines():
+        f = line.split("\t")
+        if f[0] == "R" and f"{f[1]}\t{f[2]}" == C_CASE and f[3] != "novec" and (best is None or float(f[4]) < best[0]):
+            best = (float(f[4]), f[3])
+    assert best is not None, out
+    return best
+
+
+def thread_ns(fn) -> int:
+    t = time.thread_time_ns()
+    fn()
+    return time.thread_time_ns() - t
+
+
+class Net:
+    """The measurements of one network over the position set."""
+
+    def __init__(self, spec: str, boards: list[chess.Board]) -> None:
+        self.spec = spec
+        self.ev = nnue_infer.Evaluator(spec)
+        self.boards = boards
+        self.children = sum(b.legal_moves.count() for b in boards)
+        ev = self.ev
+        self.prepared = []
+        for b in boards:
+            occ = b.occupied_co
+            self.prepared.append(((b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings, occ[1], occ[0], b.turn),
+                                  b.clean_castling_rights(), b.ep_square or 0, b.chess960))
+        self.codes = children.np.empty(MAX_MOVES, children.np.uint16)
+        self.values = children.np.empty(MAX_MOVES, children.np.int32)
+        ev.evaluate_moves(boards[0])  # compile / load
+
+    def evaluate_moves(self) -> None:
+        evaluate_moves = self.ev.evaluate_moves
+        for b in self.boards:
+            evaluate_moves(b)
+
+    def kernel(self) -> None:
+        kernel, address, ply = children._kernel(), self.ev._address, len(self.ev._board.move_stack) + 1
+        none, codes, values = children._NO_MOVES, self.codes, self.values
+        for position, castling, ep, c960 in self.prepared:
+            kernel(address, ply, 0, position, castling, ep, c960, none, -1, codes, values)
+
+    def loop(self) -> None:
+        ev = self.ev
+        push, evaluate, pop = ev.push, ev.evaluate, ev.pop
+        for b in self.boards:
+            ev.set_position(b)
+            for move in b.legal_moves:
+                push(move, validate=False)
+                evaluate()
+                pop()
+
+    def batch(self) -> None:
+        self.ev.evaluate_children_batch(self.boards)
+
+    def measure(self) -> dict[str, float]:
+        return {name: thread_ns(getattr(self, name)) / self.children
+                for name in ("evaluate_moves", "kernel", "loop", "batch")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", "3")))
+    ap.add_argument("--nets", nargs="+", default=["sf15.1", "sf19", "default"])
+    ap.add_argument("--step", type=int, default=20, help="every STEP-th dev position (3,298 in all)")
+    ap.add_argument("--limits", type=Path, default=shared_dir() / "limits", help="the shared/limits directory")
+    args = ap.parse_args(argv)
+    numba.set_num_threads(1)
+    with open(shared_dir() / "data" / "positions-dev.jsonl") as f:
+        rows = [json.loads(line) for line in f if line.strip()][::args.step]
+    boards = [chess.Board(r["fen"], chess960=r["chess960"]) for r in rows]
+    boards = [b for b in boards if b.legal_moves.count()]
+    with tempfile.TemporaryDirectory(prefix="nnue-limits-") as tmp:
+        print(f"building the C floors from {args.limits} in {tmp} ...", file=sys.stderr)
+        bench = build_c(args.limits, Path(tmp))
+        nets = [Net(spec, boards) for spec in args.nets]
+        for net in nets:
+            net.measure()  # warm up
+        c_rounds, py_rounds = [], []
+        for r in range(args.rounds):
+            print(f"round {r + 1}/{args.rounds}", file=sys.stderr)
+            c_rounds.append(run_c(bench))
+            py_rounds.append({net.spec: net.measure() for net in nets})
+    c_ns = statistics.median(c for c, _ in c_rounds)
+    print(f"nnue-infer {nnue_infer.__version__}, every child of {len(boards)} dev positions "
+          f"({nets[0].children} children): median of {args.rounds} rounds, thread CPU time, 1 thread; "
+          f"C {C_CASE.replace(chr(9), ' ')} [{c_rounds[-1][1]}] {c_ns:.0f} ns; load average "
+          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print()
+    print("| network | evaluate_moves ns/child | kernel ns/child | batch (1 thread) ns/child | "
+          "push/evaluate/pop loop ns/child | evaluate_moves / C | loop / evaluate_moves |")
+    print("|---|---|---|---|---|---|---|")
+    for net in nets:
+        cell = {k: statistics.median(r[net.spec][k] for r in py_rounds) for k in py_rounds[0][net.spec]}
+        to_c = f"{cell['evaluate_moves'] / c_ns:.2f}x" if net.spec in ("sf15.1", "stockfish") else "(no C floor)"
+        print(f"| {net.spec} | {cell['evaluate_moves']:,.0f} | {cell['kernel']:,.0f} | {cell['batch']:,.0f} | "
+              f"{cell['loop']:,.0f} | {to_c} | {cell['loop'] / cell['evaluate_moves']:.1f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
