@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-
 import click
 
 from .common import example
+from .data import data
 from .eval import eval_cmd
 from .networks import convert, extract, fetch, info, quantise
 from .training import crosscheck, datagen, train
@@ -22,7 +22,7 @@ def cli() -> None:
     """
 
 
-for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck):
+for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, data):
     cli.add_command(_command)
 
 

@@ -34,10 +34,11 @@ from typing import BinaryIO, ClassVar
 
 import numpy as np
 
-from .. import batch as _batch
+from ..batch import position_problem
 from ..errors import TrainingDataError
 from ..inputs import STDIN, input_label, open_input
 from ..kernels import binpack as KB
+from ..kernels.threads import PARALLEL_LOCK
 
 #: File kinds by extension (a trailing ``.gz`` / ``.zst`` names the compression).
 KINDS = ("binpack", "bin", "plain", "parquet")
@@ -130,7 +131,7 @@ class TrainingData:
         """Each row's FEN as the tools write it (en passant square only when a capture is possible)."""
         n = len(self)
         out, lengths = np.empty(100 * n, np.uint8), np.empty(n, np.int64)
-        with _batch.PARALLEL_LOCK:
+        with PARALLEL_LOCK:
             KB.write_fens(self.bitboards, self.stm, self.castling, self.ep, self.rule50, self.fullmove, out, lengths)
         return _slots_to_strings(out, 100, lengths)
 
@@ -138,7 +139,7 @@ class TrainingData:
         """Each row's move in UCI as the tools write it (castling as ``e1g1``)."""
         n = len(self)
         out, lengths = np.empty(5 * n, np.uint8), np.empty(n, np.int64)
-        with _batch.PARALLEL_LOCK:
+        with PARALLEL_LOCK:
             KB.write_ucis(self.stm, self.move, out, lengths)
         return _slots_to_strings(out, 5, lengths)
 
@@ -146,7 +147,7 @@ class TrainingData:
         """bool[n]: row ``i`` continues row ``i - 1``'s game by the tools' rule (results opposite,
         ply + 1, row ``i - 1``'s move leads to row ``i``'s position); row 0 is False."""
         cont = np.empty(len(self), np.bool_)
-        with _batch.PARALLEL_LOCK:
+        with PARALLEL_LOCK:
             KB.continuations(self.bitboards, self.stm, self.castling, self.ep, self.rule50, self.move, self.ply,
                              self.result, cont)
         return cont
@@ -175,7 +176,7 @@ def _slots_to_strings(out: np.ndarray, width: int, lengths: np.ndarray) -> list[
     np.cumsum(lengths[:-1] + 1, out=starts[1:])
     packed = np.empty(int(lengths.sum()) + n, np.uint8)
     packed[starts + lengths] = 10
-    with _batch.PARALLEL_LOCK:
+    with PARALLEL_LOCK:
         KB.compact_slots(out, width, lengths, starts, packed)
     return packed.tobytes().decode("ascii").split("\n")[:-1]
 
@@ -273,7 +274,7 @@ def _decode_group(buf: np.ndarray, starts: list[int], ends: list[int], bases: li
         out = TrainingData.empty(int(capacity.sum()))
         rows, chains = np.empty(nb, np.int64), np.empty(nb, np.int64)
         problems, offsets = np.empty(nb, np.int64), np.empty(nb, np.int64)
-        with _batch.PARALLEL_LOCK:
+        with PARALLEL_LOCK:
             KB.decode_blocks(buf, s, e, row0, capacity, out.bitboards, out.stm, out.castling, out.ep, out.rule50,
                              out.fullmove, out.move, out.score, out.ply, out.result, out.chain, rows, chains,
                              problems, offsets)
@@ -393,7 +394,7 @@ def _iter_bin(stream: BinaryIO, label: str, compressed: bool, chunk_bytes: int |
         n = len(data) // KB.BIN_RECORD
         out = TrainingData.empty(n)
         problems = np.empty(n, np.int64)
-        with _batch.PARALLEL_LOCK:
+        with PARALLEL_LOCK:
             KB.decode_bin(buf, out.bitboards, out.stm, out.castling, out.ep, out.rule50, out.fullmove, out.move,
                           out.score, out.ply, out.result, problems)
         bad = np.flatnonzero(problems)
@@ -455,7 +456,7 @@ def _parse_records(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tup
     n = starts.shape[0]
     out = TrainingData.empty(n)
     problems, offsets = np.empty(n, np.int64), np.empty(n, np.int64)
-    with _batch.PARALLEL_LOCK:
+    with PARALLEL_LOCK:
         KB.parse_plain(buf, starts, ends, out.bitboards, out.stm, out.castling, out.ep, out.rule50, out.fullmove,
                        out.move, out.score, out.ply, out.result, problems, offsets)
     out.chain[:] = 0
@@ -688,14 +689,14 @@ def encode_plain(data: TrainingData) -> bytes:
     """``data`` as ``.plain`` text (the tools' ``emitPlainEntry``), as bytes."""
     n = len(data)
     slots, lengths = np.empty(KB.PLAIN_SLOT * n, np.uint8), np.empty(n, np.int64)
-    with _batch.PARALLEL_LOCK:
+    with PARALLEL_LOCK:
         KB.write_plain_slots(data.bitboards, data.stm, data.castling, data.ep, data.rule50, data.fullmove, data.move,
                              data.score, data.ply, data.result, slots, lengths)
     starts = np.zeros(n, np.int64)
     if n:
         np.cumsum(lengths[:-1], out=starts[1:])
     out = np.empty(int(lengths.sum()), np.uint8)
-    with _batch.PARALLEL_LOCK:
+    with PARALLEL_LOCK:
         KB.compact_slots(slots, KB.PLAIN_SLOT, lengths, starts, out)
     return out.tobytes()
 
@@ -710,7 +711,7 @@ def encode_bin(data: TrainingData, label: str = "<bin>", first_row: int = 0) -> 
     """
     n = len(data)
     out, problems = np.zeros(KB.BIN_RECORD * n, np.uint8), np.empty(n, np.int64)
-    with _batch.PARALLEL_LOCK:
+    with PARALLEL_LOCK:
         KB.encode_bin(data.bitboards, data.stm, data.castling, data.ep, data.rule50, data.fullmove, data.move,
                       data.score, data.ply, data.result, out, problems)
     bad = np.flatnonzero(problems)
@@ -725,7 +726,7 @@ def flags(data: TrainingData) -> tuple[np.ndarray, np.ndarray]:
     piece standing on its to-square (the tools' ``isCapturingMove``: castling and en passant are
     not captures)."""
     in_check, capture = np.empty(len(data), np.bool_), np.empty(len(data), np.bool_)
-    with _batch.PARALLEL_LOCK:
+    with PARALLEL_LOCK:
         KB.row_flags(data.bitboards, data.stm, data.move, in_check, capture)
     return in_check, capture
 
@@ -785,7 +786,7 @@ def rescore(data: TrainingData, evaluator, *, blend: float = 1.0, label: str = "
     bad = np.flatnonzero(codes)
     if bad.size:
         i = int(bad[0])
-        raise TrainingDataError(f"{label}: row {first_row + i}: {_batch.position_problem(int(codes[i]))}: "
+        raise TrainingDataError(f"{label}: row {first_row + i}: {position_problem(int(codes[i]))}: "
                                 f"{data[i:i + 1].fens()[0]}")
     new = values.astype(np.float64) if blend != 1.0 else values.astype(np.int64)
     if blend != 1.0:

@@ -1,0 +1,188 @@
+"""``nnue-infer data``: Stockfish training data (.binpack, .bin, .plain, .parquet) converted,
+rescored with any network, summarised and filtered (:mod:`nnue_infer.io.training_data`)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+
+import click
+
+from .common import (
+    example,
+    json_option,
+    load_network,
+    progress_bar,
+    progress_option,
+    quiet_option,
+    set_threads,
+    show_progress,
+    threads_option,
+)
+
+KIND = click.Choice(("binpack", "bin", "plain", "parquet"))
+
+
+def _source(f):
+    f = click.option("--from", "src_kind", type=KIND,
+                     help="Input kind when the extension does not tell it (needed for '-').")(f)
+    return click.argument("src", type=click.Path(dir_okay=False, allow_dash=True))(f)
+
+
+def _destination(f):
+    f = click.option("--to", "dst_kind", type=KIND, help="Output kind when the extension does not tell it (needed "
+                     "for '-'); a .gz / .zst suffix compresses.")(f)
+    return click.argument("dst", type=click.Path(dir_okay=False, allow_dash=True))(f)
+
+
+@contextlib.contextmanager
+def _reported(src: str) -> Iterator[None]:
+    """Training-data, input and file errors as ``error: ...`` messages (status 1); an unknown kind
+    as a usage error (status 2)."""
+    from ..errors import InputError, TrainingDataError
+
+    try:
+        yield
+    except (TrainingDataError, InputError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    except ValueError as exc:  # a kind that the extension does not tell
+        raise click.UsageError(str(exc)) from exc
+    except OSError as exc:
+        raise click.ClickException(f"{exc.filename or src}: {exc.strerror or exc}") from exc
+
+
+def _pipe(src: str, dst: str, src_kind: str | None, dst_kind: str | None, show: bool,
+          transform: Callable | None = None) -> tuple[int, int]:
+    """Stream ``src`` to ``dst`` chunk by chunk through ``transform`` (rows, index of the chunk's
+    first row -> rows); returns (rows read, rows written).  On an error ``dst`` is left as it was."""
+    from ..io import training_data as td
+
+    read = written = 0
+    with _reported(src), td.TrainingDataWriter(dst, dst_kind) as writer, progress_bar(None, "pos", show) as bar:
+        for chunk in td.iter_chunks(src, src_kind):
+            out = transform(chunk, read) if transform is not None else chunk
+            writer.write(out)
+            read += len(chunk)
+            written += len(out)
+            bar.update(len(chunk))
+    return read, written
+
+
+@click.group(epilog=example("nnue-infer data convert games.plain games.binpack",
+                            "nnue-infer data rescore games.binpack rescored.binpack --net stockfish",
+                            "nnue-infer data info games.binpack",
+                            "nnue-infer data filter games.binpack quiet.binpack --skip-in-check --skip-captures"))
+def data() -> None:
+    """Stockfish training data: .binpack, .bin, .plain (Stockfish's tools) and .parquet.
+
+    Files are read and written byte for byte as Stockfish's tools branch does. Inputs may be
+    '-' and gzip- or zstd-compressed; a damaged file is reported with its byte offset.
+    """
+
+
+@data.command(epilog=example("nnue-infer data convert games.binpack games.plain",
+                             "nnue-infer data convert games.plain.zst - --to binpack > games.binpack",
+                             "nnue-infer data convert games.binpack games.parquet"))
+@_source
+@_destination
+@threads_option
+@progress_option
+@quiet_option
+def convert(src, dst, src_kind, dst_kind, threads, progress, quiet):
+    """Convert SRC to DST (kinds from the extensions: .binpack, .bin, .plain, .parquet).
+
+    .parquet holds the columns fen, move (UCI), score, ply, result and chain; it converts back exactly.
+    """
+    set_threads(threads)
+    n, _ = _pipe(src, dst, src_kind, dst_kind, show_progress(progress, quiet))
+    if not quiet:
+        click.echo(f"{n} positions", err=True)
+
+
+@data.command(epilog=example("nnue-infer data rescore games.binpack rescored.binpack --net nn-ad9b42354671.nnue",
+                             "nnue-infer data rescore games.binpack blended.binpack --net stockfish --blend 0.5"))
+@_source
+@_destination
+@click.option("--net", required=True, help="Network: a file (.nnue or .safetensors) or a name ('default', "
+              "'stockfish', ...).")
+@click.option("--blend", type=click.FloatRange(0.0, 1.0), default=1.0, show_default=True,
+              help="Weight of the new evaluation: score = rint(blend * eval + (1 - blend) * old score).")
+@threads_option
+@progress_option
+@quiet_option
+def rescore(src, dst, src_kind, dst_kind, net, blend, threads, progress, quiet):
+    """Replace every score of SRC by NET's evaluation (internal units, side to move; exactly
+    evaluate_batch's values, on all cores) and write DST."""
+    from ..evaluator import Evaluator
+    from ..io import training_data as td
+
+    set_threads(threads)
+    ev = Evaluator(load_network(net))
+    n, _ = _pipe(src, dst, src_kind, dst_kind, show_progress(progress, quiet),
+                 lambda chunk, first: td.rescore(chunk, ev, blend=blend, label=src, first_row=first))
+    if not quiet:
+        click.echo(f"{n} positions rescored", err=True)
+
+
+@data.command(epilog=example("nnue-infer data info games.binpack", "nnue-infer data info --json games.plain.zst"))
+@_source
+@json_option("Print one JSON object (positions, chains, results, in_check, captures, ply, score histogram).")
+@threads_option
+@progress_option
+@quiet_option
+def info(src, src_kind, as_json, threads, progress, quiet):
+    """Count SRC's positions, chains, results, checks and captures; plies and a score histogram."""
+    from ..io import training_data as td
+
+    set_threads(threads)
+    summary = td.Summary()
+    with _reported(src), progress_bar(None, "pos", show_progress(progress, quiet)) as bar:
+        for chunk in td.iter_chunks(src, src_kind):
+            summary.add(chunk)
+            bar.update(len(chunk))
+    d = summary.as_dict()
+    if as_json:
+        click.echo(json.dumps({"file": src, **d}))
+        return
+    r = d["results"]
+    lines = [f"file        {src}", f"positions   {d['positions']}", f"chains      {d['chains']}",
+             f"results     win {r['win']}, draw {r['draw']}, loss {r['loss']}"
+             + (f", other {r['other']}" if r["other"] else "") + " (side to move)",
+             f"in check    {d['in_check']}", f"captures    {d['captures']}",
+             f"ply         {d['ply']['min']} .. {d['ply']['max']}"]
+    if d["positions"]:
+        lines.append(f"score mean  {d['score']['mean']:.1f} (internal units)")
+        lines.append("score histogram:")
+        width = max(len(k) for k in d["score"]["histogram"])
+        lines += [f"  {k:>{width}}  {v}" for k, v in d["score"]["histogram"].items()]
+    click.echo("\n".join(lines))
+
+
+@data.command("filter", epilog=example(
+    "nnue-infer data filter games.binpack quiet.binpack --skip-in-check --skip-captures --min-ply 16",
+    "nnue-infer data filter games.binpack small.plain --max-score 3000"))
+@_source
+@_destination
+@click.option("--skip-in-check", is_flag=True, help="Drop positions whose side to move is in check.")
+@click.option("--skip-captures", is_flag=True, help="Drop positions whose move captures (as the tools count: "
+              "castling and en passant are not captures).")
+@click.option("--min-ply", type=click.IntRange(min=0), default=0, help="Drop positions with a ply below N.")
+@click.option("--max-score", type=click.IntRange(min=0), help="Drop positions with |score| above N (internal units).")
+@threads_option
+@progress_option
+@quiet_option
+def filter_cmd(src, dst, src_kind, dst_kind, skip_in_check, skip_captures, min_ply, max_score, threads, progress,
+               quiet):
+    """Write SRC's positions that pass the filters to DST (.binpack chains are rebuilt where rows drop out)."""
+    from ..io import training_data as td
+
+    set_threads(threads)
+
+    def keep(chunk, first):
+        return chunk[td.select(chunk, skip_in_check=skip_in_check, skip_captures=skip_captures, min_ply=min_ply,
+                               max_abs_score=max_score)]
+
+    n, kept = _pipe(src, dst, src_kind, dst_kind, show_progress(progress, quiet), keep)
+    if not quiet:
+        click.echo(f"kept {kept} of {n} positions", err=True)

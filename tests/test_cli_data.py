@@ -1,0 +1,85 @@
+"""``nnue-infer data convert | rescore | info | filter`` on the files Stockfish's tools wrote
+(``shared/data/binpack``): outputs byte-identical to the tools', scores equal to evaluate_batch,
+errors with the byte offset and the output left alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import shared_dir
+
+from nnue_infer.cli import main
+from nnue_infer.io import training_data as td
+
+
+@pytest.fixture(scope="module")
+def bp():
+    return shared_dir() / "data" / "binpack"
+
+
+@pytest.mark.parametrize("src, dst", [("selfplay.binpack", "selfplay.plain"), ("selfplay.plain", "selfplay.binpack"),
+                                      ("selfplay.bin", "selfplay.binpack"), ("selfplay.binpack", "selfplay.bin")])
+def test_convert_gives_the_tools_files(src, dst, bp, tmp_path, capsys):
+    out = tmp_path / dst
+    assert main(["data", "convert", str(bp / src), str(out)]) == 0
+    assert out.read_bytes() == (bp / dst).read_bytes()
+    assert "20000 positions" in capsys.readouterr().err
+
+
+def test_convert_pipes_and_parquet(bp, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "nnue_infer", "data", "convert", "-", "-", "--from", "binpack",
+                           "--to", "plain", "-q"], input=(bp / "dev-games.binpack").read_bytes(), capture_output=True,
+                          timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout == (bp / "dev-games.plain").read_bytes() and proc.stderr == b""
+    assert main(["data", "convert", "-q", str(bp / "dev-games.binpack"), str(tmp_path / "d.parquet")]) == 0
+    assert main(["data", "convert", "-q", str(tmp_path / "d.parquet"), str(tmp_path / "d.binpack")]) == 0
+    assert (tmp_path / "d.binpack").read_bytes() == (bp / "dev-games.binpack").read_bytes()
+
+
+def test_rescore_is_evaluate_batch(bp, tmp_path, network_path, evaluator):
+    out = tmp_path / "r.binpack"
+    assert main(["data", "rescore", "-q", str(bp / "selfplay.binpack"), str(out), "--net", str(network_path)]) == 0
+    old, new = td.read(bp / "selfplay.binpack"), td.read(out)
+    assert new.equals(td.TrainingData(**{**old.__dict__, "score": new.score}))
+    assert np.array_equal(new.score.astype(np.int32), evaluator.evaluate_batch(old.fens()))
+    assert main(["data", "rescore", "-q", str(bp / "selfplay.binpack"), str(tmp_path / "b.plain"), "--net",
+                 str(network_path), "--blend", "0.5"]) == 0
+    half = td.read(tmp_path / "b.plain").score.astype(np.float64)
+    assert np.array_equal(half, np.rint(0.5 * new.score + 0.5 * old.score))
+
+
+def test_info_and_filter(bp, tmp_path, capsys):
+    assert main(["data", "info", "--json", str(bp / "selfplay.bin")]) == 0
+    info = json.loads(capsys.readouterr().out)
+    data = td.read(bp / "selfplay.binpack")
+    assert info["positions"] == 20000 and info["chains"] == 1128
+    assert info["results"]["draw"] == int(np.sum(data.result == 0))
+    assert main(["data", "info", str(bp / "dev-games.plain")]) == 0
+    text = capsys.readouterr().out
+    assert "positions   26333" in text and "chains      264" in text
+    out = tmp_path / "f.binpack"
+    args = ["--skip-in-check", "--skip-captures", "--min-ply", "20", "--max-score", "3000"]
+    assert main(["data", "filter", str(bp / "selfplay.binpack"), str(out), *args]) == 0
+    keep = td.select(data, skip_in_check=True, skip_captures=True, min_ply=20, max_abs_score=3000)
+    assert f"kept {int(keep.sum())} of 20000 positions" in capsys.readouterr().err
+    assert td.read(out).equals(data[keep].with_chains())
+
+
+def test_errors_name_the_offset_and_leave_the_output(bp, tmp_path, capsys):
+    bad = tmp_path / "bad.binpack"
+    bad.write_bytes((bp / "selfplay.binpack").read_bytes()[:50000])
+    out = tmp_path / "out.plain"
+    out.write_text("old")
+    assert main(["data", "convert", str(bad), str(out)]) == 1
+    assert capsys.readouterr().err.strip() == (f"error: {bad}: byte 50000: truncated block: 49992 of its 75270 "
+                                               "bytes")
+    assert out.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["bad.binpack", "out.plain"]
+    assert main(["data", "convert", str(bp / "selfplay.binpack"), str(tmp_path / "x.txt")]) == 2
+    assert "cannot tell the training-data kind from the extension 'txt'" in capsys.readouterr().err
+    assert main(["data", "info", str(tmp_path / "missing.binpack")]) == 1
+    assert "missing.binpack" in capsys.readouterr().err
