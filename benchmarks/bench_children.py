@@ -14,6 +14,10 @@ measurements, per network, over the same positions (dev corpus, every ``--step``
   on the position set with ``set_position``, per child (python-chess's move generation included);
 * ``batch``: ``evaluate_children_batch`` on one thread over all the positions (boards), per child.
 
+A second table times ``evaluate(fen)`` (the compiled FEN parser, then the full-refresh kernel)
+against ``evaluate(board)`` for the same positions (issue 22 item 4: at most 1.5x), and the
+python-chess reading it replaced (``evaluate(chess.Board(fen))``), per position.
+
 Everything is thread CPU time, one Numba thread, in one run; a cell is the median over rounds.
 The C floor has Stockfish 15.1's shapes only: the ratio to C is given for that network.
 
@@ -74,6 +78,7 @@ class Net:
         self.spec = spec
         self.ev = nnue_infer.Evaluator(spec)
         self.boards = boards
+        self.fens = [b.fen() for b in boards]
         self.children = sum(b.legal_moves.count() for b in boards)
         ev = self.ev
         self.prepared = []
@@ -109,9 +114,27 @@ class Net:
     def batch(self) -> None:
         self.ev.evaluate_children_batch(self.boards)
 
+    def fen_string(self) -> None:
+        evaluate = self.ev.evaluate
+        for fen in self.fens:
+            evaluate(fen)
+
+    def board(self) -> None:
+        evaluate = self.ev.evaluate
+        for b in self.boards:
+            evaluate(b)
+
+    def python_chess_fen(self) -> None:
+        evaluate = self.ev.evaluate
+        for fen in self.fens:
+            evaluate(chess.Board(fen))
+
     def measure(self) -> dict[str, float]:
-        return {name: thread_ns(getattr(self, name)) / self.children
-                for name in ("evaluate_moves", "kernel", "loop", "batch")}
+        out = {name: thread_ns(getattr(self, name)) / self.children
+               for name in ("evaluate_moves", "kernel", "loop", "batch")}
+        out.update({name: thread_ns(getattr(self, name)) / len(self.boards)
+                    for name in ("fen_string", "board", "python_chess_fen")})
+        return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,6 +174,13 @@ def main(argv: list[str] | None = None) -> int:
         to_c = f"{cell['evaluate_moves'] / c_ns:.2f}x" if net.spec in ("sf15.1", "stockfish") else "(no C floor)"
         print(f"| {net.spec} | {cell['evaluate_moves']:,.0f} | {cell['kernel']:,.0f} | {cell['batch']:,.0f} | "
               f"{cell['loop']:,.0f} | {to_c} | {cell['loop'] / cell['evaluate_moves']:.1f}x |")
+    print()
+    print("| network | evaluate(fen) ns | evaluate(board) ns | fen / board | evaluate(chess.Board(fen)) ns |")
+    print("|---|---|---|---|---|")
+    for net in nets:
+        cell = {k: statistics.median(r[net.spec][k] for r in py_rounds) for k in py_rounds[0][net.spec]}
+        print(f"| {net.spec} | {cell['fen_string']:,.0f} | {cell['board']:,.0f} | "
+              f"{cell['fen_string'] / cell['board']:.2f}x | {cell['python_chess_fen']:,.0f} |")
     return 0
 
 
