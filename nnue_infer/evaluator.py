@@ -95,21 +95,8 @@ def _as_board(board: chess.Board | str) -> chess.Board:
     raise TypeError(f"expected a chess.Board or a FEN string, got {type(board).__name__}")
 
 
-_PARSE_ENTRY = _entry_index(fen_kernels.parse_position, (numba.types.Bytes(numba.types.uint8, 1, "C", readonly=True),))
-
-
-def _fen_position(fen: str) -> tuple | None:
-    """The position of a FEN string as :data:`~nnue_infer.kernels.arena.POSITION`, read by the compiled
-    parser the batch path uses (:func:`nnue_infer.kernels.fen.parse_position`), when that parser takes
-    it with the fields the strict rule requires (4 or 6); ``None`` otherwise (non-ASCII text, a
-    malformed FEN or a missing field: :func:`_as_board` then reads it through python-chess and
-    names the problem), so the accepted FENs and the messages are those of python-chess's path."""
-    try:
-        buf = fen.encode("ascii")
-    except UnicodeEncodeError:
-        return None
-    fields, position = (_ENTRIES[_PARSE_ENTRY] or _entry(_PARSE_ENTRY))(buf)
-    return position if fields == 4 or fields == 6 else None
+_FEN_ENTRY = _entry_index(fen_kernels.evaluate_fen, (numba.types.int64,
+                                                     numba.types.Bytes(numba.types.uint8, 1, "C", readonly=True)))
 
 
 #: The in-use guard (see :meth:`Evaluator._busy`): an evaluator's ``_free`` list holds this one
@@ -563,13 +550,13 @@ class Evaluator:
     def _evaluate_fresh(self, board: chess.Board | str) -> int:
         """``evaluate(board)`` without the in-use token (for methods that hold it)."""
         if type(board) is not chess.Board:  # FEN strings, variants (refused), subclasses, wrong types
-            if type(board) is str:
-                position = _fen_position(board)
-                if position is not None:
-                    value = (_ENTRIES[self._board_entry] or _entry(self._board_entry))(self._address, position)
-                    if value != INVALID_POSITION:
-                        return value
-            board = _as_board(board)  # python-chess reads it and names the problem (or the position's)
+            if type(board) is str and board.isascii():  # the compiled parser of the batch path, then the kernel
+                fields, value = (_ENTRIES[_FEN_ENTRY] or _entry(_FEN_ENTRY))(self._address, board.encode())
+                if (fields == 4 or fields == 6) and value != INVALID_POSITION:
+                    return value
+            # python-chess reads what the compiled parser does not take as it stands (Unicode white space,
+            # a malformed FEN, a missing field) and names the problem, or the position's
+            board = _as_board(board)
         occupied_co = board.occupied_co  # checked by the kernel; check_position only names the problem
         value = (_ENTRIES[self._board_entry] or _entry(self._board_entry))(
             self._address, (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,

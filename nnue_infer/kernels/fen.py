@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .arena import evaluate_board
 from .features import BB_BISHOPS, BB_BLACK, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE
 
 #: Per-row result codes of :func:`parse_fen` (0: valid).
@@ -223,24 +224,27 @@ def parse_fens(buf, offsets, bitboards, stm, codes, problem_offsets):
 
 
 @njit(cache=True)
-def parse_position(buf):
-    """Parse one FEN, the whole of ``buf`` (``bytes``), for the string path of ``Evaluator.evaluate``.
+def evaluate_fen(address, buf):
+    """Parse one FEN, the whole of ``buf`` (``bytes``), and evaluate it with the arena header at
+    ``address`` (:func:`nnue_infer.kernels.arena.evaluate_board`): the string path of ``Evaluator.evaluate``.
 
-    Returns ``(fields, position)``: the number of white-space separated fields and the position
-    as :data:`nnue_infer.kernels.arena.POSITION` (uint64 bitboards, True for White to move), or
-    ``fields = -1`` (and an empty position) when :func:`parse_fen` refuses the text.
+    Returns ``(fields, value)``: the number of white-space separated fields (-1 when
+    :func:`parse_fen` refuses the text; nothing is evaluated then) and the value (or
+    ``INVALID_POSITION``).
     """
     bitboards = np.zeros(8, np.int64)
     code, _, stm = parse_fen(buf, 0, len(buf), bitboards)
-    fields = -1
-    if code == FEN_OK:
-        fields = 0
-        previous_space = True
-        for pos in range(len(buf)):
-            space = is_space(buf[pos])
-            if previous_space and not space:
-                fields += 1
-            previous_space = space
-    return fields, (np.uint64(bitboards[0]), np.uint64(bitboards[1]), np.uint64(bitboards[2]),
-                    np.uint64(bitboards[3]), np.uint64(bitboards[4]), np.uint64(bitboards[5]),
-                    np.uint64(bitboards[6]), np.uint64(bitboards[7]), stm == 0)
+    if code != FEN_OK:
+        return -1, 0
+    fields = 0
+    previous_space = True
+    for pos in range(len(buf)):
+        space = is_space(buf[pos])
+        if previous_space and not space:
+            fields += 1
+        previous_space = space
+    if fields != 4 and fields != 6:  # the strict rule: python-chess's path names the missing field
+        return fields, 0
+    return fields, evaluate_board(address, (np.uint64(bitboards[0]), np.uint64(bitboards[1]), np.uint64(bitboards[2]),
+                                            np.uint64(bitboards[3]), np.uint64(bitboards[4]), np.uint64(bitboards[5]),
+                                            np.uint64(bitboards[6]), np.uint64(bitboards[7]), stm == 0))
