@@ -197,3 +197,25 @@ def test_fen_string_path(ev, corpus):
             assert str(info.value) == str(exc)
         else:
             assert ev.evaluate(fen) == expected
+
+
+def test_cli_eval_moves(capsys, ev, oracle):
+    """``nnue-infer eval --moves``: every legal move once, best first for the mover, values of the loop."""
+    import json
+
+    from nnue_infer.cli import main
+
+    fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+    board = chess.Board(fen)
+    expected = dict(zip([m.uci() for m in board.legal_moves], loop_values(oracle, board)))
+    assert main(["eval", "--net", "stockfish", "--moves", "--json", fen]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {r["move"]: r["value"] for r in rows} == expected and len(rows) == len(expected)
+    assert [r["value"] for r in rows] == sorted(expected.values())  # children have Black to move: lowest first
+    assert main(["eval", "--net", "stockfish", "--moves", fen]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    best = min(expected, key=expected.get)
+    assert lines[0] == f"{fen}\t27 legal moves, best first for White"
+    assert lines[1].startswith(f"{board.san(chess.Move.from_uci(best))}\t{best}\tvalue {expected[best]}\t")
+    assert main(["eval", "--moves", "4k3/8/8/8/8/8/4R3/4K3 w - - 0 1"]) == 1
+    assert "side not to move is in check" in capsys.readouterr().err

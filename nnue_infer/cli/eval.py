@@ -67,6 +67,7 @@ def _score_file(ev, kind: str, source: str, out: Output, fmt: str, show: bool, *
     'nnue-infer eval "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"',
     "nnue-infer eval startpos moves e4 e5 Nf3          (UCI or SAN moves)",
     "nnue-infer eval --net stockfish --trace --svg trace.svg startpos",
+    "nnue-infer eval --moves startpos moves e4 e5         (every legal move, best first)",
     "nnue-infer eval --epd positions.epd.gz -o scores.csv --keep-errors",
     "zcat games.pgn.gz | nnue-infer eval --pgn - --json > plies.jsonl"))
 @click.argument("positions", nargs=-1)
@@ -92,6 +93,9 @@ def _score_file(ev, kind: str, source: str, out: Output, fmt: str, show: bool, *
               "check, as Stockfish prints no NNUE evaluation there.")
 @click.option("--trace", is_flag=True, help="Print Stockfish 15.1's eval text for the NNUE (piece values, bucket "
               "table, NNUE line).")
+@click.option("--moves", "each_move", is_flag=True, help="For each position, every legal move and the value of the "
+              "position after it (Evaluator.evaluate_moves), best first for the side to move: SAN, UCI, value (the "
+              "child's side to move, as eval prints the child), cp of the side that moves, White's view in pawns.")
 @click.option("--svg", "svg_path", type=click.Path(dir_okay=False),
               help="With --trace and one position: also draw the board with each piece's value and the bucket "
               "table into this SVG file.")
@@ -103,8 +107,8 @@ def _score_file(ev, kind: str, source: str, out: Output, fmt: str, show: bool, *
 @click.option("-j", "--jobs", type=click.IntRange(min=1), hidden=True, help="Deprecated name of --threads.")
 @progress_option
 @quiet_option
-def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, keep_errors, empty_in_check, trace, svg_path, as_json,
-             output, threads, jobs, progress, quiet):
+def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, keep_errors, empty_in_check, trace, each_move,
+             svg_path, as_json, output, threads, jobs, progress, quiet):
     """Evaluate positions: FEN arguments, startpos / fen FEN [moves ...], --fen, or files (--epd, --pgn).
 
     POSITIONS are FENs (quoted, or as separate words), 'startpos', 'fen FEN', each optionally
@@ -137,6 +141,8 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
         raise click.UsageError("--trace works with positions and --epd, not --pgn")
     if svg_path and not trace:
         raise click.UsageError("--svg draws a trace: add --trace")
+    if each_move and (epd or pgn or trace):
+        raise click.UsageError("--moves works with positions (arguments, --fen), not with --epd, --pgn or --trace")
     if not (positions or fen_opts or epd or pgn):
         raise click.UsageError("give a position: FEN arguments, startpos [moves ...], --fen FEN, --epd FILE or --pgn FILE")
     if scheduler or workers:
@@ -185,7 +191,9 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
     show = show_progress(progress, quiet)
     out = Output(output, parquet=fmt == "parquet")
     try:
-        if boards:
+        if boards and each_move:
+            status = _eval_moves(ev, boards, as_json, out)
+        elif boards:
             status = _eval_boards(ev, boards, trace, svg_path, as_json, empty_in_check, out)
         elif pgn:
             status = _score_file(ev, "pgn", pgn, out, fmt, show, keep_errors=keep_errors,
@@ -322,4 +330,47 @@ def _eval_boards(ev, positions: list, trace: bool, svg_path: str | None, as_json
         cp = int(cols["cp"][0])
         pawns = (value if board.turn == chess.WHITE else -value) / ev.network.architecture.units_per_pawn
         out.write_text(f"{fen}\tvalue {value}\tcp {cp:+d} (side to move)\t{pawns:+.2f} (white side){flags}\n")
+    return status
+
+
+def _eval_moves(ev, positions: list, as_json: bool, out: Output) -> int:
+    """``eval --moves``: per position a header line, then each legal move and its child's value, best first.
+
+    Text: ``SAN  UCI  value V  cp +C (mover)  +P.PP (white side)``, where ``V`` is the child's value
+    (side to move there: the opponent), ``C`` the centipawns of the side that moves and ``P`` White's
+    view in pawns.  JSON: one object per move with ``fen`` (the parent), ``move``, ``san``, ``value``,
+    ``cp`` (the child's side to move, as eval's rows) and ``cp_white``.
+    """
+    import chess
+
+    from ..errors import clip, quote
+    from ..trace import tdiv
+
+    per_pawn = ev.network.architecture.units_per_pawn
+    status = int(None in positions)  # a position that did not parse was reported then
+    for position in filter(None, positions):
+        board, fen = position.board, position.board.fen()
+        try:
+            values = ev.evaluate_moves(board).tolist()
+        except ValueError as exc:
+            click.echo(f"error: {quote(position.text)}: {clip(str(exc))}", err=True)
+            status = 1
+            continue
+        moves = list(board.legal_moves)
+        order = sorted(range(len(moves)), key=lambda i: values[i])  # lowest child value: best for the mover
+        white_sign = -1 if board.turn == chess.WHITE else 1  # the children's side to move is the opponent
+        if not as_json:
+            side = "White" if board.turn == chess.WHITE else "Black"
+            ending = " (checkmate)" if board.is_checkmate() else " (stalemate)" if not moves else ""
+            best = f", best first for {side}" if moves else ""
+            out.write_text(f"{fen}\t{len(moves)} legal moves{ending}{best}\n")
+        for i in order:
+            move, value = moves[i], values[i]
+            cp = tdiv(100 * value, per_pawn)
+            if as_json:
+                out.write_text(json.dumps({"fen": fen, "move": move.uci(), "san": board.san(move), "value": value,
+                                           "cp": cp, "cp_white": white_sign * cp}) + "\n")
+            else:
+                out.write_text(f"{board.san(move)}\t{move.uci()}\tvalue {value}\tcp {-cp:+d} (mover)\t"
+                               f"{white_sign * value / per_pawn:+.2f} (white side)\n")
     return status
