@@ -1,4 +1,4 @@
-"""Score datasets on a Dask cluster: EPD / PGN / Parquet shards -> a partitioned Parquet dataset.
+"""Score datasets on a Dask cluster: EPD / PGN / Parquet / .binpack shards -> a partitioned Parquet dataset.
 
 Needs the ``dask`` extra (``pip install 'nnue-infer[dask]'``: ``dask[distributed,dataframe]``,
 ``pyarrow`` and the Rust PGN parser).  Nothing else in nnue-infer imports this module.
@@ -9,7 +9,9 @@ Needs the ``dask`` extra (``pip install 'nnue-infer[dask]'``: ``dask[distributed
   never stops the job.  Each part is written to a temporary name and renamed, so a part that
   exists is complete: a re-run skips the inputs whose part exists, and a task re-run after a
   worker died rewrites the same name (no duplicated or missing rows).  ``_nnue_infer.json``
-  records the network; a re-run with another network is refused.
+  records the network; a re-run with another network is refused.  An uncompressed ``.binpack``
+  (Stockfish training data) is one task, and one part, per range of whole blocks
+  (:func:`tasks_of`), since its blocks decode independently.
 * :func:`evaluate_dataframe` adds ``value``, ``cp`` and ``cp_white`` columns to a Dask
   DataFrame of FENs.
 
@@ -32,7 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 #: Input kinds by file name (compression suffixes are stripped first).
-KINDS = {".epd": "epd", ".fen": "epd", ".txt": "epd", ".pgn": "pgn", ".parquet": "parquet"}
+KINDS = {".epd": "epd", ".fen": "epd", ".txt": "epd", ".pgn": "pgn", ".parquet": "parquet", ".binpack": "binpack"}
+#: Bytes of an uncompressed ``.binpack`` input per task (whole blocks; blocks are independent).
+BINPACK_TASK_BYTES = 64 << 20
 _COMPRESSED = (".gz", ".zst", ".zstd")
 MANIFEST = "_nnue_infer.json"
 #: Sub-directory of the errors table (a leading "_": dataset readers skip it when reading the positions).
@@ -44,8 +48,8 @@ _evaluators: dict[str, object] = {}
 
 
 def input_kind(path: str) -> str:
-    """``"epd"``, ``"pgn"`` or ``"parquet"`` from a file name (``.epd``/``.fen``/``.txt``, ``.pgn``,
-    ``.parquet``, each optionally ``.gz`` / ``.zst``); ``ValueError`` otherwise."""
+    """``"epd"``, ``"pgn"``, ``"parquet"`` or ``"binpack"`` from a file name (``.epd``/``.fen``/``.txt``,
+    ``.pgn``, ``.parquet``, ``.binpack``, each optionally ``.gz`` / ``.zst``); ``ValueError`` otherwise."""
     name = path
     for suffix in _COMPRESSED:
         if name.endswith(suffix):
@@ -53,7 +57,7 @@ def input_kind(path: str) -> str:
             break
     ext = os.path.splitext(name)[1].lower()
     if ext not in KINDS:
-        raise ValueError(f"{path}: unknown input kind {ext!r} (expected .epd, .fen, .txt, .pgn or .parquet, "
+        raise ValueError(f"{path}: unknown input kind {ext!r} (expected .epd, .fen, .txt, .pgn, .parquet or .binpack, "
                          "optionally .gz or .zst)")
     return KINDS[ext]
 
@@ -99,18 +103,39 @@ def _set_threads(threads: int | None) -> None:
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
 
 
-def part_name(path: str) -> str:
-    """Stable name of an input's part: its base name and a hash of its absolute path."""
+def part_name(path: str, byte_range: tuple[int, int] | None = None) -> str:
+    """Stable name of an input's part: its base name and a hash of its absolute path (and, for a
+    task that reads a byte range of a ``.binpack``, the range's first byte)."""
     digest = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:12]
     base = os.path.basename(path).replace(".", "_")[:60]
-    return f"part-{base}-{digest}.parquet"
+    at = f"-b{byte_range[0]}" if byte_range is not None else ""
+    return f"part-{base}-{digest}{at}.parquet"
 
 
-def _tables(path: str, kind: str, ev, column: str, threads: int | None):
-    """Result tables (:mod:`nnue_infer.io.score`) of one input file."""
+def tasks_of(path: str, binpack_task_bytes: int = BINPACK_TASK_BYTES) -> list[tuple[str, tuple[int, int] | None]]:
+    """The tasks of one input: ``(path, None)``, or for an uncompressed ``.binpack`` one
+    ``(path, (start, stop))`` per range of whole blocks of about ``binpack_task_bytes``
+    (:func:`nnue_infer.io.training_data.block_ranges`)."""
+    if input_kind(path) != "binpack" or path.endswith(_COMPRESSED):
+        return [(path, None)]
+    from .training_data import block_ranges
+
+    return [(path, r) for r in block_ranges(path, binpack_task_bytes)]
+
+
+def _tables(path: str, kind: str, ev, column: str, threads: int | None, byte_range: tuple[int, int] | None = None):
+    """Result tables (:mod:`nnue_infer.io.score`) of one input file (or byte range of a ``.binpack``)."""
     from .epd import iter_epd, read_epd
     from ..inputs import input_label, open_input
-    from .score import score_epd, score_pgn
+    from .score import score_epd, score_pgn, score_training_data
+
+    if kind == "binpack":
+        from .training_data import iter_chunks, read_range
+
+        chunks = read_range(path, *byte_range) if byte_range is not None else iter_chunks(path, "binpack")
+        for data in chunks:
+            yield score_training_data(ev, data)
+        return
 
     if kind == "pgn":
         with open_input(path) as inp:
@@ -128,11 +153,14 @@ def _tables(path: str, kind: str, ev, column: str, threads: int | None):
     yield from score_epd(ev, read_epd(data))
 
 
-def score_file(path: str, network: str, out_dir: str, *, threads: int | None = None, column: str = "fen") -> dict:
+def score_file(path: str, network: str, out_dir: str, *, threads: int | None = None, column: str = "fen",
+               byte_range: tuple[int, int] | None = None) -> dict:
     """Score one input file into ``out_dir/part-*.parquet`` (and ``_errors/part-*.parquet``); the task of
     :func:`score_files`.  Skips a file whose part exists.  Returns ``{"input", "part", "rows", "errors",
     "skipped"}`` and, for work done, ``"seconds"`` (wall clock) and ``"thread_cpu_seconds"`` (CPU time of the
-    task's thread; Numba's other threads not counted)."""
+    task's thread; Numba's other threads not counted).  ``byte_range`` (from :func:`tasks_of`) limits a
+    ``.binpack`` input to those blocks; its part is named after the range, and its rows' ``game`` numbers
+    the chains from 0 at the range's first block (``line`` is empty for ``.binpack`` rows)."""
     import time
 
     import pyarrow as pa
@@ -141,8 +169,8 @@ def score_file(path: str, network: str, out_dir: str, *, threads: int | None = N
 
     from . import parquet as P
 
-    out = os.path.join(out_dir, part_name(path))
-    errors_path = os.path.join(out_dir, ERRORS_DIR, part_name(path))
+    out = os.path.join(out_dir, part_name(path, byte_range))
+    errors_path = os.path.join(out_dir, ERRORS_DIR, part_name(path, byte_range))
     if os.path.exists(out):  # done before (a re-run, or a task re-run after its worker died)
         n_errors = pq.read_metadata(errors_path).num_rows if os.path.exists(errors_path) else 0
         return {"input": path, "part": out, "rows": pq.read_metadata(out).num_rows, "errors": n_errors,
@@ -152,7 +180,7 @@ def score_file(path: str, network: str, out_dir: str, *, threads: int | None = N
     ev = worker_evaluator(network)
     target, errors_target = P.schema(), P.errors_schema()
     parts, bad = [], []
-    for table in _tables(path, input_kind(path), ev, column, threads):
+    for table in _tables(path, input_kind(path), ev, column, threads, byte_range):
         arrow = P.to_arrow(table)
         failed = arrow.column("error").is_valid()
         if pc.any(failed).as_py():
@@ -213,9 +241,9 @@ class ScoreReport:
 
 
 def score_files(inputs: str | Sequence[str], output: str, network: str = "default", client=None, *,
-                threads: int | None = None, column: str = "fen",
-                progress: Callable[[dict], None] | None = None) -> ScoreReport:
-    """Score EPD / PGN / Parquet files into the Parquet dataset directory ``output``, on a Dask cluster.
+                threads: int | None = None, column: str = "fen", progress: Callable[[dict], None] | None = None,
+                binpack_task_bytes: int = BINPACK_TASK_BYTES) -> ScoreReport:
+    """Score EPD / PGN / Parquet / ``.binpack`` files into the Parquet dataset directory ``output``, on a Dask cluster.
 
     Parameters
     ----------
@@ -233,7 +261,10 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     column : str
         The FEN column of Parquet inputs.
     progress : callable, optional
-        Called with each input's summary as it completes (e.g. to advance a progress bar).
+        Called with each task's summary as it completes (e.g. to advance a progress bar).
+    binpack_task_bytes : int
+        An uncompressed ``.binpack`` input is split into tasks of whole blocks of about this many
+        bytes (:func:`tasks_of`); other inputs are one task each.
 
     Returns
     -------
@@ -242,11 +273,12 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     files = expand_inputs(inputs)
     for f in files:
         input_kind(f)  # unknown kinds fail before any work
+    tasks = [t for f in files for t in tasks_of(f, binpack_task_bytes)]
     _check_manifest(output, network)
     report = ScoreReport(output)
     if client is None:
-        for f in files:
-            summary = score_file(f, network, output, threads=threads, column=column)
+        for path, byte_range in tasks:
+            summary = score_file(path, network, output, threads=threads, column=column, byte_range=byte_range)
             report.parts.append(summary)
             if progress:
                 progress(summary)
@@ -254,16 +286,21 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     from distributed import as_completed
 
     run = os.urandom(4).hex()
-    futures = client.map(score_file, files, network=network, out_dir=output, threads=threads, column=column,
-                         pure=False, key=[f"nnue-infer-{run}-{part_name(f)}" for f in files])
+    futures = client.map(_score_task, tasks, network=network, out_dir=output, threads=threads, column=column,
+                         pure=False, key=[f"nnue-infer-{run}-{part_name(*t)}" for t in tasks])
     for future in as_completed(futures):
         summary = future.result()
         report.parts.append(summary)
         if progress:
             progress(summary)
-    order = {f: i for i, f in enumerate(files)}
-    report.parts.sort(key=lambda p: order[p["input"]])
+    order = {part_name(*t): i for i, t in enumerate(tasks)}
+    report.parts.sort(key=lambda p: order[os.path.basename(p["part"])])
     return report
+
+
+def _score_task(task: tuple[str, tuple[int, int] | None], **kwargs) -> dict:
+    """:func:`score_file` of one ``(path, byte_range)`` task."""
+    return score_file(task[0], byte_range=task[1], **kwargs)
 
 
 def _evaluate_partition(df, column: str, network: str, threads: int | None):
@@ -318,7 +355,8 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
         client = Client(cluster)
     try:
         show = progress or (progress is None and sys.stderr.isatty())
-        with tqdm(total=len(files), unit="file", file=sys.stderr, disable=not show, dynamic_ncols=True) as bar:
+        total = sum(len(tasks_of(f)) for f in files)
+        with tqdm(total=total, unit="task", file=sys.stderr, disable=not show, dynamic_ncols=True) as bar:
             report = score_files(files, output, network, client, threads=threads, progress=lambda s: bar.update(1))
     finally:
         client.close()

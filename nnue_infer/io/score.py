@@ -306,3 +306,22 @@ def score_pgn(ev: Evaluator, stream: Iterable[str], *, source: str = "<pgn>", em
         yield table, len(set(table["game"].tolist()))
 
 
+
+
+def score_training_data(ev: Evaluator, data) -> dict:
+    """The output table of training-data rows (:class:`nnue_infer.io.training_data.TrainingData`):
+    ``game`` (the chain number), ``ply``, ``uci``, ``fen`` and :data:`VALUE_COLUMNS` (``outcome`` is
+    ``none``: a position with a move played is neither mate nor stalemate), ``error`` for rows the
+    network cannot represent."""
+    from .training_data import flags
+
+    values, codes = ev.evaluate_bitboards(data.bitboards, data.stm)
+    ok = codes == 0
+    in_check, _ = flags(data)
+    errors = {i: _POSITION_PROBLEMS[int(codes[i])] for i in np.flatnonzero(~ok).tolist()}
+    table = {"game": data.chain.astype(np.int64), "ply": data.ply.astype(np.int64),
+             "uci": TextColumn.from_strings(data.uci()), "fen": TextColumn.from_strings(data.fens())}
+    table |= value_columns(values, data.stm == 1, in_check, np.zeros(len(data), np.int8), ok,
+                           ev.network.architecture.units_per_pawn)
+    table["error"] = error_column(len(data), errors)
+    return table
