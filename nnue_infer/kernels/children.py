@@ -14,6 +14,11 @@ Result codes (the return value of :func:`evaluate_children` when negative):
 is in check (its king could be taken: no child would be a chess position);
 ``ILLEGAL_MOVE - i`` the given move ``i`` is not legal; ``INVALID_CHILD - k`` child ``k``
 cannot be represented (only after an odd en passant square, see :mod:`.movegen`).
+
+Note: Numba's on-disk cache keys a function on its own file only, and the cached kernels here
+contain the compiled :func:`~nnue_infer.kernels.arena.evaluate_ply` they call (and what it
+inlines): a change to ``arena``, ``forward`` or a kernel those inline must come with an edit of
+this file (or a cleared ``__pycache__``), as for ``arena`` itself.  Last such change: none (new).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import numpy as np
 from llvmlite import ir
 from numba import get_thread_id, njit, prange, types
 from numba.core import cgutils
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from .arena import config_views, evaluate_ply, header_arrays, header_at, put_position
 from .features import (BB_WHITE, POS_BLACK_KINGS, POS_INCONSISTENT, POS_WHITE_KINGS, changed_features, check_bitboards,
@@ -35,10 +40,15 @@ ILLEGAL_MOVE = -(1 << 50)
 INVALID_CHILD = -(1 << 40)
 
 
-@intrinsic
-def prefetch(typingctx, arr, index):
+def prefetch(arr, index) -> None:
     """Ask the CPU to bring the cache line of ``arr.flat[index]`` (a C-contiguous array) into its
-    caches (LLVM's ``llvm.prefetch``: read, high locality); no effect on results."""
+    caches; no effect on results.  Plain Python (``NUMBA_DISABLE_JIT``): does nothing.
+    Compiled: :func:`_prefetch` (LLVM's ``llvm.prefetch``: read, high locality), inlined."""
+
+
+@intrinsic
+def _prefetch(typingctx, arr, index):
+    """The compiled :func:`prefetch`."""
     if not (isinstance(arr, types.Array) and arr.layout == "C" and isinstance(index, types.Integer)):
         return None
 
@@ -52,6 +62,13 @@ def prefetch(typingctx, arr, index):
         return context.get_dummy_value()
 
     return types.void(arr, index), codegen
+
+
+@overload(prefetch, inline="always")
+def _prefetch_overload(arr, index):
+    if isinstance(arr, types.Array) and arr.layout == "C" and isinstance(index, types.Integer):
+        return lambda arr, index: _prefetch(arr, index)
+    return None
 
 
 @njit(cache=True)

@@ -14,6 +14,10 @@ Only ASCII is accepted: rows this parser refuses get a second reading by python-
 
 Source of the format: the FEN standard (PGN specification, section 16.1) and
 python-chess ``chess/__init__.py``.
+
+Note: :func:`evaluate_fen` calls :func:`nnue_infer.kernels.arena.evaluate_board`, and Numba's
+on-disk cache keys a function on its own file only: a change to ``arena``, ``forward`` or a kernel
+those inline must come with an edit of this file (or a cleared ``__pycache__``).
 """
 
 from __future__ import annotations
