@@ -6,7 +6,8 @@ the fast trainer, integer metrics and a strength proxy.  One command runs (and r
     python research/activation_study_v2.py speed --out DIR      # batch speed of the networks (after the sweep)
     python research/activation_study_v2.py report               # figures + tables of activation-study-v2.md
 
-Everything is resumable: data chunks, finished runs (``DIR/runs/NAME.json``) and the running
+Two ``run`` processes may share a directory (each takes the first run no other holds, lock files
+``runs/NAME.lock``).  Everything is resumable: data chunks, finished runs (``DIR/runs/NAME.json``) and the running
 run's checkpoint (``DIR/runs/NAME.pt``, every ``eval_every``-th of the run) are kept; ``run`` again
 continues where it stopped.  After every finished run the raw records are collected into
 ``research/activation-study-v2/results.json`` (``--results``).
@@ -195,24 +196,32 @@ def _generate(path: Path, n: int, seed: int, split: str, cfg: Config, exclude: s
     os.replace(str(path) + ".tmp.npz", path)
 
 
-def _locked(path: Path, make) -> None:
-    """Run ``make()`` unless ``path`` exists, with a lock file so two processes never make the same
-    file (a lock whose process is gone is taken over); wait while another process holds it."""
-    lock = Path(str(path) + ".lock")
-    while not path.exists():
+def _try_lock(lock: Path) -> bool:
+    """Create ``lock`` holding this process's id; ``False`` if another live process holds it (a lock
+    whose process is gone is taken over)."""
+    while True:
         try:
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         except FileExistsError:
             try:
-                pid = int(lock.read_text() or 0)
-                os.kill(pid, 0)
+                os.kill(int(lock.read_text() or 0), 0)
+                return False
             except (ValueError, ProcessLookupError, FileNotFoundError):
                 lock.unlink(missing_ok=True)  # stale
                 continue
-            time.sleep(5)
-            continue
         os.write(fd, str(os.getpid()).encode())
         os.close(fd)
+        return True
+
+
+def _locked(path: Path, make) -> None:
+    """Run ``make()`` unless ``path`` exists, with a lock file so two processes never make the same
+    file; wait while another process holds it."""
+    lock = Path(str(path) + ".lock")
+    while not path.exists():
+        if not _try_lock(lock):
+            time.sleep(5)
+            continue
         try:
             if not path.exists():
                 make()
@@ -393,7 +402,9 @@ def move_agreement(qnet, pairs: list[tuple[str, str]]) -> float:
     """Share of positions where the legal move whose child ``qnet`` rates best for the mover (1 ply:
     the lowest child value, children valued from their side to move) is the given move.
 
-    The children of all positions are valued in one ``evaluate_batch`` call (FENs)."""
+    The children of all positions are valued in one ``evaluate_batch`` call (FENs): the same values
+    as ``Evaluator.evaluate_children_batch``, whose first (cold) compile is minutes of CPU.
+    """
     import chess
 
     from nnue_infer.evaluator import Evaluator
@@ -579,7 +590,7 @@ def collect(out: Path, cfg: Config, results: Path) -> dict:
         if (out / f"{name}.json").exists():
             data[name] = json.loads((out / f"{name}.json").read_text())
     results.parent.mkdir(parents=True, exist_ok=True)
-    tmp = results.with_suffix(".tmp")
+    tmp = results.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1))
     os.replace(tmp, results)
     return data
@@ -595,9 +606,19 @@ def run_study(out: Path, cfg: Config | None, results: Path, variants=VARIANTS, m
         todo = [r for r in planned_runs(out, cfg, variants) if not (out / "runs" / f"{r.name}.json").exists()]
         if not todo:
             break
-        train_run(out, todo[0], cfg, log)
-        collect(out, cfg, results)
-        done += 1
+        for run in todo:  # the first run no other worker holds (``run`` may go in two processes)
+            lock = out / "runs" / f"{run.name}.lock"
+            lock.parent.mkdir(parents=True, exist_ok=True)
+            if _try_lock(lock):
+                try:
+                    train_run(out, run, cfg, log)
+                finally:
+                    lock.unlink(missing_ok=True)
+                collect(out, cfg, results)
+                done += 1
+                break
+        else:
+            time.sleep(10)  # every remaining run is held by another worker (or waits for the sweep)
 
 
 def make_data(out: Path, cfg: Config | None, chunks: int, log=print) -> None:

@@ -8,6 +8,7 @@ import math
 import sys
 from pathlib import Path
 
+import chess
 import numpy as np
 import pytest
 
@@ -152,6 +153,25 @@ def test_runner_on_a_toy_budget(tmp_path, data_dir, monkeypatch):
     assert results.stat().st_mtime_ns == before  # everything was done: nothing trained or rewritten
     assert R.render(raw)[0].count("| pairwise |") >= 2
     assert set(raw["anchors"]["move_agreement"]) == {"stockfish-15.1", "bundled default network"}
+    # move agreement against python-chess's move generation and one evaluation per child
+    from nnue_infer.evaluator import Evaluator
+    from nnue_infer.formats import load
+
+    qnet = load(out / "runs" / f"{runs[0]['run']}.safetensors")
+    pairs = S.agreement_set(30)
+    ev, hits = Evaluator(qnet), 0
+    for fen, uci in pairs:
+        board = chess.Board(fen)
+        legal = list(board.legal_moves)
+        children = []
+        for move in legal:
+            board.push(move)
+            children.append(board.copy(stack=False))
+            board.pop()
+        values = ev.evaluate_batch(children).tolist()
+        best = min(range(len(legal)), key=lambda i: (values[i], i))  # first lowest, in python-chess order
+        hits += legal[best].uci() == uci
+    assert S.move_agreement(qnet, pairs) == hits / len(pairs)
     speed = S.measure_speed(out, cfg, ("pairwise", "glu"), positions=50, repeats=2, log=lambda *a: None)
     assert [len(t) for t in speed["us_per_position"].values()] == [2, 2]
     assert speed["median_ratio_to_pairwise"]["pairwise"] == 1.0 and speed["median_ratio_to_pairwise"]["glu"] > 0
