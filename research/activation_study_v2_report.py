@@ -160,13 +160,14 @@ def tables(raw: dict) -> dict:
     comps = comparisons(runs, variants, budgets)
     out = {"comparisons": comps, "runs": runs}
     lines = ["| variant | budget | seeds | lr | " + " | ".join(f"{label} ({unit})" for _, label, unit, _, _ in METRICS)
-             + " |", "|---|---|---|---|" + "---|" * len(METRICS)]
+             + " | training speed (k positions/s per core) |", "|---|---|---|---|" + "---|" * (len(METRICS) + 1)]
     for budget in budgets:
         for v in variants:
             rs = sorted((r for r in runs if r["variant"] == v and r["budget"] == budget), key=lambda r: r["seed"])
             if not rs:
                 continue
             cells = [_mean_sd([m[3] * r[m[0]] for r in rs]) for m in METRICS]
+            cells.append(_mean_sd([r["positions_seen"] / r["train_seconds"] / 1e3 for r in rs]))
             lines.append(f"| {v} | {budget} | {len(rs)} | {rs[0]['lr']:g} | " + " | ".join(cells) + " |")
     out["summary_table"] = "\n".join(lines)
     lines = ["| metric | budget | variant - pairwise | n | mean difference [95 % CI] | t | p | Holm p | verdict |",
@@ -332,7 +333,8 @@ agreement, 1e-4 for the losses).  Integer metrics come first.
 
 {summary_table}
 
-Mean (standard deviation over seeds).  {anchors}
+Mean (standard deviation over seeds).  Training speed: positions seen / `train_seconds` (process
+CPU time of the training steps on one thread, validation and data loading excluded).  {anchors}
 
 ### Comparisons with `pairwise`
 
@@ -359,6 +361,19 @@ Significant before the correction but not after it:
 ## Speed on the current engine
 
 {speed_table}
+
+## Reproducing and resuming
+
+    python research/activation_study_v2.py data --out DIR --chunks 40   # optional: data ahead, in parallel
+    python research/activation_study_v2.py run --out DIR                # one or two processes; resumes
+    python research/activation_study_v2.py speed --out DIR              # after the sweep
+    python research/activation_study_v2.py report                       # this file, from results.json
+
+`run` skips finished runs (`DIR/runs/NAME.json`), resumes a started one from its checkpoint
+(`DIR/runs/NAME.pt`, every tenth of the run) and re-collects `results.json` after each run.
+Everything is seeded (datagen chunk `i` with seed 1000 + i, the validation and test splits with
+seeds 1 and 2, each run's order and initialisation with its seed), so a new `DIR` regenerates
+the same data and runs.
 """
 
 

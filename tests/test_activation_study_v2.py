@@ -117,6 +117,7 @@ def test_report_from_results_alone(tmp_path):
     assert "| bilinear | 2.00 (1.90-2.10) | 0.50x |" in text
     assert "at 1 ply: stockfish-15.1 24.4 %." in text
     assert "| bilinear | short | 5 | 0.002 |" in text
+    assert text.count("| 0.50 (0.00) |") == 4  # 1000 positions in 2 s of training for every variant
     assert "- bilinear vs pairwise, short budget, quantised test MAE: -2.50 cp [-2.70, -2.30]" in text
     assert "{" not in text.replace("{}", "")  # every placeholder filled
     for png in ("differences.png", "curves.png", "lr-sweep.png"):
