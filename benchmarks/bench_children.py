@@ -14,6 +14,11 @@ measurements, per network, over the same positions (dev corpus, every ``--step``
   on the position set with ``set_position``, per child (python-chess's move generation included);
 * ``batch``: ``evaluate_children_batch`` on one thread over all the positions (boards), per child.
 
+A breakdown for the first network splits the compiled call's time per child (compiled loops,
+thread CPU): legal moves and ``play`` alone; the children whose move is not a king move, and those
+whose is (a refresh through the cache), one ``arena.evaluate_ply`` each after their parent's; and
+one child evaluated again and again (hot caches, as C's figure), the parents' cost subtracted.
+
 A second table times ``evaluate(fen)`` (the compiled FEN parser, then the full-refresh kernel)
 against ``evaluate(board)`` for the same positions (issue 22 item 4: at most 1.5x), and the
 python-chess reading it replaced (``evaluate(chess.Board(fen))``), per position.
@@ -38,13 +43,17 @@ from pathlib import Path
 
 import chess
 import numba
+import numpy as np
+from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_limits import build_c, shared_dir  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer import children  # noqa: E402
-from nnue_infer.kernels.movegen import MAX_MOVES  # noqa: E402
+from nnue_infer.kernels.arena import evaluate_ply  # noqa: E402
+from nnue_infer.kernels.children import as_position  # noqa: E402
+from nnue_infer.kernels.movegen import MAX_MOVES, king_square, legal_moves, play  # noqa: E402
 
 C_CASE = "eval_incremental\tbig hot"
 
@@ -63,6 +72,54 @@ def run_c(bench: Path) -> tuple[float, str]:
             best = (float(f[4]), f[3])
     assert best is not None, out
     return best
+
+
+@njit
+def loop_children(address, bitboards, stm, castling, ep, mode):
+    """Children of every position through ``arena.evaluate_ply`` (parent at ply 1, child at ply 2).
+    ``mode``: 0 legal moves and play only, 1 non-king children, 2 king-move children, 3 the first
+    child of each position as many times as it has children, 4 parents only.  Returns the number
+    of children evaluated."""
+    moves = np.empty(MAX_MOVES, np.uint16)
+    child = np.empty(8, np.int64)
+    count = 0
+    for i in range(bitboards.shape[0]):
+        b = bitboards[i]
+        if mode != 0:
+            evaluate_ply(address, np.int64(1), np.int64(0), as_position(b, stm[i] == 0))
+        if mode == 4:
+            continue
+        n = legal_moves(b, stm[i], castling[i], ep[i], False, moves)
+        king = king_square(b, stm[i])
+        for k in range(n):
+            code = np.int64(moves[0] if mode == 3 else moves[k])
+            if (mode == 1 and (code & 63) == king) or (mode == 2 and (code & 63) != king):
+                continue
+            play(b, stm[i], code, ep[i], child)
+            count += 1
+            if mode != 0:
+                evaluate_ply(address, np.int64(2), np.int64(2), as_position(child, stm[i] == 1))
+    return count
+
+
+def breakdown(ev, boards: list[chess.Board]) -> dict[str, float]:
+    """Per child ns of :func:`loop_children`'s modes (standard-chess positions), parents subtracted."""
+    boards = [b for b in boards if not b.chess960]
+    bitboards = np.array([(b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings, b.occupied_co[1],
+                           b.occupied_co[0]) for b in boards], np.uint64).view(np.int64)
+    stm = np.array([0 if b.turn else 1 for b in boards], np.int64)
+    castling = np.array([b.clean_castling_rights() for b in boards], np.uint64).view(np.int64)
+    ep = np.array([b.ep_square or 0 for b in boards], np.int64)
+    out, counts = {}, {}
+    for mode in (4, 0, 1, 2, 3):
+        loop_children(ev._address, bitboards, stm, castling, ep, mode)
+        t = time.thread_time_ns()
+        counts[mode] = loop_children(ev._address, bitboards, stm, castling, ep, mode)
+        out[mode] = time.thread_time_ns() - t
+    parents = out[4]
+    return {"moves and play": out[0] / counts[0], "non-king children": (out[1] - parents) / counts[1],
+            "king-move children": (out[2] - parents) / counts[2], "one child repeated (hot)": (out[3] - parents) / counts[3],
+            "parent (per position)": parents / len(boards)}
 
 
 def thread_ns(fn) -> int:
@@ -160,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"round {r + 1}/{args.rounds}", file=sys.stderr)
             c_rounds.append(run_c(bench))
             py_rounds.append({net.spec: net.measure() for net in nets})
+            py_rounds[-1]["breakdown"] = breakdown(nets[0].ev, boards)
     c_ns = statistics.median(c for c, _ in c_rounds)
     print(f"nnue-infer {nnue_infer.__version__}, every child of {len(boards)} dev positions "
           f"({nets[0].children} children): median of {args.rounds} rounds, thread CPU time, 1 thread; "
@@ -174,6 +232,14 @@ def main(argv: list[str] | None = None) -> int:
         to_c = f"{cell['evaluate_moves'] / c_ns:.2f}x" if net.spec in ("sf15.1", "stockfish") else "(no C floor)"
         print(f"| {net.spec} | {cell['evaluate_moves']:,.0f} | {cell['kernel']:,.0f} | {cell['batch']:,.0f} | "
               f"{cell['loop']:,.0f} | {to_c} | {cell['loop'] / cell['evaluate_moves']:.1f}x |")
+    print()
+    print(f"Breakdown on {nets[0].spec} (compiled loops, ns; per child unless said):")
+    print()
+    print("| part | ns | / C |")
+    print("|---|---|---|")
+    for part in py_rounds[0]["breakdown"]:
+        ns = statistics.median(r["breakdown"][part] for r in py_rounds)
+        print(f"| {part} | {ns:,.0f} | {ns / c_ns:.1f}x |")
     print()
     print("| network | evaluate(fen) ns | evaluate(board) ns | fen / board | evaluate(chess.Board(fen)) ns |")
     print("|---|---|---|---|---|")
