@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from nnue_infer import datagen, train as T  # noqa: E402
+from nnue_infer.training import datagen, train as T  # noqa: E402
 from nnue_infer.network import FT_ACTIVATIONS  # noqa: E402
 from nnue_infer.quantise import SCHEMES  # noqa: E402
 from nnue_infer.training import fast  # noqa: E402
