@@ -159,7 +159,8 @@ def tables(raw: dict) -> dict:
     runs = main_runs(raw)
     comps = comparisons(runs, variants, budgets)
     out = {"comparisons": comps, "runs": runs}
-    lines = ["| variant | budget | seeds | lr | " + " | ".join(f"{label} ({unit})" for _, label, unit, _, _ in METRICS)
+    lines = ["| variant | budget | seeds | lr | " + " | ".join(f"{label} ({'%' if unit == 'pp' else unit})"
+                                                         for _, label, unit, _, _ in METRICS)
              + " | training speed (k positions/s per core) |", "|---|---|---|---|" + "---|" * (len(METRICS) + 1)]
     for budget in budgets:
         for v in variants:
@@ -185,7 +186,8 @@ def tables(raw: dict) -> dict:
         if by_lr:
             chosen = min(by_lr, key=by_lr.get) if len(by_lr) == len(cfg["lrs"]) else None
             lines.append(f"| {v} | " + " | ".join(f"{1e4 * by_lr[lr]:.3f}" if lr in by_lr else "-" for lr in cfg["lrs"])
-                         + f" | {'-' if chosen is None else f'{chosen:g}'} |")
+                         + f" | {'-' if chosen is None else f'{chosen:g}'}"
+                         + (" (edge of the sweep)" if chosen in (min(cfg["lrs"]), max(cfg["lrs"])) else "") + " |")
     out["sweep_table"] = "\n".join(lines)
     holds = [c for c in comps if c["p_holm"] < ALPHA]
     fails = [c for c in comps if c["p_holm"] >= ALPHA and c["p"] < ALPHA]
