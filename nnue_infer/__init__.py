@@ -28,7 +28,8 @@ from .errors import (
     QuantisationRangeError,
     QuantisationWarning,
 )
-from .evaluator import Evaluator, evaluate, evaluate_batch, evaluate_cp, evaluate_game, evaluate_moves
+from .evaluator import (Evaluator, evaluate, evaluate_batch, evaluate_cp, evaluate_game, evaluate_moves,
+                        final_evaluation)
 from .float_network import FloatNetwork, forward_float
 from .formats import load, save
 from .formats.extract import extract_network
@@ -36,6 +37,7 @@ from .formats.stockfish import read_stockfish, write_stockfish
 from .network import Architecture, HiddenLayer, Network, stockfish_15_1_architecture
 from .quantise import QuantisationScheme, dequantise, quantise
 from .resources import default_network, default_network_path, network_from_spec, stockfish_15_1_network, stockfish_15_1_network_path
+from .normalisation import wdl
 from .trace import Trace
 
 __version__ = "0.1.0"
@@ -93,6 +95,7 @@ __all__ = [
     "evaluate_game",
     "evaluate_moves",
     "extract_network",
+    "final_evaluation",
     "forward_float",
     "load",
     "quantise",
@@ -100,5 +103,6 @@ __all__ = [
     "save",
     "stockfish_15_1_architecture",
     "stockfish_15_1_network_path",
+    "wdl",
     "write_stockfish",
 ]

@@ -79,6 +79,32 @@ def board_bitboards_batch(boards: Sequence[chess.Board]) -> tuple[np.ndarray, np
     return bitboards, stm
 
 
+def positions_bitboards(positions: Sequence[chess.Board | str]) -> tuple[np.ndarray, np.ndarray]:
+    """Bitboards int64[n, 8] and side to move uint8[n] of all-FEN or all-board ``positions``.
+
+    FENs are parsed in compiled code (:func:`parse_fen_buffer`); when any row is refused or
+    lacks a field, every row is read through :func:`nnue_infer.positions.board_from_fen`
+    instead, whose :class:`FenError` names the first bad row (the same rule as
+    :func:`evaluate_rows`).  Positions are not validated: the kernels check the bitboards.
+    """
+    from .positions import board_from_fen
+
+    if not positions or not isinstance(positions[0], str):
+        return board_bitboards_batch(positions)  # type: ignore[arg-type]
+    buf, offsets = fen_buffer(positions)  # type: ignore[arg-type]
+    bitboards, stm, fen_codes, _ = parse_fen_buffer(buf, offsets)
+    fields = field_counts(buf, offsets)
+    if fen_codes.any() or ((fields < 4) | (fields == 5)).any():
+        boards = []
+        for i, fen in enumerate(positions):
+            try:
+                boards.append(board_from_fen(fen, hint="api"))  # type: ignore[arg-type]
+            except FenError as exc:
+                raise FenError(f"row {i}: {exc}") from None
+        return board_bitboards_batch(boards)
+    return bitboards, stm
+
+
 def evaluate_rows(positions: Sequence[chess.Board | str], net_arrays: tuple, scratch_len: int) -> np.ndarray:
     """Evaluate all-FEN or all-board ``positions`` with a network's kernel arrays (see ``Evaluator``).
 

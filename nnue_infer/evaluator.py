@@ -26,9 +26,11 @@ import numpy as np
 from numba.core.dispatcher import Dispatcher
 
 from . import children
-from .batch import as_sequence, evaluate_bitboards, evaluate_rows
-from .errors import ConcurrentUseError, IllegalMoveError, PositionError, clip, quote
+from .batch import (PARALLEL_LOCK, as_sequence, evaluate_bitboards, evaluate_rows, n_chunks, positions_bitboards,
+                    raise_row_error)
+from .errors import ConcurrentUseError, IllegalMoveError, NetworkNotFoundError, PositionError, clip, quote
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant, int8_layout
+from .kernels import activations as KA
 from .kernels import arena
 from .kernels import forward as K
 from .kernels import fen as fen_kernels
@@ -39,12 +41,15 @@ from .kernels.forward import INVALID_POSITION
 from .normalisation import material
 from .positions import board_from_fen
 from .network import SKIP_MODES, VALUE_DIVISIONS, Network
-from .trace import Trace, to_centipawns
+from .trace import EVALUATE, SMALL_NET_KEEP, Activations, Trace, small_net_kept, stockfish_evaluate, tdiv, to_centipawns, uses_small_net
 
 #: A position's 8 bitboards as native-endian uint64, written straight into evaluate_game's
 #: array (python-chess bitboards reach 2**64 - 1, which Numba would not take as int64).
 _BITBOARDS = struct.Struct("=8Q")
 _INITIAL_PLIES = 256
+#: Stockfish 17.1 / 18 networks this wide or narrower (the lite and small nets) evaluate alone in
+#: ``final_evaluation``, as the lite engines' single net does; wider ones pair with the small net.
+_SINGLE_NET_WIDTH = 256
 
 # evaluate(board) keeps both perspectives' active features (int32[2, MAX_PIECES]) and their counts in
 # the scratch buffer's feature lists (kernels.arena.evaluate_board).
@@ -633,6 +638,100 @@ class Evaluator:
                            scratch_len, values, codes)
         return values, codes
 
+    def activations(self, board: chess.Board | str, buckets: str = "used") -> Activations:
+        """Every intermediate array of ``board``'s evaluation, exact integers, no leading axis.
+
+        :meth:`activations_batch` of one position with its ``N`` axis dropped (``accumulator``
+        int16[2, L1], ``fc_0`` int32[L2 + 1], ``value`` an int32 scalar array, ...); see
+        :class:`~nnue_infer.trace.Activations`.  Raises as :meth:`evaluate`.
+        """
+        if not isinstance(board, (chess.Board, str)):
+            raise TypeError(f"expected a chess.Board or a FEN string, got {type(board).__name__}")
+        acts = self.activations_batch([_as_board(board)], buckets)
+        return Activations({name: arr[0] for name, arr in acts.to_dict().items()}, batched=False)
+
+    def activations_batch(self, positions: Iterable[chess.Board | str], buckets: str = "used") -> Activations:
+        """Every intermediate array of many positions' evaluations, on all cores.
+
+        Parameters
+        ----------
+        positions : sequence of chess.Board, or sequence of str
+            All boards or all FEN strings (every field required), as for :meth:`evaluate_batch`.
+        buckets : str
+            ``"used"`` (default): the layers of each position's own layer stack; ``"all"``: of
+            every stack (a bucket axis after ``N``).
+
+        Returns
+        -------
+        Activations
+            ``accumulator`` int16[N, 2, L1], ``psqt`` int32[N, 2, P], ``ft_output`` uint8[N, F]
+            (int8 for signed activations), ``bucket`` int32[N], ``fc_0`` int32[N, L2 + 1],
+            ``fc_0_activated`` uint8[N, 2 * L2], ``fc_1``, ``fc_1_activated``, ...,
+            ``output`` int32[N], ``positional`` int32[N], ``value`` int32[N] (equal to
+            :meth:`evaluate_batch`); names and Stockfish's equivalents in
+            :class:`~nnue_infer.trace.Activations`.
+
+        Raises
+        ------
+        FenError, PositionError, TypeError
+            As :meth:`evaluate_batch`, naming the first bad row.
+        ValueError
+            ``buckets`` is neither ``"used"`` nor ``"all"``.
+
+        Notes
+        -----
+        One compiled entry point of its own (:mod:`nnue_infer.kernels.activations`), compiled on
+        first use from the evaluation's kernels (refresh, feature-transformer activation, layer
+        stack), so every number is the evaluation's own.
+        """
+        if buckets not in ("used", "all"):
+            raise ValueError(f"buckets must be 'used' or 'all', got {buckets!r}")
+        positions = as_sequence(positions)
+        (slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8, weights, biases,
+         layers), scratch_len = self._batch_args
+        net = self.network
+        arch = net.architecture
+        bitboards, stm = positions_bitboards(positions)
+        n = len(positions)
+        k = arch.output_buckets if buckets == "all" else 1
+        recorded = []  # (layer index, raw outputs, activated outputs or 0)
+        for l, layer in enumerate(arch.layers):
+            last = layer.activation == "none" or (l + 1 < len(arch.layers) and arch.layers[l + 1].is_float)
+            recorded.append((l, layer.outputs, 0 if last else layer.activated_width))
+            if last:
+                break
+        z = np.empty((n, k, sum(r[1] for r in recorded)), np.int32)
+        x = np.empty((n, k, max(1, sum(r[2] for r in recorded))), np.uint8)
+        accs = np.empty((n, 2, arch.ft_width), np.int16)
+        psqts = np.empty((n, 2, arch.psqt_buckets), np.int32)
+        ft_bytes = np.empty((n, arch.ft_output_width), np.uint8)
+        bucket = np.empty(n, np.int32)
+        positional = np.empty((n, k), np.int32)
+        values = np.empty(n, np.int32)
+        codes = np.empty(n, np.int32)
+        with PARALLEL_LOCK, numba.parallel_chunksize(1):
+            KA.activations_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
+                                 weights8, psqt8, weights, biases, layers, MAX_PIECES, scratch_len, n_chunks(),
+                                 int(buckets == "all"), accs, psqts, ft_bytes, bucket, z, x, positional, values, codes)
+        bad = np.flatnonzero(codes)
+        if bad.size:
+            raise_row_error(positions, int(bad[0]), None, None, codes)
+        ft_output = (ft_bytes.view(np.int8) ^ np.int8(-128)) if arch.ft.signed else ft_bytes  # x + 128 -> x
+        arrays = {"accumulator": accs, "psqt": psqts, "ft_output": ft_output, "bucket": bucket}
+        zpos = xpos = 0
+        squeeze = (lambda a: a[:, 0]) if k == 1 else (lambda a: a)
+        for l, n_out, n_act in recorded:
+            if arch.layers[l].activation == "none":
+                arrays["output"] = squeeze(z[:, :, zpos])
+                break
+            arrays[f"fc_{l}"] = squeeze(z[:, :, zpos:zpos + n_out])
+            if n_act:
+                arrays[f"fc_{l}_activated"] = squeeze(x[:, :, xpos:xpos + n_act])
+            zpos, xpos = zpos + n_out, xpos + n_act
+        arrays["positional"] = squeeze(positional)
+        arrays["value"] = values
+        return Activations(arrays, batched=True)
+
     def evaluate_cp(self, board: chess.Board | str | None = None, white_pov: bool = False) -> int:
         """:meth:`evaluate` in centipawns, ``tdiv(100 * value, units_per_pawn)`` (361 for Stockfish 15.1).
 
@@ -834,6 +933,13 @@ class Evaluator:
                         self._layers, per_bucket)
         bucket = arch.bucket_of(pieces)
         psqt, positional = per_bucket[:, 0].tolist(), per_bucket[:, 1].tolist()
+        final = None
+        if arch.stockfish_version in EVALUATE:
+            try:
+                final = self._final(board, tdiv(psqt[bucket], arch.output_scale),
+                                    tdiv(positional[bucket], arch.output_scale), None)
+            except NetworkNotFoundError:
+                pass  # 17.1 / 18 would take it from their small net, which is not here
         value = self._evaluate_fresh(board)  # the kernel's value rule (int32 semantics), not a copy of it
         sign = 1 if board.turn == chess.WHITE else -1
         piece_values = {}
@@ -843,7 +949,74 @@ class Evaluator:
             piece_values[sq] = sign * (value - self._evaluate_fresh(reduced))
             reduced.set_piece_at(sq, piece)
         return Trace(board.fen(), board.turn, tuple(psqt), tuple(positional), bucket, value, piece_values,
-                     arch.output_scale, arch.units_per_pawn, arch.stockfish_version, material(board))
+                     arch.output_scale, arch.units_per_pawn, arch.stockfish_version, material(board), final)
+
+    def _terms(self, board: chess.Board) -> tuple[int, int]:
+        """The used bucket's (PSQT, positional) terms, each divided by OutputScale (Stockfish's
+        ``Network::evaluate``); the caller holds the in-use token."""
+        arch = self.network.architecture
+        pieces = self._refresh(board)
+        per_bucket = np.empty((arch.output_buckets, 2), np.int64)
+        K.trace_buckets(self._acc, self._psqt, 0 if board.turn else 1, self._params, self._scratch, self._weights,
+                        self._biases, self._layers, per_bucket)
+        psqt, positional = per_bucket[arch.bucket_of(pieces)].tolist()
+        return tdiv(psqt, arch.output_scale), tdiv(positional, arch.output_scale)
+
+    def _final(self, board: chess.Board, psqt: int, positional: int, small_network: Network | None) -> int:
+        """:meth:`final_evaluation` from this network's terms (the caller holds the token)."""
+        version = self.network.architecture.stockfish_version
+        if version in SMALL_NET_KEEP and uses_small_net(board) and self.network.architecture.ft_width > _SINGLE_NET_WIDTH:
+            if small_network is None:
+                from .resources import known_network
+
+                small_network = known_network(f"sf{version}-small")
+            terms = (psqt, positional) if small_network is self.network else \
+                _thread_evaluator(small_network)._terms_exclusive(board)
+            if small_net_kept(*terms, version):
+                psqt, positional = terms
+        return stockfish_evaluate(psqt, positional, board, version)
+
+    @_exclusive
+    def _terms_exclusive(self, board: chess.Board) -> tuple[int, int]:
+        return self._terms(board)
+
+    @_exclusive
+    def final_evaluation(self, board: chess.Board | str, small_network: Network | None = None) -> int:
+        """Stockfish's own static evaluation of ``board``: the ``Final evaluation`` of its ``eval``.
+
+        ``Eval::evaluate`` with optimism 0 as the network's version (17.1, 18 or 19) computes it
+        (:func:`nnue_infer.trace.stockfish_evaluate`): the used bucket's PSQT and positional
+        terms blended and reduced by their difference (the network's complexity), scaled by the
+        material, damped by the half-move clock, kept within +-31506.  17.1 and 18 evaluate
+        their small net first when the material is unbalanced (:func:`nnue_infer.trace.uses_small_net`)
+        and keep it unless its blend is below 236 / 277; this network plays the big net, and
+        ``small_network`` (default: the version's own, ``known_network("sf17.1-small")`` /
+        ``"sf18-small"``) the small one, as the engine does with a network loaded as
+        ``EvalFile``.  A network of L1 <= 256 (the lite and small nets) plays both, as the lite
+        engines' single net does.
+
+        Returns
+        -------
+        int
+            Internal units, side to move's point of view.  The engine prints it from White's
+            point of view through :func:`nnue_infer.normalisation.to_cp`.
+
+        Raises
+        ------
+        ValueError
+            For a network of version 15.1 or 16 (their final adds a classical evaluation), and
+            as :meth:`evaluate` for a bad board.
+        NetworkNotFoundError
+            17.1 / 18 need their small net and it is not in the cache (the message says how to fetch it).
+        """
+        board = _as_board(board)
+        version = self.network.architecture.stockfish_version
+        if version not in EVALUATE:
+            raise ValueError(f"this network is a Stockfish {version} network; Stockfish {version}'s final evaluation "
+                             f"adds a classical evaluation (computed here for {', '.join(EVALUATE)} only)")
+        if board.is_check():
+            raise PositionError(f"Stockfish prints no final evaluation in check (Final evaluation: none): {board.fen()}")
+        return self._final(board, *self._terms(board), small_network)
 
 
 _local = threading.local()
@@ -943,6 +1116,16 @@ def evaluate_cp(board: chess.Board | str, network: NetworkLike = None, white_pov
     :meth:`Evaluator.evaluate_cp`.  Thread-safe like :func:`evaluate`.
     """
     return _thread_evaluator(network).evaluate_cp(board, white_pov=white_pov)
+
+
+def final_evaluation(board: chess.Board | str, network: NetworkLike = None, small_network: NetworkLike = None) -> int:
+    """Stockfish's ``Final evaluation`` of ``board`` with ``network`` (17.1, 18 or 19):
+    internal units, side to move's point of view.  See :meth:`Evaluator.final_evaluation`.
+
+    Example: ``final_evaluation(board, "sf19")``.  Thread-safe like :func:`evaluate`.
+    """
+    small = None if small_network is None else as_network(small_network)
+    return _thread_evaluator(network).final_evaluation(board, small)
 
 
 def evaluate_batch(positions: Iterable[chess.Board | str], network: NetworkLike = None) -> np.ndarray:

@@ -6,9 +6,15 @@
   double, and ``to_cp(v) = round(100 v / a)`` (halves away from zero); each version has its own
   coefficients.
 
-Source: Stockfish sf_15.1 / sf_16 ``uci.h`` (``NormalizeToPawnValue``), sf_17.1 / sf_18
-``uci.cpp`` (``win_rate_params``, ``UCIEngine::to_cp``); Stockfish 19's release constants from
-``shared/reference/stockfish-19-nnue.md`` section 10.1 (read from the release binary).
+The same model gives the win/draw/loss per mille a version prints with ``UCI_ShowWDL``
+(:func:`wdl`): the win rate is ``1 / (1 + exp((a - v) / b))`` with a second cubic ``b``; 15.1
+and 16 take both cubics in the game ply instead of the material.
+
+Source: Stockfish sf_15.1 / sf_16 ``uci.h`` (``NormalizeToPawnValue``) and ``uci.cpp``
+(``win_rate_model``, ``UCI::wdl``), sf_17.1 / sf_18 ``uci.cpp`` (``win_rate_params``,
+``win_rate_model``, ``UCIEngine::to_cp``, ``UCIEngine::wdl``); Stockfish 19's release constants
+from ``shared/reference/stockfish-19-nnue.md`` section 10.1 and
+``shared/reference/stockfish-19-lite-nnue.md`` section 6.4 (read from the release binary).
 """
 
 from __future__ import annotations
@@ -26,6 +32,22 @@ WDL_A = {
     "19": (-142.72052667, 372.35176398, -340.71073572, 415.23490212),
 }
 
+#: WDL-model coefficients (d0, d1, d2, d3) of ``b(m)`` per version (same ``m`` as ``a``).
+WDL_B = {
+    "17.1": (96.53354896, -165.79058388, 90.89679019, 49.29561889),
+    "18": (83.86794042, -136.06112997, 69.98820887, 47.62901433),
+    "19": (5.93832785, 15.61267078, -30.57816876, 69.63866711),
+}
+#: 15.1 and 16: (a coefficients, b coefficients) of cubics in ``m = min(240, ply) / 64``.
+WDL_PLY = {
+    "15.1": ((-0.58270499, 2.68512549, 15.24638015, 344.49745382),
+             (-2.65734562, 15.96509799, -20.69040836, 73.61029937)),
+    "16": ((0.38036525, -2.82015070, 23.17882135, 307.36768407),
+           (-2.29434733, 13.27689788, -14.26828904, 63.45318330)),
+}
+#: The versions :func:`wdl` knows.
+WDL_VERSIONS = ("15.1", "16", "17.1", "18", "19")
+
 
 def material(board: chess.Board) -> int:
     """``P + 3N + 3B + 5R + 9Q`` over both colours (the WDL model's input)."""
@@ -33,11 +55,65 @@ def material(board: chess.Board) -> int:
             + 5 * chess.popcount(board.rooks) + 9 * chess.popcount(board.queens))
 
 
+def _cubic(c: tuple[float, float, float, float], m: float) -> float:
+    """``((c0 m + c1) m + c2) m + c3`` in IEEE double, in Stockfish's order."""
+    return ((c[0] * m + c[1]) * m + c[2]) * m + c[3]
+
+
 def wdl_a(version: str, mat: int) -> float:
     """The WDL model's ``a`` (internal units per pawn) for ``version`` at material ``mat``."""
-    c0, c1, c2, c3 = WDL_A[version]
-    m = min(max(mat, 17), 78) / 58.0
-    return ((c0 * m + c1) * m + c2) * m + c3
+    return _cubic(WDL_A[version], min(max(mat, 17), 78) / 58.0)
+
+
+def _win_rate(v: float, a: float, b: float) -> int:
+    """``int(0.5 + 1000 / (1 + exp((a - v) / b)))`` as C computes it (an overflowing ``exp`` is
+    infinity there: win rate 0)."""
+    x = (a - v) / b
+    return 0 if x > 709.0 else int(0.5 + 1000 / (1 + math.exp(x)))
+
+
+def wdl(value: int, material: int, version: str, ply: int | None = None) -> tuple[int, int, int]:
+    """Win, draw and loss per mille for a value, as ``version`` prints them with ``UCI_ShowWDL``.
+
+    Parameters
+    ----------
+    value : int
+        Internal units, from the side to move's point of view (a search score or a static
+        evaluation such as :func:`nnue_infer.final_evaluation`).
+    material : int
+        ``P + 3N + 3B + 5R + 9Q`` of both colours (:func:`material`); 17.1 and later only.
+    version : str
+        ``"15.1"``, ``"16"``, ``"17.1"``, ``"18"`` or ``"19"``.
+    ply : int, optional
+        The game ply (``2 * (fullmove - 1)``, plus 1 with Black to move); 15.1 and 16 only,
+        which model the win rate by the ply instead of the material.
+
+    Returns
+    -------
+    (int, int, int)
+        ``(w, d, l)`` per mille, ``w + d + l = 1000``; ``w`` is the win rate of ``value``, ``l``
+        that of ``-value``, each ``int(0.5 + 1000 / (1 + exp((a - v) / b)))`` in IEEE double
+        (15.1 and 16 first clamp ``v`` to [-4000, 4000]).
+
+    Raises
+    ------
+    ValueError
+        Unknown version, or 15.1/16 without ``ply`` (or a negative one).
+    """
+    if version in WDL_PLY:
+        if ply is None or ply < 0:
+            raise ValueError(f"Stockfish {version}'s WDL model needs the game ply (got ply={ply!r})")
+        m = min(240, ply) / 64.0
+        a, b = (_cubic(c, m) for c in WDL_PLY[version])
+        v = min(max(float(value), -4000.0), 4000.0)
+    elif version in WDL_A:
+        m = min(max(material, 17), 78) / 58.0
+        a, b = _cubic(WDL_A[version], m), _cubic(WDL_B[version], m)
+        v = float(value)
+    else:
+        raise ValueError(f"unknown Stockfish version {version!r} for the WDL model; known: {', '.join(WDL_VERSIONS)}")
+    w, l = _win_rate(v, a, b), _win_rate(-v, a, b)
+    return w, 1000 - w - l, l
 
 
 def round_half_away(x: float) -> int:

@@ -124,6 +124,29 @@ class NodeEngine:
             self._start()
         return lines
 
+    def search_lines(self, fen: str, depth: int, options: dict[str, str] | None = None) -> list[str] | None:
+        """The lines ``go depth <depth>`` printed up to and including ``bestmove``, after
+        ``ucinewgame`` and the given ``setoption``s, or None (time-out; the process is restarted)."""
+        for name, value in (options or {}).items():
+            self._send(f"setoption name {name} value {value}")
+        self._send("ucinewgame")
+        self._send(f"position fen {fen}")
+        self._send(f"go depth {depth}")
+        out = []
+        while True:
+            try:
+                line = self.lines.get(timeout=60)
+            except queue.Empty:
+                line = None
+            if line is None:
+                self.close()
+                self.restarts += 1
+                self._start()
+                return None
+            out.append(line)
+            if line.startswith("bestmove"):
+                return out
+
     def close(self) -> None:
         """Stop the process (quit, else kill) and close its pipes."""
         try:

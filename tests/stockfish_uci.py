@@ -47,6 +47,22 @@ class Stockfish:
         self.set_chess960(chess960)
         return self._command(f"position fen {fen}\neval\nisready", "readyok")
 
+    def search_lines(self, fen: str, depth: int, options: dict[str, str] | None = None) -> list[str]:
+        """The lines ``go depth <depth>`` printed, ``bestmove`` included, after ``ucinewgame`` and
+        the given ``setoption``s."""
+        setup = "".join(f"setoption name {name} value {value}\n" for name, value in (options or {}).items())
+        self._command(f"{setup}ucinewgame\nposition fen {fen}\nisready", "readyok")
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(f"go depth {depth}\n".encode("latin-1"))
+        self.proc.stdin.flush()
+        lines = []
+        while not lines or not lines[-1].startswith("bestmove"):
+            line = self.proc.stdout.readline().decode("latin-1")
+            if not line:
+                raise RuntimeError(f"stockfish exited during go depth {depth} on {fen}")
+            lines.append(line.removesuffix("\n"))
+        return lines
+
     def close(self) -> None:
         assert self.proc.stdin and self.proc.stdout
         if self.proc.poll() is None:

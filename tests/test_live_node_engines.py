@@ -3,10 +3,11 @@
 For each engine, one long-lived process evaluates a few hundred generated positions (seeded
 playouts with promotions, e.p., castling, a tenth Chess960; see ``node_engines.py``) and the
 NNUE part of its ``eval`` text (piece-value board, bucket table, ``NNUE evaluation`` line)
-must equal ``Trace.format_stockfish()`` byte for byte.  Positions in check print no numbers
-and are only counted.  The engines print their big net's numbers only (17.1/18 lite engines:
-their one net); the 17.1 small net is checked through ``Final evaluation`` where only it
-decides it (``test_small_net_through_final_evaluation``).  The threat-input nets of 18 and 19
+must equal ``Trace.format_stockfish()`` byte for byte, 17.1-19's ``Final evaluation`` line
+included.  Positions in check print no numbers and are only counted.  The engines print their
+big net's numbers only (17.1/18 lite engines: their one net); the 17.1 and 18 small net is
+checked through ``Final evaluation`` on positions where it decides it
+(``test_final_evaluation_branches``).  The threat-input nets of 18 and 19
 also meet random placements full of threats and real games played through push/pop
 (``test_threat_nets_match_engine``).
 
@@ -55,10 +56,13 @@ def _net(spec: str) -> nnue_infer.Network:
 
 
 def engine_nnue_text(lines: list[str]) -> str:
-    """The NNUE part of an ``eval`` output; Stockfish 16 prints a ``Classical evaluation`` line
-    (and one more blank line) between the table and the NNUE line: dropped."""
+    """The NNUE part of an ``eval`` output, with 17.1-19's ``Final evaluation`` line; Stockfish 16
+    prints a ``Classical evaluation`` line (and one more blank line) between the table and the
+    NNUE line: dropped, and its hybrid final (classical + NNUE) is left out."""
     first = next(i for i, l in enumerate(lines) if "NNUE derived piece values" in l or "NNUE network contributions" in l)
     last = next(i for i, l in enumerate(lines) if l.startswith("NNUE evaluation") and "(white side)" in l)
+    if last + 1 < len(lines) and lines[last + 1].startswith("Final evaluation") and "scaled NNUE, ...]" in lines[last + 1]:
+        last += 1
     part = [l for l in lines[first:last + 1] if not l.startswith("Classical evaluation")]
     text = "\n".join(part)
     return text.replace("\n\n\nNNUE evaluation", "\n\nNNUE evaluation")
@@ -85,66 +89,65 @@ def test_eval_text_matches_engine(engine, spec):
     assert compared >= N * 0.8 and sf.restarts == 0, (compared, in_check)
 
 
-def _final_17_1(psqt: int, positional: int, board: chess.Board) -> int:
-    """Stockfish 17.1's ``Eval::evaluate`` (optimism 0) from one net's (psqt, positional), side
-    to move's view.  Source: sf_17.1 ``evaluate.cpp``."""
-    nnue = tdiv(125 * psqt + 131 * positional, 128)
-    complexity = abs(psqt - positional)
-    nnue -= tdiv(nnue * complexity, 18000)
-    npm = sum(v * chess.popcount(bb) for v, bb in ((781, board.knights), (825, board.bishops), (1276, board.rooks),
-                                                   (2538, board.queens)))
-    mat = 535 * chess.popcount(board.pawns) + npm
-    v = tdiv(nnue * (77777 + mat), 77777)
-    v -= tdiv(v * board.halfmove_clock, 212)
-    return max(min(v, 31507 - 1), -31507 + 1)
+@pytest.mark.parametrize("engine,big,small", [("17.1", "sf17.1", "sf17.1-small"), ("18", "sf18", "sf18-small")])
+def test_final_evaluation_branches(engine, big, small):
+    """``final_evaluation`` and ``Trace.final`` equal the ``Final evaluation`` of Stockfish 17.1 and
+    18 on positions taking each branch of their ``Eval::evaluate``: the big net alone (balanced
+    material), the small net kept (|simple eval| > 962 and its blend at least 236 / 277), and the
+    small net tried and replaced by the big net (the rarest: up to ``N / 4`` of each among
+    ``8 N`` playouts and random placements); half-move clocks from 0 up to 99 (rule-50
+    damping).  Where the small net decides, the big net's final must differ in most positions,
+    so the test sees which net was used."""
+    from nnue_infer.trace import small_net_kept, uses_small_net
 
-
-def _split(ev: nnue_infer.Evaluator, board: chess.Board) -> tuple[int, int]:
-    """(tdiv(psqt, 16), tdiv(positional, 16)) of the used bucket."""
-    t = ev.trace(board)
-    return tdiv(t.psqt[t.bucket], 16), tdiv(t.positional[t.bucket], 16)
-
-
-def test_small_net_through_final_evaluation():
-    """Stockfish 17.1 uses its small net when |simple eval| > 962 and keeps it when the blended
-    small-net value has |nnue| >= 236; ``Final evaluation`` then follows from the small net's
-    (psqt, positional) alone.  Positions are material-imbalanced playouts; for each one that the
-    rule sends to the small net, the printed final must equal the one computed from nnue-infer's
-    small-net numbers (and must not equal the big net's, where they differ)."""
-    small, big = _net("sf17.1-small"), _net("sf17.1")
-    sf = _engine("17.1")
-    ev_small, ev_big = nnue_infer.Evaluator(small), nnue_infer.Evaluator(big)
-    values = {chess.PAWN: 208, chess.KNIGHT: 781, chess.BISHOP: 825, chess.ROOK: 1276, chess.QUEEN: 2538}
-    checked = distinguishing = 0
+    net_big, net_small = _net(big), _net(small)
+    sf = _engine(engine)
+    ev_big, ev_small = nnue_infer.Evaluator(net_big), nnue_infer.Evaluator(net_small)
+    branches = {"big": 0, "small kept": 0, "small replaced": 0}
+    distinguishing = damped = 0
+    rng = random.Random(1717)
+    positions = generated_positions(4 * N, seed=1711) + threat_positions(4 * N, seed=1712)
     try:
-        for fen, c960 in generated_positions(4 * N, seed=1711):
+        for fen, c960 in positions:
             board = chess.Board(fen, chess960=c960)
+            if rng.random() < 0.3:
+                board.halfmove_clock = rng.randrange(100)
             if board.is_check():
                 continue
-            stm = board.turn
-            simple = sum(v * (len(board.pieces(p, stm)) - len(board.pieces(p, not stm))) for p, v in values.items())
-            if abs(simple) <= 962:
+            if uses_small_net(board):
+                t = ev_small.trace(board)
+                kept = small_net_kept(tdiv(t.psqt[t.bucket], 16), tdiv(t.positional[t.bucket], 16), engine)
+                branch = "small kept" if kept else "small replaced"
+            else:
+                branch = "big"
+            if branches[branch] >= N // 4:
                 continue
-            p, q = _split(ev_small, board)
-            if abs(tdiv(125 * p + 131 * q, 128)) < 236:
-                continue  # Stockfish re-evaluates with the big net
-            lines = sf.eval_lines(fen, c960)
+            lines = sf.eval_lines(board.fen(), c960)
             assert lines is not None
             final = next(l for l in lines if l.startswith("Final evaluation"))
-            def printed(v):
-                w = v if stm == chess.WHITE else -v
-                return "%+.2f" % (0.01 * to_cp(w, "17.1", material(board)))
-            want = printed(_final_17_1(p, q, board))
-            assert want in final, (fen, final, want)
-            other = printed(_final_17_1(*_split(ev_big, board), board))
-            distinguishing += other != want
-            checked += 1
-            if checked >= N // 2:
-                break
+            trace = ev_big.trace(board)
+            want = nnue_infer.final_evaluation(board, net_big)
+            assert want == trace.final == ev_big.final_evaluation(board, net_small)
+            assert trace.format_stockfish().splitlines()[-1] == final, (engine, board.fen(), branch)
+            branches[branch] += 1
+            damped += board.halfmove_clock > 10
+            if branch == "small kept":
+                big_only = nnue_infer.final_evaluation(board, net_big, net_big)
+                distinguishing += to_cp(big_only, engine, material(board)) != to_cp(want, engine, material(board))
     finally:
         sf.close()
-    assert checked >= 20 and distinguishing >= checked // 2, (checked, distinguishing)
+    assert branches["big"] >= 10 and branches["small kept"] >= 10 and branches["small replaced"] >= 5 \
+        and damped >= 10, (branches, damped)
+    assert distinguishing >= branches["small kept"] // 2, (distinguishing, branches)
 
+
+def test_final_evaluation_errors():
+    """15.1/16 networks have no final evaluation here; in check Stockfish prints none."""
+    with pytest.raises(ValueError, match="Stockfish 15.1 network"):
+        nnue_infer.final_evaluation(chess.Board(), nnue_infer.default_network())
+    net = _net("sf19-lite")
+    with pytest.raises(nnue_infer.PositionError, match="in check"):
+        nnue_infer.final_evaluation("4k3/8/8/8/8/8/8/4R1K1 b - - 0 1", net)
 
 
 def _special_games(data_dir, count: int) -> list[dict]:

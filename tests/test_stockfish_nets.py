@@ -240,9 +240,9 @@ def test_gzip_raw_corpus_is_readable():
 
 def _nnue_text(lines: list[str]) -> str:
     """The NNUE part of an ``eval`` output: from the table (or the piece board) to the
-    white-side ``NNUE evaluation`` line."""
+    ``Final evaluation`` line."""
     first = next(i for i, l in enumerate(lines) if "NNUE derived piece values" in l or "NNUE network contributions" in l)
-    last = next(i for i, l in enumerate(lines) if l.startswith("NNUE evaluation") and "(white side)" in l)
+    last = next(i for i, l in enumerate(lines) if l.startswith("Final evaluation"))
     return "\n".join(lines[first:last + 1])
 
 

@@ -1,0 +1,100 @@
+"""``wdl(value, material, version)`` against the live engines' ``info ... wdl W D L`` lines.
+
+Each engine (Debian's Stockfish 15.1; Stockfish 16, 17.1, 18 and 19 under Node.js) searches a
+few generated positions with ``UCI_ShowWDL`` on; every ``info`` line with a ``score cp`` gives
+the printed centipawns and the printed win/draw/loss.  The internal value behind a ``cp`` is one
+of the few values that print as it (``tdiv(100 v, pawn)`` for 15.1/16, ``round(100 v / a)`` for
+17.1+); the printed ``(w, d, l)`` must be :func:`wdl` of one of them.  With a wrong model (other
+coefficients, material instead of ply, no clamp) the triples miss: the test also checks that
+each version's coefficients are needed, by requiring another version's model to miss on some
+line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import chess
+import pytest
+
+from nnue_infer.normalisation import PAWN_VALUE, material, to_cp, wdl, wdl_a
+
+from node_engines import generated_positions
+from test_live_node_engines import _engine
+
+INFO = re.compile(r"^info .*\bscore cp (-?\d+)\b.*\bwdl (\d+) (\d+) (\d+)\b")
+VERSIONS = ["15.1", "16", "17.1", "18", "19"]
+
+
+def _candidates(cp: int, version: str, mat: int) -> range:
+    """Internal values that print as ``cp`` (a superset is harmless: only those that do are used)."""
+    per_pawn = PAWN_VALUE.get(version) or wdl_a(version, mat)
+    centre = int(cp * per_pawn / 100)
+    return range(centre - 10, centre + 11)
+
+
+def _matches(cp: int, triple: tuple[int, int, int], version: str, board: chess.Board, model: str) -> bool:
+    mat = material(board)
+    values = [v for v in _candidates(cp, version, mat) if to_cp(v, version, mat) == cp]
+    assert values, (cp, version)
+    return any(wdl(v, mat, model, ply=board.ply()) == triple for v in values)
+
+
+def _debian_15_1():
+    from stockfish_uci import Stockfish
+
+    if not Path("/usr/games/stockfish").exists():
+        pytest.skip("Debian's stockfish (15.1) is not installed: apt-get install stockfish")
+    return Stockfish("/usr/games/stockfish")
+
+
+@pytest.fixture(scope="module")
+def positions() -> list[str]:
+    fens = [fen for fen, c960 in generated_positions(40, seed=2121) if not c960]
+    return ["rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "4k3/8/8/8/8/8/8/QQQ1K3 w - - 7 40",
+            "8/8/4k3/8/2R5/8/3K4/8 b - - 12 71", *fens[:14]]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_wdl_matches_engine(version, positions):
+    sf = _debian_15_1() if version == "15.1" else _engine(version)
+    lines_by_fen = {}
+    try:
+        for fen in positions:
+            lines = sf.search_lines(fen, 8, {"UCI_ShowWDL": "true"})
+            assert lines is not None, (version, fen)
+            lines_by_fen[fen] = lines
+    finally:
+        sf.close()
+    checked, others_missed = 0, set()
+    for fen, lines in lines_by_fen.items():
+        board = chess.Board(fen)
+        for line in lines:
+            m = INFO.match(line)
+            if m is None or abs(int(m.group(1))) >= 10000:
+                continue
+            cp, triple = int(m.group(1)), tuple(int(x) for x in m.group(2, 3, 4))
+            assert sum(triple) == 1000
+            assert _matches(cp, triple, version, board, version), (version, fen, line)
+            checked += 1
+            for other in VERSIONS:
+                if other != version and not _matches(cp, triple, version, board, other):
+                    others_missed.add(other)
+    assert checked >= 3 * len(positions), checked
+    assert others_missed == set(VERSIONS) - {version}, others_missed
+
+
+def test_wdl_examples_and_errors():
+    """Properties that hold for every version, and the errors."""
+    for version in VERSIONS:
+        w, d, l = wdl(0, 78, version, ply=0)
+        assert w == l and w + d + l == 1000
+        assert wdl(40000, 78, version, ply=0) == (1000, 0, 0)
+        assert wdl(-40000, 78, version, ply=0) == (0, 0, 1000)
+        wins = [wdl(v, 40, version, ply=60)[0] for v in range(-2000, 2001, 50)]
+        assert wins == sorted(wins)
+    with pytest.raises(ValueError, match="game ply"):
+        wdl(100, 40, "16")
+    with pytest.raises(ValueError, match="unknown Stockfish version '17'"):
+        wdl(100, 40, "17")
