@@ -82,12 +82,12 @@ def board_bitboards_batch(boards: Sequence[chess.Board]) -> tuple[np.ndarray, np
 def positions_bitboards(positions: Sequence[chess.Board | str]) -> tuple[np.ndarray, np.ndarray]:
     """Bitboards int64[n, 8] and side to move uint8[n] of all-FEN or all-board ``positions``.
 
-    FENs are parsed in compiled code (:func:`parse_fen_buffer`); when any row is refused or
+    FENs are parsed in compiled code (:func:`nnue_infer.positions.parse_fen_buffer`); when any row is refused or
     lacks a field, every row is read through :func:`nnue_infer.positions.board_from_fen`
     instead, whose :class:`FenError` names the first bad row (the same rule as
     :func:`evaluate_rows`).  Positions are not validated: the kernels check the bitboards.
     """
-    from .positions import board_from_fen
+    from .positions import board_from_fen, parse_fen_buffer
 
     if not positions or not isinstance(positions[0], str):
         return board_bitboards_batch(positions)  # type: ignore[arg-type]

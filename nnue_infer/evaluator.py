@@ -26,8 +26,7 @@ import numpy as np
 from numba.core.dispatcher import Dispatcher
 
 from . import children
-from .batch import (PARALLEL_LOCK, as_sequence, evaluate_bitboards, evaluate_rows, n_chunks, positions_bitboards,
-                    raise_row_error)
+from .batch import as_sequence, evaluate_bitboards, evaluate_rows, positions_bitboards, raise_row_error
 from .errors import ConcurrentUseError, IllegalMoveError, NetworkNotFoundError, PositionError, clip, quote
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant, int8_layout
 from .kernels import activations as KA
@@ -38,6 +37,7 @@ from .kernels import simd
 from .kernels.accumulator import STATE_COLUMNS
 from .kernels.dense import SCRATCH_FEATURES, scratch_size
 from .kernels.forward import INVALID_POSITION
+from .kernels.threads import PARALLEL_LOCK, n_chunks
 from .normalisation import material
 from .positions import board_from_fen
 from .network import SKIP_MODES, VALUE_DIVISIONS, Network

@@ -245,3 +245,34 @@ def test_against_nnue_interface():
         np.testing.assert_array_equal(np.asarray(fc1_act).astype(np.int64), np.clip(z1 >> 6, 0, 127))
         differ += not np.array_equal(a0, acts.fc_0_activated[i])
     assert len(boards) >= 20 and differ >= len(boards) // 2
+
+
+def test_cli_writes_activations(tmp_path):
+    """``nnue-infer eval --activations -o FILE.npz|.parquet``: the arrays of activations_batch, with the FENs."""
+    from click.testing import CliRunner
+
+    from nnue_infer.cli import cli
+
+    fens = ["rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1", chess.STARTING_FEN]
+    want = nnue_infer.Evaluator(nnue_infer.default_network()).activations_batch(fens)
+    runner = CliRunner()
+    npz = tmp_path / "acts.npz"
+    result = runner.invoke(cli, ["eval", "--activations", "-o", str(npz), "--fen", fens[0], "--fen", fens[1]])
+    assert result.exit_code == 0, result.output
+    with np.load(npz) as data:
+        assert data["fen"].tolist() == fens
+        for name in want.names:
+            np.testing.assert_array_equal(data[name], want.to_dict()[name])
+    pq = pytest.importorskip("pyarrow.parquet")
+    epd = tmp_path / "in.epd"
+    epd.write_text("\n".join(fens) + "\n")
+    parquet = tmp_path / "acts.parquet"
+    result = runner.invoke(cli, ["eval", "--activations", "--all-buckets", "--epd", str(epd), "-o", str(parquet)])
+    assert result.exit_code == 0, result.output
+    table = pq.read_table(parquet)
+    every = nnue_infer.Evaluator(nnue_infer.default_network()).activations_batch(fens, buckets="all")
+    assert table.column("fen").to_pylist() == [chess.Board(f).fen() for f in fens]
+    assert table.column("fc_0").to_pylist() == every.fc_0.tolist()
+    assert table.column("accumulator").to_pylist() == every.accumulator.tolist()
+    result = runner.invoke(cli, ["eval", "--activations", "-o", str(tmp_path / "x.csv"), "startpos"])
+    assert result.exit_code == 2 and "FILE.npz or FILE.parquet" in result.output

@@ -99,6 +99,12 @@ def _score_file(ev, kind: str, source: str, out: Output, fmt: str, show: bool, *
 @click.option("--svg", "svg_path", type=click.Path(dir_okay=False),
               help="With --trace and one position: also draw the board with each piece's value and the bucket "
               "table into this SVG file.")
+@click.option("--activations", is_flag=True,
+              help="Write every intermediate array of the positions (arguments, --fen or --epd) to --output FILE.npz or "
+              "FILE.parquet, one row per position with its FEN: accumulator, psqt, ft_output, bucket, fc_0, "
+              "fc_0_activated, ..., output, positional, value (Evaluator.activations_batch).")
+@click.option("--all-buckets", is_flag=True, help="With --activations: the layers of every layer stack, not only "
+              "the position's own.")
 @json_option("JSON lines instead of text (positions) or CSV (files); numbers are JSON numbers.")
 @output_option("Write the results to this file ('-': stdout, the default): CSV, JSON lines for a .json / .jsonl "
                "name (as --json), Parquet for .parquet; with --workers / --scheduler, the Parquet dataset "
@@ -108,7 +114,7 @@ def _score_file(ev, kind: str, source: str, out: Output, fmt: str, show: bool, *
 @progress_option
 @quiet_option
 def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, keep_errors, empty_in_check, trace, each_move,
-             svg_path, as_json, output, threads, jobs, progress, quiet):
+             svg_path, activations, all_buckets, as_json, output, threads, jobs, progress, quiet):
     """Evaluate positions: FEN arguments, startpos / fen FEN [moves ...], --fen, or files (--epd, --pgn).
 
     POSITIONS are FENs (quoted, or as separate words), 'startpos', 'fen FEN', each optionally
@@ -143,6 +149,13 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
         raise click.UsageError("--svg draws a trace: add --trace")
     if each_move and (epd or pgn or trace):
         raise click.UsageError("--moves works with positions (arguments, --fen), not with --epd, --pgn or --trace")
+    if all_buckets and not activations:
+        raise click.UsageError("--all-buckets goes with --activations")
+    if activations and (trace or each_move or pgn or scheduler or workers or as_json):
+        raise click.UsageError("--activations works with positions and --epd, without --trace, --moves, --pgn, --json, "
+                               "--scheduler or --workers")
+    if activations and not (output or "").lower().endswith((".npz", ".parquet")):
+        raise click.UsageError("--activations writes a file: give --output FILE.npz or FILE.parquet")
     if not (positions or fen_opts or epd or pgn):
         raise click.UsageError("give a position: FEN arguments, startpos [moves ...], --fen FEN, --epd FILE or --pgn FILE")
     if scheduler or workers:
@@ -172,7 +185,7 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
         boards = _parse_position_args(positions, fen_opts, not lenient)
         if not boards:
             sys.exit(1)
-    elif trace:
+    elif trace or activations:
         boards = _epd_boards(epd, not lenient)
     if svg_path and len(boards) != 1:
         raise click.UsageError(f"--svg draws one position; {len(boards)} given")
@@ -182,6 +195,9 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
         ev = Evaluator(load_network(net))
     except (NnueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
+    if activations:
+        check_output_dir(output, "--output")
+        sys.exit(_write_activations(ev, boards, output, all_buckets))
     as_json = as_json or (output or "").lower().endswith((".json", ".jsonl", ".ndjson"))  # the suffix says JSON
     fmt = "jsonl" if as_json else "csv"
     if output and output.endswith(".parquet") and (epd or pgn):
@@ -269,6 +285,33 @@ def _epd_boards(source: str, strict: bool) -> list:
     except (OSError, InputKindError) as exc:
         raise click.ClickException(str(exc)) from exc
     return boards
+
+
+def _write_activations(ev, positions: list, output: str, all_buckets: bool) -> int:
+    """``--activations``: the positions' arrays (:meth:`Evaluator.activations_batch`) with a ``fen``
+    column, as NumPy's .npz or Parquet; status 1 if a position was refused while parsing."""
+    import numpy as np
+
+    from ..errors import clip
+
+    boards = [p.board for p in positions if p is not None]
+    try:
+        acts = ev.activations_batch(boards, "all" if all_buckets else "used")
+    except ValueError as exc:
+        raise click.ClickException(clip(str(exc))) from exc
+    fens = [b.fen() for b in boards]
+    try:
+        if output.lower().endswith(".npz"):
+            with open(output, "wb") as f:  # np.savez would append .npz to another name
+                np.savez(f, fen=np.array(fens), **acts.to_dict())
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            pq.write_table(acts.to_arrow().add_column(0, "fen", pa.array(fens)), output)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from exc
+    return 0 if len(boards) == len(positions) else 1
 
 
 def _eval_boards(ev, positions: list, trace: bool, svg_path: str | None, as_json: bool, empty_in_check: bool,
