@@ -244,3 +244,70 @@ def test_cli_parquet_output_and_workers(tmp_path, fens, capsys):
     assert status == 1
     check_complete(out, expected, nnue_infer.default_network())
     assert pq.read_table(out / D.ERRORS_DIR).num_rows == 2
+
+
+def test_large_inputs_split_into_ranges_exactly_once(tmp_path, fens):
+    """An uncompressed EPD file cut into line-aligned byte ranges and a Parquet file cut by row groups:
+    the same rows and line numbers as whole inputs, one part per range, a re-run skips the finished
+    ranges (a lost part is scored again, alone), and changed input is refused."""
+    (tmp_path / "in").mkdir()
+    lines = fens[:250] + ["", "# comment"] + fens[250:400] + BAD + fens[400:]
+    epd = tmp_path / "in" / "big.epd"
+    epd.write_text("\n".join(lines) + "\n")
+    expected = [(str(epd), i + 1, f) for i, f in enumerate(lines) if f and f not in BAD and not f.startswith("#")]
+    table = pa.table({"fen": fens[:430], "n": np.arange(430)})
+    pq.write_table(table, tmp_path / "in" / "big.parquet", row_group_size=50)
+    expected += [(str(tmp_path / "in" / "big.parquet"), i + 1, f) for i, f in enumerate(fens[:430])]
+    out = tmp_path / "out"
+    files = [str(epd), str(tmp_path / "in" / "big.parquet")]
+    report = D.score_files(files, str(out), "default", split_bytes=4000, split_rows=100)
+    ranges = {}
+    for p in report.parts:
+        ranges.setdefault(p["input"], set()).add(p["range"])
+    count = next(iter(ranges[str(epd)]))[1]
+    assert count > 5 and ranges[str(epd)] == {(k, count) for k in range(count)}
+    assert next(iter(ranges[files[1]]))[1] == 4  # 9 row groups of 50 (the last 30): 100, 100, 100, 130 rows
+    assert (report.rows, report.errors, report.skipped) == (len(expected), 2, 0)
+    check_complete(out, expected, nnue_infer.default_network())
+    errors = pq.read_table(out / D.ERRORS_DIR).to_pydict()
+    assert sorted(errors["line"]) == [403, 404]
+    lost = sorted(out.glob("part-big_epd-*-00002.parquet"))
+    assert len(lost) == 1
+    lost[0].unlink()
+    again = D.score_files(files, str(out), "default", split_bytes=999_999)  # the recorded ranges, not new ones
+    assert again.skipped == len(report.parts) - 1 and again.rows == len(expected)
+    check_complete(out, expected, nnue_infer.default_network())
+    with open(epd, "a") as f:
+        f.write(fens[0] + "\n")
+    lost[0].unlink()
+    with pytest.raises(ValueError, match="changed since"):
+        D.score_files(files, str(out), "default")
+
+
+def test_parquet_cells_are_cells(tmp_path, fens):
+    """A Parquet input's FEN cells are read as cells (issue 26 item 2): a cell holding a line break, an empty
+    cell and a null cell are errors of their rows, and every other row keeps its own row number."""
+    cells = [fens[0], fens[1] + "\n" + fens[2], "", None, "  ", fens[3], "# x", fens[4]]
+    path = tmp_path / "cells.parquet"
+    pq.write_table(pa.table({"fen": pa.array(cells, pa.string())}), path)
+    out = tmp_path / "out"
+    report = D.score_files(str(path), str(out), "default")
+    assert (report.rows, report.errors) == (3, 5)
+    check_complete(out, [(str(path), 1, fens[0]), (str(path), 6, fens[3]), (str(path), 8, fens[4])],
+                   nnue_infer.default_network())
+    errors = pq.read_table(out / D.ERRORS_DIR).to_pydict()
+    assert sorted(zip(errors["line"], errors["message"])) == [
+        (2, "row 2: a line break inside the cell"), (3, "row 3: an empty cell"), (4, "row 4: a null cell"),
+        (5, "row 5: an empty cell"), (7, "row 7: a comment, not a FEN")]
+    with pytest.raises(ValueError, match="no column 'fens'"):
+        D.score_files(str(path), str(tmp_path / "out2"), "default", column="fens")
+
+
+def test_inputs_named_twice_are_scored_once(tmp_path, fens):
+    """Overlapping patterns and a link to an input name one file (issue 26 item 3): counted once."""
+    expected = write_shards(tmp_path / "in", fens[:60], n=2)
+    (tmp_path / "link.epd").symlink_to(tmp_path / "in" / "s0.epd")
+    report = D.score_files([str(tmp_path / "in" / "*"), str(tmp_path / "in" / "s0.epd"), str(tmp_path / "link.epd")],
+                           str(tmp_path / "out"), "default")
+    assert len(report.parts) == 2 and report.rows == len(expected)
+    check_complete(tmp_path / "out", expected, nnue_infer.default_network())

@@ -26,7 +26,7 @@ def big(tmp_path_factory):
 def test_binpack_tasks_by_block_range(big, tmp_path, network_path, evaluator):
     path, data = big
     tasks = D.tasks_of(path, binpack_task_bytes=1)
-    assert len(tasks) >= 2 and all(r is not None for _, r in tasks)
+    assert len(tasks) >= 2 and all(t.count == len(tasks) and t.kind == "binpack" for t in tasks)
     out = str(tmp_path / "out")
     report = D.score_files(path, out, str(network_path), binpack_task_bytes=1)
     assert len(report.parts) == len(tasks) and report.rows == len(data) and report.errors == 0
@@ -47,7 +47,7 @@ def test_binpack_on_a_local_cluster(big, tmp_path, network_path):
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
                       worker_dashboard_address=None) as lc, Client(lc) as client:
         report = D.score_files(path, out, str(network_path), client, threads=1, binpack_task_bytes=1)
-    assert [p["part"] for p in report.parts] == [f"{out}/{D.part_name(*t)}" for t in D.tasks_of(path, 1)]
+    assert [p["part"] for p in report.parts] == [f"{out}/{t.part}" for t in D.tasks_of(path, 1)]
     assert report.rows == len(data) and not report.skipped
     inproc = str(tmp_path / "inproc")
     D.score_files(path, inproc, str(network_path), binpack_task_bytes=1)

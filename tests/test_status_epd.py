@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from nnue_infer.io.epd import read_epd
 from nnue_infer.kernels import status as KS
 from nnue_infer.io.score import CHECKMATE, NONE, STALEMATE, outcomes
+from nnue_infer.positions import fen_buffer, parse_fen_buffer
 
 #: Positions where the only legal move is special, or none is: e.p. as the only move, pinned e.p. pawn,
 #: smothered mate, stalemates with pins, promotion as the only move.
@@ -60,6 +61,13 @@ def check_sound(boards: list[chess.Board]) -> tuple[int, int]:
     check, cleared = status_of(boards)
     outcome = outcomes(check, cleared, np.ones(len(boards), bool), [b.fen() for b in boards],
                        np.array([b.chess960 for b in boards]))
+    fens = [b.fen() for b in boards]
+    buf, offsets = fen_buffer(fens)
+    bitboards, stm, codes, _ = parse_fen_buffer(buf, offsets)
+    assert not codes.any()
+    compiled = outcomes(check, cleared, np.ones(len(boards), bool), fens, np.array([b.chess960 for b in boards]),
+                        parsed=(buf, offsets, bitboards, stm))  # legal moves counted in compiled code
+    np.testing.assert_array_equal(compiled, outcome)
     for b, c, k, o in zip(boards, check.tolist(), cleared.tolist(), outcome.tolist()):
         assert c == b.is_check(), b.fen()
         assert o == (CHECKMATE if b.is_checkmate() else STALEMATE if b.is_stalemate() else NONE), b.fen()

@@ -4,20 +4,24 @@ Needs the ``dask`` extra (``pip install 'nnue-infer[dask]'``: ``dask[distributed
 ``pyarrow`` and the Rust PGN parser).  Nothing else in nnue-infer imports this module.
 
 * :func:`score_files` scores files (globs; plain, gzip or Zstandard) into a directory: one
-  ``part-*.parquet`` per input file (schema: :func:`nnue_infer.io.parquet.schema`) and, for a
-  file with bad rows, ``_errors/part-*.parquet`` (source, line, game, message).  A bad row
-  never stops the job.  Each part is written to a temporary name and renamed, so a part that
-  exists is complete: a re-run skips the inputs whose part exists, and a task re-run after a
-  worker died rewrites the same name (no duplicated or missing rows).  ``_nnue_infer.json``
-  records the network; a re-run with another network is refused.  An uncompressed ``.binpack``
-  (Stockfish training data) is one task, and one part, per range of whole blocks
-  (:func:`tasks_of`), since its blocks decode independently.
+  ``part-*.parquet`` per task (schema: :func:`nnue_infer.io.parquet.schema`) and, for a task
+  with bad rows, ``_errors/part-*.parquet`` (source, line, game, message).  A task is an input
+  file, or a range of a large one (:func:`plan_tasks`: uncompressed EPD by line-aligned byte
+  range, Parquet by row groups, an uncompressed ``.binpack`` by whole blocks, which decode
+  independently), so a cluster balances and a dead worker loses little.  A bad
+  row never stops the job.  Each part is written to a temporary name and renamed, so a part
+  that exists is complete: a re-run skips the tasks whose part exists (ranges are recorded in
+  the manifest and reused), and a task re-run after a worker died rewrites the same name (no
+  duplicated or missing rows).  ``_nnue_infer.json`` records the network; a re-run with
+  another network is refused.
 * :func:`evaluate_dataframe` adds ``value``, ``cp`` and ``cp_white`` columns to a Dask
   DataFrame of FENs.
 
 Workers get the network *by name* (a path every worker can read, ``default`` or
 ``stockfish``) and load it once per process (:func:`worker_evaluator`); arrays never travel
-with the tasks.  Dask retries the tasks of a worker that died (``distributed.scheduler.allowed-failures``,
+with the tasks, and only a small summary returns from each (the client never holds the data).
+Each worker is warmed up once per job (:func:`warm_up`: the network and the compiled kernels,
+from the Numba cache that the worker processes of a machine share).  Dask retries the tasks of a worker that died (``distributed.scheduler.allowed-failures``,
 3 by default).
 """
 
@@ -28,15 +32,13 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 #: Input kinds by file name (compression suffixes are stripped first).
 KINDS = {".epd": "epd", ".fen": "epd", ".txt": "epd", ".pgn": "pgn", ".parquet": "parquet", ".binpack": "binpack"}
-#: Bytes of an uncompressed ``.binpack`` input per task (whole blocks; blocks are independent).
-BINPACK_TASK_BYTES = 64 << 20
 _COMPRESSED = (".gz", ".zst", ".zstd")
 MANIFEST = "_nnue_infer.json"
 #: Sub-directory of the errors table (a leading "_": dataset readers skip it when reading the positions).
@@ -63,17 +65,23 @@ def input_kind(path: str) -> str:
 
 
 def expand_inputs(inputs: str | Iterable[str]) -> list[str]:
-    """Files named by ``inputs`` (paths or glob patterns), each pattern's matches sorted;
+    """Files named by ``inputs`` (paths or glob patterns), each pattern's matches sorted, each file
+    once (by real path: overlapping patterns and links to one file name it once, as first named);
     ``FileNotFoundError`` for a pattern that matches nothing."""
     patterns = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     files: list[str] = []
+    seen: set[str] = set()
     for pattern in patterns:
         pattern = os.fspath(pattern)
         matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
         matches = [m for m in matches if os.path.exists(m) and not os.path.isdir(m)]  # files, FIFOs
         if not matches:
             raise FileNotFoundError(f"no input file matches {pattern!r}")
-        files += matches
+        for m in matches:
+            real = os.path.realpath(m)
+            if real not in seen:
+                seen.add(real)
+                files.append(m)
     return files
 
 
@@ -96,6 +104,37 @@ def worker_evaluator(network: str):
     return ev
 
 
+#: FENs a warm-up scores: a quiet position, one in check (the compiled legal-move count), a checkmate.
+_WARM_FENS = b"""rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1
+rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3
+4k3/8/8/8/8/8/8/4K2R w K - 0 1
+"""
+
+
+def warm_up(network: str, threads: int | None = None) -> float:
+    """Load ``network`` and every compiled kernel a task uses into this process (run it on each worker:
+    ``client.run(warm_up, network)``; :func:`score_files` does).  Returns the seconds it took.
+
+    Scores three EPD lines into an in-memory Parquet file: the network is read once per process
+    (:func:`worker_evaluator`), the kernels come from Numba's cache (``__pycache__`` next to the
+    sources, or ``NUMBA_CACHE_DIR``: one cache shared by every worker process of a machine), so a
+    task's own time is scoring.
+    """
+    import io
+    import time
+
+    import pyarrow.parquet as pq
+
+    from .epd import read_epd
+    from .score import score_epd
+
+    t = time.perf_counter()
+    _set_threads(threads)
+    table, _ = _score_tables(score_epd(worker_evaluator(network), read_epd(_WARM_FENS)), "<warm-up>")
+    pq.write_table(table, io.BytesIO(), **_PARQUET)
+    return time.perf_counter() - t
+
+
 def _set_threads(threads: int | None) -> None:
     if threads:
         import numba
@@ -104,98 +143,316 @@ def _set_threads(threads: int | None) -> None:
 
 
 def part_name(path: str, byte_range: tuple[int, int] | None = None) -> str:
-    """Stable name of an input's part: its base name and a hash of its absolute path (and, for a
-    task that reads a byte range of a ``.binpack``, the range's first byte)."""
+    """Stable name of an input's part: its base name and a hash of its absolute path (and, for a task
+    that reads a range of a split input, the range's start: byte, or Parquet row group)."""
     digest = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:12]
     base = os.path.basename(path).replace(".", "_")[:60]
     at = f"-b{byte_range[0]}" if byte_range is not None else ""
     return f"part-{base}-{digest}{at}.parquet"
 
 
-def tasks_of(path: str, binpack_task_bytes: int = BINPACK_TASK_BYTES) -> list[tuple[str, tuple[int, int] | None]]:
-    """The tasks of one input: ``(path, None)``, or for an uncompressed ``.binpack`` one
-    ``(path, (start, stop))`` per range of whole blocks of about ``binpack_task_bytes``
-    (:func:`nnue_infer.io.training_data.block_ranges`)."""
-    if input_kind(path) != "binpack" or path.endswith(_COMPRESSED):
-        return [(path, None)]
-    from .training_data import block_ranges
+#: Dask settings for workers that only score: no statistical profiler (a thread sampling every task's
+#: stack 100 times a second, for the dashboard; it cost a worker about a third of its wall clock here).
+QUIET_WORKERS = {"distributed.worker.profile.enabled": False}
+#: EPD/FEN text per task: an uncompressed input over 1.5 times this is split into line-aligned byte
+#: ranges of about this size (32 MiB: about 500,000 positions, a few CPU seconds of scoring).
+SPLIT_BYTES = 32 << 20
+#: Rows of a Parquet input per task (whole row groups; a file of one row group is one task).
+SPLIT_ROWS = 1 << 19
+#: Bytes of an uncompressed ``.binpack`` input per task (whole blocks; blocks are independent).
+BINPACK_TASK_BYTES = 64 << 20
+#: Rows per row group of the parts written (readers, and a later job reading the dataset, split by row group).
+ROW_GROUP_ROWS = 1 << 17
+#: Parquet settings of the parts: zstd, dictionaries only for the columns with few distinct values.
+_PARQUET = {"compression": "zstd", "row_group_size": ROW_GROUP_ROWS,
+            "use_dictionary": ["source", "event", "site", "date", "round", "white", "black", "result", "outcome"]}
+_MAGIC = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd")  # gzip, Zstandard
 
-    return [(path, r) for r in block_ranges(path, binpack_task_bytes)]
+
+@dataclass(frozen=True)
+class Task:
+    """One task of :func:`score_files`: a whole input, or a range of one.
+
+    ``start``/``end``: EPD or ``.binpack`` byte range (``end`` -1: the whole input), Parquet row groups
+    ``[start, end)``; ``first``: the line (EPD) or row (Parquet) number of its first row; ``index`` of
+    ``count`` ranges.
+    """
+
+    path: str
+    kind: str
+    index: int = 0
+    count: int = 1
+    start: int = 0
+    end: int = -1
+    first: int = 1
+
+    @property
+    def part(self) -> str:
+        """The name of the task's part (the same in every run: ranges are kept in the manifest)."""
+        return part_name(self.path, None if self.count == 1 else (self.start, self.end))
 
 
-def _tables(path: str, kind: str, ev, column: str, threads: int | None, byte_range: tuple[int, int] | None = None):
-    """Result tables (:mod:`nnue_infer.io.score`) of one input file (or byte range of a ``.binpack``)."""
-    from .epd import iter_epd, read_epd
-    from ..inputs import input_label, open_input
-    from .score import score_epd, score_pgn, score_training_data
+def _epd_ranges(path: str, split_bytes: int) -> list[tuple[int, int, int]]:
+    """Line-aligned ``(start, end, first line)`` byte ranges of about ``split_bytes`` of an uncompressed file
+    (one pass reading it in chunks; only newlines are counted)."""
+    size = os.path.getsize(path)
+    ranges, start, first, offset, lines = [], 0, 1, 0, 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 24):
+            search = start + split_bytes - 1 - offset
+            while 0 <= search < len(chunk) or (search < 0 and chunk):
+                idx = chunk.find(b"\n", max(search, 0))
+                if idx < 0 or size - (offset + idx + 1) < split_bytes // 2:
+                    break
+                ranges.append((start, offset + idx + 1, first))
+                first = 1 + lines + chunk.count(b"\n", 0, idx + 1)
+                start = offset + idx + 1
+                search = start + split_bytes - 1 - offset
+            lines += chunk.count(b"\n")
+            offset += len(chunk)
+    ranges.append((start, size, first))
+    return ranges
 
+
+def _plan(path: str, split_bytes: int, split_rows: int, binpack_task_bytes: int) -> tuple[str, list[tuple[int, int, int]]]:
+    """``(kind, ranges)`` of one input: several ranges for an uncompressed regular EPD file over
+    1.5 x ``split_bytes``, a Parquet file of several row groups over 1.5 x ``split_rows`` and an
+    uncompressed ``.binpack`` of several blocks over ``binpack_task_bytes``; else one."""
+    kind = input_kind(path)
+    whole = [(0, -1, 1)]
+    if not os.path.isfile(path) or path.endswith(_COMPRESSED):  # FIFOs, devices: one front-to-back read
+        return kind, whole
     if kind == "binpack":
-        from .training_data import iter_chunks, read_range
+        from .training_data import block_ranges
 
-        chunks = read_range(path, *byte_range) if byte_range is not None else iter_chunks(path, "binpack")
-        for data in chunks:
-            yield score_training_data(ev, data)
-        return
+        ranges = [(start, stop, 1) for start, stop in block_ranges(path, binpack_task_bytes)]
+        return kind, ranges if len(ranges) > 1 else whole
+    if kind == "epd" and os.path.getsize(path) > 1.5 * split_bytes:
+        with open(path, "rb") as f:
+            head = f.read(4)
+        if not head.startswith(_MAGIC):
+            return kind, _epd_ranges(path, split_bytes)
+    elif kind == "parquet":
+        import pyarrow.parquet as pq
 
-    if kind == "pgn":
-        with open_input(path) as inp:
-            for table, _ in score_pgn(ev, inp.text, source=input_label(path)):
-                yield table
-        return
-    if kind == "epd":
-        with open_input(path, text=False) as inp:  # in bounded chunks, like the command line
-            yield from score_epd(ev, iter_epd(inp.binary, input_label(path)))
-        return
-    import pyarrow.parquet as pq  # Parquet: one FEN per row, rows numbered from 1 like lines
-
-    fens = pq.read_table(path, columns=[column]).column(column).to_pylist()
-    data = "".join(f"{f}\n" for f in fens).encode()
-    yield from score_epd(ev, read_epd(data))
+        meta = pq.read_metadata(path)
+        if meta.num_rows > 1.5 * split_rows and meta.num_row_groups > 1:
+            ranges, lo, rows, first = [], 0, 0, 1
+            for g in range(meta.num_row_groups):
+                rows += meta.row_group(g).num_rows
+                if rows >= split_rows and meta.num_rows - (first - 1 + rows) >= split_rows // 2:  # no small tail
+                    ranges.append((lo, g + 1, first))
+                    lo, first, rows = g + 1, first + rows, 0
+            ranges.append((lo, meta.num_row_groups, first))
+            return kind, ranges
+    return kind, whole
 
 
-def score_file(path: str, network: str, out_dir: str, *, threads: int | None = None, column: str = "fen",
-               byte_range: tuple[int, int] | None = None) -> dict:
-    """Score one input file into ``out_dir/part-*.parquet`` (and ``_errors/part-*.parquet``); the task of
-    :func:`score_files`.  Skips a file whose part exists.  Returns ``{"input", "part", "rows", "errors",
-    "skipped"}`` and, for work done, ``"seconds"`` (wall clock) and ``"thread_cpu_seconds"`` (CPU time of the
-    task's thread; Numba's other threads not counted).  ``byte_range`` (from :func:`tasks_of`) limits a
-    ``.binpack`` input to those blocks; its part is named after the range, and its rows' ``game`` numbers
-    the chains from 0 at the range's first block (``line`` is empty for ``.binpack`` rows)."""
-    import time
+def tasks_of(path: str, binpack_task_bytes: int = BINPACK_TASK_BYTES, *, split_bytes: int = SPLIT_BYTES,
+             split_rows: int = SPLIT_ROWS) -> list[Task]:
+    """The tasks of one input for a new dataset: the whole input, or its ranges (see :func:`score_files`)."""
+    kind, ranges = _plan(path, split_bytes, split_rows, binpack_task_bytes)
+    return [Task(path, kind, k, len(ranges), *r) for k, r in enumerate(ranges)]
 
+
+def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BYTES, split_rows: int = SPLIT_ROWS,
+               binpack_task_bytes: int = BINPACK_TASK_BYTES) -> list[Task]:
+    """The tasks of ``files`` for the dataset ``output``: one per input, or per range of a large one.
+
+    An input's ranges are recorded in the manifest the first time (with the file's size) and
+    reused by every later run, so a re-run skips exactly the finished ranges; an input whose part
+    exists whole (scored before in one task) stays one task.  Raises ``ValueError`` when a split
+    input changed size since its ranges were recorded.
+    """
+    manifest_path = os.path.join(output, MANIFEST)
+    with open(manifest_path, encoding="utf-8") as f:
+        manifest = json.load(f)
+    plans = manifest.setdefault("ranges", {})
+    tasks, changed = [], False
+    for path in files:
+        key = os.path.abspath(path)
+        kind = input_kind(path)
+        if os.path.exists(os.path.join(output, part_name(path))):
+            tasks.append(Task(path, kind))
+            continue
+        size = os.path.getsize(path) if os.path.isfile(path) else None
+        if key in plans:
+            if plans[key]["size"] != size:
+                raise ValueError(f"{path}: changed since {output} recorded its ranges ({plans[key]['size']} bytes, "
+                                 f"now {size}): use another output directory")
+            ranges = [tuple(r) for r in plans[key]["ranges"]]
+        else:
+            planned = tasks_of(path, binpack_task_bytes, split_bytes=split_bytes, split_rows=split_rows)
+            if len(planned) > 1:
+                plans[key] = {"size": size, "ranges": [(t.start, t.end, t.first) for t in planned]}
+                changed = True
+            tasks += planned
+            continue
+        tasks += [Task(path, kind, k, len(ranges), *r) for k, r in enumerate(ranges)]
+    if changed:
+        tmp = f"{manifest_path}.tmp-{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(manifest, f)
+        os.replace(tmp, manifest_path)
+    return tasks
+
+
+class _Range:
+    """A binary file read from ``start`` up to ``end`` (``read`` as a stream's)."""
+
+    def __init__(self, f, start: int, end: int) -> None:
+        f.seek(start)
+        self.f, self.left = f, end - start
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        data = self.f.read(n)
+        self.left -= len(data)
+        return data
+
+
+def _parquet_rows(task: Task, column: str):
+    """EPD rows of a Parquet input's FEN cells (row groups ``task.start`` to ``task.end``), one line per
+    cell, numbered by row (from 1 in the file), and the rows whose cell cannot be a line ({row: message}:
+    null, empty or blank, a comment (``#``) or a line break inside; each is one line ``?`` here, an
+    error row whose message becomes this one)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    from .epd import read_epd
+
+    pf = pq.ParquetFile(task.path)
+    if column not in pf.schema_arrow.names:
+        raise ValueError(f"{task.path}: no column {column!r} (columns: {', '.join(pf.schema_arrow.names)})")
+    end = pf.metadata.num_row_groups if task.end < 0 else task.end
+    cells = pf.read_row_groups(range(task.start, end), columns=[column]).column(column)
+    if not (pa.types.is_string(cells.type) or pa.types.is_large_string(cells.type)):
+        raise ValueError(f"{task.path}: column {column!r} holds {cells.type}, not text")
+    cells = cells.combine_chunks() if cells.num_chunks != 1 else cells.chunk(0)
+    bad = {}
+    problems = (("a null cell", pc.is_null(cells)),
+                ("an empty cell", pc.equal(pc.utf8_trim_whitespace(cells), "")),
+                ("a comment, not a FEN", pc.starts_with(pc.utf8_ltrim_whitespace(cells), "#")),
+                ("a line break inside the cell", pc.match_substring_regex(cells, "[\n\r]")))
+    for message, mask in problems:
+        for i in np.flatnonzero(mask.fill_null(False).to_numpy(zero_copy_only=False)).tolist():
+            bad.setdefault(task.first + i, f"row {task.first + i}: {message}")
+    if bad:
+        mask = np.zeros(len(cells), bool)
+        mask[np.array(list(bad), np.int64) - task.first] = True
+        cells = pc.replace_with_mask(cells, pa.array(mask), pa.array(["?"] * len(bad), cells.type))
+    return read_epd(_lines(cells.cast(pa.large_string())), first_line=task.first, source=task.path), bad
+
+
+def _lines(cells) -> bytes:
+    """The cells of a ``large_string`` array without nulls, each followed by a newline, as one bytes object
+    (NumPy over Arrow's buffers, no Python object per cell)."""
+    n = len(cells)
+    offsets = np.frombuffer(cells.buffers()[1], np.int64)[cells.offset:cells.offset + n + 1]
+    data = np.frombuffer(cells.buffers()[2], np.uint8)[offsets[0]:offsets[-1]] if n else np.zeros(0, np.uint8)
+    out = np.empty(data.size + n, np.uint8)
+    newline = np.zeros(out.size, bool)
+    newline[offsets[1:] - offsets[0] + np.arange(n)] = True
+    out[newline] = 10
+    out[~newline] = data
+    return out.tobytes()
+
+
+def _task_tables(task: Task, ev, column: str) -> tuple[Iterator[dict], dict[int, str]]:
+    """The result tables (:mod:`nnue_infer.io.score`) of one task, and the rows (by line) whose
+    message is the cell's problem (Parquet inputs)."""
+    from ..inputs import input_label, open_input
+    from .epd import iter_epd
+    from .score import score_epd, score_pgn
+
+    label = input_label(task.path)
+    if task.kind == "parquet":
+        rows, bad = _parquet_rows(task, column)
+        return score_epd(ev, rows), bad
+
+    def tables() -> Iterator[dict]:
+        if task.kind == "binpack":  # a range's chains are numbered (game) from 0 at its first block
+            from .score import score_training_data
+            from .training_data import iter_chunks, read_range
+
+            chunks = iter_chunks(task.path, "binpack") if task.end < 0 else read_range(task.path, task.start, task.end)
+            for data in chunks:
+                yield score_training_data(ev, data)
+        elif task.kind == "pgn":
+            with open_input(task.path) as inp:
+                for table, _ in score_pgn(ev, inp.text, source=label):
+                    yield table
+        elif task.end < 0:  # a whole file, in bounded chunks like the command line (plain, gzip or zstd)
+            with open_input(task.path, text=False) as inp:
+                yield from score_epd(ev, iter_epd(inp.binary, label))
+        else:
+            with open(task.path, "rb") as f:
+                yield from score_epd(ev, iter_epd(_Range(f, task.start, task.end), label, first_line=task.first))
+
+    return tables(), {}
+
+
+def _score_tables(tables: Iterable[dict], source: str, bad: dict[int, str] | None = None):
+    """``(positions, errors)``: Arrow tables of :func:`nnue_infer.io.parquet.schema` and
+    :func:`~nnue_infer.io.parquet.errors_schema` of result ``tables``; ``bad`` {line: message}
+    words the errors of those lines."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     from . import parquet as P
 
-    out = os.path.join(out_dir, part_name(path, byte_range))
-    errors_path = os.path.join(out_dir, ERRORS_DIR, part_name(path, byte_range))
-    if os.path.exists(out):  # done before (a re-run, or a task re-run after its worker died)
-        n_errors = pq.read_metadata(errors_path).num_rows if os.path.exists(errors_path) else 0
-        return {"input": path, "part": out, "rows": pq.read_metadata(out).num_rows, "errors": n_errors,
-                "skipped": True}
-    wall, cpu = time.perf_counter(), time.thread_time()
-    _set_threads(threads)
-    ev = worker_evaluator(network)
     target, errors_target = P.schema(), P.errors_schema()
-    parts, bad = [], []
-    for table in _tables(path, input_kind(path), ev, column, threads, byte_range):
+    parts, errors = [], []
+    for table in tables:
         arrow = P.to_arrow(table)
         failed = arrow.column("error").is_valid()
         if pc.any(failed).as_py():
             e = arrow.filter(failed)
-            bad.append(P.conform(e.append_column("message", e.column("error")), path, errors_target))
+            messages = e.column("error")
+            if bad:
+                lines = e.column("line").to_pylist()  # error rows only: few
+                messages = pa.array([bad.get(k, m) for k, m in zip(lines, messages.to_pylist())], pa.string())
+            errors.append(P.conform(e.append_column("message", messages), source, errors_target))
             arrow = arrow.filter(pc.invert(failed))
-        parts.append(P.conform(arrow, path, target))
+        parts.append(P.conform(arrow, source, target))
     table = pa.concat_tables(parts) if parts else target.empty_table()
-    n_errors = sum(t.num_rows for t in bad)
-    if bad:
+    return table, (pa.concat_tables(errors) if errors else errors_target.empty_table())
+
+
+def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = None, column: str = "fen") -> dict:
+    """Score one task (an input, or a range of one: :func:`plan_tasks`) into ``out_dir/part-*.parquet``
+    (and ``_errors/part-*.parquet``); the task of :func:`score_files`.  Skips a task whose part exists.
+
+    Returns a small summary (what travels back to the client): ``{"input", "part", "range", "rows",
+    "errors", "skipped"}`` and, for work done, ``"seconds"`` (wall clock), ``"thread_cpu_seconds"``
+    (CPU time of the task's thread; Numba's other threads not counted) and ``"positions_seconds"``
+    (of that, reading and scoring up to the Arrow tables; the rest is writing Parquet).
+    """
+    import time
+
+    import pyarrow.parquet as pq
+
+    from .parquet import write_table
+
+    out = os.path.join(out_dir, task.part)
+    errors_path = os.path.join(out_dir, ERRORS_DIR, task.part)
+    summary = {"input": task.path, "part": out, "range": (task.index, task.count)}
+    if os.path.exists(out):  # done before (a re-run, or a task re-run after its worker died)
+        n_errors = pq.read_metadata(errors_path).num_rows if os.path.exists(errors_path) else 0
+        return summary | {"rows": pq.read_metadata(out).num_rows, "errors": n_errors, "skipped": True}
+    wall, cpu = time.perf_counter(), time.thread_time()
+    _set_threads(threads)
+    tables, bad = _task_tables(task, worker_evaluator(network), column)
+    table, errors = _score_tables(tables, task.path, bad)
+    scored = time.thread_time() - cpu
+    if errors.num_rows:
         os.makedirs(os.path.join(out_dir, ERRORS_DIR), exist_ok=True)
-        P.write_table(pa.concat_tables(bad), errors_path)
-    P.write_table(table, out)  # last: its existence marks the input as done
-    return {"input": path, "part": out, "rows": table.num_rows, "errors": n_errors, "skipped": False,
-            "seconds": time.perf_counter() - wall, "thread_cpu_seconds": time.thread_time() - cpu}
+        write_table(errors, errors_path, **_PARQUET)
+    write_table(table, out, **_PARQUET)  # last: its existence marks the task as done
+    return summary | {"rows": table.num_rows, "errors": errors.num_rows, "skipped": False,
+                      "seconds": time.perf_counter() - wall, "thread_cpu_seconds": time.thread_time() - cpu,
+                      "positions_seconds": scored}
 
 
 def _check_manifest(out_dir: str, network: str) -> None:
@@ -219,52 +476,59 @@ def _check_manifest(out_dir: str, network: str) -> None:
 
 @dataclass
 class ScoreReport:
-    """What :func:`score_files` did: per input, the task's summary (see :func:`score_file`)."""
+    """What :func:`score_files` did: per task (an input, or a range of a large one), its summary
+    (see :func:`score_task`)."""
 
     output: str
     parts: list[dict] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
-        """Rows in the parts of the inputs (also of those skipped because they were done before)."""
+        """Rows in the parts of the tasks (also of those skipped because they were done before)."""
         return sum(p["rows"] or 0 for p in self.parts)
 
     @property
     def errors(self) -> int:
-        """Rows in the errors tables of the inputs."""
+        """Rows in the errors tables of the tasks."""
         return sum(p["errors"] or 0 for p in self.parts)
 
     @property
     def skipped(self) -> int:
-        """Inputs whose part already existed when their task ran."""
+        """Tasks whose part already existed when they ran."""
         return sum(bool(p["skipped"]) for p in self.parts)
 
 
 def score_files(inputs: str | Sequence[str], output: str, network: str = "default", client=None, *,
                 threads: int | None = None, column: str = "fen", progress: Callable[[dict], None] | None = None,
+                split_bytes: int = SPLIT_BYTES, split_rows: int = SPLIT_ROWS,
                 binpack_task_bytes: int = BINPACK_TASK_BYTES) -> ScoreReport:
     """Score EPD / PGN / Parquet / ``.binpack`` files into the Parquet dataset directory ``output``, on a Dask cluster.
 
     Parameters
     ----------
     inputs : str or sequence of str
-        Paths or glob patterns (``'shards/*.epd.zst'``); every worker must be able to read them.
+        Paths or glob patterns (``'shards/*.epd.zst'``); every worker must be able to read them
+        (and this process, which plans the tasks).  A file named twice is scored once.
     output : str
-        Dataset directory (created): ``part-*.parquet`` per input, ``_errors/``, ``_nnue_infer.json``.
+        Dataset directory (created): a ``part-*.parquet`` per task, ``_errors/``, ``_nnue_infer.json``.
         Read it back with ``pyarrow.parquet.read_table(output)`` or ``dask.dataframe.read_parquet``.
     network : str
         A network file every worker can read, ``default`` or ``stockfish``.
     client : distributed.Client, optional
-        The cluster; ``None`` scores in this process, one input after another.
+        The cluster (each worker is warmed up first: :func:`warm_up`); ``None`` scores in this
+        process, one task after another.
     threads : int, optional
         Numba threads per task (default: Numba's default, all cores of the worker's machine).
     column : str
-        The FEN column of Parquet inputs.
+        The FEN column of Parquet inputs (one FEN per cell; ``line`` is the row number).
     progress : callable, optional
-        Called with each task's summary as it completes (e.g. to advance a progress bar).
+        Called with each task's summary as it completes, with ``"tasks"``: the job's number of tasks.
+    split_bytes, split_rows : int
+        Task size: an uncompressed EPD file over 1.5 x ``split_bytes`` is split into line-aligned byte
+        ranges of about that size, a Parquet file over 1.5 x ``split_rows`` rows into runs of whole
+        row groups; compressed EPD and PGN files are one task each (:func:`plan_tasks`).
     binpack_task_bytes : int
-        An uncompressed ``.binpack`` input is split into tasks of whole blocks of about this many
-        bytes (:func:`tasks_of`); other inputs are one task each.
+        An uncompressed ``.binpack`` input is split into tasks of whole blocks of about this many bytes.
 
     Returns
     -------
@@ -273,34 +537,31 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     files = expand_inputs(inputs)
     for f in files:
         input_kind(f)  # unknown kinds fail before any work
-    tasks = [t for f in files for t in tasks_of(f, binpack_task_bytes)]
     _check_manifest(output, network)
+    tasks = plan_tasks(files, output, split_bytes=split_bytes, split_rows=split_rows,
+                       binpack_task_bytes=binpack_task_bytes)
     report = ScoreReport(output)
+
+    def done(summary: dict) -> None:
+        report.parts.append(summary)
+        if progress:
+            progress(summary | {"tasks": len(tasks)})
+
     if client is None:
-        for path, byte_range in tasks:
-            summary = score_file(path, network, output, threads=threads, column=column, byte_range=byte_range)
-            report.parts.append(summary)
-            if progress:
-                progress(summary)
+        for task in tasks:
+            done(score_task(task, network, output, threads=threads, column=column))
         return report
     from distributed import as_completed
 
+    client.run(warm_up, network, threads)
     run = os.urandom(4).hex()
-    futures = client.map(_score_task, tasks, network=network, out_dir=output, threads=threads, column=column,
-                         pure=False, key=[f"nnue-infer-{run}-{part_name(*t)}" for t in tasks])
+    futures = client.map(score_task, tasks, network=network, out_dir=output, threads=threads, column=column,
+                         pure=False, key=[f"nnue-infer-{run}-{t.part}" for t in tasks])
     for future in as_completed(futures):
-        summary = future.result()
-        report.parts.append(summary)
-        if progress:
-            progress(summary)
-    order = {part_name(*t): i for i, t in enumerate(tasks)}
-    report.parts.sort(key=lambda p: order[os.path.basename(p["part"])])
+        done(future.result())
+    order = {(t.path, t.index): i for i, t in enumerate(tasks)}
+    report.parts.sort(key=lambda p: order[p["input"], p["range"][0]])
     return report
-
-
-def _score_task(task: tuple[str, tuple[int, int] | None], **kwargs) -> dict:
-    """:func:`score_file` of one ``(path, byte_range)`` task."""
-    return score_file(task[0], byte_range=task[1], **kwargs)
 
 
 def _evaluate_partition(df, column: str, network: str, threads: int | None):
@@ -330,7 +591,7 @@ def evaluate_dataframe(ddf, column: str = "fen", network: str = "default", *, th
 def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str | None = None,
             workers: int | None = None, progress: bool | None = None, log: Callable[[str], None] = print) -> int:
     """``nnue-infer eval ... --output DIR.parquet --scheduler ADDRESS | --workers N``: score ``inputs`` on a
-    Dask cluster with a progress bar over inputs (on stderr); returns the exit status (1 if any row
+    Dask cluster with a progress bar over tasks (on stderr); returns the exit status (1 if any row
     or game was bad, as ``nnue-infer eval``).
 
     ``scheduler`` is a running scheduler's address (``tcp://host:8786``); ``workers`` starts a
@@ -339,6 +600,7 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
     """
     import sys
 
+    import dask
     from distributed import Client, LocalCluster
     from tqdm import tqdm
 
@@ -350,14 +612,18 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
     else:
         n = workers or os.cpu_count() or 1
         threads = max(1, (os.cpu_count() or 1) // n)
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None)
+        with dask.config.set(QUIET_WORKERS):
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                   dashboard_address=None)
         client = Client(cluster)
     try:
         show = progress or (progress is None and sys.stderr.isatty())
-        total = sum(len(tasks_of(f)) for f in files)
-        with tqdm(total=total, unit="task", file=sys.stderr, disable=not show, dynamic_ncols=True) as bar:
-            report = score_files(files, output, network, client, threads=threads, progress=lambda s: bar.update(1))
+        with tqdm(unit="task", file=sys.stderr, disable=not show, dynamic_ncols=True) as bar:
+            def step(summary: dict) -> None:
+                bar.total = summary["tasks"]
+                bar.update(1)
+
+            report = score_files(files, output, network, client, threads=threads, progress=step)
     finally:
         client.close()
         if cluster is not None:

@@ -211,8 +211,9 @@ def _split(data: bytes, first_line: int, source: str, max_line: int) -> tuple[Ep
 
 
 def iter_epd(stream: BinaryIO, source: str = "<epd>", *, chunk_bytes: int = CHUNK_BYTES,
-             max_line: int = MAX_LINE_BYTES) -> Iterator[EpdRows]:
-    """:func:`read_epd` of a binary stream, chunk by chunk (whole lines, about ``chunk_bytes`` each).
+             max_line: int = MAX_LINE_BYTES, first_line: int = 1) -> Iterator[EpdRows]:
+    """:func:`read_epd` of a binary stream, chunk by chunk (whole lines, about ``chunk_bytes`` each),
+    its first line numbered ``first_line`` (a range of a file read from a line's start).
 
     Memory stays within a few chunks and ``max_line``: a line longer than ``max_line`` bytes
     (``/dev/zero``) or holding a NUL byte (a binary file) is an
@@ -220,7 +221,7 @@ def iter_epd(stream: BinaryIO, source: str = "<epd>", *, chunk_bytes: int = CHUN
     it is reached, after the positions before it have been yielded.
     """
     carry = b""
-    line = 1
+    line = first_line
     while True:
         block = stream.read(chunk_bytes)
         data = carry + block if carry else block

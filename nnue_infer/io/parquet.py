@@ -72,8 +72,10 @@ def conform(table, source: str, target):
     n = table.num_rows
     arrays = []
     for f in target:
-        if f.name == "source":
-            arrays.append(pa.array([source] * n, pa.string()))
+        if f.name == "source":  # one value on every row: its bytes repeated, no Python object per row
+            data = source.encode("utf-8", "surrogateescape")
+            offsets = np.arange(n + 1, dtype=np.int32) * len(data)
+            arrays.append(pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data * n)))
         elif f.name in table.column_names:
             arrays.append(table.column(f.name).cast(f.type))
         else:
@@ -120,16 +122,17 @@ def to_arrow(table):
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def write_table(table, path: str) -> None:
+def write_table(table, path: str, **options) -> None:
     """Write ``table`` to the Parquet file ``path`` atomically (a temporary file, then a rename),
-    so a file that exists is complete; zstd-compressed."""
+    so a file that exists is complete; zstd-compressed unless ``options`` (of
+    ``pyarrow.parquet.write_table``) say otherwise."""
     import os
 
     import pyarrow.parquet as pq
 
     head, name = os.path.split(path)
     tmp = os.path.join(head, f".{name}.tmp-{os.getpid()}")  # dataset readers skip names starting with "."
-    pq.write_table(table, tmp, compression="zstd")
+    pq.write_table(table, tmp, **({"compression": "zstd"} | options))
     os.replace(tmp, path)
 
 

@@ -59,14 +59,27 @@ def outcome_code(board: chess.Board) -> int:
     return NONE
 
 
-def outcomes(in_check: np.ndarray, cleared: np.ndarray, ok: np.ndarray, fens, chess960=None) -> np.ndarray:
+def outcomes(in_check: np.ndarray, cleared: np.ndarray, ok: np.ndarray, fens, chess960=None, *,
+             parsed: tuple | None = None) -> np.ndarray:
     """int8[n] outcome codes: :data:`NONE` where ``kernels.status`` cleared the row, else python-chess's verdict.
 
     ``fens[i]`` (indexable) gives the position of row ``i``; ``chess960`` (bool[n] or None) how
     to read its castling rights.  Rows with ``ok`` false get :data:`NONE` (they are nulled).
+    ``parsed`` = ``(buf, offsets, bitboards, stm)``, the FENs as
+    :func:`nnue_infer.positions.parse_fen_buffer` read them: the rows not cleared get their legal
+    moves counted in compiled code (:func:`nnue_infer.kernels.status.legal_move_counts`, the
+    same rules), python-chess only those where castling could matter.
     """
     result = np.zeros(len(ok), np.int8)
-    for i in np.flatnonzero(ok & (cleared == KS.NOT_CLEARED)).tolist():
+    rows = np.flatnonzero(ok & (cleared == KS.NOT_CLEARED))
+    if parsed is not None and rows.size:
+        buf, offsets, bitboards, stm = parsed
+        counts = np.empty(rows.size, np.int64)
+        KS.legal_move_counts(buf, offsets, rows, bitboards, stm, in_check, counts)
+        done = counts >= 0
+        result[rows[done & (counts == 0)]] = np.where(in_check[rows[done & (counts == 0)]], CHECKMATE, STALEMATE)
+        rows = rows[~done]
+    for i in rows.tolist():
         result[i] = outcome_code(chess.Board(fens[i], chess960=bool(chess960[i]) if chess960 is not None else False))
     return result
 
@@ -181,7 +194,7 @@ def _score_rows(ev: Evaluator, rows: EpdRows, strict: bool, chunk_rows: int) -> 
         in_check, cleared = np.empty(hi - lo, bool), np.empty(hi - lo, np.uint8)
         with PARALLEL_LOCK:
             KS.status_batch(bitboards, stm, ok, in_check, cleared)
-        outcome = outcomes(in_check, cleared, ok, _Offset(rows.fen, lo))
+        outcome = outcomes(in_check, cleared, ok, _Offset(rows.fen, lo), parsed=(buf, sub, bitboards, stm))
         errors: dict[int, str] = {}
         for i in np.flatnonzero(~ok).tolist():
             fen = rows.fen[lo + i] or ""

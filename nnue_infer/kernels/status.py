@@ -2,9 +2,10 @@
 
 Stockfish prints no NNUE evaluation when the side to move is in check, and a network's number
 for a finished game means nothing; the file mode flags such rows.  Only attack arithmetic
-runs here (:mod:`nnue_infer.kernels.attacks`); the rules of chess stay python-chess's: rows
-this filter cannot clear go to ``Board.is_checkmate`` / ``is_stalemate``
-(:func:`nnue_infer.io.score.outcome_code`), which also knows castling and Chess960.
+runs here (:mod:`nnue_infer.kernels.attacks`): rows this filter cannot clear get their legal
+moves counted by :func:`legal_move_counts` (python-chess's rules, compiled in
+:mod:`nnue_infer.kernels.movegen`), or, where castling could matter, go to python-chess's
+``Board.is_checkmate`` / ``is_stalemate`` (:func:`nnue_infer.io.score.outcome_code`).
 
 The filter is sound (it never clears a mate or a stalemate).  A position is cleared when
 
@@ -22,11 +23,13 @@ The filter is sound (it never clears a mate or a stalemate).  A position is clea
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, prange
 
 from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks, piece_reach
 from .features import BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, lowest_square, \
     without_lowest
+from .movegen import MAX_MOVES, legal_moves
 
 #: ``status`` results: in check or not, and whether the filter cleared the position.
 NOT_CLEARED, CLEARED = 0, 1
@@ -135,3 +138,49 @@ def status_batch(bitboards, stm, valid, in_check, cleared):
             else:
                 in_check[i], cleared[i] = False, NOT_CLEARED
 
+
+
+@njit(cache=True)
+def _field(buf, start, end, k):
+    """Byte range ``(first, last)`` of the ``k``-th (0-based) white-space separated field of ``buf[start:end]``,
+    ``(-1, -1)`` when the text has fewer fields."""
+    pos = start
+    field = 0
+    while True:
+        while pos < end and (buf[pos] == 32 or 9 <= buf[pos] <= 13):
+            pos += 1
+        if pos >= end:
+            return -1, -1
+        first = pos
+        while pos < end and not (buf[pos] == 32 or 9 <= buf[pos] <= 13):
+            pos += 1
+        if field == k:
+            return first, pos
+        field += 1
+
+
+@njit(cache=True)
+def legal_move_counts(buf, offsets, rows, bitboards, stm, in_check, counts):
+    """Legal moves of the positions ``rows`` (int64[m]) of parsed FENs (``buf`` / ``offsets`` as
+    :func:`nnue_infer.kernels.fen.parse_fens` reads them, ``bitboards`` int64[n, 8], ``stm`` uint8[n],
+    ``in_check`` bool[n]), for the checkmate / stalemate verdict of the rows :func:`status_batch` did not clear.
+
+    Fills ``counts`` int64[m]: the number of legal moves (:func:`nnue_infer.kernels.movegen.legal_moves`
+    with the FEN's en passant square), or -1 when castling could matter (not in check and a
+    castling field other than ``-``): the caller asks python-chess then.  Each row must hold
+    exactly one king per side (rows the network evaluated do).
+    """
+    moves = np.empty(MAX_MOVES, np.uint16)
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        start, end = offsets[i], offsets[i + 1]
+        if not in_check[i]:
+            first, last = _field(buf, start, end, 2)
+            if first >= 0 and not (last - first == 1 and buf[first] == 45):  # '-'
+                counts[j] = -1
+                continue
+        ep = 0
+        first, last = _field(buf, start, end, 3)
+        if first >= 0 and last - first == 2:  # parse_fen checked the square's form
+            ep = (buf[first] - 97) + 8 * (buf[first + 1] - 49)
+        counts[j] = legal_moves(bitboards[i], stm[i], 0, ep, False, moves)
