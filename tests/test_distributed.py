@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import pathlib
 import signal
 import threading
 import time
@@ -271,8 +272,9 @@ def test_large_inputs_split_into_ranges_exactly_once(tmp_path, fens):
     check_complete(out, expected, nnue_infer.default_network())
     errors = pq.read_table(out / D.ERRORS_DIR).to_pydict()
     assert sorted(errors["line"]) == [403, 404]
-    lost = sorted(out.glob("part-big_epd-*-00002.parquet"))
-    assert len(lost) == 1
+    lost = [p["part"] for p in report.parts if p["input"] == str(epd) and p["range"][0] == 2]
+    assert len(lost) == 1 and len(list(out.glob("part-big_epd-*-b*.parquet"))) == count
+    lost = [pathlib.Path(lost[0])]
     lost[0].unlink()
     again = D.score_files(files, str(out), "default", split_bytes=999_999)  # the recorded ranges, not new ones
     assert again.skipped == len(report.parts) - 1 and again.rows == len(expected)
