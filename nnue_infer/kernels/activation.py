@@ -119,6 +119,9 @@ def ft_activate(acc, stm, code, clamp_max, shift, table, out):
     ``crelu`` / ``screlu`` write ``out[h * L1 + j] = clamp(A[j], 0, QA)**(1 or 2) >> shift``
     (the square at most QA**2 <= 2**30).
 
+    Products are formed in int64 (``np.int64`` of each clamped operand: what Numba infers anyway,
+    and what keeps plain Python under ``NUMBA_DISABLE_JIT`` from wrapping NumPy int16 scalars).
+
     One flat body (no inlined helpers) ending in :func:`~nnue_infer.kernels.refcount.last_use`:
     :func:`ft_transform` inlines it in its non-SIMD branch, and helpers inlined there kept
     reference-count pairs alive on ft_transform's SIMD path.
@@ -129,7 +132,7 @@ def ft_activate(acc, stm, code, clamp_max, shift, table, out):
         for h in range(2):
             r = stm ^ h
             for j in range(width):
-                a = min(max(acc[r, j], 0), clamp_max)
+                a = np.int64(min(max(acc[r, j], 0), clamp_max))
                 if code == FT_SCRELU:
                     a = a * a
                 out[h * width + j] = a >> shift
@@ -151,8 +154,8 @@ def ft_activate(acc, stm, code, clamp_max, shift, table, out):
         for h in range(2):
             r = stm ^ h
             for j in range(half):
-                g = table[min(max(acc[r, j], -clamp_max), clamp_max) + clamp_max]
-                b = min(max(acc[r, j + half], -clamp_max), clamp_max)
+                g = np.int64(table[min(max(acc[r, j], -clamp_max), clamp_max) + clamp_max])
+                b = np.int64(min(max(acc[r, j + half], -clamp_max), clamp_max))
                 out[h * half + j] = (g * b) >> shift
     else:  # pairwise, glu, bilinear
         lo_a = -clamp_max if code == FT_BILINEAR else 0
@@ -160,8 +163,8 @@ def ft_activate(acc, stm, code, clamp_max, shift, table, out):
         for h in range(2):
             r = stm ^ h
             for j in range(half):
-                a = min(max(acc[r, j], lo_a), clamp_max)
-                b = min(max(acc[r, j + half], lo_b), clamp_max)
+                a = np.int64(min(max(acc[r, j], lo_a), clamp_max))
+                b = np.int64(min(max(acc[r, j + half], lo_b), clamp_max))
                 out[h * half + j] = (a * b) >> shift
     last_use((acc, table, out))
 

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import numpy as np
 from numba import carray, njit, types
-from numba.extending import intrinsic
 
 from . import forward
 from .accumulator import INDEX_SCRATCH, RELATION_SCRATCH, STATE_FLAG
 from .dense import LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, scratch_layout
+from .simd import address_pointer as _pointer
 
 #: The arrays a header stands for, in the order of the ``forward`` kernels' arguments: name,
 #: dtype, number of dimensions.  Each takes ``SLOT`` int64 entries: address, then the shape.
@@ -68,19 +68,6 @@ def write_header(header: np.ndarray, arrays: tuple) -> None:
         header[SLOT * k + 1:SLOT * k + 1 + ndim] = a.shape
 
 
-@intrinsic
-def _pointer(typingctx, address, dtype):
-    """``(dtype *) address``: an int64 address as a typed pointer (for ``numba.carray``)."""
-    if not isinstance(address, types.Integer) or not isinstance(dtype, types.NumberClass):
-        return None
-    ptr = types.CPointer(dtype.instance_type)
-
-    def codegen(context, builder, sig, args):
-        return builder.inttoptr(args[0], context.get_value_type(ptr))
-
-    return ptr(address, dtype), codegen
-
-
 @njit(cache=True, inline="always")
 def header_arrays(h):
     """The arrays of header ``h`` (see :data:`ARRAYS`), as views of their memory."""
@@ -110,14 +97,14 @@ def put_position(state, pair, position):
     """``state[pair, 0, :8] = position[:8]``: the bitboards of a :data:`POSITION` tuple, as int64
     (the same bits), where the ``forward`` kernels read the position to evaluate."""
     row = state[pair, 0]
-    row[0] = np.int64(position[0])
-    row[1] = np.int64(position[1])
-    row[2] = np.int64(position[2])
-    row[3] = np.int64(position[3])
-    row[4] = np.int64(position[4])
-    row[5] = np.int64(position[5])
-    row[6] = np.int64(position[6])
-    row[7] = np.int64(position[7])
+    row[0] = np.int64(np.uint64(position[0]))
+    row[1] = np.int64(np.uint64(position[1]))
+    row[2] = np.int64(np.uint64(position[2]))
+    row[3] = np.int64(np.uint64(position[3]))
+    row[4] = np.int64(np.uint64(position[4]))
+    row[5] = np.int64(np.uint64(position[5]))
+    row[6] = np.int64(np.uint64(position[6]))
+    row[7] = np.int64(np.uint64(position[7]))
 
 
 @njit(cache=True, inline="always")

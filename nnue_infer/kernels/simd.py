@@ -28,6 +28,7 @@ Sources: Intel's intrinsics guide (``_mm512_dpbusd_epi32``, ``_mm256_maddubs_epi
 
 from __future__ import annotations
 
+import ctypes
 import os
 
 import numpy as np
@@ -35,7 +36,7 @@ from llvmlite import ir
 from numba import types
 from numba.core import config as numba_config
 from numba.core import cgutils
-from numba.extending import intrinsic, models, register_model
+from numba.extending import intrinsic, models, overload, register_model
 
 #: Instruction-set paths, in order of preference (codes stored in ``forward.P_SIMD``).
 ISA_PORTABLE, ISA_AVX2, ISA_AVXVNNI, ISA_VNNI512 = 0, 1, 2, 3
@@ -415,12 +416,51 @@ def dot4x2_avx2(typingctx, acc, x, xi, xj, w, wi, wj):
     return I32x8(acc, x, xi, xj, w, wi, wj), codegen
 
 
+def address_pointer(address, dtype):
+    """``(dtype *) address``: an int64 address as a typed pointer, for ``numba.carray``.
+
+    Compiled: one ``inttoptr`` (:func:`_address_pointer`, inlined).  Plain Python
+    (``NUMBA_DISABLE_JIT``): the same pointer as a ``ctypes`` pointer, which ``numba.carray``
+    also takes.
+    """
+    return ctypes.cast(int(address), ctypes.POINTER(np.ctypeslib.as_ctypes_type(np.dtype(dtype))))
+
+
 @intrinsic
-def data_pointer(typingctx, arr, dtype):
+def _address_pointer(typingctx, address, dtype):
+    """The compiled :func:`address_pointer`."""
+    if not isinstance(address, types.Integer) or not isinstance(dtype, types.NumberClass):
+        return None
+    ptr = types.CPointer(dtype.instance_type)
+
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(args[0], context.get_value_type(ptr))
+
+    return ptr(address, dtype), codegen
+
+
+@overload(address_pointer, inline="always")
+def _address_pointer_overload(address, dtype):
+    if isinstance(address, types.Integer) and isinstance(dtype, types.NumberClass):
+        return lambda address, dtype: _address_pointer(address, dtype)
+    return None
+
+
+def data_pointer(arr, dtype):
     """``(dtype *) arr.data``: the first element of the C-contiguous array ``arr`` as a pointer to
     ``dtype``, for ``numba.carray``: a view of the same memory as another type that, unlike
     ``arr.view``, divides nothing at run time and holds no reference (the caller keeps ``arr``
-    alive while the view is used)."""
+    alive while the view is used).
+
+    Compiled: a bitcast of the array's data pointer (:func:`_data_pointer`, inlined).  Plain
+    Python (``NUMBA_DISABLE_JIT``): :func:`address_pointer` of ``arr.ctypes.data``.
+    """
+    return address_pointer(arr.ctypes.data, dtype)
+
+
+@intrinsic
+def _data_pointer(typingctx, arr, dtype):
+    """The compiled :func:`data_pointer`."""
     if not (_is_array(arr) and isinstance(dtype, types.NumberClass)):
         return None
     ptr = types.CPointer(dtype.instance_type)
@@ -430,6 +470,13 @@ def data_pointer(typingctx, arr, dtype):
         return builder.bitcast(ary.data, context.get_value_type(ptr))
 
     return ptr(arr, dtype), codegen
+
+
+@overload(data_pointer, inline="always")
+def _data_pointer_overload(arr, dtype):
+    if _is_array(arr) and isinstance(dtype, types.NumberClass):
+        return lambda arr, dtype: _data_pointer(arr, dtype)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
