@@ -27,6 +27,7 @@ from .errors import (
     PositionError,
     QuantisationRangeError,
     QuantisationWarning,
+    SimdPathError,
 )
 from .evaluator import (Evaluator, evaluate, evaluate_batch, evaluate_cp, evaluate_game, evaluate_moves,
                         final_evaluation)
@@ -83,6 +84,7 @@ __all__ = [
     "QuantisationRangeError",
     "QuantisationWarning",
     "QuantisationScheme",
+    "SimdPathError",
     "Trace",
     "default_network",
     "default_network_path",

@@ -76,6 +76,12 @@ class ConcurrentUseError(NnueError, RuntimeError):
     thread) was running; an evaluator is not thread-safe, give each thread its own."""
 
 
+class SimdPathError(NnueError, ValueError):
+    """``NNUE_INFER_SIMD`` names no instruction-set path, or one whose instructions this CPU
+    lacks; the message lists the valid values and the missing features
+    (:mod:`nnue_infer.kernels.simd`)."""
+
+
 class QuantisationWarning(UserWarning):
     """:func:`nnue_infer.quantise` saturated parameters that did not fit their integer type
     (the message names each tensor, the count and the worst value)."""

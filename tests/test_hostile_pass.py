@@ -118,3 +118,50 @@ def test_item4_every_path_runs_without_jit_stockfish_19(data_dir):
     want_game = {ply: game["values"][ply] for ply in range(plies + 1) if not game["in_check"][ply]}
     got = _run_without_jit("sf19", [r["fen"] for r in rows], game["start_fen"], game["moves"][:plies])
     _check_paths(got, [r["fen"] for r in rows], [r["value"] for r in rows], want_game)
+
+
+# ---------------------------------------------------------------------------------------------
+# Item 5: a bad NNUE_INFER_SIMD is one error line where a path is needed, never an import traceback
+
+#: The four path names (the module docstring of ``kernels/simd.py``; written out, not read from it).
+PATHS = "portable, avx2, avxvnni, vnni512"
+
+
+def test_item5_a_misspelt_simd_path_is_one_error_line_and_help_works():
+    env = _env(NNUE_INFER_SIMD="avx3")
+    helped = subprocess.run([sys.executable, "-m", "nnue_infer", "--help"], capture_output=True, text=True, env=env)
+    assert helped.returncode == 0 and "Usage: " in helped.stdout and helped.stderr == "", helped.stderr
+    helped = subprocess.run([sys.executable, "-m", "nnue_infer", "eval", "--help"], capture_output=True, text=True,
+                            env=env)
+    assert helped.returncode == 0 and "--epd" in helped.stdout, helped.stderr
+    run = subprocess.run([sys.executable, "-m", "nnue_infer", "eval", "startpos"], capture_output=True, text=True,
+                         env=env)
+    assert run.returncode == 1 and run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: NNUE_INFER_SIMD='avx3'") and PATHS in lines[0], run.stderr
+    api = subprocess.run([sys.executable, "-c", "import chess, nnue_infer\n"
+                          "try:\n    nnue_infer.evaluate(chess.Board())\n"
+                          "except nnue_infer.SimdPathError as exc:\n    print(type(exc).__mro__[1:3], exc)"],
+                         capture_output=True, text=True, env=env)
+    assert api.returncode == 0 and "NnueError" in api.stdout and "ValueError" in api.stdout, api.stderr
+
+
+@pytest.mark.parametrize("forced,features,missing", [
+    # Intel's requirements: AVX-VNNI (VEX vpdpbusd) and AVX512_VNNI with AVX512BW/VL (EVEX ymm/zmm)
+    ("avxvnni", {"avx2"}, "avxvnni"),
+    ("vnni512", {"avx2", "avx512f"}, "avx512bw, avx512vl, avx512vnni"),
+    ("avx2", set(), "avx2"),
+])
+def test_item5_a_path_the_cpu_lacks_names_only_the_missing_features(monkeypatch, forced, features, missing):
+    monkeypatch.setattr(simd, "target_features", lambda: frozenset(features))
+    with pytest.raises(ValueError) as info:
+        simd.select_isa({simd.ENV_VAR: forced})
+    assert f"this CPU lacks {missing} (" in str(info.value), str(info.value)
+    assert type(info.value).__name__ == "SimdPathError"
+
+
+def test_item5_the_docstring_says_what_the_code_does():
+    """The docstring claimed a forced ``vnni512`` runs emulated on a CPU without AVX-512, which
+    the code refuses (the kernels compile only the target's paths: ``simd.TARGET_*``)."""
+    doc = " ".join(simd.__doc__.split())
+    assert "emulated (slowly)" not in doc and "cannot be forced" in doc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import NnueError
 from .common import example
 from .data import data
 from .eval import eval_cmd
@@ -48,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Abort:
         click.echo("Aborted!", err=True)
+        return 1
+    except NnueError as exc:  # one a command does not handle itself (NNUE_INFER_SIMD: simd.SimdPathError)
+        click.echo(f"error: {exc}", err=True)
         return 1
     except SystemExit as exc:
         return int(exc.code or 0)

@@ -2,20 +2,25 @@
 LLVM does not produce from loops (AVX-512 VNNI / AVX-VNNI ``vpdpbusd``, AVX2 ``vpmaddubsw`` +
 ``vpmaddwd``), and the choice of instruction set.
 
-**Instruction set.**  :data:`ISA` is chosen once, at import, from the features of the CPU Numba
-compiles for (``vnni512`` > ``avxvnni`` > ``avx2`` > ``portable``), or forced with the
-environment variable ``NNUE_INFER_SIMD`` (one of :data:`ISA_NAMES`).  It is *data*, not a
+**Instruction set.**  :data:`ISA` is chosen once, on first use (reading ``simd.ISA``), from the
+features of the CPU Numba compiles for (``vnni512`` > ``avxvnni`` > ``avx2`` > ``portable``), or
+forced with the environment variable ``NNUE_INFER_SIMD`` (one of :data:`ISA_NAMES`, a path this
+CPU has).  An unknown name, or a path whose instructions the CPU lacks, is a
+:class:`~nnue_infer.errors.SimdPathError` naming the valid values and the missing features,
+raised where the path is first needed (creating an evaluator), not at import: ``import
+nnue_infer`` and ``nnue-infer --help`` work whatever the variable says.  ``ISA`` is *data*, not a
 compile-time constant: the callers put it into the int64 parameters they pass to the kernels
 (``forward.P_SIMD``), and the kernels branch on it.  So one compiled (and ``cache=True``-cached)
 kernel holds every path, and a kernel cached under one choice is never reused for another.
+Under ``NUMBA_DISABLE_JIT`` the path is ``portable`` (the intrinsics exist only compiled).
 
 **Portability.**  Every intrinsic here emits the x86 instruction only when the compilation
 target has the feature; otherwise it emits the same arithmetic in generic LLVM vector IR
 (bit-identical, including ``vpmaddubsw``'s int16 saturation), which compiles on any CPU
-(x86-64 without AVX2, ARM).  So every path runs, and gives the same numbers, on every machine:
-forcing ``NNUE_INFER_SIMD=vnni512`` on a CPU without AVX-512 runs the ``vnni512`` kernels with
-the instruction emulated (slowly) - which is how the tests check each path's kernels on any
-machine.  ``portable`` is the plain-loop path of every kernel.
+(x86-64 without AVX2, ARM); ``tests/kernels/test_simd.py`` checks that emulation of every
+intrinsic on any machine.  The kernels compile only the paths the target CPU has
+(:data:`TARGET_AVX2`, ...), which is why a path the CPU lacks cannot be forced.  ``portable``
+is the plain-loop path of every kernel.
 
 **Vectors.**  ``I16x16``, ``I16x64`` (16 / 64 int16 lanes), ``I32x8`` and ``I32x16`` are Numba types held in
 registers (LLVM vectors); they are created, combined and stored only through the intrinsics
@@ -37,6 +42,8 @@ from numba import types
 from numba.core import config as numba_config
 from numba.core import cgutils
 from numba.extending import intrinsic, models, overload, register_model
+
+from ..errors import SimdPathError, quote
 
 #: Instruction-set paths, in order of preference (codes stored in ``forward.P_SIMD``).
 ISA_PORTABLE, ISA_AVX2, ISA_AVXVNNI, ISA_VNNI512 = 0, 1, 2, 3
@@ -66,29 +73,49 @@ def native_isas(features: frozenset[str] | None = None) -> tuple[int, ...]:
     return (ISA_PORTABLE,) + tuple(isa for isa, needs in _NEEDS.items() if all(f in features for f in needs))
 
 
-def select_isa(environ=os.environ) -> int:
+def select_isa(environ=os.environ, features: frozenset[str] | None = None) -> int:
     """The path to use: ``NNUE_INFER_SIMD`` if set, else the best native one.
 
-    Raises :class:`ValueError` naming the variable, for an unknown name or a path this CPU
-    lacks (the accepted values are listed).
+    Parameters
+    ----------
+    environ : mapping
+        Where ``NNUE_INFER_SIMD`` is read (the process's environment by default).
+    features : frozenset of str, optional
+        The CPU's features (:func:`target_features` by default).
+
+    Raises
+    ------
+    SimdPathError
+        For an unknown name (the valid values are listed) or a path this CPU lacks (the missing
+        features are named).
     """
     forced = environ.get(ENV_VAR, "").strip().lower()
     if numba_config.DISABLE_JIT:  # the kernels run as Python: intrinsics do not exist then
         return ISA_PORTABLE
-    native = native_isas()
+    features = target_features() if features is None else features
+    native = native_isas(features)
     if not forced:
         return native[-1]
-    names = ", ".join(ISA_NAMES[i] for i in native)
+    runs = ", ".join(ISA_NAMES[i] for i in native)
     if forced not in ISA_NAMES:
-        raise ValueError(f"{ENV_VAR}={forced!r}: expected one of {', '.join(ISA_NAMES)} (this CPU: {names})")
-    if ISA_NAMES.index(forced) not in native:
-        raise ValueError(f"{ENV_VAR}={forced!r}: this CPU lacks {', '.join(_NEEDS[ISA_NAMES.index(forced)])} "
-                         f"(it runs {names})")
-    return ISA_NAMES.index(forced)
+        raise SimdPathError(f"{ENV_VAR}={quote(forced)}: expected one of {', '.join(ISA_NAMES)} "
+                            f"(this CPU runs {runs}; unset it for the best)")
+    isa = ISA_NAMES.index(forced)
+    if isa not in native:
+        missing = ", ".join(f for f in _NEEDS[isa] if f not in features)
+        raise SimdPathError(f"{ENV_VAR}={quote(forced)}: this CPU lacks {missing} (it runs {runs}; "
+                            f"unset it for the best)")
+    return isa
 
 
-#: The path chosen for this process (see the module docstring).
-ISA = select_isa()
+def __getattr__(name: str):
+    """:data:`ISA` on first use (PEP 562): a bad ``NNUE_INFER_SIMD`` raises there, not at import."""
+    if name == "ISA":
+        globals()["ISA"] = isa = select_isa()
+        return isa
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 #: Compile-time facts about the target CPU, frozen into the compiled kernels so that paths it
 #: lacks are not compiled at all (their emulation is slow to compile).  Numba's cache key
 #: includes the target CPU's name and features, so a cache built on one CPU is not reused on
