@@ -131,3 +131,31 @@ def to_cp(value: int, version: str, mat: int) -> int:
         q = abs(100 * value) // PAWN_VALUE[version]
         return q if value >= 0 else -q
     return round_half_away(100 * value / wdl_a(version, mat))
+
+
+def white_side_pawns(value_white: int, version: str, mat: int, per_pawn: int | None = None) -> float:
+    """The figure of ``version``'s ``NNUE evaluation ... (white side)`` line, in pawns (printed ``%+.2f``).
+
+    Parameters
+    ----------
+    value_white : int
+        The network's value, internal units, White's point of view.
+    version : str
+        ``"15.1"``, ``"16"``, ``"17.1"``, ``"18"`` or ``"19"``.
+    mat : int
+        :func:`material` of the position (used by 17.1 and later).
+    per_pawn : int, optional
+        Internal units per pawn for 15.1 and 16 (default :data:`PAWN_VALUE`; another network's
+        ``Architecture.units_per_pawn`` for one that is not Stockfish's).
+
+    Returns
+    -------
+    float
+        15.1 and 16: ``value_white / per_pawn`` (their ``eval`` divides in double; it prints
+        ``-0.00`` just below zero); 17.1 and later: ``0.01 * to_cp(value_white, version, mat)``
+        (whole centipawns first, so never ``-0.00``).  Source: sf_15.1 / sf_16 ``evaluate.cpp``
+        (``Trace::to_cp``), sf_17.1 / sf_18 ``evaluate.cpp`` (``0.01 * UCIEngine::to_cp``).
+    """
+    if version in PAWN_VALUE:
+        return value_white / (per_pawn or PAWN_VALUE[version])
+    return 0.01 * to_cp(value_white, version, mat)

@@ -27,7 +27,7 @@ import chess
 import numpy as np
 
 from .constants import NORMALIZE_TO_PAWN_VALUE as PAWN
-from .normalisation import PAWN_VALUE, WDL_A, to_cp, wdl
+from .normalisation import PAWN_VALUE, WDL_A, to_cp, wdl, white_side_pawns
 
 
 def tdiv(a: int, b: int) -> int:
@@ -252,17 +252,14 @@ class Trace:
         (17.1/18 print their big net's, whichever net evaluates).
         """
         v = version or self.stockfish_version
+        per_pawn = self.units_per_pawn if version is None else PAWN_VALUE.get(v)  # 15.1, 16
         if v in PAWN_VALUE:
-            per_pawn = self.units_per_pawn if version is None else PAWN_VALUE[v]
-
             def cells(xs: tuple[int, int, int]) -> list[str]:
                 texts = tuple(format_cp_aligned(x, per_pawn) for x in xs)
                 return table_cells(texts) if v == "15.1" else list(texts)  # 15.1: char buffers
 
             def compact(x: int) -> str:
                 return format_cp_compact(x, per_pawn)
-
-            white_line = "%+.2f (white side)" % (self.value_white / per_pawn)
         else:
             def cp(x: int) -> int:
                 return to_cp(x, v, self.material)
@@ -272,8 +269,6 @@ class Trace:
 
             def compact(x: int) -> str:
                 return format_cp_compact(x, cp=cp(x))
-
-            white_line = "%+.2f (white side)" % (0.01 * cp(self.value_white))
         lines: list[str] = []
         if v != "19":
             lines += [" NNUE derived piece values:", *self._piece_board(compact), ""]
@@ -295,7 +290,8 @@ class Trace:
         lines += [border, ""]
         if v == "19":
             lines.append("NNUE evaluation".ljust(25) + "%+d (side to move, internal units)" % self.value)
-        lines.append("NNUE evaluation".ljust(23) + white_line)
+        white = white_side_pawns(self.value_white, v, self.material, per_pawn)
+        lines.append("NNUE evaluation".ljust(23) + "%+.2f (white side)" % white)
         if v == self.stockfish_version and v in WDL_A and self.final is not None:
             final_white = self.final if self.side_to_move == chess.WHITE else -self.final
             lines.append("Final evaluation".ljust(22 if v == "19" else 23)
@@ -391,7 +387,8 @@ class Trace:
             for (x, _), cell in zip(columns, cells):
                 text(x, y, cell)
         y = 46 + row * (len(self.psqt) + 2)
-        text(left, y, f"NNUE evaluation {self.value_white / self.units_per_pawn:+.2f} (white side)",
+        white = white_side_pawns(self.value_white, self.stockfish_version, self.material, self.units_per_pawn)
+        text(left, y, f"NNUE evaluation {white:+.2f} (white side)",
              **{"font-weight": "bold"})
         text(left, y + row, "piece values in pawns, White's view", **{"font-size": "11"})
         text(left, y + row + 16, f"(green +, red -; full colour at {largest / self.units_per_pawn:.2f})",

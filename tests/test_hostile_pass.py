@@ -16,6 +16,7 @@ import chess
 import pytest
 
 import nnue_infer
+from nnue_infer.cli import main
 from nnue_infer.kernels import simd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,3 +166,65 @@ def test_item5_the_docstring_says_what_the_code_does():
     the code refuses (the kernels compile only the target's paths: ``simd.TARGET_*``)."""
     doc = " ".join(simd.__doc__.split())
     assert "emulated (slowly)" not in doc and "cannot be forced" in doc
+
+
+# ---------------------------------------------------------------------------------------------
+# Item 8: the one-line "(white side)" figure is what the version's eval prints, never -0.00
+
+#: Issue 26's example: Stockfish 19 prints "NNUE evaluation +0.25 (white side)" here; the one line said +0.23.
+KINGS_KNIGHT = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+
+
+def _engine_white_side(lines: list[str]) -> str | None:
+    """The figure of the engine's ``NNUE evaluation ... (white side)`` line (None in check)."""
+    if any("none (in check)" in line for line in lines):
+        return None
+    line = next(line for line in lines if line.startswith("NNUE evaluation") and line.endswith("(white side)"))
+    return line.split()[-3]
+
+
+def _cli_white_side(capsys, spec: str, fens: list[str]) -> list[str]:
+    assert main(["eval", "--net", spec, *fens]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == len(fens)
+    return [line.split("\t")[3].removesuffix(" (white side)") for line in out]
+
+
+def _positions() -> list[str]:
+    from node_engines import generated_positions
+
+    return [KINGS_KNIGHT, chess.STARTING_FEN] + [fen for fen, c960 in generated_positions(12, seed=2601) if not c960]
+
+
+def _compare_white_side(capsys, spec: str, eval_lines, fens: list[str]) -> None:
+    want = {fen: _engine_white_side(eval_lines(fen)) for fen in fens}
+    fens = [fen for fen in fens if want[fen] is not None]
+    got = _cli_white_side(capsys, spec, fens)
+    # the engine's text, but a negative zero (15.1 and 16 print "-0.00" just below zero) as +0.00
+    expected = ["+0.00" if want[fen] == "-0.00" else want[fen] for fen in fens]
+    assert got == expected, [(f, g, w) for f, g, w in zip(fens, got, expected) if g != w]
+    assert all(g != "-0.00" for g in got)
+
+
+@pytest.mark.parametrize("engine,spec", [("16", "sf16"), ("17.1", "sf17.1"), ("18", "sf18"), ("19", "sf19")])
+def test_item8_white_side_figure_is_the_engines(capsys, engine, spec):
+    """Against the live npm engines: the figure of their ``NNUE evaluation`` line."""
+    import shutil
+
+    from node_engines import ENGINES, NodeEngine, unpacked
+
+    _known(spec)
+    if shutil.which("node") is None or unpacked(ENGINES[engine][0]) is None:
+        pytest.skip("node or the stockfish npm package is missing; .ci/run installs them")
+    sf = NodeEngine(engine)
+    try:
+        _compare_white_side(capsys, spec, sf.eval_lines, _positions())
+    finally:
+        sf.close()
+
+
+def test_item8_white_side_figure_is_stockfish_15_1s(capsys, stockfish, corpus):
+    """Against Debian's Stockfish 15.1, with corpus positions where it prints -0.00 (value -1)."""
+    near_zero = [r["fen"] for r in corpus if r["sf"]["nnue_eval"] == "-0.00"][:3]
+    assert near_zero
+    _compare_white_side(capsys, "stockfish", stockfish.eval_lines, _positions()[:6] + near_zero)

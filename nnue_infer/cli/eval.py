@@ -318,8 +318,9 @@ def _eval_boards(ev, positions: list, trace: bool, svg_path: str | None, as_json
                  out: Output) -> int:
     """One position at a time: text lines, JSON objects or Stockfish-style traces.
 
-    The text line ends with White's value in pawns as Stockfish's ``NNUE evaluation`` line prints
-    it (``value / units_per_pawn``, two decimals: +0.28), not the truncated centipawns / 100.
+    The text line ends with White's value in pawns as the network's Stockfish version's ``NNUE
+    evaluation`` line prints it (``normalisation.white_side_pawns``: ``value / units_per_pawn``
+    for 15.1 and 16, the material-dependent centipawns / 100 for 17.1-19), never ``-0.00``.
     """
     import chess
     import numpy as np
@@ -327,6 +328,7 @@ def _eval_boards(ev, positions: list, trace: bool, svg_path: str | None, as_json
     from ..errors import clip, quote
     from ..io.output import encode
     from ..io.score import outcome_code, value_columns
+    from ..normalisation import material, white_side_pawns
 
     status = 0
     for position in positions:
@@ -371,8 +373,12 @@ def _eval_boards(ev, positions: list, trace: bool, svg_path: str | None, as_json
             continue
         flags = "\tin check" * (check and not finished) + finished
         cp = int(cols["cp"][0])
-        pawns = (value if board.turn == chess.WHITE else -value) / ev.network.architecture.units_per_pawn
-        out.write_text(f"{fen}\tvalue {value}\tcp {cp:+d} (side to move)\t{pawns:+.2f} (white side){flags}\n")
+        arch = ev.network.architecture
+        white = white_side_pawns(value if board.turn == chess.WHITE else -value, arch.stockfish_version,
+                                 material(board), arch.units_per_pawn)
+        pawns = f"{white:+.2f}"
+        pawns = "+0.00" if pawns == "-0.00" else pawns  # no negative zero (15.1 and 16's eval print one)
+        out.write_text(f"{fen}\tvalue {value}\tcp {cp:+d} (side to move)\t{pawns} (white side){flags}\n")
     return status
 
 
