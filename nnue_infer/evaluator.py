@@ -12,6 +12,7 @@ Incremental evaluation (:meth:`Evaluator.push` / :meth:`Evaluator.pop` /
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import struct
@@ -192,8 +193,8 @@ class Evaluator:
         self.network = network
 
     def __getstate__(self) -> dict:
-        """Pickling (spawn pools, ``copy.deepcopy``, ``copy.copy``): everything but the in-use
-        token, the arena header and its address (this process's) and the entry-point indices."""
+        """Pickling (spawn pools, ``copy.deepcopy``): everything but the in-use token, the arena
+        header and its address (this process's) and the entry-point indices."""
         state = self.__dict__.copy()
         for name in ("_free", *self._arena(None)):
             del state[name]
@@ -207,6 +208,19 @@ class Evaluator:
         self.__dict__.update(self._arena(self._kernel_args))
         self._free = [_TOKEN]
         _ALL_EVALUATORS.add(self)
+
+    def __copy__(self) -> Evaluator:
+        """``copy.copy``: an independent evaluator at the same position on the same network.
+
+        The network's arrays are shared (read-only, as between any evaluators of one network);
+        the board, accumulators, refresh cache, stored values and scratch are copied: a push or
+        pop on one never moves the other (the default shallow copy shared them all).
+        """
+        state = self.__getstate__()
+        shared = (self._network, *self._net_args, *self._batch_args[0])
+        clone = Evaluator.__new__(Evaluator)
+        clone.__setstate__(copy.deepcopy(state, {id(x): x for x in shared}))
+        return clone
 
     @staticmethod
     def _arena(kernel_args: tuple | None) -> dict:

@@ -6,6 +6,7 @@ named).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -16,6 +17,7 @@ import chess
 import pytest
 
 import nnue_infer
+from nnue_infer import Evaluator
 from nnue_infer.cli import main
 from nnue_infer.kernels import simd
 
@@ -228,3 +230,27 @@ def test_item8_white_side_figure_is_stockfish_15_1s(capsys, stockfish, corpus):
     near_zero = [r["fen"] for r in corpus if r["sf"]["nnue_eval"] == "-0.00"][:3]
     assert near_zero
     _compare_white_side(capsys, "stockfish", stockfish.eval_lines, _positions()[:6] + near_zero)
+
+
+# ---------------------------------------------------------------------------------------------
+# Item 9: copy.copy(evaluator) is independent of the original
+
+
+def test_item9_copy_copy_is_independent(network, corpus):
+    row = next(r for r in corpus if not r["in_check"] and r["side_to_move"] == "w" and r["piece_count"] > 20)
+    ev = Evaluator(network)
+    ev.set_position(chess.Board(row["fen"]))
+    assert ev.evaluate() == row["raw"]["value"]
+    clone = copy.copy(ev)
+    board = chess.Board(row["fen"])  # python-chess: the position after each move
+    for move in list(board.legal_moves)[:3]:
+        clone.push(move)
+        board.push(move)
+        assert clone.board.fen() == board.fen()
+        assert clone.evaluate() == Evaluator(network).evaluate(board)
+        assert ev.board.fen() == row["fen"] and ev.board.move_stack == []
+        assert ev.evaluate() == row["raw"]["value"]
+        clone.pop()
+        board.pop()
+    ev.push(next(iter(board.legal_moves)))
+    assert clone.board.fen() == row["fen"] and clone.evaluate() == row["raw"]["value"]
