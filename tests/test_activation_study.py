@@ -76,9 +76,19 @@ def test_resume_gives_the_same_run(study, tmp_path):
 
 
 def test_speed_ratios(study):
+    """The record: what was measured (positions, repeats, one thread), and each ratio the pairwise
+    time over the variant's time (> 1: the variant is faster), consistent with the recorded times.
+    A second call reads the record back instead of measuring again."""
     s = S.measure_speed(study, CFG, 1, "short", positions=50, repeats=1, variants=VARIANTS, log=lambda *a: None)
-    assert s["ratio_to_pairwise"]["pairwise"] == s["activation_ratio_to_pairwise"]["pairwise"] == 1.0
-    assert set(s["us_per_position"]) == set(VARIANTS) and all(r > 0 for r in s["ratio_to_pairwise"].values())
+    assert (s["seed"], s["budget"], s["positions"], s["repeats"], s["threads"]) == (1, "short", 50, 1, 1)
+    for times, ratios in (("us_per_position", "ratio_to_pairwise"),
+                          ("activation_ns_per_position", "activation_ratio_to_pairwise")):
+        assert set(s[times]) == set(s[ratios]) == set(VARIANTS)
+        assert all(0 < t < float("inf") for t in s[times].values())
+        for v in VARIANTS:
+            assert s[ratios][v] == pytest.approx(s[times]["pairwise"] / s[times][v], rel=1e-9), (ratios, v)
+    assert json.loads((study / "speed-short-s1.json").read_text()) == s
+    assert S.measure_speed(study, CFG, 1, "short", positions=50, repeats=1, variants=VARIANTS, log=None) == s  # no log: no measuring
 
 
 def test_sparsity_counts_zero_blocks():

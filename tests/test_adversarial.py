@@ -544,9 +544,62 @@ def test_damaged_files_load_exactly_or_fail_with_network_format_error(small_file
     Evaluator(net).evaluate(START)
 
 
+#: Stockfish 16's ``eval`` (npm stockfish@16.0.0, its net nn-5af11540bbfe.nnue, 328 units per pawn) on
+#: Kiwipete with Black to move: the NNUE part of its output, recorded from the engine (the classical
+#: table and the "Classical evaluation" line left out, as ``Trace.format_stockfish("16")`` renders it).
+SF16_KIWIPETE_TEXT = """\
+ NNUE derived piece values:
++-------+-------+-------+-------+-------+-------+-------+-------+
+|   r   |       |       |       |   k   |       |       |   r   |
+| -2.97 |       |       |       |       |       |       | -3.35 |
++-------+-------+-------+-------+-------+-------+-------+-------+
+|   p   |       |   p   |   p   |   q   |   p   |   b   |       |
+| -0.02 |       | -0.34 | -0.74 | -7.35 | -1.27 | -3.16 |       |
++-------+-------+-------+-------+-------+-------+-------+-------+
+|   b   |   n   |       |       |   p   |   n   |   p   |       |
+| -1.86 | -2.05 |       |       | -0.48 | -1.21 | -0.90 |       |
++-------+-------+-------+-------+-------+-------+-------+-------+
+|       |       |       |   P   |   N   |       |       |       |
+|       |       |       | +1.21 | +3.97 |       |       |       |
++-------+-------+-------+-------+-------+-------+-------+-------+
+|       |   p   |       |       |   P   |       |       |       |
+|       | -1.78 |       |       | +1.33 |       |       |       |
++-------+-------+-------+-------+-------+-------+-------+-------+
+|       |       |   N   |       |       |   Q   |       |   p   |
+|       |       | +3.37 |       |       | +6.60 |       | -1.22 |
++-------+-------+-------+-------+-------+-------+-------+-------+
+|   P   |   P   |   P   |   B   |   B   |   P   |   P   |   P   |
+| -0.17 | +1.29 | +0.79 | +4.57 | +4.32 | +0.68 | +0.18 | +0.02 |
++-------+-------+-------+-------+-------+-------+-------+-------+
+|   R   |       |       |       |   K   |       |       |   R   |
+| +4.83 |       |       |       |       |       |       | +4.77 |
++-------+-------+-------+-------+-------+-------+-------+-------+
+
+ NNUE network contributions (Black to move)
++------------+------------+------------+------------+
+|   Bucket   |  Material  | Positional |   Total    |
+|            |   (PSQT)   |  (Layers)  |            |
++------------+------------+------------+------------+
+|  0         |  -  0.06   |  -  0.82   |  -  0.88   |
+|  1         |  +  0.02   |  +  1.64   |  +  1.66   |
+|  2         |  +  0.07   |  +  1.39   |  +  1.46   |
+|  3         |  +  0.05   |  +  1.45   |  +  1.49   |
+|  4         |  +  0.02   |  +  1.49   |  +  1.52   |
+|  5         |  +  0.02   |  +  1.73   |  +  1.75   |
+|  6         |  +  0.04   |  +  1.75   |  +  1.79   |
+|  7         |  +  0.06   |  +  1.63   |  +  1.69   | <-- this bucket is used
++------------+------------+------------+------------+
+
+NNUE evaluation        -1.69 (white side)"""
+KIWIPETE_BLACK = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R b KQkq - 0 1"
+
+
 def test_trace_text_uses_the_networks_units_per_pawn():
     """The trace text divided by Stockfish's 361 whatever the network: for a network whose output
-    is in centipawns (units_per_pawn 100) ``eval --trace`` printed +0.11 where ``eval`` said +0.38."""
+    is in centipawns (units_per_pawn 100) ``eval --trace`` printed +0.11 where ``eval`` said +0.38.
+    The piece cells are checked against a rendering written out here (Stockfish's
+    ``format_cp_compact``: sign, then d.dd of the centipawns truncated toward zero), not against
+    the package's own ``format_cp_compact``."""
     import warnings
 
     from nnue_infer import Architecture, Evaluator, FloatNetwork, HiddenLayer, quantise
@@ -558,14 +611,32 @@ def test_trace_text_uses_the_networks_units_per_pawn():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ev = Evaluator(quantise(FloatNetwork.random(arch, seed=1), SCHEMES["qa255-qb64"]))
-    board = chess.Board("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R b KQkq - 0 1")
+    board = chess.Board(KIWIPETE_BLACK)
     trace = ev.trace(board)
     white = ev.evaluate_cp(board, white_pov=True)
-    assert trace.format_stockfish().endswith("NNUE evaluation        %+.2f (white side)" % (trace.value_white / 100))
+    text = trace.format_stockfish()
+    assert text.endswith("NNUE evaluation        %+.2f (white side)" % (trace.value_white / 100))
     assert abs(trace.value_white / 100 - white / 100) < 0.01
-    from nnue_infer.trace import format_cp_compact
+    for square, v in trace.piece_values.items():
+        cp = abs(v)  # units_per_pawn 100: one unit is one centipawn
+        assert cp < 1000, "a 4-character cell is rendered differently"
+        cell = ("+" if v > 0 else "-" if v < 0 else " ") + f"{cp // 100}.{cp // 10 % 10}{cp % 10}"
+        assert cell in text, (chess.square_name(square), v, cell)
 
-    assert format_cp_compact(trace.piece_values[chess.D5], 100) in trace.format_stockfish()
+
+def test_trace_text_of_stockfish_16s_net_is_the_engines():
+    """Stockfish 16's net (328 units per pawn) against the engine's own text: runs without
+    Node.js (the live comparison, tests/test_live_node_engines.py, needs it)."""
+    from nnue_infer.errors import NetworkNotFoundError
+    from nnue_infer.resources import known_network
+
+    try:
+        net = known_network("sf16")
+    except NetworkNotFoundError as exc:  # no npm tarball in the cache: CI fetches it (.ci/run)
+        pytest.skip(str(exc))
+    from nnue_infer import Evaluator
+
+    assert Evaluator(net).trace(chess.Board(KIWIPETE_BLACK)).format_stockfish() == SF16_KIWIPETE_TEXT
 
 
 def test_unvalidated_moves_from_empty_or_enemy_squares_change_nothing(network):

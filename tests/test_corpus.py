@@ -53,8 +53,16 @@ def test_raw_integers_and_checksum(corpus, traces):
     assert ours == theirs == CORPUS_CHECKSUM, f"corpus checksum: ours {ours}, corpus {theirs}, pinned {CORPUS_CHECKSUM}"
 
 
+def c_div(a: int, b: int) -> int:
+    """C's integer division, truncating toward zero (C99 6.5.5), written out here rather than taken
+    from the package.  Exact through a float here: |a| < 2**53, and a / 361 is an integer or at
+    least 1/361 away from one."""
+    return int(a / b)
+
+
 def test_evaluate_matches_raw_value(corpus, evaluator):
-    """Evaluator.evaluate / evaluate_cp and the module-level evaluate() agree with ``raw.value``."""
+    """Evaluator.evaluate / evaluate_cp and the module-level evaluate() agree with ``raw.value``;
+    centipawns as Stockfish 15.1's ``UCI::to_cp``: ``100 * v / NormalizeToPawnValue`` (361) in C ints."""
     bad = []
     for row in corpus:
         board = chess.Board(row["fen"])
@@ -62,7 +70,7 @@ def test_evaluate_matches_raw_value(corpus, evaluator):
         v_white = v if board.turn == chess.WHITE else -v
         got = (evaluator.evaluate(board), nnue_infer.evaluate(board, evaluator.network), evaluator.evaluate_cp(board),
                evaluator.evaluate_cp(board, white_pov=True))
-        want = (v, v, tdiv(100 * v, 361), tdiv(100 * v_white, 361))
+        want = (v, v, c_div(100 * v, 361), c_div(100 * v_white, 361))
         if got != want:
             bad.append(f"{row['fen']}: got {got}, want {want}")
     assert not bad, report(bad, len(corpus), "evaluate()")

@@ -60,9 +60,13 @@ def test_missing_default_network_says_what_to_do(monkeypatch):
         nnue_infer.default_network()
 
 
-#: The issue's targets on the whole dev corpus (measured: 43.9 cp, 99.2 %; weights/README.md).
-MAE_BOUND_CP = distil.TARGET_MAE_CP
-SIGN_BOUND = distil.TARGET_SIGN_AGREEMENT
+#: Issue 5's targets on the whole dev corpus, stated here rather than read from the code under test
+#: (measured: 43.9 cp, 99.2 %; weights/README.md): mean absolute error at most 50 cp over positions
+#: with |Stockfish| <= 1000 cp, sign agreement at least 95 % over positions with |Stockfish| >= 100 cp.
+MAE_BOUND_CP = 50.0
+MAE_WINDOW_CP = 1000.0
+SIGN_BOUND = 0.95
+SIGN_MIN_CP = 100.0
 #: Positions not derived from training data miss the MAE target (measured 75.2 cp, 97.5 %):
 #: this bound only guards against regressions of the shipped network.
 HELD_OUT_MAE_BOUND_CP = 80.0
@@ -70,11 +74,20 @@ HELD_OUT_MAE_BOUND_CP = 80.0
 
 def test_accuracy_against_stockfish_on_the_dev_corpus(default, data_dir):
     """Against Stockfish 15.1's exact values on the 3,298 dev positions (figures in weights/README.md)."""
+    rows = [json.loads(line) for line in (data_dir / "positions-dev.jsonl").read_text().splitlines()]
+    assert len(rows) == 3298
+    values = nnue_infer.Evaluator(default).evaluate_batch([r["fen"] for r in rows])
+    student = [100 * int(v) / 361 for v in values]  # both nets in Stockfish 15.1's units (361 per pawn)
+    teacher = [100 * r["raw"]["value"] / 361 for r in rows]
+    window = [abs(s - t) for s, t in zip(student, teacher) if abs(t) <= MAE_WINDOW_CP]
+    decided = [(s > 0) == (t > 0) and s != 0 for s, t in zip(student, teacher) if abs(t) >= SIGN_MIN_CP]
+    assert sum(window) / len(window) <= MAE_BOUND_CP
+    assert sum(decided) / len(decided) >= SIGN_BOUND
     acc = distil.corpus_accuracy(default, distil.read_corpus(data_dir / "positions-dev.jsonl"), holdout_fraction=0.25)
     a = acc["all"]
     assert a["positions"] == 3298
-    assert a["mae_cp"] <= MAE_BOUND_CP, a
-    assert a["sign_agreement"] >= SIGN_BOUND, a
+    assert a["mae_cp"] == pytest.approx(sum(window) / len(window)), a
+    assert a["sign_agreement"] == pytest.approx(sum(decided) / len(decided)), a
     assert a["correlation"] >= 0.9, a
     h = acc["held_out"]
     assert h["positions"] == 1248

@@ -254,3 +254,21 @@ def test_item9_copy_copy_is_independent(network, corpus):
         board.pop()
     ev.push(next(iter(board.legal_moves)))
     assert clone.board.fen() == row["fen"] and clone.evaluate() == row["raw"]["value"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Item 14: the NumPy speed baseline (benchmarks/numpy_baseline.py) is checked in the suite
+
+
+def test_item14_numpy_baseline_is_bit_identical_to_stockfish(network, corpus):
+    """The baseline the benchmarks time nnue-infer against computes Stockfish 15.1's exact values
+    (the corpus's ``raw.value``); the check lived in a benchmark, outside ``testpaths``."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from numpy_baseline import NumpyEvaluator
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    baseline = NumpyEvaluator(network)
+    rows = [r for r in corpus if not r["in_check"]][::66]
+    assert len(rows) >= 40
+    assert [baseline.evaluate(chess.Board(r["fen"])) for r in rows] == [r["raw"]["value"] for r in rows]

@@ -198,3 +198,33 @@ def test_unrepresentable_positions_are_errors_not_rows():
     assert kept.game.tolist() == [1, 1] and len(values) == 2
     assert [(e.game, e.line) for e in errors] == [(2, 5)]
     assert "more than 32 pieces" in errors[0].message and "ply 0" in errors[0].message
+
+
+#: The Opera Game (Morphy v Duke Karl of Brunswick and Count Isouard, Paris 1858) as its score is
+#: published: checks (+), a mate (#), queenside castling and a disambiguated knight move (Nbd7).
+OPERA_GAME = ("e4 e5 Nf3 d6 d4 Bg4 dxe5 Bxf3 Qxf3 dxe5 Bc4 Nf6 Qb3 Qe7 Nc3 c6 Bg5 b5 Nxb5 cxb5 Bxb5+ Nbd7 O-O-O Rd8 "
+              "Rxd7 Rxd7 Rd1 Qe6 Bxd7+ Nxd7 Qb8+ Nxb8 Rd8#").split()
+
+
+def _stockfish_position(stockfish, moves: list[str]) -> tuple[str, bool]:
+    """Stockfish 15.1's ``d`` after ``position startpos moves ...``: its FEN and whether it lists checkers."""
+    lines = stockfish._command(f"position startpos moves {' '.join(moves)}\nd\nisready", "readyok")
+    fen = next(line for line in lines if line.startswith("Fen: ")).removeprefix("Fen: ")
+    checkers = next(line for line in lines if line.startswith("Checkers:")).removeprefix("Checkers:")
+    return fen, bool(checkers.strip())
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_published_score_and_stockfish_positions(stockfish, parser):
+    """Expected values from outside python-chess and the notation kernel: the SAN as published,
+    check flags from its ``+`` / ``#``, and each position's FEN and checkers from Stockfish 15.1."""
+    movetext = " ".join(f"{i // 2 + 1}. {san}" if i % 2 == 0 else san for i, san in enumerate(OPERA_GAME))
+    text = f'[Event "Paris"]\n[White "Paul Morphy"]\n[Result "1-0"]\n\n{movetext} 1-0\n'
+    (batch,) = parse_text(text, parser)
+    assert batch.san == [""] + OPERA_GAME
+    assert batch.in_check.tolist() == [False] + [san[-1] in "+#" for san in OPERA_GAME]
+    assert batch.checkmate.tolist() == [False] * len(OPERA_GAME) + [True]
+    ucis = batch.uci[1:]
+    for ply in range(len(OPERA_GAME) + 1):
+        fen, check = _stockfish_position(stockfish, ucis[:ply])
+        assert (batch.fen[ply], bool(batch.in_check[ply])) == (fen, check), ply
