@@ -45,7 +45,9 @@ def _known(spec: str) -> nnue_infer.Network:
 # ---------------------------------------------------------------------------------------------
 # Item 4: every evaluation path runs under NUMBA_DISABLE_JIT=1 (the kernels as plain Python)
 
-#: Run in a subprocess with NUMBA_DISABLE_JIT=1: the task (JSON on stdin) through every path.
+#: Run in a subprocess with NUMBA_DISABLE_JIT=1: the task (JSON on stdin) through every path
+#: (evaluate(board), module evaluate, evaluate_batch, evaluate_game, push + evaluate(), trace,
+#: evaluate_moves, evaluate_children_batch, nnue-infer eval).
 NO_JIT_SCRIPT = r"""
 import json, subprocess, sys, warnings
 import chess, numba, nnue_infer
@@ -67,6 +69,14 @@ for uci in moves:
     ev.push_uci(uci)
     incremental.append(ev.evaluate())
 out["incremental"] = [int(v) for v in incremental]
+parent, children = chess.Board(start), [None]
+for uci in moves:  # the child of each ply's parent reached by the game's move
+    children.append(int(ev.evaluate_moves(parent, [uci])[0]))
+    parent.push_uci(uci)
+out["children"] = children
+parent.pop()  # every child of the last parent (slow without JIT: one parent only)
+_, ucis, values = ev.evaluate_children_batch([parent], uci=True)
+out["children_batch"] = {len(moves): int(values[list(ucis).index(moves[-1])])}
 out["trace"] = int(ev.trace(chess.Board(fens[0])).value)
 cli = subprocess.run([sys.executable, "-m", "nnue_infer", "eval", "--net", task["net"], fens[0]],
                      capture_output=True, text=True)
@@ -88,8 +98,12 @@ def _check_paths(got: dict, fens: list[str], want_fens: list[int], want_game: di
     assert got["module"] == want_fens[0]
     assert got["batch"] == want_fens
     assert got["trace"] == want_fens[0]
-    for path in ("game", "incremental"):
-        assert {ply: got[path][ply] for ply in want_game} == want_game, path
+    for path in ("game", "incremental", "children"):
+        first = 0 if path != "children" else 1  # the start position is nobody's child
+        want = {ply: v for ply, v in want_game.items() if ply >= first}
+        assert {ply: got[path][ply] for ply in want} == want, path
+    ((ply, value),) = got["children_batch"].items()
+    assert value == want_game[int(ply)]
     status, stdout, stderr = got["cli"]
     assert status == 0, stderr
     assert stdout.startswith(f"{chess.Board(fens[0]).fen()}\tvalue {want_fens[0]}\t"), stdout
@@ -206,6 +220,18 @@ def _compare_white_side(capsys, spec: str, eval_lines, fens: list[str]) -> None:
     expected = ["+0.00" if want[fen] == "-0.00" else want[fen] for fen in fens]
     assert got == expected, [(f, g, w) for f, g, w in zip(fens, got, expected) if g != w]
     assert all(g != "-0.00" for g in got)
+    for fen in fens[:2]:  # eval --moves: the figure of each child
+        assert main(["eval", "--net", spec, "--moves", fen]) == 0
+        rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()[1:]]
+        board = chess.Board(fen)
+        children = {row[1]: row[4].removesuffix(" (white side)") for row in rows}
+        assert len(children) == board.legal_moves.count()
+        for uci, figure in children.items():
+            board.push_uci(uci)
+            want = _engine_white_side(eval_lines(board.fen()))
+            board.pop()
+            if want is not None:
+                assert figure == ("+0.00" if want == "-0.00" else want), (fen, uci)
 
 
 @pytest.mark.parametrize("engine,spec", [("16", "sf16"), ("17.1", "sf17.1"), ("18", "sf18"), ("19", "sf19")])

@@ -328,7 +328,6 @@ def _eval_boards(ev, positions: list, trace: bool, svg_path: str | None, as_json
     from ..errors import clip, quote
     from ..io.output import encode
     from ..io.score import outcome_code, value_columns
-    from ..normalisation import material, white_side_pawns
 
     status = 0
     for position in positions:
@@ -373,13 +372,19 @@ def _eval_boards(ev, positions: list, trace: bool, svg_path: str | None, as_json
             continue
         flags = "\tin check" * (check and not finished) + finished
         cp = int(cols["cp"][0])
-        arch = ev.network.architecture
-        white = white_side_pawns(value if board.turn == chess.WHITE else -value, arch.stockfish_version,
-                                 material(board), arch.units_per_pawn)
-        pawns = f"{white:+.2f}"
-        pawns = "+0.00" if pawns == "-0.00" else pawns  # no negative zero (15.1 and 16's eval print one)
+        pawns = _white_side(value if board.turn == chess.WHITE else -value, ev.network.architecture, board)
         out.write_text(f"{fen}\tvalue {value}\tcp {cp:+d} (side to move)\t{pawns} (white side){flags}\n")
     return status
+
+
+def _white_side(value_white: int, arch, board) -> str:
+    """The last figure of a text line: White's view in pawns as the ``NNUE evaluation ... (white
+    side)`` line of ``arch.stockfish_version``'s ``eval`` prints it for ``board``
+    (``normalisation.white_side_pawns``), ``%+.2f``, never ``-0.00`` (15.1 and 16 print one)."""
+    from ..normalisation import material, white_side_pawns
+
+    text = f"{white_side_pawns(value_white, arch.stockfish_version, material(board), arch.units_per_pawn):+.2f}"
+    return "+0.00" if text == "-0.00" else text
 
 
 def _eval_moves(ev, positions: list, as_json: bool, out: Output) -> int:
@@ -387,7 +392,7 @@ def _eval_moves(ev, positions: list, as_json: bool, out: Output) -> int:
 
     Text: ``SAN  UCI  value V  cp +C (mover)  +P.PP (white side)``, where ``V`` is the child's value
     (side to move there: the opponent), ``C`` the centipawns of the side that moves and ``P`` White's
-    view in pawns.  JSON: one object per move with ``fen`` (the parent), ``move``, ``san``, ``value``,
+    view in pawns as the net's Stockfish version prints it (:func:`_white_side`).  JSON: one object per move with ``fen`` (the parent), ``move``, ``san``, ``value``,
     ``cp`` (the child's side to move, as eval's rows) and ``cp_white``.
     """
     import chess
@@ -420,6 +425,8 @@ def _eval_moves(ev, positions: list, as_json: bool, out: Output) -> int:
                 out.write_text(json.dumps({"fen": fen, "move": move.uci(), "san": board.san(move), "value": value,
                                            "cp": cp, "cp_white": white_sign * cp}) + "\n")
             else:
+                child = board.copy(stack=False)
+                child.push(move)
                 out.write_text(f"{board.san(move)}\t{move.uci()}\tvalue {value}\tcp {-cp:+d} (mover)\t"
-                               f"{white_sign * value / per_pawn:+.2f} (white side)\n")
+                               f"{_white_side(white_sign * value, ev.network.architecture, child)} (white side)\n")
     return status

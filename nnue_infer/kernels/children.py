@@ -145,7 +145,7 @@ def evaluate_children(address, ply, trusted, position, castling, ep, chess960, g
     occupied = bitboards[BB_WHITE] | bitboards[BB_WHITE + 1]
     if attackers(bitboards, stm, king_square(bitboards, 1 - stm), occupied) != 0:
         return OPPONENT_IN_CHECK, parent
-    castling = np.int64(castling)
+    castling = np.int64(np.uint64(castling))  # bit 63 (h8) set: through uint64, also in plain Python
     if n_given < 0:
         n = legal_moves(bitboards, stm, castling, ep, chess960, moves)
     else:
