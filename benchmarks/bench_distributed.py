@@ -145,7 +145,10 @@ def main() -> None:
                 wall, _ = timed(lambda: D.score_files(pattern, os.path.join(tmp, f"c{workers}"), args.net, client, threads=1))
                 after = client.run(_process_cpu)
                 rows.append((f"score_files, LocalCluster {workers} worker(s) x 1 thread", wall, None))
-                cluster_cpu[workers] = sum(after[w] - before[w] for w in after)
+                cluster_cpu[workers] = [after[w] - before[w] for w in after]
+                if workers == 2:  # per-task cost on the cluster: worker time per tiny task
+                    tiny_cluster, _ = timed(lambda: D.score_files(os.path.join(tmp, "tiny", "*.epd"),
+                                                                  os.path.join(tmp, "ct"), args.net, client, threads=1))
         import pyarrow.parquet as pq
 
         for d in ("p0", "c1", "c2"):
@@ -163,11 +166,13 @@ def main() -> None:
         for label, wall, cpu in rows:
             cpu_text = f"{cpu:>13.3f} {base_cpu / cpu:>9.2f}x" if cpu is not None else f"{'':>13} {'':>10}"
             say(f"{label:<52} {n / wall:>12,.0f} {base_wall / wall:>17.2f}x {cpu_text}")
-        for workers, cpu in cluster_cpu.items():
-            say(f"LocalCluster {workers} worker(s): {cpu:.2f} s CPU in the worker processes "
-                f"({n / cpu:,.0f} positions per CPU second; evaluate_batch {n / base_cpu:,.0f})")
-        say(f"per-task cost, {args.tiny} shards of 5 positions in process: {tiny_wall / args.tiny * 1e3:.1f} ms per task "
-            f"(wall clock)")
+        for workers, cpus in cluster_cpu.items():
+            say(f"LocalCluster {workers} worker(s): {sum(cpus):.2f} s CPU in the worker processes "
+                f"({n / sum(cpus):,.0f} positions per CPU second; evaluate_batch {n / base_cpu:,.0f}); busiest worker "
+                f"{max(cpus):.2f} s: {n / max(cpus):,.0f} positions/s with a core per worker, "
+                f"{base_cpu / max(cpus):.2f}x evaluate_batch's 1 thread")
+        say(f"per-task cost, {args.tiny} shards of 5 positions: in process {tiny_wall / args.tiny * 1e3:.1f} ms per task, "
+            f"LocalCluster 2 workers {tiny_cluster * 2 / args.tiny * 1e3:.1f} ms of worker time per task (wall clock)")
         say()
         say(f"one in-process score_files over the {args.shards} shards under cProfile (thread CPU time, profiler "
             "overhead included):")

@@ -84,23 +84,20 @@ def conform(table, source: str, target):
 
 
 def text_array(column):
-    """A ``pyarrow`` string array of a :class:`~nnue_infer.io.output.TextColumn` (bytes gathered with NumPy,
-    no Python object per cell)."""
+    """A ``pyarrow`` string array of a :class:`~nnue_infer.io.output.TextColumn` (bytes gathered in compiled
+    code, :func:`nnue_infer.kernels.text.gather`; no Python object per cell)."""
     pa = _pa()
-    starts = np.asarray(column.starts, np.int64)
-    lengths = np.asarray(column.ends, np.int64) - starts
-    offsets = np.zeros(len(starts) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    total = int(offsets[-1])
-    if total and not (len(starts) and starts[0] == 0 and np.array_equal(starts[1:], offsets[1:-1])):
-        gather = np.repeat(starts - offsets[:-1], lengths) + np.arange(total)  # source byte of each output byte
-        data = np.asarray(column.buf)[gather]
-    else:
-        data = np.asarray(column.buf)[:total]
+    from ..kernels.text import gather
+
+    starts = np.ascontiguousarray(column.starts, np.int64)
+    ends = np.ascontiguousarray(column.ends, np.int64)
+    offsets = np.empty(len(starts) + 1, np.int64)
+    data = np.empty(int((ends - starts).sum()), np.uint8)
+    gather(np.ascontiguousarray(column.buf, np.uint8), starts, ends, data, offsets)
     validity = None
     if column.valid is not None and not column.valid.all():
         validity = pa.py_buffer(np.packbits(np.asarray(column.valid, bool), bitorder="little"))
-    return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data)),
+    return pa.LargeStringArray.from_buffers(len(starts), pa.py_buffer(offsets), pa.py_buffer(data),
                                             validity).cast(pa.string())
 
 

@@ -195,3 +195,16 @@ def write_constant(out, cursor, constant):
     """Write the bytes ``constant`` at every ``cursor[i]``; advance."""
     for i in prange(cursor.shape[0]):
         cursor[i] = _put(out, cursor[i], constant)
+
+
+@njit(cache=True)
+def gather(buf, starts, ends, out, offsets):
+    """Copy the cells ``buf[starts[i]:ends[i]]`` one after another into ``out`` (``sum(ends - starts)``
+    bytes) and fill ``offsets`` int64[n + 1] with where each begins: Arrow's string layout."""
+    pos = 0
+    for i in range(starts.shape[0]):
+        offsets[i] = pos
+        for k in range(starts[i], ends[i]):
+            out[pos] = buf[k]
+            pos += 1
+    offsets[starts.shape[0]] = pos
