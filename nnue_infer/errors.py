@@ -51,6 +51,11 @@ class InputKindError(NnueError, ValueError):
     lines, or FENs given as PGN); the message names the file and line."""
 
 
+class StreamClosedError(NnueError, OSError):
+    """Standard input or output is needed but the process was started with it closed
+    (``<&-`` / ``>&-``: ``sys.stdin`` / ``sys.stdout`` is None); the message names the stream."""
+
+
 class PositionError(NnueError, ValueError):
     """A position cannot be represented by the network's features (kings, piece count, pawn ranks)."""
 

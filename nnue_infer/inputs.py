@@ -25,7 +25,7 @@ import sys
 import zlib
 from typing import BinaryIO, Iterator, TextIO
 
-from .errors import InputError
+from .errors import InputError, StreamClosedError
 
 #: Magic bytes of the compressed formats: gzip (RFC 1952) and Zstandard frames (RFC 8878).
 GZIP_MAGIC = b"\x1f\x8b"
@@ -186,7 +186,7 @@ class Input:
     def __init__(self, source: str | os.PathLike[str], text: bool, encoding: str, errors: str) -> None:
         path = os.fspath(source)
         if path == STDIN:
-            raw, self.name, close_source = sys.stdin.buffer, "<stdin>", False
+            raw, self.name, close_source = standard_stream("stdin"), "<stdin>", False
         else:
             raw, self.name, close_source = open(path, "rb"), path, True  # noqa: SIM115 (closed by close())
         try:
@@ -236,6 +236,20 @@ class Input:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def standard_stream(name: str) -> BinaryIO:
+    """``sys.stdin.buffer`` (``name`` ``"stdin"``) or ``sys.stdout.buffer`` (``"stdout"``).
+
+    Raises :class:`~nnue_infer.errors.StreamClosedError` naming the stream when the process was
+    started with it closed (Python then sets ``sys.stdin`` / ``sys.stdout`` to None).
+    """
+    stream = getattr(sys, name)
+    if stream is None:
+        which = "input" if name == "stdin" else "output"
+        raise StreamClosedError(f"standard {which} is closed (the process was started without it): "
+                                f"{'give a file instead of -' if which == 'input' else 'write to a file with -o FILE'}")
+    return stream.buffer
 
 
 def open_input(source: str | os.PathLike[str], *, text: bool = True, encoding: str = "utf-8-sig",

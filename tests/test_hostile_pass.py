@@ -298,3 +298,35 @@ def test_item14_numpy_baseline_is_bit_identical_to_stockfish(network, corpus):
     rows = [r for r in corpus if not r["in_check"]][::66]
     assert len(rows) >= 40
     assert [baseline.evaluate(chess.Board(r["fen"])) for r in rows] == [r["raw"]["value"] for r in rows]
+
+
+# ---------------------------------------------------------------------------------------------
+# Item 7: closed standard streams give an error line (when stderr exists) and a status, no traceback
+
+
+def _run_closed(redirections: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -m nnue_infer ARGS`` started by the shell with ``redirections`` (``<&-`` closes stdin)."""
+    return subprocess.run(["sh", "-c", f'exec "$0" -m nnue_infer "$@" {redirections}', sys.executable, *args],
+                          capture_output=True, text=True, env=_env(), cwd=ROOT)
+
+
+def test_item7_closed_stdin_or_stdout_is_an_error_line(tmp_path):
+    run = _run_closed("<&-", "eval", "--epd", "-")
+    assert run.returncode == 1 and run.stderr.splitlines() == [
+        "error: standard input is closed (the process was started without it): give a file instead of -"], run.stderr
+    run = _run_closed(">&-", "eval", "startpos")
+    assert run.returncode == 1 and run.stderr.splitlines() == [
+        "error: standard output is closed (the process was started without it): write to a file with -o FILE"], \
+        run.stderr
+    out = tmp_path / "out.txt"
+    run = _run_closed(">&-", "eval", "startpos", "-o", str(out))  # not needed: not an error
+    assert run.returncode == 0 and out.read_text().startswith(chess.STARTING_FEN + "\tvalue "), run.stderr
+
+
+def test_item7_closed_stderr_keeps_the_results_and_the_status(tmp_path):
+    run = _run_closed("2>&-", "eval", "startpos")
+    assert run.returncode == 0 and run.stdout.startswith(chess.STARTING_FEN + "\tvalue "), run.returncode
+    epd = tmp_path / "bad.epd"
+    epd.write_text(f"{chess.STARTING_FEN}\nnot a fen\n")
+    run = _run_closed("2>&-", "eval", "--epd", str(epd))
+    assert run.returncode == 1 and run.stdout.splitlines()[1].startswith(f"1,{chess.STARTING_FEN},"), run.stdout

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from ..inputs import standard_stream
+
 
 def example(*lines: str) -> str:
     """An ``Examples:`` epilog that click prints verbatim."""
@@ -42,8 +44,9 @@ def set_threads(threads: int | None, option: str = "--threads") -> None:
 
 
 def show_progress(progress: bool | None, quiet: bool) -> bool:
-    """Draw a bar: never with ``--quiet``, always with ``--progress``, else when stderr is a terminal."""
-    if quiet:
+    """Draw a bar: never with ``--quiet`` or a closed stderr, always with ``--progress``, else when
+    stderr is a terminal."""
+    if quiet or sys.stderr is None:
         return False
     return bool(progress) or sys.stderr.isatty()
 
@@ -91,8 +94,8 @@ class Output:
         if parquet:  # ParquetTableWriter writes a temporary file and renames it: the target is not touched here
             return
         if self.path is None:
+            self.binary = standard_stream("stdout")
             sys.stdout.flush()
-            self.binary = sys.stdout.buffer
         else:
             try:
                 self.binary = open(self.path, "wb")  # noqa: SIM115 (closed by close())

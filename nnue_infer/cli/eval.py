@@ -47,7 +47,8 @@ def _score_file(ev, kind: str, source: str, out: Output, fmt: str, show: bool, *
         positions = 0
 
         def on_error(where: str, message: str) -> None:
-            bar.write(f"error: {where}: {message}", file=sys.stderr)
+            if sys.stderr is not None:  # closed (2>&-): the status still says so
+                bar.write(f"error: {where}: {message}", file=sys.stderr)
 
         def on_progress(rows: int, games: int) -> None:
             nonlocal positions

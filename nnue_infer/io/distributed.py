@@ -617,7 +617,7 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
                                    dashboard_address=None)
         client = Client(cluster)
     try:
-        show = progress or (progress is None and sys.stderr.isatty())
+        show = sys.stderr is not None and (progress or (progress is None and sys.stderr.isatty()))
         with tqdm(unit="task", file=sys.stderr, disable=not show, dynamic_ncols=True) as bar:
             def step(summary: dict) -> None:
                 bar.total = summary["tasks"]

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import BinaryIO, ClassVar
@@ -36,7 +35,7 @@ import numpy as np
 
 from ..batch import position_problem
 from ..errors import TrainingDataError
-from ..inputs import STDIN, input_label, open_input
+from ..inputs import STDIN, input_label, open_input, standard_stream
 from ..kernels import binpack as KB
 from ..kernels.threads import PARALLEL_LOCK
 
@@ -473,7 +472,7 @@ def _iter_parquet(source: str | os.PathLike[str]) -> Iterator[TrainingData]:
     import pyarrow.parquet as pq
 
     label = input_label(source)
-    path = io.BytesIO(sys.stdin.buffer.read()) if os.fspath(source) == STDIN else source  # Parquet needs seeking
+    path = io.BytesIO(standard_stream("stdin").read()) if os.fspath(source) == STDIN else source  # Parquet needs seeking
     pf = pq.ParquetFile(path)
     missing = {"fen", "move", "score", "ply", "result"} - set(pf.schema_arrow.names)
     if missing:
@@ -612,7 +611,7 @@ class TrainingDataWriter:
 
         table = data.to_arrow()
         if self._parquet is None:
-            sink = self._tmp or sys.stdout.buffer
+            sink = self._tmp or standard_stream("stdout")
             self._parquet = pq.ParquetWriter(sink, table.schema)
         self._parquet.write_table(table)
 
@@ -666,7 +665,7 @@ class TrainingDataWriter:
 def _open_output(path: str, name: str) -> BinaryIO:
     """Open ``path`` for writing (``-``: standard output), compressed by ``name``'s suffix."""
     if path == STDIN:
-        return sys.stdout.buffer
+        return standard_stream("stdout")
     lower = name.lower()
     if lower.endswith(".gz"):
         import gzip
