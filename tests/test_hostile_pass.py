@@ -330,3 +330,21 @@ def test_item7_closed_stderr_keeps_the_results_and_the_status(tmp_path):
     epd.write_text(f"{chess.STARTING_FEN}\nnot a fen\n")
     run = _run_closed("2>&-", "eval", "--epd", str(epd))
     assert run.returncode == 1 and run.stdout.splitlines()[1].startswith(f"1,{chess.STARTING_FEN},"), run.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# Item 6: eval --workers / --scheduler refuse the options a Dask job cannot honour
+
+
+@pytest.mark.parametrize("option", [["--lenient"], ["--keep-errors"], ["--empty-in-check"], ["--json"],
+                                    ["--threads", "1"], ["--trace"]])
+def test_item6_options_a_dask_job_would_drop_are_usage_errors(tmp_path, capsys, option):
+    """``--lenient`` with placement-only FENs gave an errors table telling the user to add
+    --lenient, which they had; now each such option is refused before anything runs."""
+    epd = tmp_path / "a.epd"
+    epd.write_text("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR\n")  # placement only
+    out = tmp_path / "out"
+    assert main(["eval", "--epd", str(epd), *option, "--workers", "1", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith(f"error: {option[0]}: not with --scheduler / --workers"), err
+    assert not out.exists()

@@ -160,6 +160,14 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
     if not (positions or fen_opts or epd or pgn):
         raise click.UsageError("give a position: FEN arguments, startpos [moves ...], --fen FEN, --epd FILE or --pgn FILE")
     if scheduler or workers:
+        dropped = [name for name, given in (("--lenient", lenient), ("--keep-errors", keep_errors),
+                                            ("--empty-in-check", empty_in_check), ("--json", as_json),
+                                            ("--threads", threads), ("--trace", trace)) if given]
+        if dropped:  # the Dask job reads FENs strictly, writes every row's value and bad rows to its errors
+            # table, as Parquet, one thread per worker: these options would be silently ignored
+            raise click.UsageError(f"{', '.join(dropped)}: not with --scheduler / --workers (a Dask job reads FENs "
+                                   "strictly, writes a Parquet dataset with the bad rows in its errors table and "
+                                   "runs one thread per worker)")
         sys.exit(_eval_distributed(epd, pgn, output, net, scheduler, workers, progress, quiet))
     for option, path in (("--epd", epd), ("--pgn", pgn)):
         if path and path != "-" and not os.path.exists(path):
