@@ -11,7 +11,9 @@ Numba thread, measured side by side in this run (best of ``--repeat``); outputs 
   (child CPU time; ``--tools PATH`` or ``$STOCKFISH_TOOLS`` names a binary built from Stockfish's
   ``tools`` branch; skipped without one); target at most 3x; the two files must be identical;
 * rescore: :func:`rescore` of the selfplay rows with the bundled network against
-  :func:`nnue_infer.evaluate_batch` of their FENs (target: within 20 %); values must be equal.
+  :func:`nnue_infer.evaluate_batch` of their FENs (target: within 20 %); values must be equal;
+* compile (``--compile``): child-process CPU time of the first read and write of every kind with
+  an empty Numba cache (``NUMBA_CACHE_DIR`` in a temporary directory), against the same run warm.
 
 Run: ``python benchmarks/bench_binpack.py [--copies 50] [--tools /path/to/stockfish]``.
 """
@@ -56,12 +58,38 @@ def child_cpu(cmd: list[str], stdin: str) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+COMPILE_RUN = """
+import sys
+from nnue_infer.io import training_data as td
+src = sys.argv[1]
+data = td.read(src)
+for kind in ("plain", "bin", "binpack"):
+    td.write(data, sys.argv[2] + "." + kind)
+    td.read(sys.argv[2] + "." + kind)
+data.fens(), data.uci(), td.flags(data)
+"""
+
+
+def compile_cost(src: str, tmp: str) -> tuple[float, float]:
+    """Child CPU seconds of :data:`COMPILE_RUN` with an empty Numba cache, then with it filled."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(tmp, "numba-cache"))
+    cmd = [sys.executable, "-c", COMPILE_RUN, src, os.path.join(tmp, "c")]
+    costs = []
+    for _ in range(2):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(cmd, env=env, check=True, timeout=3600)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        costs.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    return costs[0], costs[1]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--copies", type=int, default=50, help="Copies of selfplay.binpack in the input (20,000 rows each).")
     ap.add_argument("--repeat", type=int, default=3, help="Runs per figure (best is reported).")
     ap.add_argument("--tools", default=os.environ.get("STOCKFISH_TOOLS"),
                     help="Stockfish built from the tools branch (for the .plain comparison).")
+    ap.add_argument("--compile", action="store_true", help="Also measure the kernels' first-use compile time.")
     args = ap.parse_args()
     numba.set_num_threads(1)
     src = data_dir() / "binpack" / "selfplay.binpack"
@@ -88,6 +116,10 @@ def main() -> int:
         else:
             print(f".binpack -> .plain: nnue-infer {t_plain:.3f} s ({n / t_plain / 1e6:.2f} M positions/s); "
                   "tools comparison skipped (no --tools / $STOCKFISH_TOOLS)")
+        if args.compile:
+            cold, warm = compile_cost(str(src), tmp)
+            print(f"first use of every training-data kernel (child process, CPU): {cold:.1f} s with an empty "
+                  f"Numba cache, {warm:.1f} s with it filled: compile {cold - warm:.1f} s")
 
     ev = nnue_infer.Evaluator(network_from_spec(None))
     fens = base.fens()
