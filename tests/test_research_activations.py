@@ -69,6 +69,10 @@ def ft_activation(arch, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.clip(np.concatenate([a, b]), 0, qa) >> s
     if arch.ft_activation == "screlu":
         return np.clip(np.concatenate([a, b]), 0, qa) ** 2 >> s
+    if arch.ft_activation == "glu":
+        return (np.clip(a, 0, qa) * np.clip(b, -qa, qa)) >> s
+    if arch.ft_activation == "bilinear":
+        return (np.clip(a, -qa, qa) * np.clip(b, -qa, qa)) >> s
     raise NotImplementedError(arch.ft_activation)
 
 
@@ -88,8 +92,7 @@ def recompute(net: nnue_infer.Network, board: chess.Board) -> dict:
         psqt.append(wrap(q, 32))
     stm = 0 if board.turn == chess.WHITE else 1
     half = arch.ft_width // 2
-    ft = np.concatenate([ft_activation(arch, acc[r][:half], acc[r][half:]) if arch.ft.paired
-                         else ft_activation(arch, acc[r][:half], acc[r][half:]) for r in (stm, 1 - stm)])
+    ft = np.concatenate([ft_activation(arch, acc[r][:half], acc[r][half:]) for r in (stm, 1 - stm)])
     pieces = chess.popcount(board.occupied)
     used = (pieces - 1) // (32 // arch.output_buckets)
     out = {"accumulator": np.array(acc), "psqt": np.array(psqt), "ft_output": ft, "bucket": used, "layers": []}
@@ -125,7 +128,7 @@ def recompute(net: nnue_infer.Network, board: chess.Board) -> dict:
         out["layers"].append(record)
         positional.append(int(pos))
     out["positional"] = positional
-    p = tdiv(wrap(int(psqt[stm][used]) - int(psqt[1 - stm][used]), 32), 2)
+    p = tdiv(wrap(int(psqt[stm][used]) - int(psqt[1 - stm][used]), 32), 2) if arch.psqt_buckets else 0
     scale = arch.output_scale
     out["value"] = (tdiv(p, scale) + tdiv(positional[used], scale) if arch.value_division == "each"
                     else tdiv(wrap(p + positional[used], 32), scale))
@@ -174,6 +177,32 @@ def test_activations_equal_numpy_recomputation(spec):
     assert not one.batched and one.accumulator.shape == (2, net.architecture.ft_width)
     for name in acts.names:
         np.testing.assert_array_equal(one.to_dict()[name], acts.to_dict()[name][0])
+
+
+@pytest.mark.parametrize("activation", ["glu", "bilinear", "crelu"])
+def test_signed_and_element_wise_activations(activation):
+    """``ft_output`` is int8 for the signed gates (the kernels store x + 128), and 2 L1 wide for
+    crelu; every array equals the recomputation (random quantised networks)."""
+    import warnings
+
+    from nnue_infer import Architecture, FloatNetwork, HiddenLayer, quantise
+    from nnue_infer.quantise import SCHEMES
+
+    arch = Architecture(feature_set="Chess768", ft_width=64, ft_activation=activation, ft_clamp=255,
+                        ft_shift=1 if activation == "crelu" else 9, psqt_buckets=0, output_buckets=8,
+                        layers=(HiddenLayer(16, "sqr_crelu+crelu", activated=15), HiddenLayer(32, "crelu"),
+                                HiddenLayer(1, "none")), skip_index=15, skip_numerator=9600, skip_denominator=8128,
+                        output_units=400, units_per_pawn=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = quantise(FloatNetwork.random(arch, seed=3), SCHEMES["qa255-qb64"])
+    boards = positions(8)
+    acts = nnue_infer.Evaluator(net).activations_batch(boards)
+    assert acts.ft_output.dtype == (np.uint8 if activation == "crelu" else np.int8)
+    assert acts.ft_output.shape == (len(boards), 128 if activation == "crelu" else 64)
+    assert activation == "crelu" or acts.ft_output.min() < 0
+    for i, board in enumerate(boards):
+        check_against(acts, recompute(net, board), i, None)
 
 
 def _interface():

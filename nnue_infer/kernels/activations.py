@@ -99,25 +99,25 @@ def activations_batch(bitboards, stm, slot_table, king_buckets, params, ft_weigh
     for c in prange(n_chunks):
         feats = np.empty((2, max_pieces), np.int32)
         counts = np.empty(2, np.int64)
-        acc = np.empty((2, ft_biases.shape[0]), np.int16)
-        psqt_acc = np.empty((2, psqt_weights.shape[1]), np.int32)
         scratch = np.zeros(scratch_len, np.int16)
         rel, idx = relation_buffers(scratch, layers, params)
         ft_in = scratch_layout(layers)[0]
+        ft_bytes = scratch[ft_in:].view(np.uint8)[:layers[0, 0]]
         for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
             codes[i] = check_bitboards(bitboards[i], max_pieces)
             if codes[i] != POS_OK:
                 continue
+            acc = accs[i]  # refreshed in place: no copy of the accumulators
+            psqt_acc = psqts[i]
             pieces = refresh_pair(bitboards[i], slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
                                   weights8, psqt8, feats, counts, acc, psqt_acc, rel, idx)
-            accs[i] = acc
-            psqts[i] = psqt_acc
             side = np.int64(stm[i])
             bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
             buckets[i] = bucket
             ft_transform(acc, side, params[P_FT_ACTIVATION], params[P_FT_CLAMP], params[P_FT_SHIFT], params[P_SIMD],
-                         biases, scratch, scratch[ft_in:].view(np.uint8)[:layers[0, 0]])
-            ft_bytes_out[i] = scratch[ft_in:].view(np.uint8)[:n_ft]
+                         biases, scratch, ft_bytes)
+            for j in range(n_ft):
+                ft_bytes_out[i, j] = ft_bytes[j]
             for k in range(z_out.shape[1]):
                 b = k if all_buckets else bucket
                 result = propagate_layer_stack(scratch, b, weights, biases, layers, params[P_WEIGHT_SHIFT],
