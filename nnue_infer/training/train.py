@@ -458,7 +458,7 @@ class Trainer:
         n_val = max(1, min(c.max_val, int(round(n * c.val_fraction))))
         self.val_idx = torch.from_numpy(np.sort(perm[:n_val]))
         self.train_idx = torch.from_numpy(perm[n_val:])
-        from .training.fast import FastModel
+        from .fast import FastModel
 
         self.model = FastModel(arch, c.seed)  # FloatModel's parameters and semantics, Numba first layer
         dense = list(self.model.layer_weights) + list(self.model.layer_biases)
