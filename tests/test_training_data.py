@@ -13,8 +13,11 @@ from __future__ import annotations
 import gzip
 import io
 import itertools
+import os
+import stat
 import subprocess
 import sys
+import threading
 
 import chess
 import numpy as np
@@ -346,6 +349,24 @@ def test_failed_write_leaves_the_destination_alone(rows, tmp_path):
         td.write(data, dest)
     assert dest.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["out.binpack"]
+
+
+@pytest.mark.parametrize("kind", ["binpack", "plain", "parquet"])
+def test_a_fifo_destination_is_written_not_replaced(kind, rows, tmp_path):
+    """A named pipe (or a device such as /dev/stdout) is written in place: a temporary file
+    renamed over it would replace the pipe (as root, even a device node) by a regular file."""
+    data = rows["selfplay"][:50]
+    td.write(data, tmp_path / f"plain-file.{kind}")
+    fifo = tmp_path / f"pipe.{kind}"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    td.write(data, fifo)
+    reader.join(60)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"pipe.{kind}", f"plain-file.{kind}"]
+    assert got == [(tmp_path / f"plain-file.{kind}").read_bytes()]
 
 
 def test_file_output_does_not_touch_stdout(rows, tmp_path, monkeypatch):

@@ -534,7 +534,8 @@ class TrainingDataWriter:
     move of the side to move) raise :class:`TrainingDataError`; so does a position without one
     king per side for ``.bin``.  Use as a context manager: the last block is written on close.
     A file is written under a temporary name beside ``dest`` and renamed on a successful close;
-    an error inside the ``with`` block (or :meth:`abort`) leaves ``dest`` as it was.
+    an error inside the ``with`` block (or :meth:`abort`) leaves ``dest`` as it was.  An existing
+    ``dest`` that is not a regular file (a named pipe, a device) is written in place.
     """
 
     def __init__(self, dest: str | os.PathLike[str], kind: str | None = None) -> None:
@@ -550,9 +551,11 @@ class TrainingDataWriter:
         self._file: BinaryIO | None = None
         path = os.fspath(dest)
         self._path = None if path == STDIN else path
-        self._tmp = None if path == STDIN else f"{path}.part-{os.getpid()}"
-        if self.kind != "parquet":
-            self._file = _open_output(self._tmp or STDIN, path)
+        # a FIFO or device (/dev/stdout, a named pipe) is written in place: renaming over it would replace it
+        special = self._path is not None and os.path.exists(path) and not os.path.isfile(path)
+        self._tmp = None if path == STDIN or special else f"{path}.part-{os.getpid()}"
+        if self.kind != "parquet" or special:  # Parquet goes to the temporary file by name (pyarrow seeks in it)
+            self._file = _open_output(self._tmp or path, path)
 
     def write(self, data: TrainingData) -> None:
         """Append ``data``'s rows."""
@@ -611,7 +614,7 @@ class TrainingDataWriter:
 
         table = data.to_arrow()
         if self._parquet is None:
-            sink = self._tmp or standard_stream("stdout")
+            sink = self._tmp or self._file or standard_stream("stdout")
             self._parquet = pq.ParquetWriter(sink, table.schema)
         self._parquet.write_table(table)
 
