@@ -98,3 +98,22 @@ def test_wdl_examples_and_errors():
         wdl(100, 40, "16")
     with pytest.raises(ValueError, match="unknown Stockfish version '17'"):
         wdl(100, 40, "17")
+
+
+def test_cli_trace_json_has_final_and_wdl(tmp_path):
+    """``nnue-infer eval --trace --json``: ``final`` and ``wdl`` are Trace.final and Trace.wdl."""
+    import json
+
+    from click.testing import CliRunner
+
+    import nnue_infer
+    from nnue_infer.cli import cli
+
+    fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+    result = CliRunner().invoke(cli, ["eval", "--trace", "--json", fen])
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.output)
+    trace = nnue_infer.Evaluator(nnue_infer.default_network()).trace(fen)
+    board = chess.Board(fen)
+    assert row["final"] is None and trace.final is None  # the default network follows Stockfish 15.1
+    assert tuple(row["wdl"]) == trace.wdl == wdl(trace.value, material(board), "15.1", ply=board.ply())

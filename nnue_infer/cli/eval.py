@@ -92,8 +92,10 @@ def _score_file(ev, kind: str, source: str, out: Output, fmt: str, show: bool, *
               "'error' column (default: report them on stderr only).")
 @click.option("--empty-in-check", is_flag=True, help="Leave value, cp and cp_white empty when the side to move is in "
               "check, as Stockfish prints no NNUE evaluation there.")
-@click.option("--trace", is_flag=True, help="Print Stockfish 15.1's eval text for the NNUE (piece values, bucket "
-              "table, NNUE line).")
+@click.option("--trace", is_flag=True, help="Print the network's Stockfish version's eval text for the NNUE (piece "
+              "values, bucket table, NNUE line; 17.1-19: the Final evaluation line); with --json also 'final' "
+              "(Stockfish's static evaluation, internal units, side to move; null for 15.1/16) and 'wdl' (win, draw, "
+              "loss per mille of it, or of the value for 15.1/16, as that version's UCI_ShowWDL prints them).")
 @click.option("--moves", "each_move", is_flag=True, help="For each position, every legal move and the value of the "
               "position after it (Evaluator.evaluate_moves), best first for the side to move: SAN, UCI, value (the "
               "child's side to move, as eval prints the child), cp of the side that moves, White's view in pawns.")
@@ -350,7 +352,7 @@ def _eval_boards(ev, positions: list, trace: bool, svg_path: str | None, as_json
                 t = ev.trace(board)
                 if as_json:
                     out.write_text(json.dumps({"fen": fen, "bucket": t.bucket, "value": t.value, "psqt": t.psqt,
-                                               "positional": t.positional,
+                                               "positional": t.positional, "final": t.final, "wdl": list(t.wdl),
                                                "piece_values": {chess.SQUARE_NAMES[s]: v
                                                                 for s, v in t.piece_values.items()}}) + "\n")
                 else:
