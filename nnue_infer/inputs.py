@@ -12,8 +12,10 @@ detected from the first bytes, not from the name:
 The returned :class:`Input` is a context manager; its ``text`` (or ``binary``) stream gives the
 decompressed content, ``bytes_read`` counts the bytes consumed from the source (compressed bytes,
 for a progress bar) and ``size`` is the source's size when it is a regular file (``None`` for a
-pipe).  Corrupt or truncated compressed data raises :class:`~nnue_infer.errors.InputError` naming
-the source.
+pipe).  Where compressed data is corrupt or truncated (or a gzip member is followed by bytes
+that are no member) the decompressed stream ends, and the :class:`~nnue_infer.errors.InputError`
+naming the source and the compressed byte offset is raised when the ``Input`` is closed: a reader
+gets every row decoded before the damage, then the error.
 """
 
 from __future__ import annotations
@@ -103,20 +105,30 @@ class _CountingReader(io.RawIOBase):
 
 
 class _CheckedReader(io.RawIOBase):
-    """A raw stream over a decompressor (gzip) that turns its errors (corrupt or truncated data)
-    into :class:`InputError` naming the source and the compression."""
+    """A raw stream over a decompressor (gzip) that ends where its data is damaged (corrupt,
+    truncated, or followed by bytes that are not another member) and keeps the error as ``damage``:
+    an :class:`InputError` naming the source, the compression and the compressed byte offset,
+    raised by :class:`Input` when it is closed, after everything decoded before the damage was
+    read (``gzip.GzipFile.read1`` returns what one step decoded, or raises)."""
 
-    def __init__(self, stream, name: str, compression: str, errors: tuple[type[BaseException], ...]) -> None:
+    def __init__(self, stream, name: str, compression: str, errors: tuple[type[BaseException], ...],
+                 counter: _CountingReader) -> None:
         self._stream, self._name, self._compression, self._errors = stream, name, compression, errors
+        self._counter = counter
+        self.damage: InputError | None = None
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, b) -> int:  # type: ignore[override]
+        if self.damage is not None:
+            return 0
         try:
-            data = self._stream.read(len(b))
+            data = self._stream.read1(len(b))  # one decompression step: read() would drop what it had on an error
         except self._errors as exc:
-            raise InputError(f"{self._name}: corrupt or truncated {self._compression} data ({exc})") from exc
+            self.damage = InputError(f"{self._name}: corrupt or truncated {self._compression} data found by compressed "
+                                     f"byte {self._counter.bytes_read} ({exc}); the rows before it were read")
+            return 0
         n = len(data)
         b[:n] = data
         return n
@@ -128,16 +140,19 @@ class _CheckedReader(io.RawIOBase):
 
 
 class _ZstdReader(io.RawIOBase):
-    """Decompresses consecutive Zstandard frames from ``source`` (a buffered stream); a source that
-    ends inside a frame raises :class:`InputError` (``zstandard``'s stream reader would stop silently)."""
+    """Decompresses consecutive Zstandard frames from ``source`` (a buffered stream); where the data
+    is corrupt, or the source ends inside a frame (``zstandard``'s stream reader would stop
+    silently), it hands out what it decoded before and ends, keeping the :class:`InputError` as
+    ``damage`` (raised by :class:`Input` when it is closed), as :class:`_CheckedReader`."""
 
-    def __init__(self, source: BinaryIO, name: str) -> None:
+    def __init__(self, source: BinaryIO, name: str, counter: _CountingReader) -> None:
         import zstandard
 
-        self._zstd, self._source, self._name = zstandard, source, name
+        self._zstd, self._source, self._name, self._counter = zstandard, source, name, counter
         self._obj = zstandard.ZstdDecompressor().decompressobj()
         self._in_frame = False  # bytes of the current frame were fed and its end is not reached yet
         self._out, self._pos = b"", 0  # decompressed bytes not yet handed out: self._out[self._pos:]
+        self.damage: InputError | None = None
 
     def readable(self) -> bool:
         return True
@@ -145,16 +160,22 @@ class _ZstdReader(io.RawIOBase):
     def readinto(self, b) -> int:  # type: ignore[override]
         while self._pos == len(self._out):
             self._out, self._pos = b"", 0
+            if self.damage is not None:
+                return 0
             chunk = self._source.read1(1 << 16)  # type: ignore[attr-defined]
             if not chunk:
                 if self._in_frame:
-                    raise InputError(f"{self._name}: truncated zstd data (the input ends inside a frame)")
+                    self.damage = InputError(f"{self._name}: truncated zstd data (the input ends inside a frame, "
+                                             f"at compressed byte {self._counter.bytes_read}); the rows before it "
+                                             "were read")
                 return 0
             while chunk:
                 try:
                     self._out += self._obj.decompress(chunk)
                 except self._zstd.ZstdError as exc:
-                    raise InputError(f"{self._name}: corrupt zstd data ({exc})") from exc
+                    self.damage = InputError(f"{self._name}: corrupt zstd data found by compressed byte "
+                                             f"{self._counter.bytes_read} ({exc}); the rows before it were read")
+                    break
                 self._in_frame = not self._obj.eof
                 chunk = self._obj.unused_data if self._obj.eof else b""
                 if self._obj.eof:
@@ -206,14 +227,17 @@ class Input:
             import gzip
 
             self.compression: str | None = "gzip"
-            stream = _CheckedReader(gzip.GzipFile(fileobj=counted, mode="rb"), self.name, "gzip",
-                                    (EOFError, gzip.BadGzipFile, zlib.error))
-            self.binary: BinaryIO = io.BufferedReader(stream)
+            self._decoder: _CheckedReader | _ZstdReader | None = _CheckedReader(
+                gzip.GzipFile(fileobj=counted, mode="rb"), self.name, "gzip", (EOFError, gzip.BadGzipFile, zlib.error),
+                self._counter)
+            self.binary: BinaryIO = io.BufferedReader(self._decoder)
         elif head.startswith(ZSTD_MAGIC):
             self.compression = "zstd"
-            self.binary = io.BufferedReader(_ZstdReader(counted, self.name))
+            self._decoder = _ZstdReader(counted, self.name, self._counter)
+            self.binary = io.BufferedReader(self._decoder)
         else:
             self.compression = None
+            self._decoder = None
             self.binary = counted
         self._counted = counted
         self._guard = io.BufferedReader(_LineGuard(self.binary, self.name, MAX_LINE)) if text else None
@@ -231,11 +255,20 @@ class Input:
             if stream is not None:
                 stream.close()
 
+    @property
+    def damage(self) -> InputError | None:
+        """Where the compressed data was found damaged (the decompressed stream ends there), or None."""
+        return self._decoder.damage if self._decoder is not None else None
+
     def __enter__(self) -> Input:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, exc_type, *exc_info) -> None:
+        """Close; then, when the block ended normally, raise the :attr:`damage` found (the reader has
+        had everything decoded before it)."""
         self.close()
+        if exc_type is None and self.damage is not None:
+            raise self.damage
 
 
 def standard_stream(name: str) -> BinaryIO:

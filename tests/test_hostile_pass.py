@@ -348,3 +348,40 @@ def test_item6_options_a_dask_job_would_drop_are_usage_errors(tmp_path, capsys, 
     err = capsys.readouterr().err.splitlines()
     assert err[-1].startswith(f"error: {option[0]}: not with --scheduler / --workers"), err
     assert not out.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Item 1: damaged compressed input keeps every row decoded before the damage, then the error
+
+
+def _lines_before_damage(data: bytes, kind: str) -> int:
+    """Complete lines a plain decoder recovers from damaged ``data`` (zlib / zstandard, as
+    ``zcat`` / ``zstdcat`` print them before they complain)."""
+    import zlib
+
+    import zstandard
+
+    obj = zlib.decompressobj(31) if kind == "gz" else zstandard.ZstdDecompressor().decompressobj()
+    return obj.decompress(data).count(b"\n")
+
+
+@pytest.mark.parametrize("kind,damage", [("gz", "cut"), ("gz", "junk"), ("zst", "cut")])
+def test_item1_rows_before_damage_are_written(tmp_path, capsys, corpus, kind, damage):
+    import gzip
+
+    import zstandard
+
+    text = "".join(r["fen"] + "\n" for r in corpus).encode()  # 3,298 lines, about 200 kB
+    packed = gzip.compress(text) if kind == "gz" else zstandard.ZstdCompressor().compress(text)
+    data = packed[:len(packed) * 9 // 10] if damage == "cut" else packed + b"junkjun"
+    path = tmp_path / f"in.epd.{kind}"
+    path.write_bytes(data)
+    want = _lines_before_damage(data, kind) if damage == "cut" else len(corpus)
+    assert 1000 < want
+    out = tmp_path / "out.csv"
+    assert main(["eval", "--epd", str(path), "-o", str(out), "-q"]) == 1
+    rows = out.read_text().splitlines()[1:]
+    assert [r.split(",")[1] for r in rows[:want]] == [r["fen"] for r in corpus[:want]]
+    assert len(rows) <= want + 1  # and at most the cut line, as an error row
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith(f"error: {path}: ") and "compressed byte" in err and ("corrupt" in err or "truncated" in err)

@@ -189,8 +189,8 @@ def test_corrupt_compressed_pgn_is_a_clear_error(tmp_path):
     r = cli("eval", "--pgn", "-", stdin=data[:-10])
     assert r.returncode == 1
     assert r.stderr.decode().strip().splitlines()[-1] == (
-        "error: <stdin>: corrupt or truncated gzip data (Compressed file ended before the end-of-stream "
-        "marker was reached)")
+        f"error: <stdin>: corrupt or truncated gzip data found by compressed byte {len(data) - 10} (Compressed file "
+        "ended before the end-of-stream marker was reached); the rows before it were read")
 
 
 def test_a_file_without_newlines_is_refused_not_read_into_memory(capsys):
