@@ -164,6 +164,40 @@ def test_parquet_round_trip(rows, tmp_path):
         td.read(tmp_path / "bad.parquet")
 
 
+START = chess.STARTING_FEN
+
+
+@pytest.mark.parametrize("column, values, message", [
+    ("fen", [START, START + "\ne" * 100_000], r"row 1: fen holds a line break"),  # wrote past the record arrays
+    ("move", ["e2e4\nscore 7", "e2e4"], r"row 0: move holds a line break"),
+    ("score", [0, 40_000], r"row 1: score 40000 outside -32768 \.\. 32767"),  # was -25536
+    ("ply", [-1, 0], r"row 0: ply -1 outside 0 \.\. 65535"),  # was 65535
+    ("result", [0, 1 << 20], r"row 1: result 1048576 outside"),
+    ("score", ["12", "0"], r"column 'score' holds string, not integers"),
+    ("score", [1.7, 0.0], r"column 'score' holds double, not integers"),  # was 1
+    ("chain", [0, None], r"column 'chain' has 1 null value"),  # was -2**63
+])
+def test_parquet_bad_cells_are_named(column, values, message, tmp_path):
+    """Parquet is this project's own format: a cell the tools' records cannot hold is refused
+    with its row, never wrapped, truncated or allowed to shift the rows after it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols = {"fen": [START, START], "move": ["e2e4", "d2d4"], "score": [0, 0], "ply": [0, 0], "result": [0, 0],
+            "chain": [0, 1]}
+    cols[column] = values
+    pq.write_table(pa.table({k: pa.array(v, pa.int64() if k == "chain" else None) for k, v in cols.items()}),
+                   tmp_path / "x.parquet")
+    with pytest.raises(TrainingDataError, match=r"x\.parquet: " + message):
+        td.read(tmp_path / "x.parquet")
+
+
+def test_not_a_parquet_file_is_named(tmp_path):
+    (tmp_path / "x.parquet").write_bytes(b"fen 8/8/8/8/8/8/8/8 w - - 0 1\n")
+    with pytest.raises(TrainingDataError, match=r"x\.parquet: not a Parquet file"):
+        td.read(tmp_path / "x.parquet")
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda b: b[:-5], r"byte 75273: truncated block: 75265 of its 75270 bytes"),
     (lambda b: b"BINQ" + b[4:], r"byte 0: block magic b'BINQ', expected b'BINP'"),

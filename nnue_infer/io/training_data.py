@@ -469,16 +469,27 @@ def _parse_records(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tup
 
 
 def _iter_parquet(source: str | os.PathLike[str]) -> Iterator[TrainingData]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     label = input_label(source)
     path = io.BytesIO(standard_stream("stdin").read()) if os.fspath(source) == STDIN else source  # Parquet needs seeking
-    pf = pq.ParquetFile(path)
+    try:
+        pf = pq.ParquetFile(path)
+    except pa.ArrowInvalid as exc:
+        raise TrainingDataError(f"{label}: not a Parquet file ({exc})") from exc
     missing = {"fen", "move", "score", "ply", "result"} - set(pf.schema_arrow.names)
     if missing:
         raise TrainingDataError(f"{label}: Parquet file lacks the column(s) {', '.join(sorted(missing))}")
     row = 0
-    for batch in pf.iter_batches(batch_size=1 << 18):
+    batches = pf.iter_batches(batch_size=1 << 18)
+    while True:
+        try:
+            batch = next(batches, None)
+        except pa.ArrowInvalid as exc:
+            raise TrainingDataError(f"{label}: damaged Parquet data after row {row} ({exc})") from exc
+        if batch is None:
+            return
         yield from_arrow(batch, label=label, first_row=row)
         row += batch.num_rows
 
@@ -490,12 +501,39 @@ def from_arrow(table, *, label: str = "<arrow>", first_row: int = 0) -> Training
     Raises
     ------
     TrainingDataError
-        A FEN or move the tools' parser refuses, or a null (message: row and value).
+        A FEN or move the tools' parser refuses or holding a line break, a null, a ``score`` /
+        ``ply`` / ``result`` / ``chain`` column that is not integers or a value outside its
+        column's type (int16, uint16, int16, int64): the message names the row and the value.
     """
-    cols = {name: table.column(name) for name in ("fen", "move", "score", "ply", "result")}
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = ("fen", "move", "score", "ply", "result") + (("chain",) if "chain" in table.schema.names else ())
+    cols = {name: table.column(name) for name in names}
     for name, col in cols.items():
         if col.null_count:
             raise TrainingDataError(f"{label}: column {name!r} has {col.null_count} null value(s)")
+        text = name in ("fen", "move")
+        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)) if text \
+                else not pa.types.is_integer(col.type):
+            raise TrainingDataError(f"{label}: column {name!r} holds {col.type}, not "
+                                    f"{'strings' if text else 'integers'}")
+        if text:  # a line break would end the record early and shift every later row
+            broken = np.flatnonzero(np.asarray(pc.match_substring_regex(col, "[\r\n]"), np.bool_))
+            if broken.size:
+                i = int(broken[0])
+                raise TrainingDataError(f"{label}: row {first_row + i}: {name} holds a line break: "
+                                        f"{col[i].as_py()[:80]!r}")
+    ints = {}
+    for name, dtype in (("score", np.int16), ("ply", np.uint16), ("result", np.int16), ("chain", np.int64)):
+        if name in cols:
+            values = np.asarray(cols[name])
+            lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+            outside = np.flatnonzero((values < lo) | (values > hi))
+            if outside.size:
+                i = int(outside[0])
+                raise TrainingDataError(f"{label}: row {first_row + i}: {name} {values[i]} outside {lo} .. {hi}")
+            ints[name] = values.astype(dtype)
     fens, moves = cols["fen"].to_pylist(), cols["move"].to_pylist()
     text = "".join(f"fen {f}\nmove {m}\nscore 0\nply 0\nresult 0\ne\n" for f, m in zip(fens, moves)).encode()
     buf = np.frombuffer(text, np.uint8)
@@ -505,11 +543,9 @@ def from_arrow(table, *, label: str = "<arrow>", first_row: int = 0) -> Training
     out, bad, _, problem = _parse_records(buf, starts[:n], ends[:n])
     if bad >= 0:
         raise TrainingDataError(f"{label}: row {first_row + bad}: {problem}")
-    out.score[:] = np.asarray(cols["score"], np.int64).astype(np.int16)
-    out.ply[:] = np.asarray(cols["ply"], np.int64).astype(np.uint16)
-    out.result[:] = np.asarray(cols["result"], np.int64).astype(np.int16)
-    if "chain" in table.schema.names:
-        out.chain[:] = np.asarray(table.column("chain"), np.int64)
+    out.score[:], out.ply[:], out.result[:] = ints["score"], ints["ply"], ints["result"]
+    if "chain" in ints:
+        out.chain[:] = ints["chain"]
     else:
         out = out.with_chains()
     return out
