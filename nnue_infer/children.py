@@ -118,6 +118,8 @@ def evaluate_moves(ev, board: chess.Board | None, moves: Iterable[chess.Move | s
     else:
         given = move_codes(moves)
         n_given = size = len(given)
+    if board.ep_square and board.promoted & board.kings & board.occupied_co[board.turn]:
+        return _promoted_king_children(ev, board, moves, given)
     if ev._stack_base + ply + 1 >= ev._pairs:
         ev._allocate(2 * (ev._stack_base + ply + 2))
     trusted = ev._trusted
@@ -134,6 +136,30 @@ def evaluate_moves(ev, board: chess.Board | None, moves: Iterable[chess.Move | s
     if n < 0:
         _raise(n, board, moves, codes)
     return codes[:n], values[:n]
+
+
+def _promoted_king_children(ev, board: chess.Board, moves, given: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Children through python-chess, each evaluated afresh, for a side to move whose king is marked
+    promoted (``K~`` in a FEN) when an en passant square is set: python-chess then ignores pins of
+    an en passant capturer along a file (``pin_mask`` finds no king), which the compiled generator
+    does not imitate.  Same results and errors as the compiled path."""
+    check_position(board)
+    if board.was_into_check():
+        _raise(KC.OPPONENT_IN_CHECK, board, moves, given)
+    if moves is None:
+        legal = list(board.legal_moves)
+    else:
+        legal = []
+        for i, move in enumerate(decode_moves(given)):
+            if not board.is_legal(move):
+                _raise(KC.ILLEGAL_MOVE - i, board, moves, given)
+            legal.append(move)
+    values = []
+    for move in legal:
+        child = board.copy(stack=False)
+        child.push(move)
+        values.append(ev._evaluate_fresh(child))
+    return np.array([move_code(m) for m in legal], np.uint16), np.array(values, np.int32)
 
 
 def _raise(result: int, board: chess.Board, moves, codes: np.ndarray) -> None:
@@ -189,6 +215,10 @@ def evaluate_children_batch(ev, positions: Iterable[chess.Board | str], as_board
             board = as_board(position)
         except (ValueError, TypeError) as exc:
             raise type(exc)(f"row {i}: {exc}") from None
+        if board.ep_square and board.promoted & board.kings & board.occupied_co[board.turn]:
+            raise PositionError(f"row {i}: the side to move's king is marked promoted ('~' in the FEN) and an en "
+                                "passant square is set, where python-chess's moves differ from the compiled "
+                                f"generator's: use Evaluator.evaluate_moves for {board.fen()}")
         occupied_co = board.occupied_co
         bitboards[i] = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
                         occupied_co[1], occupied_co[0])

@@ -112,6 +112,16 @@ def test_given_moves(ev, oracle):
     assert castle and ev.evaluate_moves(c960, castle).tolist() == loop_values(oracle, c960, castle)
 
 
+def test_promoted_king(ev, oracle):
+    """A king marked promoted (``K~``): python-chess ignores the file pin of an en passant capturer."""
+    board = chess.Board("4r2k/8/8/3pP3/8/8/8/4K~3 w - d6 0 1")
+    assert chess.Move.from_uci("e5d6") in board.legal_moves
+    assert ev.evaluate_moves(board).tolist() == loop_values(oracle, board)
+    assert ev.evaluate_moves(board, ["e5d6"]).tolist() == loop_values(oracle, board, [chess.Move.from_uci("e5d6")])
+    with pytest.raises(PositionError, match="row 0: the side to move's king is marked promoted"):
+        ev.evaluate_children_batch([board])
+
+
 def test_refusals_change_nothing(ev, oracle):
     start = chess.Board()
     ev.set_position(start)
