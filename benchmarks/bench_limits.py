@@ -41,7 +41,7 @@ from common import REPO  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer.features import MAX_PIECES, board_bitboards  # noqa: E402
-from nnue_infer.kernels import batch as KB  # noqa: E402
+from nnue_infer.batch import batch_kernels  # noqa: E402
 from nnue_infer.kernels import forward as K  # noqa: E402
 from nnue_infer.kernels import simd  # noqa: E402
 from nnue_infer.kernels.accumulator import refresh_accumulator, update_accumulator  # noqa: E402
@@ -157,7 +157,7 @@ def loop_stack(scratch, weights, biases, layers, params, n):
         s += propagate_layer_stack(scratch, 7, weights, biases, layers, params[K.P_WEIGHT_SHIFT],
                                    params[K.P_SKIP_INDEX], params[K.P_SKIP_SUB], params[K.P_SKIP_MODE],
                                    params[K.P_SKIP_NUM], params[K.P_SKIP_DEN], params[K.P_FLOAT_OUTPUT],
-                                   params[K.P_SIMD], params[K.P_FC0_SIMD])
+                                   params[K.P_SIMD], params[K.P_FC0_SIMD], False)
     return s
 
 
@@ -253,10 +253,11 @@ class Python:
                                           acc, psqt, isa, n)
         if kind in ("batch", "batch_default"):
             bbs, stm, args = self.batch_args["sf" if kind == "batch" else "default"]
+            evaluate_batch = batch_kernels(args).evaluate_batch
 
             def batch(n):
                 for _ in range(max(1, n // len(bbs))):
-                    KB.evaluate_batch(bbs, stm, *args)
+                    evaluate_batch(bbs, stm, *args)
             return batch
         if kind == "incremental":
             board, move = ev._board, self.move

@@ -1,9 +1,9 @@
 """Batch evaluation: FEN strings or python-chess boards -> one parallel kernel call -> values.
 
 FEN strings are joined and encoded once and parsed, checked and evaluated in one compiled
-pass (:func:`nnue_infer.kernels.batch.evaluate_fens`); boards are read through their
-bitboards, one tuple per board, into int64 ``[n, 8]`` for
-:func:`nnue_infer.kernels.batch.evaluate_batch`.  Errors name the first bad row.
+pass (``evaluate_fens`` of :func:`nnue_infer.kernels.batch.kernels`); boards are read through
+their bitboards, one tuple per board, into int64 ``[n, 8]`` for its ``evaluate_batch``.  Errors
+name the first bad row.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from .errors import FenError, PositionError, clip, quote
 from .features import MAX_PIECES, check_position, check_variant
 from .kernels import batch as KB
 from .kernels import features as KFT
+from .kernels.forward import config
 from .kernels.threads import PARALLEL_LOCK, n_chunks
 from .positions import (FEN_MISSING_FIELD, _first_not, fen_buffer, fen_problem, field_counts, missing_field,
                         missing_field_message)
@@ -129,8 +130,8 @@ def evaluate_rows(positions: Sequence[chess.Board | str], net_arrays: tuple, scr
         fen_codes = np.empty(n, np.int32)
         fen_offsets = np.empty(n, np.int64)
         with PARALLEL_LOCK, numba.parallel_chunksize(1):
-            KB.evaluate_fens(buf, offsets, *net_arrays, MAX_PIECES, scratch_len, n_chunks(), values, fen_codes,
-                             fen_offsets, codes)
+            batch_kernels(net_arrays).evaluate_fens(buf, offsets, *net_arrays, MAX_PIECES, scratch_len, n_chunks(),
+                                                    values, fen_codes, fen_offsets, codes)
         refused = fen_codes != 0
         if refused.any():
             reread_refused_fens(positions, fen_codes, values, codes, net_arrays, scratch_len)  # type: ignore[arg-type]
@@ -158,7 +159,14 @@ def evaluate_bitboards(bitboards: np.ndarray, stm: np.ndarray, net_arrays: tuple
     """Evaluate int64[n, 8] bitboards with side to move uint8[n] (0 White) into ``values`` int32[n];
     the kernel's ``POS_*`` result per row goes to ``codes`` int32[n] (rows not ``POS_OK`` get value 0)."""
     with PARALLEL_LOCK, numba.parallel_chunksize(1):
-        KB.evaluate_batch(bitboards, stm, *net_arrays, MAX_PIECES, scratch_len, n_chunks(), values, codes)
+        batch_kernels(net_arrays).evaluate_batch(bitboards, stm, *net_arrays, MAX_PIECES, scratch_len, n_chunks(),
+                                                 values, codes)
+
+
+def batch_kernels(net_arrays: tuple) -> KB.Kernels:
+    """The batch kernels of the network whose kernel arrays are ``net_arrays`` (see
+    :func:`evaluate_rows`), specialised for its ``forward.Config``."""
+    return KB.kernels(config(net_arrays[2], net_arrays[10]))
 
 
 def reread_refused_fens(fens: Sequence[str], fen_codes: np.ndarray, values: np.ndarray, codes: np.ndarray,

@@ -33,7 +33,6 @@ from .features import MAX_PIECES, architecture_features, board_bitboards, check_
 from .kernels import activations as KA
 from .kernels import arena
 from .kernels import forward as K
-from .kernels import fen as fen_kernels
 from .kernels import simd
 from .kernels.accumulator import STATE_COLUMNS
 from .kernels.dense import SCRATCH_FEATURES, scratch_size
@@ -101,8 +100,8 @@ def _as_board(board: chess.Board | str) -> chess.Board:
     raise TypeError(f"expected a chess.Board or a FEN string, got {type(board).__name__}")
 
 
-_FEN_ENTRY = _entry_index(fen_kernels.evaluate_fen, (numba.types.int64,
-                                                     numba.types.Bytes(numba.types.uint8, 1, "C", readonly=True)))
+#: Argument types of ``evaluate_fen`` (``kernels.arena.kernels``): the header's address and the FEN's bytes.
+_FEN_TYPES = (numba.types.int64, numba.types.Bytes(numba.types.uint8, 1, "C", readonly=True))
 
 
 #: The in-use guard (see :meth:`Evaluator._busy`): an evaluator's ``_free`` list holds this one
@@ -225,16 +224,21 @@ class Evaluator:
     @staticmethod
     def _arena(kernel_args: tuple | None) -> dict:
         """The arena header of ``kernel_args`` (see ``kernels.arena``: the per-position kernels
-        take its address instead of the eleven arrays), that address and the entry-point indices
-        of those kernels (``kernel_args`` None: the same keys, no values)."""
+        take its address instead of the eleven arrays), that address, the entry-point indices
+        of those kernels and the other entry kernels, all specialised for the network's
+        ``forward.Config`` (``kernel_args`` None: the same keys, no values)."""
         if kernel_args is None:
-            return dict.fromkeys(("_header", "_address", "_ply_entry", "_board_entry"))
+            return dict.fromkeys(("_header", "_address", "_ply_entry", "_board_entry", "_fen_entry", "_kernels"))
         header = np.zeros(arena.HEADER_SIZE, np.int64)
         arena.write_header(header, kernel_args)
         int64 = numba.types.int64
+        config = K.config_of_cfg(kernel_args[6])
+        entries = arena.kernels(config)
         return {"_header": header, "_address": header.ctypes.data,
-                "_ply_entry": _entry_index(arena.evaluate_ply, (int64, int64, int64, arena.POSITION)),
-                "_board_entry": _entry_index(arena.evaluate_board, (int64, arena.POSITION))}
+                "_ply_entry": _entry_index(entries.evaluate_ply, (int64, int64, int64, arena.POSITION)),
+                "_board_entry": _entry_index(entries.evaluate_board, (int64, arena.POSITION)),
+                "_fen_entry": _entry_index(entries.evaluate_fen, _FEN_TYPES),
+                "_kernels": K.kernels(config)}
 
     def _busy(self) -> ConcurrentUseError:
         """The error for a call made while another call is running: from another thread, or from code
@@ -503,7 +507,7 @@ class Evaluator:
     def _refresh(self, board: chess.Board) -> int:
         board_bitboards(board, self._bb)
         net = self._network
-        return int(K.refresh_both(self._bb, self._slot_table, self._king_buckets, self._params,
+        return int(self._kernels.refresh_both(self._bb, self._slot_table, self._king_buckets, self._params,
                                   net.ft_weights, net.ft_biases, net.psqt_weights, net.int8_weights,
                                   net.int8_psqt_weights,
                                   self._feats, self._counts, self._acc, self._psqt))
@@ -570,7 +574,7 @@ class Evaluator:
         """``evaluate(board)`` without the in-use token (for methods that hold it)."""
         if type(board) is not chess.Board:  # FEN strings, variants (refused), subclasses, wrong types
             if type(board) is str and board.isascii():  # the compiled parser of the batch path, then the kernel
-                fields, value = (_ENTRIES[_FEN_ENTRY] or _entry(_FEN_ENTRY))(self._address, board.encode())
+                fields, value = (_ENTRIES[self._fen_entry] or _entry(self._fen_entry))(self._address, board.encode())
                 if (fields == 4 or fields == 6) and value != INVALID_POSITION:
                     return value
             # python-chess reads what the compiled parser does not take as it stands (Unicode white space,
@@ -837,7 +841,7 @@ class Evaluator:
             turns[i] = not b.turn
         out = np.empty(n, np.int32)
         stms = np.frombuffer(turns, np.uint8).astype(np.int64)
-        bad = K.evaluate_sequence(bitboards, stms, out, *self._kernel_args)
+        bad = self._kernels.evaluate_sequence(bitboards, stms, out, *self._kernel_args)
         if bad >= 0:
             raise PositionError(f"the position after moves[{bad - 1}] cannot be represented (a side without "
                                 "exactly one king, more than 32 pieces or a pawn on the first or last rank)")
@@ -943,7 +947,7 @@ class Evaluator:
         arch = self.network.architecture
         pieces = self._refresh(board)
         per_bucket = np.empty((arch.output_buckets, 2), np.int64)
-        K.trace_buckets(self._acc, self._psqt, stm, self._params, self._scratch, self._weights, self._biases,
+        self._kernels.trace_buckets(self._acc, self._psqt, stm, self._params, self._scratch, self._weights, self._biases,
                         self._layers, per_bucket)
         bucket = arch.bucket_of(pieces)
         psqt, positional = per_bucket[:, 0].tolist(), per_bucket[:, 1].tolist()

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from . import constants as C
 from .errors import NetworkNotFoundError
+from .kernels.cache import user_cache_dir
 from .network import Network
 
 _lock = threading.Lock()
@@ -36,11 +37,8 @@ HOW_TO_GET = (
 
 
 def cache_dir() -> Path:
-    """Directory where extracted networks are kept."""
-    if os.environ.get("NNUE_INFER_CACHE"):
-        return Path(os.environ["NNUE_INFER_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "nnue-infer"
+    """Directory where extracted networks are kept (:func:`nnue_infer.kernels.cache.user_cache_dir`)."""
+    return user_cache_dir()
 
 
 def _sha256(path: Path) -> str:

@@ -252,9 +252,10 @@ def test_concurrent_batches_from_threads(evaluator, corpus):
 
 
 def test_batch_kernels_compile_once(evaluator):
-    from nnue_infer.kernels import batch as KB
+    from nnue_infer.batch import batch_kernels
 
     evaluator.evaluate_batch([GOOD, GOOD])
     evaluator.evaluate_batch([chess.Board()])
-    assert len(KB.evaluate_batch.signatures) == 1
-    assert len(KB.evaluate_fens.signatures) == 1
+    kernels = batch_kernels(evaluator._batch_args[0])
+    assert len(kernels.evaluate_batch.signatures) == 1
+    assert len(kernels.evaluate_fens.signatures) == 1

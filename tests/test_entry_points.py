@@ -18,7 +18,7 @@ from numba.core.dispatcher import Dispatcher
 
 from nnue_infer import Evaluator, PositionError
 from nnue_infer import evaluator as E
-from nnue_infer.kernels import arena
+from nnue_infer.kernels import arena, forward
 
 GAME = ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"]
 
@@ -44,9 +44,10 @@ def test_entry_points_have_the_dispatchers_signature(network):
     ev = Evaluator(network)
     ev.evaluate(chess.Board())
     ev.evaluate()
-    if not isinstance(arena.evaluate_ply, Dispatcher):
+    entries = arena.kernels(forward.config_of_cfg(ev._cfg))
+    if not isinstance(entries.evaluate_ply, Dispatcher):
         pytest.skip("NUMBA_DISABLE_JIT is set")
-    for kernel, n_ints, index in ((arena.evaluate_ply, 3, ev._ply_entry), (arena.evaluate_board, 1, ev._board_entry)):
+    for kernel, n_ints, index in ((entries.evaluate_ply, 3, ev._ply_entry), (entries.evaluate_board, 1, ev._board_entry)):
         types = (numba.types.int64,) * n_ints + (arena.POSITION,)
         assert E._ENTRY_INDEX[(kernel, types)] == index
         assert E._ENTRIES[index] is kernel.overloads[types].entry_point
@@ -60,7 +61,7 @@ def test_pickled_evaluators_look_the_entry_points_up_again(network):
     want = ev.evaluate()
     state = ev.__getstate__()
     # addresses and indices are this process's; the in-use token is the object's own
-    assert not {"_header", "_address", "_ply_entry", "_board_entry", "_free"} & set(state)
+    assert not {"_header", "_address", "_ply_entry", "_board_entry", "_kernels", "_free"} & set(state)
     clone = pickle.loads(pickle.dumps(ev))
     assert (clone._ply_entry, clone._board_entry) == (ev._ply_entry, ev._board_entry)
     assert_header_matches(clone)

@@ -1,4 +1,4 @@
-"""The ``nnue-infer`` command line: ``eval``, ``info``, ``extract``, ``datagen``, ``train``, ``convert``, ``quantise``, ``crosscheck``, ``data``.
+"""The ``nnue-infer`` command line: ``eval``, ``info``, ``extract``, ``datagen``, ``train``, ``convert``, ``quantise``, ``crosscheck``, ``data``, ``warmup``.
 
 ``main(argv) -> int`` is the entry point; heavy imports happen inside the commands.  Options
 mean the same in every command: ``--threads N`` (Numba/PyTorch threads), ``--quiet`` (no

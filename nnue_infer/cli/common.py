@@ -63,8 +63,18 @@ def threads_option(f):
                         help="Threads for the compiled kernels (default: all cores).")(f)
 
 
+def _quiet(ctx, param, quiet: bool) -> bool:
+    """``--quiet`` also silences the compile notice (``nnue_infer.kernels.cache``)."""
+    if quiet:
+        from ..kernels import cache
+
+        cache.notice = None
+    return quiet
+
+
 def quiet_option(f):
-    return click.option("-q", "--quiet", is_flag=True, help="No progress bar and no messages on stderr but errors.")(f)
+    return click.option("-q", "--quiet", is_flag=True, callback=_quiet,
+                        help="No progress bar and no messages on stderr but errors.")(f)
 
 
 def progress_option(f):

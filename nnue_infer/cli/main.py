@@ -10,6 +10,7 @@ from .data import data
 from .eval import eval_cmd
 from .networks import convert, extract, fetch, info, quantise
 from .training import crosscheck, datagen, train
+from .warmup import warmup
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
@@ -23,7 +24,7 @@ def cli() -> None:
     """
 
 
-for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, data):
+for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, data, warmup):
     cli.add_command(_command)
 
 
@@ -40,6 +41,9 @@ def _show_error(exc: click.ClickException) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    from ..kernels import cache
+
+    cache.notice = "stderr"  # a cold compile says so on stderr (not with --quiet)
     try:
         cli.main(args=argv, prog_name="nnue-infer", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -11,15 +11,26 @@ import click
 from .common import (check_output_dir, example, json_option, quiet_option)
 
 
-@click.command(epilog=example("nnue-infer info nn-ad9b42354671.nnue", "nnue-infer info --json sf.safetensors | jq .architecture"))
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.command(epilog=example("nnue-infer info nn-ad9b42354671.nnue", "nnue-infer info --json sf.safetensors | jq .architecture",
+                             "nnue-infer info --cache"))
+@click.argument("file", type=click.Path(exists=True, dir_okay=False), required=False)
+@click.option("--cache", "show_cache", is_flag=True,
+              help="Show the compiled-kernel cache instead: where, its size, what is compiled for this CPU.")
 @json_option("Print one JSON object (file, format, sha256, description, architecture, dimensions, hashes).")
-def info(file, as_json):
-    """Show a network file's format, architecture, dimensions, hashes and SHA-256.
+def info(file, show_cache, as_json):
+    """Show a network file's format, architecture, dimensions, hashes and SHA-256 (or, with
+    --cache, Numba's cache of the compiled kernels: see ``nnue-infer warmup``).
 
     Dimensions are counts (features, neurons); the architecture's units_per_pawn is the
     number of internal units the network's value gives one pawn (361 for Stockfish 15.1).
     """
+    if show_cache:
+        from .warmup import show_cache_report
+
+        show_cache_report(as_json)
+        return
+    if file is None:
+        raise click.UsageError("give a network FILE (or --cache)")
     import dataclasses
     import hashlib
 

@@ -3,16 +3,26 @@
 Every kernel is a module-level ``@njit(cache=True)`` function over arrays and
 integers, writing into buffers the caller provides.
 
-The small kernels on the per-position path are ``inline="always"``: Numba then copies them
-into their callers at compile time instead of calling them (a call passing arrays costs tens
-of nanoseconds, and there are dozens per evaluation; inlining cut a full-refresh evaluation of
-the bundled network from ~1.1 to ~0.8 us inside the kernel).  They stay callable from Python.
-The price is compile time on a cold cache (``cache=True`` keeps it to the first run).  An
-inlined kernel's code lives in its callers' cache entries, so after editing one, clear
-``__pycache__`` (or bump the "Last such change" notes in ``forward.py``, ``batch.py`` and
-``arena.py``, whose cached kernels contain the forward kernels they call).
+Kernels on the per-position path are inlined into their callers, in two ways.  The heavy leaves
+(``dense.affine_*``, ``activation.ft_transform`` / ``ft_activate`` / ``activate*``,
+``accumulator.update_accumulator`` / ``refresh_accumulator`` / ``update_relations`` /
+``refresh_relations``, ``features.active_features`` /
+``changed_features`` / ``check_bitboards``) are ``forceinline=True``: each compiles once per
+signature, is cached on its own, and LLVM inlines its machine code into every caller (a call
+passing arrays would cost tens of nanoseconds).  The glue between them is ``inline="always"``:
+Numba copies its IR into the caller, where the caller's compile-time constants (the entry kernels
+made per ``forward.Config``) prune the branches of paths the network does not use before they are
+typed.  Numba-level inlining re-processes a callee's whole IR at every call site and every level of
+nesting, which made a cold compile of one entry kernel take minutes when the leaves were inlined
+that way too (issue 19: 135 s -> 14 s of CPU for the one-FEN command line).  Every cached kernel
+is stamped with the contents of all kernel files (:mod:`nnue_infer.kernels.cache`), so any edit
+here recompiles what depends on it.
 """
 
-from .threads import choose_threading_layer
+from . import cache
+
+cache.install()  # before any kernel is defined: its cache locator is chosen by its decorator
+
+from .threads import choose_threading_layer  # noqa: E402
 
 choose_threading_layer()  # before any parallel kernel runs: a fork-safe layer (see kernels/threads.py)

@@ -15,6 +15,7 @@ from numba import njit
 
 from . import simd
 from .refcount import last_use
+from .simd import ISA_PORTABLE  # a bare global: branches on it are pruned in specialised kernels
 from .features import changed_features, count_changes, king_frame, king_square
 from .threats import MAX_RELATIONS, relation_changes, relation_indices, relation_list, relation_orientation
 
@@ -29,7 +30,7 @@ STATE_FLAG = 8
 STATE_COLUMNS = 9
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def refresh_accumulator(weights, biases, psqt_weights, features, count, acc, psqt, isa):
     """Recompute one perspective's accumulator from scratch: the biases plus the rows of
     ``features[:count]`` (:func:`update_accumulator` from the biases and a zero PSQT).
@@ -53,11 +54,11 @@ def refresh_accumulator(weights, biases, psqt_weights, features, count, acc, psq
     """
     for j in range(psqt.shape[0]):
         psqt[j] = 0
-    update_accumulator(weights, psqt_weights, biases, psqt, features, count, features, 0, acc, psqt, isa)
+    update_accumulator(weights, psqt_weights, biases, psqt, features, count, features, np.int64(0), acc, psqt, isa)
     last_use((weights, biases, psqt_weights, features, acc, psqt))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def update_accumulator(weights, psqt_weights, src_acc, src_psqt, added, n_added, removed, n_removed, acc, psqt, isa):
     """``acc = src_acc + rows(added) - rows(removed)`` and the same for the PSQT rows.
 
@@ -89,7 +90,7 @@ def update_accumulator(weights, psqt_weights, src_acc, src_psqt, added, n_added,
     """
     L = acc.shape[0]
     P = psqt.shape[0]
-    if isa != simd.ISA_PORTABLE and L % 128 == 0 and (n_added + n_removed <= 4 or L % 256 != 0):
+    if isa != ISA_PORTABLE and L % 128 == 0 and (n_added + n_removed <= 4 or L % 256 != 0):
         for j in range(0, L, 128):
             v0 = simd.load_i16x64(src_acc, j)
             v1 = simd.load_i16x64(src_acc, j + 64)
@@ -103,7 +104,7 @@ def update_accumulator(weights, psqt_weights, src_acc, src_psqt, added, n_added,
                 v1 = simd.sub_i16x64(v1, simd.load_i16x64(weights, r + 64))
             simd.store_i16x64(acc, j, v0)
             simd.store_i16x64(acc, j + 64, v1)
-    elif isa != simd.ISA_PORTABLE and L % 256 == 0:
+    elif isa != ISA_PORTABLE and L % 256 == 0:
         for j in range(0, L, 256):
             v0 = simd.load_i16x64(src_acc, j)
             v1 = simd.load_i16x64(src_acc, j + 64)
@@ -125,7 +126,7 @@ def update_accumulator(weights, psqt_weights, src_acc, src_psqt, added, n_added,
             simd.store_i16x64(acc, j + 64, v1)
             simd.store_i16x64(acc, j + 128, v2)
             simd.store_i16x64(acc, j + 192, v3)
-    elif isa != simd.ISA_PORTABLE and L % 32 == 0:
+    elif isa != ISA_PORTABLE and L % 32 == 0:
         for j in range(0, L, 32):
             v0 = simd.load_i16x16(src_acc, j)
             v1 = simd.load_i16x16(src_acc, j + 16)
@@ -157,7 +158,7 @@ def update_accumulator(weights, psqt_weights, src_acc, src_psqt, added, n_added,
             r0 = removed[k]
             for j in range(L):
                 acc[j] -= weights[r0, j]
-    if isa != simd.ISA_PORTABLE and P == 8:
+    if isa != ISA_PORTABLE and P == 8:
         v = simd.load_i32x8(src_psqt, 0)
         for k in range(n_added):
             v = simd.add_i32x8(v, simd.load_i32x8(psqt_weights, added[k] * 8))
@@ -218,7 +219,7 @@ def sub_rows_i8(weights8, psqt8, features, count, acc, psqt):
             psqt[j] -= prow[j]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def refresh_relations(bitboards, threats, pairs, pair_offset, weights8, psqt8, rel, idx, acc, psqt):
     """``acc[p] += rows`` of every active threat / pawn-pair feature of both perspectives ``p``
     (int8 rows); ``acc`` int16[2, L], ``psqt`` int32[2, P] (row 0 White).  The relation list is
@@ -235,7 +236,7 @@ def refresh_relations(bitboards, threats, pairs, pair_offset, weights8, psqt8, r
         add_rows_i8(weights8, psqt8, idx, k, acc[p], psqt[p])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def update_relations(old, new, p, threats, pairs, pair_offset, weights8, psqt8, rel, idx, acc, psqt):
     """Apply the threat / pawn-pair features that change from piece set ``old`` to ``new`` to
     perspective ``p``'s accumulator ``acc`` (int16[L]) and ``psqt`` (int32[P]), in place.
@@ -285,7 +286,7 @@ def copy_accumulator(src_acc, src_psqt, acc, psqt):
 @njit(cache=True, inline="always")  # inlined into its callers: a call with 16 arguments costs ~60 ns
 def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psqt_weights, slot_table,
                        king_buckets, mirror, num_slots, added, removed, weights8, psqt8, threats, pairs, pair_offset,
-                       rel, idx, isa):
+                       rel, idx, isa, relations):
     """Bring perspective ``p``'s accumulator of pair ``dst`` to the piece set ``new``.
 
     Accumulators live in pairs (one per perspective): ``accs`` int16[pairs, 2, L],
@@ -323,6 +324,9 @@ def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psq
         king frame their orientation is fixed too, so they follow the same rule.
     isa : int
         ``simd.ISA_*`` (see :func:`update_accumulator`).
+    relations : bool
+        ``threats or pairs``: whether the int8 sets are updated (a compile-time constant of the
+        specialised kernels, ``forward.kernels``, so networks without them compile none of that code).
 
     Source: Stockfish 15.1 ``nnue/nnue_feature_transformer.h`` (``update_accumulator``) and
     Stockfish 16's ``AccumulatorCaches`` (``update_accumulator_refresh_cache``).
@@ -335,8 +339,8 @@ def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psq
         if king_square(old, p) == ksq and count_changes(old, new) <= cache_cost:
             n_added, n_removed = changed_features(old, new, p, orient, base, slot_table, added, removed)
             update_accumulator(weights, psqt_weights, accs[src, p], psqts[src, p], added, n_added,
-                               removed, n_removed, accs[dst, p], psqts[dst, p], isa)
-            if threats or pairs:
+                               removed, n_removed, accs[dst, p], psqts[dst, p], np.int64(isa))
+            if relations:
                 update_relations(old, new, p, threats, pairs, pair_offset, weights8, psqt8, rel, idx, accs[dst, p],
                                  psqts[dst, p])
             set_piece_set(state, dst, p, new)
@@ -344,8 +348,8 @@ def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psq
     origin = key if cache_cost <= count_changes(state[empty, p], new) else empty
     n_added, n_removed = changed_features(state[origin, p], new, p, orient, base, slot_table, added, removed)
     update_accumulator(weights, psqt_weights, accs[origin, p], psqts[origin, p], added, n_added, removed, n_removed,
-                       accs[key, p], psqts[key, p], isa)
-    if threats or pairs:
+                       accs[key, p], psqts[key, p], np.int64(isa))
+    if relations:
         update_relations(state[origin, p], new, p, threats, pairs, pair_offset, weights8, psqt8, rel, idx, accs[key, p],
                          psqts[key, p])
     set_piece_set(state, key, p, new)

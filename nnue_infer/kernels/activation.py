@@ -48,6 +48,7 @@ from numba import njit
 
 from . import simd
 from .refcount import last_use
+from .simd import ISA_PORTABLE  # a bare global: branches on it are pruned in specialised kernels
 
 #: Hidden-layer activation codes used in the layer table (see ``dense.propagate_layer_stack``).
 ACT_NONE = 0  #: output layer: raw int32
@@ -77,7 +78,7 @@ FT_HSWISH_GLU = 6  #: x * (x + QA) * clamp(b, -QA, QA) >> (shift + 1), x = clamp
 FT_LUT_GLU = 7  #: T[clamp(a, -QA, QA) + QA] * clamp(b, -QA, QA) >> shift, T the network's table  (signed)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def ft_activate(acc, stm, code, clamp_max, shift, table, out):
     """Feature-transformer activation ``code`` (``FT_*``) of both accumulators into ``out``.
 
@@ -175,7 +176,7 @@ def signed_output(code):
     return code == FT_GLU or code == FT_BILINEAR or code == FT_HSWISH_GLU or code == FT_LUT_GLU
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def ft_transform(acc, stm, code, clamp_max, shift, isa, table, scratch, out):
     """Feature-transformer activation ``code`` of both accumulators into the bytes ``out``
     (uint8[n]: the first layer's input, zero beyond the activation's width).  Signed outputs
@@ -198,13 +199,13 @@ def ft_transform(acc, stm, code, clamp_max, shift, isa, table, scratch, out):
     """
     width = acc.shape[1]
     half = width // 2
-    if isa != simd.ISA_PORTABLE and code == FT_PAIRWISE and clamp_max <= 255 and width % 64 == 0:
+    if isa != ISA_PORTABLE and code == FT_PAIRWISE and clamp_max <= 255 and width % 64 == 0:
         for h in range(2):
             row = (stm ^ h) * width
             for j in range(0, half, 32):
                 simd.pairwise_u8x32(acc, row + j, row + half + j, clamp_max, shift, out, h * half + j)
         written = width
-    elif (isa != simd.ISA_PORTABLE and (code == FT_GLU or code == FT_BILINEAR) and clamp_max <= 181 and shift <= 15
+    elif (isa != ISA_PORTABLE and (code == FT_GLU or code == FT_BILINEAR) and clamp_max <= 181 and shift <= 15
           and width % 64 == 0):
         lo_a = 0 if code == FT_GLU else -clamp_max
         for h in range(2):
@@ -241,7 +242,7 @@ def sqr_clipped_relu(z, z_off, n, shift, out, offset):
         out[np.uint64(offset + i)] = min((v * v) >> (2 * shift + 7), 127)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def activate_lanes(z, z_off, n_act, code, shift, out, out_off):
     """:func:`activate` 8 lanes at a time (``simd.clipped_relu_u8x8``, ``simd.sqr_clipped_relu_u8x8``).
 
@@ -260,7 +261,7 @@ def activate_lanes(z, z_off, n_act, code, shift, out, out_off):
     return n_act if code != ACT_SQR_CRELU_AND_CRELU else 2 * n_act
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def activate(z, z_off, n_act, code, shift, out, out_off):
     """Apply hidden-layer activation ``code`` to ``z[z_off:z_off + n_act]`` (int32) into the uint8
     buffer ``out`` from ``out_off`` on (offsets >= 0, used as uint64 indices: no wraparound code).

@@ -8,24 +8,19 @@ address and shape of each of its arrays into a header (:func:`write_header`) and
 header's *address*; :func:`evaluate_ply` and :func:`evaluate_board` rebuild the arrays from it
 (views, no copy), write the position's bitboards (given as a tuple of Python ints, see
 :data:`POSITION`) into the evaluator's state and run the kernels of
-:mod:`~nnue_infer.kernels.forward`.
+:mod:`~nnue_infer.kernels.forward`.  Both are made per ``forward.Config`` (:func:`kernels`).
 
 The caller keeps the header and every array alive while the address is in use and rewrites the
 header whenever it replaces an array (the header holds raw addresses; they are never pickled).
 
-Note: Numba's on-disk cache keys a function on its own file only, and the cached kernels here
-contain the ``forward`` kernels they call: a change there (or in a kernel those inline) must
-come with an edit of this file (or a cleared ``__pycache__``).  Last such change: threat deltas
-near the changed squares, scratch in the int16 scratch buffer (forward.relation_buffers); signed
-first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform, dense.affine); one flat
-accumulator update (128-lane tiles, PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb);
-forward.evaluate_stack / evaluate_fresh inlined here, their arguments made from the header (callpath);
-layer stack addressed by offsets, hidden activations in SIMD lanes (dense.propagate_layer_stack, activation.activate_lanes);
-AVX2 fc_0 with two input blocks per vpmaddwd (dense.affine_ymm_paired); flat
-ft_transform/ft_activate (tiles).
+The cached kernels here contain the kernels they inline from other files: their cache is stamped
+with the contents of every kernel file (:mod:`nnue_infer.kernels.cache`).
 """
 
 from __future__ import annotations
+
+import functools
+from typing import NamedTuple
 
 import numpy as np
 from numba import carray, njit, types
@@ -33,6 +28,7 @@ from numba import carray, njit, types
 from . import forward
 from .accumulator import INDEX_SCRATCH, RELATION_SCRATCH, STATE_FLAG
 from .dense import LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, scratch_layout
+from .fen import fen_fields
 from .simd import address_pointer as _pointer
 
 #: The arrays a header stands for, in the order of the ``forward`` kernels' arguments: name,
@@ -136,10 +132,11 @@ def scratch_views(h, params, layers):
     return added, removed, rel, idx
 
 
-@njit(cache=True)
-def evaluate_ply(address, ply, trusted, position):
+@njit(cache=True, inline="always")
+def ply_value(address, ply, trusted, position, isa, fc0_isa, ft_activation, relations, float_tail):
     """:func:`forward.evaluate_stack <nnue_infer.kernels.forward.evaluate_stack>` of ``position``
-    (a :data:`POSITION` tuple) at ``ply`` on the arrays of the header at ``address``.
+    (a :data:`POSITION` tuple) at ``ply`` on the arrays of the header at ``address``; ``isa`` ..
+    ``float_tail`` as in ``forward.Config``.
 
     The bitboards go to the ply's pair (``state[P_CACHE_PAIRS + 3 + ply, 0, :8]``) first and that
     pair's "computed" flags are cleared: the ply is always recomputed from its nearest computed
@@ -158,15 +155,16 @@ def evaluate_ply(address, ply, trusted, position):
     state[pair, 1, STATE_FLAG] = 0
     return forward.evaluate_stack(ply, 0 if position[8] else 1, trusted, params, slot_table, king_buckets, layers,
                                   a[0], a[1], a[2], a[3], a[4], a[5], a[7], a[8], state, a[10], added, removed, rel,
-                                  idx)
+                                  idx, isa, fc0_isa, ft_activation, relations, float_tail)
 
 
-@njit(cache=True)
-def evaluate_board(address, position):
+@njit(cache=True, inline="always")
+def board_value(address, position, isa, fc0_isa, ft_activation, relations, float_tail):
     """:func:`forward.evaluate_fresh <nnue_infer.kernels.forward.evaluate_fresh>` of ``position``
     (a :data:`POSITION` tuple, written to the first scratch pair) on the arrays of the header at
     ``address``: a full refresh; the value or ``INVALID_POSITION``.  The active features go to the
-    scratch buffer's feature lists (int32[2, MAX_PIECES] in ``added``, the two counts in ``removed``)."""
+    scratch buffer's feature lists (int32[2, MAX_PIECES] in ``added``, the two counts in ``removed``).
+    """
     h = header_at(address)
     a = header_arrays(h)
     params, slot_table, king_buckets, layers = config_views(h)
@@ -177,4 +175,66 @@ def evaluate_board(address, position):
     state = a[9]
     put_position(state, params[forward.P_CACHE_PAIRS] + 1, position)
     return forward.evaluate_fresh(0 if position[8] else 1, params, slot_table, king_buckets, layers, a[0], a[1], a[2],
-                                  a[3], a[4], a[5], a[7], a[8], state, a[10], feats, counts, rel, idx)
+                                  a[3], a[4], a[5], a[7], a[8], state, a[10], feats, counts, rel, idx, isa, fc0_isa,
+                                  ft_activation, relations, float_tail)
+
+
+@njit(cache=True)
+def evaluate_ply(address, ply, trusted, position):
+    """:func:`ply_value` with the configuration read from the header at run time: every path
+    compiled in, for kernels that call it (``kernels.children``).  The Evaluator's own calls go to
+    the kernels specialised for its network (:func:`kernels`)."""
+    params = config_views(header_at(address))[0]
+    return ply_value(address, ply, trusted, position, params[forward.P_SIMD], params[forward.P_FC0_SIMD],
+                     params[forward.P_FT_ACTIVATION], params[forward.P_THREATS] != 0 or params[forward.P_PAIRS] != 0,
+                     True)
+
+
+class Kernels(NamedTuple):
+    """The entry kernels of one ``forward.Config`` (see :func:`kernels`)."""
+
+    evaluate_ply: object
+    evaluate_board: object
+    evaluate_fen: object
+
+
+@functools.cache
+def kernels(config: forward.Config) -> Kernels:
+    """The Evaluator's per-position kernels specialised for ``config`` (its fields are compile-time
+    constants, as in :func:`forward.kernels <nnue_infer.kernels.forward.kernels>`).
+
+    ``evaluate_ply(address, ply, trusted, position)``: :func:`ply_value`.
+
+    ``evaluate_board(address, position)``: :func:`board_value`.
+
+    ``evaluate_fen(address, buf)``: parses one FEN, the whole of ``buf`` (``bytes``), and evaluates
+    it as ``evaluate_board`` (the string path of ``Evaluator.evaluate``).  Returns ``(fields,
+    value)``: the number of white-space separated fields (-1 when ``kernels.fen.parse_fen``
+    refuses the text; nothing is evaluated then, nor with other than 4 or 6 fields: python-chess's
+    path names the missing field) and the value (or ``INVALID_POSITION``).
+    """
+    isa, fc0_isa, ft_activation, relations, float_tail = (int(config.isa), int(config.fc0_isa),
+                                                          int(config.ft_activation), bool(config.relations),
+                                                          bool(config.float_tail))
+
+    @njit(cache=True)
+    def evaluate_ply(address, ply, trusted, position):
+        return ply_value(address, ply, trusted, position, isa, fc0_isa, ft_activation, relations, float_tail)
+
+    @njit(cache=True)
+    def evaluate_board(address, position):
+        return board_value(address, position, isa, fc0_isa, ft_activation, relations, float_tail)
+
+    @njit(cache=True)
+    def evaluate_fen(address, buf):
+        bitboards = np.zeros(8, np.int64)
+        fields, stm = fen_fields(buf, bitboards)
+        if fields != 4 and fields != 6:
+            return fields, 0
+        return fields, board_value(address, (np.uint64(bitboards[0]), np.uint64(bitboards[1]),
+                                             np.uint64(bitboards[2]), np.uint64(bitboards[3]),
+                                             np.uint64(bitboards[4]), np.uint64(bitboards[5]),
+                                             np.uint64(bitboards[6]), np.uint64(bitboards[7]), stm == 0),
+                                   isa, fc0_isa, ft_activation, relations, float_tail)
+
+    return Kernels(evaluate_ply, evaluate_board, evaluate_fen)

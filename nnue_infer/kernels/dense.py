@@ -26,6 +26,10 @@ from numba import carray, njit
 
 from . import simd
 from .refcount import last_use
+# bare names, not ``simd.X``: Numba prunes a branch on a global (or a constant argument of a
+# specialised entry kernel, see ``forward.kernels``) compared with a global before typing it
+from .simd import (FC0_AVX2_PAIRED, FC0_AVX2_WIDE, ISA_AVX2, ISA_AVXVNNI, ISA_PORTABLE, ISA_VNNI512, TARGET_AVX2,
+                   TARGET_VNNI256, TARGET_VNNI512)
 from .activation import ACT_F_NONE, ACT_FLOAT, ACT_NONE, activate, activate_float, activate_lanes
 
 #: Columns of the ``layers`` table given to :func:`propagate_layer_stack`: padded inputs, outputs,
@@ -56,7 +60,7 @@ def wrap_int32(x):
     return ((x + 2147483648) & 0xFFFFFFFF) - 2147483648
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def affine_portable(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off):
     """``z[z_off:] = biases + W @ x[x_off:]`` in plain loops, W in the block layout (see :func:`affine`).
 
@@ -86,7 +90,7 @@ def affine_portable(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_o
                                         + (x2 * weights[w + np.uint64(2)] + x3 * weights[w + np.uint64(3)]))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def affine_zmm(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off):
     """:func:`affine` with 16 outputs per AVX-512 register (``n_out % 16 == 0``): ``vpdpbusd``
     of each 4-byte input block, broadcast, against 64 weight bytes; four accumulators per
@@ -120,14 +124,14 @@ def dot4_ymm(acc, x, xi, weights, wi, isa):
     AVX2's ``vpmaddubsw`` + ``vpmaddwd``, or its non-saturating two-multiply form
     (``simd.FC0_AVX2_WIDE``).  ``isa`` is loop-invariant where this is called: LLVM moves the
     choice out of the loops."""
-    if isa == simd.FC0_AVX2_WIDE:
+    if isa == FC0_AVX2_WIDE:
         return simd.dot4_avx2_wide(acc, x, xi, weights, wi)
-    if simd.TARGET_VNNI256 and isa != simd.ISA_AVX2:
+    if TARGET_VNNI256 and isa != ISA_AVX2:
         return simd.dot4_avxvnni(acc, x, xi, weights, wi)
     return simd.dot4_avx2(acc, x, xi, weights, wi)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def affine_ymm(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, isa):
     """:func:`affine` with 8 outputs per 256-bit register (``n_out % 8 == 0``): 16 outputs (two
     registers, two accumulators each) per pass over the input blocks, so each broadcast input
@@ -171,7 +175,7 @@ def affine_ymm(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, i
         simd.store_i32x8(z, z_off + g, simd.add_i32x8(a0, a1))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def affine_ymm_paired(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off):
     """:func:`affine_ymm` with two input blocks per ``vpmaddwd`` (``simd.dot4x2_avx2``: blocks
     2m and 2m + 1 added in int16), for ``simd.FC0_AVX2_PAIRED``, which ``simd.first_layer_isa``
@@ -244,14 +248,13 @@ def affine(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, isa):
     Source: Stockfish 15.1, ``nnue/layers/affine_transform.h`` (the block layout and the
     broadcast-and-multiply form, no per-output horizontal sums).
     """
-    vnni = isa == simd.ISA_VNNI512 or isa == simd.ISA_AVXVNNI
-    if simd.TARGET_VNNI512 and isa == simd.ISA_VNNI512 and n_out % 16 == 0:
+    if TARGET_VNNI512 and isa == ISA_VNNI512 and n_out % 16 == 0:
         affine_zmm(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off)
-    elif simd.TARGET_AVX2 and isa == simd.FC0_AVX2_PAIRED and n_out % 8 == 0:
+    elif TARGET_AVX2 and isa == FC0_AVX2_PAIRED and n_out % 8 == 0:
         affine_ymm_paired(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off)
-    elif n_out % 8 == 0 and ((simd.TARGET_VNNI256 and vnni) or (simd.TARGET_AVX2 and (
-            isa == simd.ISA_AVX2 or isa == simd.FC0_AVX2_WIDE))):
-        affine_ymm(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, isa)
+    elif ((TARGET_VNNI256 and (isa == ISA_VNNI512 or isa == ISA_AVXVNNI))
+          or (TARGET_AVX2 and (isa == ISA_AVX2 or isa == FC0_AVX2_WIDE))) and n_out % 8 == 0:
+        affine_ymm(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, np.int64(isa))
     else:
         affine_portable(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off)
     last_use((x, weights, biases, z))
@@ -307,10 +310,10 @@ def ft_input(scratch, layers):
     return scratch[start:].view(np.uint8)[:layers[0, COL_IN]]
 
 
-@njit(cache=True)
-def scratch_size(layers):
-    """Entries of the int16 scratch buffer the kernels need for the layer stack ``layers``."""
-    return scratch_layout(layers)[4]
+def scratch_size(layers: np.ndarray) -> int:
+    """Entries of the int16 scratch buffer the kernels need for the layer stack ``layers``
+    (:func:`scratch_layout` run as Python: nothing to compile for a number Python needs)."""
+    return int(getattr(scratch_layout, "py_func", scratch_layout)(layers)[4])
 
 
 @njit(cache=True)
@@ -348,7 +351,7 @@ def propagate_float_tail(z, z_off, n, first, bucket, biases, layers, shift, floa
 
 @njit(cache=True, inline="always")
 def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_index, skip_sub, skip_mode, skip_num,
-                          skip_den, float_out, isa, fc0_isa):
+                          skip_den, float_out, isa, fc0_isa, float_tail):
     """Run one layer stack (output bucket) on the transformed features.
 
     Parameters
@@ -387,6 +390,9 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
     isa, fc0_isa : int
         ``simd.ISA_*`` for the hidden layers (whose inputs are at most 127) and for the first
         layer (``simd.first_layer_isa`` of the input bytes' range and the weights).
+    float_tail : bool
+        Whether ``layers`` may hold float layers (:func:`propagate_float_tail`); ``False`` (a
+        compile-time constant of a specialised kernel, ``forward.kernels``) leaves that kernel out.
 
     Returns
     -------
@@ -422,11 +428,11 @@ def propagate_layer_stack(scratch, bucket, weights, biases, layers, shift, skip_
         if code == ACT_NONE:
             out = np.int64(z[zo])
             break
-        if layers[l + 1, 2] >= ACT_FLOAT:  # integer -> float boundary: the rest in float
+        if float_tail and layers[l + 1, 2] >= ACT_FLOAT:  # integer -> float boundary: the rest in float
             out = propagate_float_tail(z, zo, n_out, l + 1, bucket, biases, layers, shift, float_out)
             break
         x_out = xo + layers[l, 10]
-        if isa == simd.ISA_PORTABLE:
+        if isa == ISA_PORTABLE:
             written = activate(z, zo, layers[l, 3], code, layers[l, 8], b8, x_out)
         else:
             written = activate_lanes(z, zo, layers[l, 3], code, layers[l, 8], b8, x_out)

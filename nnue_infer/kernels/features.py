@@ -89,7 +89,7 @@ def king_square(bitboards, perspective):
 (POS_OK, POS_WHITE_KINGS, POS_BLACK_KINGS, POS_TOO_MANY_PIECES, POS_BACK_RANK_PAWN, POS_INCONSISTENT) = range(6)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def check_bitboards(bitboards, max_pieces):
     """Whether a king-bucketed feature set can represent the position in ``bitboards``.
 
@@ -147,7 +147,7 @@ def count_changes(old, new):
     return n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def changed_features(old, new, perspective, orient, base, slot_table, added, removed):
     """Feature indices that leave (``removed``) and enter (``added``) between piece sets ``old`` and ``new``.
 
@@ -197,7 +197,7 @@ def feature_index(square, piece_type, own, orient, bucket_base, slot_table):
     return (square ^ orient) + 64 * slot_table[1 - own, piece_type] + bucket_base
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def active_features(bitboards, slot_table, king_buckets, mirror, num_slots, out, counts):
     """Write the active feature indices of both perspectives.
 

@@ -14,10 +14,6 @@ Only ASCII is accepted: rows this parser refuses get a second reading by python-
 
 Source of the format: the FEN standard (PGN specification, section 16.1) and
 python-chess ``chess/__init__.py``.
-
-Note: :func:`evaluate_fen` calls :func:`nnue_infer.kernels.arena.evaluate_board`, and Numba's
-on-disk cache keys a function on its own file only: a change to ``arena``, ``forward`` or a kernel
-those inline must come with an edit of this file (or a cleared ``__pycache__``).
 """
 
 from __future__ import annotations
@@ -25,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .arena import evaluate_board
 from .features import BB_BISHOPS, BB_BLACK, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE
 
 #: Per-row result codes of :func:`parse_fen` (0: valid).
@@ -227,19 +222,17 @@ def parse_fens(buf, offsets, bitboards, stm, codes, problem_offsets):
                 bitboards[i, :] = 0
 
 
-@njit(cache=True)
-def evaluate_fen(address, buf):
-    """Parse one FEN, the whole of ``buf`` (``bytes``), and evaluate it with the arena header at
-    ``address`` (:func:`nnue_infer.kernels.arena.evaluate_board`): the string path of ``Evaluator.evaluate``.
+@njit(cache=True, inline="always")
+def fen_fields(buf, bitboards):
+    """Parse one FEN, the whole of ``buf`` (``bytes``), into ``bitboards`` (int64[8]).
 
-    Returns ``(fields, value)``: the number of white-space separated fields (-1 when
-    :func:`parse_fen` refuses the text; nothing is evaluated then) and the value (or
-    ``INVALID_POSITION``).
+    Returns ``(fields, stm)``: the number of white-space separated fields (-1 when
+    :func:`parse_fen` refuses the text) and the side to move (0 White, 1 Black).  Used by
+    ``kernels.arena``'s ``evaluate_fen`` (the string path of ``Evaluator.evaluate``).
     """
-    bitboards = np.zeros(8, np.int64)
     code, _, stm = parse_fen(buf, 0, len(buf), bitboards)
     if code != FEN_OK:
-        return -1, 0
+        return -1, stm
     fields = 0
     previous_space = True
     for pos in range(len(buf)):
@@ -247,8 +240,4 @@ def evaluate_fen(address, buf):
         if previous_space and not space:
             fields += 1
         previous_space = space
-    if fields != 4 and fields != 6:  # the strict rule: python-chess's path names the missing field
-        return fields, 0
-    return fields, evaluate_board(address, (np.uint64(bitboards[0]), np.uint64(bitboards[1]), np.uint64(bitboards[2]),
-                                            np.uint64(bitboards[3]), np.uint64(bitboards[4]), np.uint64(bitboards[5]),
-                                            np.uint64(bitboards[6]), np.uint64(bitboards[7]), stm == 0))
+    return fields, stm

@@ -3,30 +3,23 @@
 Scalar parameters travel in one int64 array (see ``P_*`` below) so a call unboxes few
 arguments.  Source: Stockfish 15.1, ``nnue/evaluate_nnue.cpp`` (``evaluate``, ``trace_evaluate``).
 
-Note: Numba's on-disk cache keys a function on its own file only, so a change to a kernel
-that this module calls must come with an edit of this file (or a cleared ``__pycache__``).
-Last such changes: ft_activate takes the lut_glu gate table (kernels.activation); general layer stack
-(per-layer shifts, concatenated inputs, skip modes) in kernels.dense; threat and pawn-pair features
-(kernels.threats, kernels.accumulator); SIMD paths (kernels.simd) in the accumulator, activation and
-dense kernels; threat deltas near the changed squares, scratch in the int16 scratch buffer (relation_buffers);
-signed first-layer inputs as x + 128 bytes on every SIMD path (activation.ft_transform, dense.affine);
-one flat accumulator update (128-lane tiles, PSQT register, refcount.last_use), pairwise in 32 lanes (vpackuswb);
-evaluate_stack / evaluate_fresh inlined into kernels.arena's entries (arguments unpacked there);
-layer stack addressed by offsets into two carray views of the scratch, hidden activations in SIMD lanes;
-AVX2 fc_0 with two input blocks per vpmaddwd (dense.affine_ymm_paired); flat
-ft_transform/ft_activate (tiles).
+The cached kernels here contain the kernels they inline from other files: their cache is stamped
+with the contents of every kernel file (:mod:`nnue_infer.kernels.cache`).
 """
 
 from __future__ import annotations
+
+import functools
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 from .accumulator import (INDEX_SCRATCH, RELATION_SCRATCH, STATE_FLAG, refresh_accumulator, refresh_relations,
                           update_perspective)
-from .activation import ft_transform
-from .dense import (LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, ft_input, propagate_layer_stack, psqt_term, scratch_layout,
-                    tdiv, wrap_int32)
+from .activation import ACT_FLOAT, ft_transform
+from .dense import (COL_ACT, LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, ft_input, propagate_layer_stack, psqt_term,
+                    scratch_layout, tdiv, wrap_int32)
 from .features import BB_BLACK, BB_WHITE, POS_OK, active_features, check_bitboards, popcount
 
 #: Indices into the ``params`` int64 array.  ``P_CACHE_PAIRS``: refresh-cache entries per
@@ -35,8 +28,9 @@ from .features import BB_BLACK, BB_WHITE, POS_OK, active_features, check_bitboar
 #: ``P_THREATS``, ``P_PAIRS``, ``P_PAIR_OFFSET``: the int8 feature sets (``features.Int8Layout``).
 #: ``P_SKIP_SUB``, ``P_SKIP_MODE``: see ``dense.propagate_layer_stack``; ``P_VALUE_DIVISION``: see
 #: :func:`bucket_value`.  ``P_SIMD``: the instruction-set path (``simd.ISA_*``, normally
-#: ``simd.ISA``); ``P_FC0_SIMD``: the first dense layer's (``simd.first_layer_isa``).  Data, not
-#: compile-time constants, so one cached compilation serves every path.
+#: ``simd.ISA``); ``P_FC0_SIMD``: the first dense layer's (``simd.first_layer_isa``).  The entry
+#: kernels take those two, the activation and the presence of threat / pawn-pair features and of
+#: float layers as compile-time constants (:class:`Config`, :func:`kernels`).
 (P_FT_CLAMP, P_FT_SHIFT, P_WEIGHT_SHIFT, P_SKIP_INDEX, P_SKIP_NUM, P_SKIP_DEN, P_OUTPUT_SCALE,
  P_NUM_SLOTS, P_MIRROR, P_BUCKET_DIVISOR, P_FT_ACTIVATION, P_CACHE_PAIRS, P_MAX_PIECES, P_FLOAT_OUTPUT,
  P_SKIP_SUB, P_SKIP_MODE, P_VALUE_DIVISION, P_THREATS, P_PAIRS, P_PAIR_OFFSET, P_SIMD, P_FC0_SIMD) = range(22)
@@ -59,21 +53,51 @@ CFG_LAYERS = N_PARAMS + 38
 INVALID_POSITION = -(1 << 62)
 
 
+class Config(NamedTuple):
+    """The compile-time choices of a specialised kernel (:func:`kernels`): the branches of the
+    network families and instruction-set paths it does not use are pruned before Numba types them,
+    so a path compiles its own code and no other.
+
+    ``isa`` and ``fc0_isa``: ``params[P_SIMD]`` and ``params[P_FC0_SIMD]``; ``ft_activation``:
+    ``params[P_FT_ACTIVATION]``; ``relations``: threat or pawn-pair features
+    (``params[P_THREATS] or params[P_PAIRS]``); ``float_tail``: float hidden layers in the layer
+    table.  Everything else stays data.
+    """
+
+    isa: int
+    fc0_isa: int
+    ft_activation: int
+    relations: bool
+    float_tail: bool
+
+
+def config(params: np.ndarray, layers: np.ndarray) -> Config:
+    """The :class:`Config` of a network's ``params`` (int64[N_PARAMS]) and ``layers`` table."""
+    return Config(int(params[P_SIMD]), int(params[P_FC0_SIMD]), int(params[P_FT_ACTIVATION]),
+                  bool(params[P_THREATS] or params[P_PAIRS]), bool((layers[:, COL_ACT] >= ACT_FLOAT).any()))
+
+
+def config_of_cfg(cfg: np.ndarray) -> Config:
+    """The :class:`Config` of a ``cfg`` array (see ``CFG_*``)."""
+    return config(cfg[:N_PARAMS], cfg[CFG_LAYERS:].reshape(-1, LAYER_TABLE_COLUMNS))
+
+
 @njit(cache=True, inline="always")
-def forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases, layers):
+def forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases, layers, isa, fc0_isa, ft_activation,
+                   float_tail):
     """PSQT term and layer-stack output ("positional") for one bucket.
 
     ``acc`` int16[2, L1] and ``psqt_acc`` int32[2, P] are both perspectives' accumulators
     (row 0 White); ``scratch`` is int16[>= dense.scratch_size(layers)] (the transformed
-    features go to its first entries).  Returns ``(psqt, positional)`` in
-    internal units times OutputScale, side to move's point of view.
+    features go to its first entries); ``isa`` .. ``float_tail`` as in :class:`Config`.
+    Returns ``(psqt, positional)`` in internal units times OutputScale, side to move's point of view.
     """
-    ft_transform(acc, stm, params[P_FT_ACTIVATION], params[P_FT_CLAMP], params[P_FT_SHIFT], params[P_SIMD], biases,
+    ft_transform(acc, stm, np.int64(ft_activation), params[P_FT_CLAMP], params[P_FT_SHIFT], np.int64(isa), biases,
                  scratch, ft_input(scratch, layers))
     positional = propagate_layer_stack(scratch, bucket, weights, biases, layers, params[P_WEIGHT_SHIFT],
                                        params[P_SKIP_INDEX], params[P_SKIP_SUB], params[P_SKIP_MODE],
-                                       params[P_SKIP_NUM], params[P_SKIP_DEN], params[P_FLOAT_OUTPUT], params[P_SIMD],
-                                       params[P_FC0_SIMD])
+                                       params[P_SKIP_NUM], params[P_SKIP_DEN], params[P_FLOAT_OUTPUT], isa, fc0_isa,
+                                       float_tail)
     return psqt_term(psqt_acc, stm, bucket), positional
 
 
@@ -108,43 +132,33 @@ def relation_buffers(scratch, layers, params):
 
 @njit(cache=True, inline="always")
 def refresh_pair(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8,
-                 feats, counts, acc, psqt_acc, rel, idx):
-    """:func:`refresh_both` with the threat / pawn-pair scratch given (see :func:`relation_buffers`)."""
+                 feats, counts, acc, psqt_acc, rel, idx, isa, relations):
+    """Features of both perspectives from bitboards, then refresh both accumulators (the
+    piece-square rows, then the int8 threat / pawn-pair rows ``weights8``/``psqt8`` if
+    ``relations``), with the threat / pawn-pair scratch given (see :func:`relation_buffers`).
+    Returns the number of pieces on the board."""
     active_features(bitboards, slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], feats, counts)
     for p in range(2):
-        refresh_accumulator(ft_weights, ft_biases, psqt_weights, feats[p], counts[p], acc[p], psqt_acc[p],
-                            params[P_SIMD])
-    if params[P_THREATS] or params[P_PAIRS]:
+        refresh_accumulator(ft_weights, ft_biases, psqt_weights, feats[p], counts[p], acc[p], psqt_acc[p], np.int64(isa))
+    if relations:
         refresh_relations(bitboards, params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], weights8, psqt8, rel,
                           idx, acc, psqt_acc)
     return counts[0]
 
 
-@njit(cache=True)
-def refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8,
-                 feats, counts, acc, psqt_acc):
-    """Features of both perspectives from bitboards, then refresh both accumulators (the
-    piece-square rows, then the int8 threat / pawn-pair rows ``weights8``/``psqt8`` if any).
-
-    Returns the number of pieces on the board.
-    """
-    on = params[P_THREATS] != 0 or params[P_PAIRS] != 0
-    rel = np.empty(RELATION_SCRATCH if on else 0, np.int64)
-    idx = np.empty(INDEX_SCRATCH if on else 0, np.int32)
-    return refresh_pair(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
-                        psqt8, feats, counts, acc, psqt_acc, rel, idx)
-
-
-@njit(cache=True)
-def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
-                       weights8, psqt8, weights, biases, layers, feats, counts, acc, psqt_acc, scratch):
-    """Full-refresh evaluation of one position.
+@njit(cache=True, inline="always")
+def evaluate_refresh(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
+                     psqt8, weights, biases, layers, feats, counts, acc, psqt_acc, scratch, isa, fc0_isa, ft_activation,
+                     relations, float_tail):
+    """Full-refresh evaluation of one position (the body of the batch kernels' rows,
+    ``kernels.batch.kernels``).
 
     Parameters are the validated bitboards (int64[8], see ``kernels.features``), the side
     to move (0 White, 1 Black), the feature set's tables, ``params`` (int64[N_PARAMS]),
-    the network's arrays (compute layout; ``weights8``/``psqt8`` the int8 feature rows) and scratch buffers: ``feats`` int32[2, 32],
-    ``counts`` int64[2], ``acc`` int16[2, L1], ``psqt_acc`` int32[2, P], ``scratch`` int16[>= dense.scratch_size(layers)
-    + relation_scratch_size(...)].
+    the network's arrays (compute layout; ``weights8``/``psqt8`` the int8 feature rows), scratch
+    buffers: ``feats`` int32[2, 32], ``counts`` int64[2], ``acc`` int16[2, L1], ``psqt_acc``
+    int32[2, P], ``scratch`` int16[>= dense.scratch_size(layers) + relation_scratch_size(...)],
+    and the :class:`Config` fields ``isa`` .. ``float_tail``.
 
     Returns the value ``tdiv(wrap32(psqt + positional), OutputScale)`` (the sum wraps as
     Stockfish's int32 does, so every value fits int32) in internal units from the
@@ -155,19 +169,11 @@ def evaluate_bitboards(bitboards, stm, slot_table, king_buckets, params, ft_weig
         return INVALID_POSITION
     rel, idx = relation_buffers(scratch, layers, params)
     pieces = refresh_pair(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
-                          psqt8, feats, counts, acc, psqt_acc, rel, idx)
+                          psqt8, feats, counts, acc, psqt_acc, rel, idx, isa, relations)
     bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
-    psqt, positional = forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases, layers)
+    psqt, positional = forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases, layers, isa,
+                                      fc0_isa, ft_activation, float_tail)
     return bucket_value(psqt, positional, params)
-
-
-@njit(cache=True)
-def trace_buckets(acc, psqt_acc, stm, params, scratch, weights, biases, layers, out):
-    """Fill ``out`` int64[n_buckets, 2] with (psqt, positional) of every bucket (side to move's view)."""
-    for b in range(out.shape[0]):
-        psqt, positional = forward_bucket(acc, psqt_acc, stm, b, params, scratch, weights, biases, layers)
-        out[b, 0] = psqt
-        out[b, 1] = positional
 
 
 @njit(cache=True, inline="always")
@@ -189,30 +195,34 @@ def feature_buffers(scratch, layers):
 
 
 @njit(cache=True, inline="always")
-def evaluate_pair(new, pair, stm, params, accs, psqts, scratch, weights, biases, layers):
-    """Value of the position ``new`` (int64[8]) whose accumulators are pair ``pair``; see :func:`evaluate_bitboards`."""
+def evaluate_pair(new, pair, stm, params, accs, psqts, scratch, weights, biases, layers, isa, fc0_isa, ft_activation,
+                  float_tail):
+    """Value of the position ``new`` (int64[8]) whose accumulators are pair ``pair``; see :func:`evaluate_refresh`."""
     pieces = popcount(new[BB_WHITE] | new[BB_BLACK])
     bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
-    psqt, positional = forward_bucket(accs[pair], psqts[pair], stm, bucket, params, scratch, weights, biases, layers)
+    psqt, positional = forward_bucket(accs[pair], psqts[pair], stm, bucket, params, scratch, weights, biases, layers,
+                                      isa, fc0_isa, ft_activation, float_tail)
     return bucket_value(psqt, positional, params)
 
 
 @njit(cache=True, inline="always")
 def evaluate_fresh(stm, params, slot_table, king_buckets, layers, ft_weights, psqt_weights, weights8, psqt8, weights,
-                   biases, accs, psqts, state, scratch, feats, counts, rel, idx):
+                   biases, accs, psqts, state, scratch, feats, counts, rel, idx, isa, fc0_isa, ft_activation, relations,
+                   float_tail):
     """Full-refresh evaluation of one position, on the arrays of :func:`evaluate_stack`.
 
-    Inlined into its caller (``kernels.arena.evaluate_board``, which builds every argument as a
+    Inlined into its caller (``kernels.arena``'s ``evaluate_board``, which builds every argument as a
     view of the evaluator's arrays).  The caller has written the position's bitboards to
     ``state[work, 0, :8]``, where ``work = params[P_CACHE_PAIRS] + 1`` is the first scratch pair;
     both perspectives are refreshed from the biases pair into pair ``work`` (the refresh cache
     and the stack are not touched).  ``feats`` int32[2, >= params[P_MAX_PIECES]] and ``counts``
-    int64[2] receive the active features; ``rel``/``idx`` as in :func:`evaluate_stack`.
+    int64[2] receive the active features; ``rel``/``idx`` as in :func:`evaluate_stack`;
+    ``isa`` .. ``float_tail`` as in :class:`Config`.
 
     Returns
     -------
     int
-        As :func:`evaluate_bitboards`: internal units, side to move's point of view, or
+        As :func:`evaluate_refresh`: internal units, side to move's point of view, or
         ``INVALID_POSITION``.
     """
     empty = params[P_CACHE_PAIRS]
@@ -223,19 +233,21 @@ def evaluate_fresh(stm, params, slot_table, king_buckets, layers, ft_weights, ps
     active_features(new, slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], feats, counts)
     for p in range(2):
         refresh_accumulator(ft_weights, accs[empty, p], psqt_weights, feats[p], counts[p], accs[work, p],
-                            psqts[work, p], params[P_SIMD])
-    if params[P_THREATS] or params[P_PAIRS]:
+                            psqts[work, p], np.int64(isa))
+    if relations:
         refresh_relations(new, params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], weights8, psqt8, rel, idx,
                           accs[work], psqts[work])
-    return evaluate_pair(new, work, stm, params, accs, psqts, scratch, weights, biases, layers)
+    return evaluate_pair(new, work, stm, params, accs, psqts, scratch, weights, biases, layers, isa, fc0_isa,
+                         ft_activation, float_tail)
 
 
 @njit(cache=True, inline="always")
 def evaluate_stack(ply, stm, trusted, params, slot_table, king_buckets, layers, ft_weights, psqt_weights, weights8,
-                   psqt8, weights, biases, accs, psqts, state, scratch, added, removed, rel, idx):
+                   psqt8, weights, biases, accs, psqts, state, scratch, added, removed, rel, idx, isa, fc0_isa,
+                   ft_activation, relations, float_tail):
     """Evaluate the position at ``ply`` of an accumulator stack, updating lazily.
 
-    Inlined into its caller (``kernels.arena.evaluate_ply``, which builds every argument as a
+    Inlined into its caller (``kernels.arena``'s ``evaluate_ply``, which builds every argument as a
     view of the evaluator's arrays: one compiled function, no reshapes or dtype views at run time).
     ``params``, ``slot_table``, ``king_buckets`` and ``layers`` are the parts of the ``cfg`` array
     (see :func:`unpack_config`); the network's arrays are in compute layout (``weights8``/``psqt8``
@@ -247,7 +259,8 @@ def evaluate_stack(ply, stm, trusted, params, slot_table, king_buckets, layers, 
     where ``pair = P_CACHE_PAIRS + 3 + ply``.  Plies below ``trusted`` have correct "computed"
     flags; the others are stale and ignored.  ``scratch`` is int16[>= dense.scratch_size(layers) +
     relation_scratch_size(...)]; ``added``/``removed`` int32[SCRATCH_FEATURES // 2] and
-    ``rel``/``idx`` (:func:`relation_buffers`) are scratch too.
+    ``rel``/``idx`` (:func:`relation_buffers`) are scratch too; ``isa`` .. ``float_tail`` as in
+    :class:`Config`.
 
     Per perspective, the nearest computed ancestor ply is found and the accumulator is
     brought up to date from it (or refreshed through the cache); the pair is then flagged
@@ -257,7 +270,7 @@ def evaluate_stack(ply, stm, trusted, params, slot_table, king_buckets, layers, 
     Returns
     -------
     int
-        Internal units, side to move's point of view (as :func:`evaluate_bitboards`), or
+        Internal units, side to move's point of view (as :func:`evaluate_refresh`), or
         ``INVALID_POSITION`` if the bitboards are not representable (nothing but the bitboards
         the caller wrote is modified).
     """
@@ -277,45 +290,88 @@ def evaluate_stack(ply, stm, trusted, params, slot_table, king_buckets, layers, 
         if src != dst:
             update_perspective(new, p, src, dst, empty, accs, psqts, state, ft_weights, psqt_weights, slot_table,
                                king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], added, removed, weights8, psqt8,
-                               params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx,
-                               params[P_SIMD])
+                               params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx, isa, relations)
             state[dst, p, STATE_FLAG] = 1
     for i in range(max(trusted, 0), ply):
         state[stack + i, 0, STATE_FLAG] = 0
         state[stack + i, 1, STATE_FLAG] = 0
-    return evaluate_pair(new, dst, stm, params, accs, psqts, scratch, weights, biases, layers)
+    return evaluate_pair(new, dst, stm, params, accs, psqts, scratch, weights, biases, layers, isa, fc0_isa,
+                         ft_activation, float_tail)
 
 
-@njit(cache=True)
-def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights8, psqt8, weights, biases, cfg, accs,
-                      psqts, state, scratch):
-    """Evaluate consecutive positions (e.g. every ply of a game) with incremental updates.
+class Kernels(NamedTuple):
+    """The entry kernels of one :class:`Config` (see :func:`kernels`)."""
 
-    ``bitboards`` int64[n, 8] and ``stms`` int64[n] (0 White, 1 Black to move) describe the
-    positions; ``out`` int32[n] receives the values (internal units, side to move's point
-    of view).  Uses the scratch pairs and the refresh cache of the arrays described in
-    :func:`evaluate_stack` (so any stack state stays valid).
+    refresh_both: object
+    trace_buckets: object
+    evaluate_sequence: object
 
-    Returns
-    -------
-    int
-        -1 on success, else the index of the first position the network cannot represent
-        (``out`` is then filled only before it).
+
+@functools.cache
+def kernels(config: Config) -> Kernels:
+    """The whole-network entry kernels specialised for ``config`` (each compiled on first use).
+
+    The fields of ``config`` are compile-time constants of these kernels (closure variables):
+    Numba prunes the branches of the other instruction sets, feature sets and activations
+    before typing, so a network compiles only its own path.  Numba's cache keys a closure on its
+    variables' values too, so each configuration has its own cached compilation.
+
+    ``refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases,
+    psqt_weights, weights8, psqt8, feats, counts, acc, psqt_acc)``: :func:`refresh_pair` with
+    scratch of its own; returns the number of pieces.
+
+    ``trace_buckets(acc, psqt_acc, stm, params, scratch, weights, biases, layers, out)``: fills
+    ``out`` int64[n_buckets, 2] with (psqt, positional) of every bucket (side to move's view).
+
+    ``evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights8, psqt8, weights,
+    biases, cfg, accs, psqts, state, scratch)``: evaluates consecutive positions (e.g. every ply
+    of a game) with incremental updates; ``bitboards`` int64[n, 8] and ``stms`` int64[n] (0
+    White, 1 Black to move) describe them, ``out`` int32[n] receives the values (internal units,
+    side to move's point of view).  Uses the scratch pairs and the refresh cache of the arrays
+    described in :func:`evaluate_stack` (so any stack state stays valid).  Returns -1 on success,
+    else the index of the first position the network cannot represent (``out`` is then filled
+    only before it).
     """
-    params, slot_table, king_buckets, layers = unpack_config(cfg)
-    empty = params[P_CACHE_PAIRS]
-    work = empty + 1  # two scratch pairs, used in turn (an update in place would not vectorise)
-    added, removed = feature_buffers(scratch, layers)
-    rel, idx = relation_buffers(scratch, layers, params)
-    for i in range(bitboards.shape[0]):
-        new = bitboards[i]
-        if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
-            return i
-        dst = work + (i & 1)
-        for p in range(2):
-            update_perspective(new, p, work + ((i - 1) & 1) if i > 0 else -1, dst, empty, accs, psqts, state,
-                               ft_weights, psqt_weights, slot_table, king_buckets, params[P_MIRROR],
-                               params[P_NUM_SLOTS], added, removed, weights8, psqt8, params[P_THREATS],
-                               params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx, params[P_SIMD])
-        out[i] = evaluate_pair(new, dst, stms[i], params, accs, psqts, scratch, weights, biases, layers)
-    return -1
+    isa, fc0_isa, ft_activation, relations, float_tail = (int(config.isa), int(config.fc0_isa),
+                                                          int(config.ft_activation), bool(config.relations),
+                                                          bool(config.float_tail))
+
+    @njit(cache=True)
+    def refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8,
+                     feats, counts, acc, psqt_acc):
+        rel = np.empty(RELATION_SCRATCH if relations else 0, np.int64)
+        idx = np.empty(INDEX_SCRATCH if relations else 0, np.int32)
+        return refresh_pair(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
+                            psqt8, feats, counts, acc, psqt_acc, rel, idx, isa, relations)
+
+    @njit(cache=True)
+    def trace_buckets(acc, psqt_acc, stm, params, scratch, weights, biases, layers, out):
+        for b in range(out.shape[0]):
+            psqt, positional = forward_bucket(acc, psqt_acc, stm, b, params, scratch, weights, biases, layers, isa,
+                                              fc0_isa, ft_activation, float_tail)
+            out[b, 0] = psqt
+            out[b, 1] = positional
+
+    @njit(cache=True)
+    def evaluate_sequence(bitboards, stms, out, ft_weights, psqt_weights, weights8, psqt8, weights, biases, cfg, accs,
+                          psqts, state, scratch):
+        params, slot_table, king_buckets, layers = unpack_config(cfg)
+        empty = params[P_CACHE_PAIRS]
+        work = empty + 1  # two scratch pairs, used in turn (an update in place would not vectorise)
+        added, removed = feature_buffers(scratch, layers)
+        rel, idx = relation_buffers(scratch, layers, params)
+        for i in range(bitboards.shape[0]):
+            new = bitboards[i]
+            if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
+                return i
+            dst = work + (i & 1)
+            for p in range(2):
+                update_perspective(new, p, work + ((i - 1) & 1) if i > 0 else -1, dst, empty, accs, psqts, state,
+                                   ft_weights, psqt_weights, slot_table, king_buckets, params[P_MIRROR],
+                                   params[P_NUM_SLOTS], added, removed, weights8, psqt8, params[P_THREATS],
+                                   params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx, isa, relations)
+            out[i] = evaluate_pair(new, dst, stms[i], params, accs, psqts, scratch, weights, biases, layers, isa,
+                                   fc0_isa, ft_activation, float_tail)
+        return -1
+
+    return Kernels(refresh_both, trace_buckets, evaluate_sequence)

@@ -76,20 +76,34 @@ THREAT_SLOT = np.array([
 THREAT_SLOTS = (THREAT_SLOT >= 0).sum(axis=2).astype(np.int64)
 
 
-def _oriented_patterns() -> np.ndarray:
-    """int64[12, 64]: empty-board attacks of own (0..5) and their (6..11) P..K on the oriented board."""
+def _empty_board_attacks() -> np.ndarray:
+    """int64[12, 64]: :func:`~nnue_infer.kernels.attacks.piece_attacks` of White's (0..5) and
+    Black's (6..11) P..K from each square of the empty board, computed in plain Python (the
+    kernels' Python source: importing this module compiles nothing)."""
     from .attacks import KING_ATTACKS, PAWN_ATTACKS
 
+    lines = getattr(line_attacks, "py_func", line_attacks)
     out = np.zeros((12, 64), np.int64)
     for s in range(64):
         for side in range(2):
-            if 8 <= s < 56:  # pawns never stand on ranks 1 and 8; those squares contribute nothing
-                out[6 * side, s] = PAWN_ATTACKS[side, s]  # own pawns capture upwards, theirs downwards
+            out[6 * side, s] = PAWN_ATTACKS[side, s]
             out[6 * side + 1, s] = KNIGHT_ATTACKS[s]
-            out[6 * side + 2, s] = line_attacks(s, np.int64(0), 4, 8)
-            out[6 * side + 3, s] = line_attacks(s, np.int64(0), 0, 4)
-            out[6 * side + 4, s] = line_attacks(s, np.int64(0), 0, 8)
+            out[6 * side + 2, s] = lines(s, np.int64(0), 4, 8)
+            out[6 * side + 3, s] = lines(s, np.int64(0), 0, 4)
+            out[6 * side + 4, s] = lines(s, np.int64(0), 0, 8)
             out[6 * side + 5, s] = KING_ATTACKS[s]
+    return out
+
+
+#: Empty-board attacks of White's (0..5) and Black's (6..11) P..K from each square, int64[12, 64].
+EMPTY_ATTACKS = _empty_board_attacks()
+
+
+def _oriented_patterns() -> np.ndarray:
+    """int64[12, 64]: empty-board attacks of own (0..5) and their (6..11) P..K on the oriented board."""
+    out = EMPTY_ATTACKS.copy()
+    out[[0, 6], :8] = 0  # pawns never stand on ranks 1 and 8; those squares contribute nothing
+    out[[0, 6], 56:] = 0
     return out
 
 
@@ -131,11 +145,6 @@ def relation_orientation(king_sq, perspective):
     if (king_sq & 7) >= 4:
         o ^= 7
     return o
-
-
-#: Empty-board attacks of White's (0..5) and Black's (6..11) P..K from each square, int64[12, 64].
-EMPTY_ATTACKS = np.array([[piece_attacks(c % 6, c // 6, s, np.int64(0)) for s in range(64)] for c in range(12)],
-                         np.int64)
 
 
 @njit(cache=True, inline="always")

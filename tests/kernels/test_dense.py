@@ -191,7 +191,7 @@ def test_layer_stack_matches_reference_on_real_inputs(network, layout, sample_bo
         e = R.evaluate(network, board)
         x = e.transformed.astype(np.int16)
         for k in range(8):
-            got = propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600, ISA, FC0)
+            got = propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600, ISA, FC0, False)
             assert got == e.positional[k], (board.fen(), k)
 
 
@@ -203,7 +203,7 @@ def test_layer_stack_random_dense_inputs(network, layout, rng):
         x[rng.random(1024) < rng.random()] = 0
         k = int(rng.integers(8))
         st = R.layer_stack(network, k, x)
-        assert propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600, ISA, FC0) == st.positional
+        assert propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600, ISA, FC0, False) == st.positional
 
 
 def test_layer_stack_skip_wraps(network, layout):
@@ -218,11 +218,11 @@ def test_layer_stack_skip_wraps(network, layout):
             assert abs(z15) > 223_696, z15
             unwrapped = R.layer_stack(network, k, x, wrap_skip=False)
             assert unwrapped.positional != st.positional
-            assert propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600, ISA, FC0) == st.positional
+            assert propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600, ISA, FC0, False) == st.positional
 
 
 def test_layer_stack_without_skip(network, layout):
     weights, biases, layers = layout
     x = R.evaluate(network, chess.Board()).transformed.astype(np.int16)
     st = R.layer_stack(network, 7, x)
-    assert propagate_layer_stack(with_scratch(x, layers), 7, weights, biases, layers, 6, -1, -1, 0, 9600, 8128, 9600, ISA, FC0) == st.o
+    assert propagate_layer_stack(with_scratch(x, layers), 7, weights, biases, layers, 6, -1, -1, 0, 9600, 8128, 9600, ISA, FC0, False) == st.o

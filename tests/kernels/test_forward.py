@@ -7,7 +7,8 @@ import numpy as np
 
 import reference as R
 from nnue_infer.features import board_bitboards
-from nnue_infer.kernels.forward import evaluate_bitboards, forward_bucket, refresh_both, trace_buckets
+from nnue_infer.kernels import forward as K
+from nnue_infer.kernels.forward import forward_bucket
 
 from .conftest import make_buffers
 
@@ -17,12 +18,15 @@ def run(board, network, halfka, params, layout):
     weights, biases, layers = layout
     buf = make_buffers(layers)
     stm = 0 if board.turn else 1
-    value = evaluate_bitboards(board_bitboards(board, buf.bb), stm, halfka.slot_table, halfka.king_buckets, params,
-                               network.ft_weights, network.ft_biases, network.psqt_weights, network.int8_weights,
-                               network.int8_psqt_weights, weights, biases, layers,
-                               buf.feats, buf.counts, buf.acc, buf.psqt, buf.scratch)
+    kernels = K.kernels(K.config(params, layers))
+    pieces = kernels.refresh_both(board_bitboards(board, buf.bb), halfka.slot_table, halfka.king_buckets, params,
+                                  network.ft_weights, network.ft_biases, network.psqt_weights, network.int8_weights,
+                                  network.int8_psqt_weights, buf.feats, buf.counts, buf.acc, buf.psqt)
     per_bucket = np.empty((8, 2), np.int64)
-    trace_buckets(buf.acc, buf.psqt, stm, params, buf.scratch, weights, biases, layers, per_bucket)
+    kernels.trace_buckets(buf.acc, buf.psqt, stm, params, buf.scratch, weights, biases, layers, per_bucket)
+    psqt, positional = per_bucket[(pieces - 1) // params[K.P_BUCKET_DIVISOR]]
+    value = K.bucket_value(psqt, positional, params)
+    kernels.trace_buckets(buf.acc, buf.psqt, stm, params, buf.scratch, weights, biases, layers, per_bucket[:0])
     return value, buf, per_bucket
 
 
@@ -40,9 +44,10 @@ def test_kernels_match_reference(network, halfka, params, layout, sample_boards)
 
 def test_refresh_both_and_forward_bucket(network, halfka, params, layout, sample_boards):
     weights, biases, layers = layout
+    config = K.config(params, layers)
     for board in sample_boards[::10]:
         buf = make_buffers(layers)
-        n = refresh_both(board_bitboards(board, buf.bb), halfka.slot_table, halfka.king_buckets, params,
+        n = K.kernels(config).refresh_both(board_bitboards(board, buf.bb), halfka.slot_table, halfka.king_buckets, params,
                          network.ft_weights, network.ft_biases, network.psqt_weights, network.int8_weights,
                          network.int8_psqt_weights, buf.feats, buf.counts,
                          buf.acc, buf.psqt)
@@ -50,8 +55,8 @@ def test_refresh_both_and_forward_bucket(network, halfka, params, layout, sample
         e = R.evaluate(network, board)
         stm = 0 if board.turn else 1
         for k in (0, e.bucket, 7):
-            assert forward_bucket(buf.acc, buf.psqt, stm, k, params, buf.scratch, weights, biases, layers) == (
-                e.psqt[k], e.positional[k])
+            assert forward_bucket(buf.acc, buf.psqt, stm, k, params, buf.scratch, weights, biases, layers, config.isa,
+                                  config.fc0_isa, config.ft_activation, config.float_tail) == (e.psqt[k], e.positional[k])
         np.testing.assert_array_equal(buf.ft_out, e.transformed)
 
 

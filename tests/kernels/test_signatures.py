@@ -15,6 +15,7 @@ import pytest
 from numba.core.registry import CPUDispatcher
 
 import nnue_infer.kernels
+from nnue_infer.kernels import arena, forward
 
 # The kernels exercised by tests/kernels/*.py (module -> its test file's kernels): each must have
 # compiled exactly once when that test file ran in the session.
@@ -23,14 +24,13 @@ TEST_FILES = {"accumulator": "test_accumulator", "activation": "test_activation"
               "arena": "test_signatures"}  # the Evaluator calls below always run arena's kernels
 TESTED = {
     "accumulator": ["refresh_accumulator", "update_accumulator"],
-    "arena": ["evaluate_ply", "evaluate_board"],
     "activation": ["ft_activate", "clipped_relu", "sqr_clipped_relu", "activate"],
     "dense": ["tdiv", "wrap_int32", "propagate_layer_stack", "psqt_term"],
     "features": ["orientation", "king_square", "feature_index", "active_features"],
     # forward.evaluate_stack / evaluate_fresh are inlined into arena's kernels (the Evaluator's calls) and
     # compile no signature of their own; a cached caller links the kernels it calls without compiling them,
-    # so only "at most one" applies to those.
-    "forward": ["forward_bucket", "refresh_both", "evaluate_bitboards", "trace_buckets", "evaluate_sequence"],
+    # so only "at most one" applies to those.  The entry kernels are made per forward.Config: see below.
+    "forward": ["forward_bucket"],
 }
 
 
@@ -54,6 +54,12 @@ def test_one_signature_per_kernel(evaluator, sample_boards, request):
         evaluator.evaluate()
     ran = {item.path.stem for item in request.session.items}
     problems = []
+    config = forward.config_of_cfg(evaluator._cfg)
+    for name, made in (("arena", arena.kernels(config)), ("forward", forward.kernels(config))):
+        for attr, kernel in made._asdict().items():
+            if len(kernel.signatures) != 1:
+                problems.append(f"{name}.kernels({config}).{attr}: {len(kernel.signatures)} signatures "
+                                f"{kernel.signatures}")
     for name, module in kernel_modules():
         for attr, obj in vars(module).items():
             if not isinstance(obj, CPUDispatcher) or obj.py_func.__module__ != module.__name__:

@@ -1,0 +1,147 @@
+"""First-use compile time of the main paths (issue 19), from an empty Numba cache.
+
+Each case runs in a fresh subprocess with its own empty ``NUMBA_CACHE_DIR``; the figures are
+that process's CPU time (user + sys, ``time.process_time``), so other jobs on a shared machine
+move them little.  Per case: the import of ``nnue_infer`` beyond ``numpy, numba, chess``, the
+whole case, and every ``Dispatcher.compile`` (kernel and signature) with its own time (its
+callees' compiles excluded); ``--warm`` repeats each case on the cache the first run filled.
+
+    python benchmarks/bench_compile.py                   # every case, cold
+    python benchmarks/bench_compile.py cli-eval --warm   # one case, cold then warm
+    python benchmarks/bench_compile.py --list
+
+The cases: the README's one-FEN ``nnue-infer eval`` with the default network (in-process
+``cli.main``), a first Python session with Stockfish 15.1's network (``evaluate(board)``, push +
+``evaluate()`` + pop, ``evaluate_batch``, ``evaluate_game``, ``trace``), the same calls alone, and
+``evaluate(board)`` / ``evaluate_batch`` with Stockfish 19's network (when its npm tarball is cached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+FEN = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+
+#: name -> Python code run after ``import nnue_infer`` (``FEN`` and ``chess`` are defined).
+CASES = {
+    "import": "",
+    "cli-eval": "from nnue_infer.cli import main\nassert main(['eval', FEN]) == 0",
+    "sf15-session": """
+        ev = nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network())
+        board = chess.Board(FEN)
+        ev.evaluate(board)
+        ev.set_position(board)
+        ev.push(chess.Move.from_uci('f1b5')); ev.evaluate(); ev.pop()
+        ev.evaluate_batch([FEN, chess.STARTING_FEN])
+        ev.evaluate_game(chess.Board(), ['e2e4', 'e7e5', 'g1f3'])
+        ev.trace(board)
+    """,
+    "sf15-board": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).evaluate(chess.Board(FEN))",
+    "sf15-pushpop": """
+        ev = nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network())
+        ev.push(chess.Move.from_uci('e2e4')); ev.evaluate(); ev.pop()
+    """,
+    "sf15-batch": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).evaluate_batch([FEN])",
+    "sf15-game": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).evaluate_game(chess.Board(), ['e2e4'])",
+    "sf15-trace": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).trace(chess.Board(FEN))",
+    "sf19-board": "nnue_infer.Evaluator(nnue_infer.network_from_spec('sf19')).evaluate(chess.Board(FEN))",
+    "sf19-batch": "nnue_infer.Evaluator(nnue_infer.network_from_spec('sf19')).evaluate_batch([FEN])",
+}
+
+#: Run in the subprocess: times the import and every Dispatcher.compile, runs the case, writes JSON.
+DRIVER = """
+import json, sys, time
+t0 = time.process_time()
+import numpy, numba, chess
+t1 = time.process_time()
+from numba.core import dispatcher
+records, stack = [], []
+_compile = dispatcher.Dispatcher.compile
+def _timed(self, sig):
+    start = time.process_time()
+    stack.append(0.0)
+    try:
+        return _compile(self, sig)
+    finally:
+        total = time.process_time() - start
+        inner = stack.pop()
+        if stack:
+            stack[-1] += total
+        f = self.py_func
+        passes = {}
+        if total - inner > 5:  # where a long compile went: Numba's passes (lowering includes LLVM)
+            cres = self.overloads.get(tuple(sig)) if isinstance(sig, tuple) else None
+            times = cres.metadata.get("pipeline_times", {}) if cres is not None else {}
+            for pipeline in times.values():
+                for name, t in pipeline.items():
+                    passes[name.split("_", 1)[-1]] = round(t.init + t.run + t.finalize, 2)
+        records.append((f.__module__ + "." + f.__qualname__, str(sig), round(total - inner, 3), passes))
+dispatcher.Dispatcher.compile = _timed
+import nnue_infer
+t2 = time.process_time()
+FEN = %(fen)r
+exec(%(code)r)
+t3 = time.process_time()
+with open(sys.argv[1], "w") as f:
+    json.dump({"import": t2 - t1, "base_import": t1 - t0, "total": t3 - t0, "compiles": records}, f)
+"""
+
+
+def run_case(name: str, cache_dir: str) -> dict:
+    """Run case ``name`` in a subprocess on ``cache_dir``; its figures (see :data:`DRIVER`)."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        code = DRIVER % {"fen": FEN, "code": textwrap.dedent(CASES[name])}
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
+        proc = subprocess.run([sys.executable, "-c", code, out.name], env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"case {name} failed:\n{proc.stderr[-3000:]}")
+        with open(out.name) as f:
+            return json.load(f)
+
+
+def report(name: str, label: str, result: dict, top: int) -> None:
+    compiles = sorted(result["compiles"], key=lambda r: -r[2])
+    spent = sum(r[2] for r in compiles)
+    print(f"{name:14s} {label:5s} total {result['total']:7.2f} s CPU  import {result['import']:5.2f} s  "
+          f"compiling {spent:7.2f} s in {len(compiles)} compiles", flush=True)
+    for kernel, sig, seconds, passes in compiles[:top]:
+        if seconds >= 0.05:
+            print(f"    {seconds:7.2f} s  {kernel}{sig if len(sig) < 90 else sig[:87] + '...'}", flush=True)
+        slow = sorted(passes.items(), key=lambda kv: -kv[1])[:4]
+        if slow:
+            print("             passes (s, callees included): " + ", ".join(f"{k} {v:.1f}" for k, v in slow), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("cases", nargs="*", help="cases to run (default: all)")
+    parser.add_argument("--warm", action="store_true", help="run each case again on its filled cache")
+    parser.add_argument("--top", type=int, default=12, help="compiles listed per case (by own time)")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    args = parser.parse_args()
+    if args.list:
+        print("\n".join(CASES))
+        return
+    unknown = [c for c in args.cases if c not in CASES]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
+    print(f"# bench_compile: process CPU time, empty NUMBA_CACHE_DIR per case; python {sys.version.split()[0]}, "
+          f"os.getloadavg() {os.getloadavg()[0]:.1f}", flush=True)
+    for name in args.cases or CASES:
+        with tempfile.TemporaryDirectory(prefix="nnue-compile-") as cache:
+            try:
+                report(name, "cold", run_case(name, cache), args.top)
+                if args.warm:
+                    report(name, "warm", run_case(name, cache), args.top)
+            except RuntimeError as e:
+                print(e, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Compiling ahead: ``warmup``, and the cache report of ``info --cache``."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..warmup import PATHS
+from .common import example, load_network, progress_bar, progress_option, quiet_option, show_progress
+
+
+@click.command(epilog=example("nnue-infer warmup", "nnue-infer warmup --net stockfish --net sf19 --paths board,batch",
+                              "NUMBA_CACHE_DIR=/opt/nnue-cache nnue-infer warmup --net default --net stockfish"))
+@click.option("--net", "nets", multiple=True, help="A network file or name, as for eval (repeatable; default: 'default').")
+@click.option("--paths", default=",".join(PATHS), show_default=True,
+              help=f"Comma-separated paths to compile: {', '.join(PATHS)}.")
+@progress_option
+@quiet_option
+def warmup(nets, paths, progress, quiet):
+    """Compile the kernels of the given networks and paths into Numba's cache ahead of use.
+
+    For Docker images, CI and cluster nodes: the first use of a path compiles its kernels for this
+    CPU and network configuration (seconds of CPU); afterwards every process loads them.  Prints one
+    line per network and path with the CPU seconds it took (about 0 when already cached);
+    ``nnue-infer info --cache`` shows what the cache holds.
+    """
+    from ..warmup import warmup as run
+
+    names = [p.strip() for p in paths.split(",") if p.strip()]
+    unknown = [p for p in names if p not in PATHS]
+    if unknown:
+        raise click.BadParameter(f"unknown path(s) {', '.join(unknown)}; known: {', '.join(PATHS)}",
+                                 param_hint="--paths")
+    specs = list(nets) or ["default"]
+    with progress_bar(len(specs) * len(names), "step", show_progress(progress, quiet)) as bar:
+        steps = run([load_network(s) for s in specs], names, progress=lambda label: bar.update(1))
+    for (_, path, seconds), spec in zip(steps, [s for s in specs for _ in names]):
+        click.echo(f"{spec}\t{path}\t{seconds:.1f} s CPU")
+
+
+def show_cache_report(as_json: bool) -> None:
+    """Print :func:`nnue_infer.warmup.cache_report` (one JSON object with ``as_json``)."""
+    from ..warmup import cache_report
+
+    report = cache_report()
+    if as_json:
+        click.echo(json.dumps(report))
+        return
+    click.echo(f"cache:   {report['directory']}")
+    click.echo(f"size:    {report['bytes'] / 1e6:.1f} MB")
+    click.echo("compiled for this CPU and these kernel sources (kernel: configurations x signatures):")
+    for name, n in sorted(report["kernels"].items()):
+        click.echo(f"  {name}: {n}")

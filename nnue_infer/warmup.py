@@ -1,0 +1,134 @@
+"""Compiling ahead: the kernels of given networks and paths into Numba's cache (``nnue-infer warmup``),
+and what that cache holds (``nnue-infer info --cache``).
+
+A path's first use compiles its entry kernel for the network's configuration
+(``kernels.forward.Config``) and this CPU, seconds to a minute of CPU each; :func:`warmup` does
+that ahead (Docker images, CI, cluster nodes) by running each path once on a small input.  The
+cache's location and validity are :mod:`nnue_infer.kernels.cache`'s.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import chess
+
+from .evaluator import Evaluator, as_network
+from .kernels import arena
+from .kernels.cache import KernelCacheLocator, kernels_stamp
+
+_FEN = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+_MOVES = ("e2e4", "e7e5", "g1f3")
+
+
+def _board(ev: Evaluator) -> None:
+    ev.evaluate(chess.Board(_FEN))
+
+
+def _incremental(ev: Evaluator) -> None:
+    ev.set_position(chess.Board())
+    ev.push(chess.Move.from_uci(_MOVES[0]))
+    ev.evaluate()
+    ev.pop()
+
+
+def _batch(ev: Evaluator) -> None:
+    ev.evaluate_batch([_FEN])
+    ev.evaluate_batch([chess.Board(_FEN)])
+
+
+def _game(ev: Evaluator) -> None:
+    ev.evaluate_game(chess.Board(), list(_MOVES))
+
+
+def _trace(ev: Evaluator) -> None:
+    ev.trace(chess.Board(_FEN))
+
+
+#: The paths :func:`warmup` compiles, by name: ``board`` (``evaluate(board)``, the one-FEN command
+#: line), ``incremental`` (push + ``evaluate()`` + pop), ``batch`` (``evaluate_batch``, EPD and
+#: multi-FEN command lines), ``game`` (``evaluate_game``, PGN scoring), ``trace``.
+PATHS: dict[str, Callable[[Evaluator], None]] = {
+    "board": _board, "incremental": _incremental, "batch": _batch, "game": _game, "trace": _trace,
+}
+
+
+def warmup(networks: Iterable = (None,), paths: Iterable[str] = tuple(PATHS), progress=None) -> list[tuple]:
+    """Compile (or load from the cache) the kernels of ``paths`` for each of ``networks``.
+
+    Parameters
+    ----------
+    networks : iterable of Network, str, os.PathLike or None
+        Networks or their specs (see :func:`nnue_infer.resources.network_from_spec`; ``None``: the default).
+    paths : iterable of str
+        Names in :data:`PATHS`.
+    progress : callable or None
+        Called as ``progress(label)`` after each (network, path) step.
+
+    Returns
+    -------
+    list of (network label, path, seconds)
+        The process CPU time of each step (about 0 for a path already in the cache).
+
+    Raises
+    ------
+    ValueError
+        An unknown path name (the known ones are listed); network errors as ``Evaluator``.
+    """
+    paths = list(paths)
+    unknown = [p for p in paths if p not in PATHS]
+    if unknown:
+        raise ValueError(f"unknown path(s) {', '.join(unknown)}; known: {', '.join(PATHS)}")
+    out = []
+    for spec in networks:
+        ev = Evaluator(as_network(spec))
+        label = "default" if spec is None else os.fspath(spec) if isinstance(spec, (str, os.PathLike)) else repr(spec)
+        for path in paths:
+            start = time.process_time()
+            PATHS[path](ev)
+            out.append((label, path, time.process_time() - start))
+            if progress is not None:
+                progress(f"{label} {path}")
+    return out
+
+
+def cache_report() -> dict:
+    """Where the kernels' cache is and what it holds for this CPU and these kernel sources.
+
+    Returns a dict: ``directory`` (str), ``bytes`` (int, the cache files there), ``kernels``
+    (``{kernel name: number of compiled configurations and signatures for this CPU}``, from
+    Numba's index files whose stamp matches the current kernel sources).
+    """
+    from numba.core.registry import cpu_target
+
+    py_func = arena.kernels.__wrapped__
+    locator = KernelCacheLocator.from_function(py_func, arena.__file__)
+    directory = Path(locator.get_cache_path()) if locator is not None else None
+    report: dict = {"directory": str(directory), "bytes": 0, "kernels": {}}
+    if directory is None or not directory.is_dir():
+        return report
+    magic = cpu_target.target_context.codegen().magic_tuple()
+    stamp = locator.get_source_stamp()
+    for path in sorted(directory.iterdir()):
+        if path.suffix not in (".nbi", ".nbc"):
+            continue
+        report["bytes"] += path.stat().st_size
+        if path.suffix != ".nbi":
+            continue
+        try:
+            with open(path, "rb") as f:
+                pickle.load(f)  # Numba's index version
+                file_stamp, overloads = pickle.loads(f.read())
+        except Exception:  # not an index this Numba reads: not ours to report
+            continue
+        if file_stamp != stamp:
+            continue
+        n = sum(1 for key in overloads if key[1] == magic)
+        if n:
+            name = path.name.split("-")[0].replace(".locals.", ".")
+            report["kernels"][name] = report["kernels"].get(name, 0) + n
+    return report
