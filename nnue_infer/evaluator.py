@@ -975,8 +975,8 @@ class Evaluator:
         arch = self.network.architecture
         pieces = self._refresh(board)
         per_bucket = np.empty((arch.output_buckets, 2), np.int64)
-        K.trace_buckets(self._acc, self._psqt, 0 if board.turn else 1, self._params, self._scratch, self._weights,
-                        self._biases, self._layers, per_bucket)
+        self._kernels.trace_buckets(self._acc, self._psqt, 0 if board.turn else 1, self._params, self._scratch,
+                                    self._weights, self._biases, self._layers, per_bucket)
         psqt, positional = per_bucket[arch.bucket_of(pieces)].tolist()
         return tdiv(psqt, arch.output_scale), tdiv(positional, arch.output_scale)
 
