@@ -115,7 +115,8 @@ def report(name: str, label: str, result: dict, top: int) -> None:
             print(f"    {seconds:7.2f} s  {kernel}{sig if len(sig) < 90 else sig[:87] + '...'}", flush=True)
         slow = sorted(passes.items(), key=lambda kv: -kv[1])[:4]
         if slow:
-            print("             passes (s, callees included): " + ", ".join(f"{k} {v:.1f}" for k, v in slow), flush=True)
+            shown = ", ".join(f"{k} {v:.1f}" for k, v in slow)
+            print(f"             passes (s, callees included): {shown}", flush=True)
 
 
 def main() -> None:

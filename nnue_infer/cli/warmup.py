@@ -12,7 +12,8 @@ from .common import example, load_network, progress_bar, progress_option, quiet_
 
 @click.command(epilog=example("nnue-infer warmup", "nnue-infer warmup --net stockfish --net sf19 --paths board,batch",
                               "NUMBA_CACHE_DIR=/opt/nnue-cache nnue-infer warmup --net default --net stockfish"))
-@click.option("--net", "nets", multiple=True, help="A network file or name, as for eval (repeatable; default: 'default').")
+@click.option("--net", "nets", multiple=True,
+              help="A network file or name, as for eval (repeatable; default: 'default').")
 @click.option("--paths", default=",".join(PATHS), show_default=True,
               help=f"Comma-separated paths to compile: {', '.join(PATHS)}.")
 @progress_option
