@@ -21,9 +21,9 @@ from . import simd
 from .activation import ACT_FLOAT, ACT_NONE, activate, ft_transform
 from .dense import affine, propagate_layer_stack, psqt_term, scratch_layout
 from .features import POS_OK, check_bitboards
-from .forward import (P_BUCKET_DIVISOR, P_FC0_SIMD, P_FLOAT_OUTPUT, P_FT_ACTIVATION, P_FT_CLAMP, P_FT_SHIFT, P_SIMD,
-                      P_SKIP_DEN, P_SKIP_INDEX, P_SKIP_MODE, P_SKIP_NUM, P_SKIP_SUB, P_WEIGHT_SHIFT, bucket_value,
-                      refresh_pair, relation_buffers)
+from .forward import (P_BUCKET_DIVISOR, P_FC0_SIMD, P_FLOAT_OUTPUT, P_FT_ACTIVATION, P_FT_CLAMP, P_FT_SHIFT, P_PAIRS,
+                      P_SIMD, P_SKIP_DEN, P_SKIP_INDEX, P_SKIP_MODE, P_SKIP_NUM, P_SKIP_SUB, P_THREATS, P_WEIGHT_SHIFT,
+                      bucket_value, refresh_pair, relation_buffers)
 
 
 @njit(cache=True, inline="always")
@@ -110,7 +110,8 @@ def activations_batch(bitboards, stm, slot_table, king_buckets, params, ft_weigh
             acc = accs[i]  # refreshed in place: no copy of the accumulators
             psqt_acc = psqts[i]
             pieces = refresh_pair(bitboards[i], slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
-                                  weights8, psqt8, feats, counts, acc, psqt_acc, rel, idx)
+                                  weights8, psqt8, feats, counts, acc, psqt_acc, rel, idx, params[P_SIMD],
+                                  params[P_THREATS] != 0 or params[P_PAIRS] != 0)
             side = np.int64(stm[i])
             bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
             buckets[i] = bucket
@@ -123,7 +124,7 @@ def activations_batch(bitboards, stm, slot_table, king_buckets, params, ft_weigh
                 result = propagate_layer_stack(scratch, b, weights, biases, layers, params[P_WEIGHT_SHIFT],
                                                params[P_SKIP_INDEX], params[P_SKIP_SUB], params[P_SKIP_MODE],
                                                params[P_SKIP_NUM], params[P_SKIP_DEN], params[P_FLOAT_OUTPUT],
-                                               params[P_SIMD], params[P_FC0_SIMD])
+                                               params[P_SIMD], params[P_FC0_SIMD], True)
                 positional[i, k] = result
                 if b == bucket:
                     values[i] = bucket_value(psqt_term(psqt_acc, side, b), result, params)
