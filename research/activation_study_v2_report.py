@@ -244,6 +244,8 @@ def plots(raw: dict, pieces: dict, dest: Path) -> None:
         for i, c in enumerate(cs):
             color = "tab:green" if c["verdict"] == "better" else "tab:red" if c["verdict"] == "worse" else "tab:gray"
             ax.errorbar(c["mean"], i, xerr=[[c["mean"] - c["ci"][0]], [c["ci"][1] - c["mean"]]], fmt="o", color=color)
+        if not cs:
+            ax.text(0.5, 0.5, "no paired runs yet", ha="center", transform=ax.transAxes)
         ax.axvline(0, color="k", lw=0.8)
         ax.set_yticks(range(len(cs)), [f"{c['variant']} (n={c['n']})" for c in cs])
         ax.set_xlabel("quantised test MAE - pairwise's (cp), 95 % CI")
@@ -262,7 +264,10 @@ def plots(raw: dict, pieces: dict, dest: Path) -> None:
             x = [p["positions"] / 1e6 for p in curves[0][:n]]
             y = np.mean([[p["float_val_loss"] for p in c[:n]] for c in curves], axis=0)
             ax.plot(x, y, label=f"{v} ({len(curves)})")
-        ax.set_yscale("log")
+        if by_v:
+            ax.set_yscale("log")
+        else:
+            ax.text(0.5, 0.5, "no runs yet", ha="center", transform=ax.transAxes)
         ax.set_xlabel("positions seen (M)")
         ax.set_ylabel("float validation loss (mean over seeds)")
         ax.set_title(f"{budget} budget")
