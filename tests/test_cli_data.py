@@ -83,3 +83,10 @@ def test_errors_name_the_offset_and_leave_the_output(bp, tmp_path, capsys):
     assert "cannot tell the training-data kind from the extension 'txt'" in capsys.readouterr().err
     assert main(["data", "info", str(tmp_path / "missing.binpack")]) == 1
     assert "missing.binpack" in capsys.readouterr().err
+
+
+def test_standard_output_without_a_kind_is_named(bp, capsys):
+    """'-' as DST without --to names standard output (the message named <stdin>, the source)."""
+    assert main(["data", "convert", str(bp / "selfplay.binpack"), "-"]) == 2
+    err = capsys.readouterr().err
+    assert "error: <stdout>: standard output has no extension" in err and "<stdin>" not in err

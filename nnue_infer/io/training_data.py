@@ -575,6 +575,9 @@ class TrainingDataWriter:
     """
 
     def __init__(self, dest: str | os.PathLike[str], kind: str | None = None) -> None:
+        if kind is None and os.fspath(dest) == STDIN:
+            raise ValueError("<stdout>: standard output has no extension to tell the training-data kind; "
+                             "pass the kind (binpack, bin, plain, parquet)")
         self.kind = kind or kind_of(dest)
         if self.kind not in KINDS:
             raise ValueError(f"unknown training-data kind {self.kind!r}; use one of {', '.join(KINDS)}")
