@@ -116,7 +116,8 @@ class _Notice(event.Listener):
         where = getattr(dispatcher._cache, "_cache_path", None) or "memory only"
         text = f"compiling kernels for this CPU (first use; cached in {where})"
         if notice == "stderr":
-            print(f"nnue-infer: {text}", file=sys.stderr, flush=True)
+            if sys.stderr is not None:  # closed (2>&-): say nothing (print(file=None) would write to stdout)
+                print(f"nnue-infer: {text}", file=sys.stderr, flush=True)
         else:
             log.info(text)
 
