@@ -90,3 +90,17 @@ def test_standard_output_without_a_kind_is_named(bp, capsys):
     assert main(["data", "convert", str(bp / "selfplay.binpack"), "-"]) == 2
     err = capsys.readouterr().err
     assert "error: <stdout>: standard output has no extension" in err and "<stdin>" not in err
+
+
+@pytest.mark.parametrize("stdout", ["closed", "/dev/full"])
+def test_info_to_a_failing_stdout_is_an_error(stdout, bp):
+    """'data info' with stdout closed was silent (status 0), into a full device a traceback."""
+    import os
+
+    with open(os.devnull if stdout == "closed" else stdout, "wb") as sink:
+        proc = subprocess.run([sys.executable, "-m", "nnue_infer", "data", "info", "-q", str(bp / "selfplay.binpack")],
+                              stdout=sink, stderr=subprocess.PIPE, timeout=600, check=False,
+                              preexec_fn=(lambda: os.close(1)) if stdout == "closed" else None)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "Traceback" not in err
+    assert ("standard output is closed" if stdout == "closed" else "No space left on device") in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Callable, Iterator
 
 import click
@@ -142,9 +143,26 @@ def info(src, src_kind, as_json, threads, progress, quiet):
             summary.add(chunk)
             bar.update(len(chunk))
     d = summary.as_dict()
-    if as_json:
-        click.echo(json.dumps({"file": src, **d}))
-        return
+    _print(json.dumps({"file": src, **d}) if as_json else _info_text(src, d))
+
+
+def _print(text: str) -> None:
+    """``text`` on standard output; a closed or failing stdout is an error (status 1), not silence
+    or a traceback (a reader gone away, as ``| head``, ends quietly)."""
+    from ..inputs import standard_stream
+
+    try:
+        out = standard_stream("stdout")
+        sys.stdout.flush()
+        out.write(f"{text}\n".encode())
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise click.ClickException(f"cannot write to stdout: {exc.strerror or exc}") from exc
+
+
+def _info_text(src: str, d: dict) -> str:
     r = d["results"]
     lines = [f"file        {src}", f"positions   {d['positions']}", f"chains      {d['chains']}",
              f"results     win {r['win']}, draw {r['draw']}, loss {r['loss']}"
@@ -156,7 +174,7 @@ def info(src, src_kind, as_json, threads, progress, quiet):
         lines.append("score histogram:")
         width = max(len(k) for k in d["score"]["histogram"])
         lines += [f"  {k:>{width}}  {v}" for k, v in d["score"]["histogram"].items()]
-    click.echo("\n".join(lines))
+    return "\n".join(lines)
 
 
 @data.command("filter", epilog=example(
