@@ -183,8 +183,9 @@ def test_update_loop_has_no_reference_counting():
     @njit
     def loop(w, pw, acc, psqt, added, removed, isa, n):
         for i in range(n):
-            update_accumulator(w, pw, acc[i & 1], psqt[i & 1], added, 1, removed, 1, acc[1 - (i & 1)],
-                               psqt[1 - (i & 1)], isa)
+            # counts as np.int64: a literal 1 would compile a second, Literal[int] signature of the kernel
+            update_accumulator(w, pw, acc[i & 1], psqt[i & 1], added, np.int64(1), removed, np.int64(1),
+                               acc[1 - (i & 1)], psqt[1 - (i & 1)], isa)
 
     acc, psqt = np.zeros((2, 256), np.int16), np.zeros((2, 8), np.int32)
     one = np.zeros(1, np.int32)
