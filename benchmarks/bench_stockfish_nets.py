@@ -2,7 +2,7 @@
 
 Run:  python benchmarks/bench_stockfish_nets.py [--positions 1000] [--repeat 5]
 
-For each net of ``nnue_infer.registry`` in the cache (``nnue-infer fetch SPEC`` gets the others;
+For each net of ``nnue_infer.formats.registry`` in the cache (``nnue-infer fetch SPEC`` gets the others;
 the lite net of 17.1 and 18 is one file, measured once): full-refresh ``Evaluator.evaluate(board)``
 (mean microseconds per position) and ``evaluate_batch`` (positions per second on Numba's
 threads) over the same boards (dev corpus or seeded playouts), round-robin within each round
@@ -22,7 +22,7 @@ import common
 import nnue_infer
 from nnue_infer.errors import NetworkNotFoundError
 from nnue_infer.formats.stockfish import read_stockfish
-from nnue_infer.registry import KNOWN_NETWORKS
+from nnue_infer.formats.registry import KNOWN_NETWORKS
 from nnue_infer.resources import known_network, known_network_path
 
 

@@ -44,13 +44,15 @@ from .trace import Trace
 __version__ = "0.1.0"
 
 #: Modules that left the top level when the package was split into the inference core, ``io`` and
-#: ``training`` (0.1.0 -> 0.2; ``extract`` joined the network formats): the old name raises an ImportError naming
+#: ``training`` (0.1.0 -> 0.2; ``extract`` and ``registry`` joined the network formats): the old name raises an
+#: ImportError naming
 #: the new one.
 MOVED_MODULES = {**{f"nnue_infer.{m}": f"nnue_infer.io.{m}" for m in ("epd", "output", "parquet", "pgn", "score",
                                                                     "distributed")},
                  **{f"nnue_infer.{m}": f"nnue_infer.training.{m}" for m in ("train", "distil", "datagen",
                                                                           "crosscheck", "plotting")},
-                 "nnue_infer.extract": "nnue_infer.formats.extract"}
+                 "nnue_infer.extract": "nnue_infer.formats.extract",
+                 "nnue_infer.registry": "nnue_infer.formats.registry"}
 
 
 class _MovedModules(_abc.MetaPathFinder):

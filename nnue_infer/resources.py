@@ -26,7 +26,7 @@ _stockfish: Network | None = None
 #: File name of the bundled default network in ``nnue_infer/weights/`` (model card: ``README.md`` there).
 DEFAULT_NETWORK_FILE = "nnue-infer-default.safetensors"
 #: Names :func:`network_from_spec` accepts besides file paths (and the specs of
-#: :mod:`nnue_infer.registry`: ``sf16``, ``sf17.1``, ``sf17.1-small``, ``sf19-lite``, ...).
+#: :mod:`nnue_infer.formats.registry`: ``sf16``, ``sf17.1``, ``sf17.1-small``, ``sf19-lite``, ...).
 NETWORK_NAMES = ("default", "stockfish")
 
 HOW_TO_GET = (
@@ -163,7 +163,7 @@ _verified: set[Path] = set()
 
 
 def known_network_path(spec: str, *, fetch: bool = False) -> Path:
-    """Path of a known network (:mod:`nnue_infer.registry`) in the cache directory.
+    """Path of a known network (:mod:`nnue_infer.formats.registry`) in the cache directory.
 
     On first use the network is extracted from the npm tarball ``<cache_dir>/npm/stockfish-V.tgz``
     (``fetch=True`` downloads it with ``npm pack`` when missing) and checked by SHA-256.
@@ -173,7 +173,7 @@ def known_network_path(spec: str, *, fetch: bool = False) -> Path:
     NetworkNotFoundError
         Unknown spec, or the tarball is missing: the message gives the command that fetches it.
     """
-    from .registry import known_by_spec, specs
+    from .formats.registry import known_by_spec, specs
 
     known = known_by_spec(spec)
     if known is None:
@@ -214,7 +214,7 @@ def known_network(spec: str, *, fetch: bool = False) -> Network:
     """A known network by spec (loaded once per process, thread-safe), with its architecture's
     ``stockfish_version`` set to the spec's version (the lite net serves 17.1 and 18)."""
     from .formats.stockfish import read_stockfish
-    from .registry import known_by_spec
+    from .formats.registry import known_by_spec
 
     known = known_by_spec(spec)
     path = known_network_path(spec, fetch=fetch)
@@ -229,7 +229,7 @@ def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
     """A quantised network from a name or a file: ``None`` or ``"default"`` (the bundled default
     network), ``"stockfish"`` / ``"sf15.1"`` (:func:`stockfish_15_1_network`), a known Stockfish
     network (``"sf16"``, ``"sf17.1"``, ``"sf17.1-small"``, ``"sf17.1-lite"``, ``"sf18"``,
-    ``"sf18-small"``, ``"sf18-lite"``, ``"sf19"``, ``"sf19-lite"``: :func:`nnue_infer.registry.specs`;
+    ``"sf18-small"``, ``"sf18-lite"``, ``"sf19"``, ``"sf19-lite"``: :func:`nnue_infer.formats.registry.specs`;
     :func:`known_network`, from the cache or the cached npm tarball) or a path (:func:`nnue_infer.load`).
 
     Raises
@@ -245,7 +245,7 @@ def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
         return default_network()
     if spec in ("stockfish", "sf15.1", "sf15"):
         return stockfish_15_1_network()
-    from .registry import known_by_spec, specs
+    from .formats.registry import known_by_spec, specs
 
     if isinstance(spec, str) and known_by_spec(spec) is not None and not Path(spec).exists():
         return known_network(spec)

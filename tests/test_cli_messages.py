@@ -368,7 +368,7 @@ def test_evaluator_network_setter_takes_a_name_like_the_constructor(evaluator):
 
 def test_missing_network_file_lists_every_known_net(capsys, tmp_path):
     """The "does not exist" message listed the known nets without sf18 and sf19."""
-    from nnue_infer.registry import specs
+    from nnue_infer.formats.registry import specs
 
     status, out, err = run(capsys, "eval", "--net", tmp_path / "x.nnue", "startpos")
     assert status == 1 and "does not exist" in err

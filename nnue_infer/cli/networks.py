@@ -90,7 +90,7 @@ def extract(source, output, list_only, quiet):
     or an unpacked package directory."""
     from ..errors import NnueError
     from ..formats.extract import extract_network, find_networks, write_networks
-    from ..registry import known_by_sha256
+    from ..formats.registry import known_by_sha256
 
     if output == "-":
         raise click.BadParameter("a network is binary: give a file name", param_hint="--output")
@@ -133,7 +133,7 @@ def fetch(spec):
     """Download (npm pack stockfish@V into the cache) and extract a known Stockfish network SPEC:
     sf16, sf17.1, sf17.1-small, sf17.1-lite, sf18, sf18-small, sf18-lite, sf19, sf19-lite."""
     from ..errors import NnueError
-    from ..registry import known_by_spec
+    from ..formats.registry import known_by_spec
     from ..resources import known_network_path
 
     known = known_by_spec(spec)

@@ -468,7 +468,7 @@ def _version_of(layout: _Layout, data: np.ndarray) -> str:
         return "15.1"
     import hashlib
 
-    from ..registry import version_for_sha256
+    from .registry import version_for_sha256
 
     return version_for_sha256(hashlib.sha256(memoryview(data)).hexdigest()) or "17.1"
 
