@@ -207,7 +207,11 @@ OPERA_GAME = ("e4 e5 Nf3 d6 d4 Bg4 dxe5 Bxf3 Qxf3 dxe5 Bc4 Nf6 Qb3 Qe7 Nc3 c6 Bg
 
 
 def _stockfish_position(stockfish, moves: list[str]) -> tuple[str, bool]:
-    """Stockfish 15.1's ``d`` after ``position startpos moves ...``: its FEN and whether it lists checkers."""
+    """Stockfish 15.1's ``d`` after ``position startpos moves ...``: its FEN and whether it lists checkers.
+
+    The engine is shared by the session and an earlier test may have left UCI_Chess960 on, which
+    prints castling rights as file letters (``HAha``): the option is set off first."""
+    stockfish.set_chess960(False)
     lines = stockfish._command(f"position startpos moves {' '.join(moves)}\nd\nisready", "readyok")
     fen = next(line for line in lines if line.startswith("Fen: ")).removeprefix("Fen: ")
     checkers = next(line for line in lines if line.startswith("Checkers:")).removeprefix("Checkers:")
