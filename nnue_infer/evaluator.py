@@ -460,14 +460,7 @@ class Evaluator:
         Raises :class:`IllegalMoveError` (a ``ValueError``) for a malformed or illegal move;
         nothing changes then.
         """
-        if not isinstance(uci, str):
-            raise TypeError(f"expected a UCI move string, got {type(uci).__name__}")
-        try:
-            move = self._board.parse_uci(uci)
-        except ValueError as exc:
-            raise IllegalMoveError(_in_position(str(exc), self._board)) from None
-        self.push(move)
-        return move
+        return self._push_text(uci, "UCI", self._board.parse_uci)
 
     def push_san(self, san: str) -> chess.Move:
         """Play the move in SAN (``Nf3``, ``O-O``, ``exd8=Q+``), like ``chess.Board.push_san``; returns it.
@@ -475,10 +468,14 @@ class Evaluator:
         Raises :class:`IllegalMoveError` (a ``ValueError``) for a malformed, ambiguous or
         illegal move; nothing changes then.
         """
-        if not isinstance(san, str):
-            raise TypeError(f"expected a SAN move string, got {type(san).__name__}")
+        return self._push_text(san, "SAN", self._board.parse_san)
+
+    def _push_text(self, text: str, notation: str, parse) -> chess.Move:
+        """Parse ``text`` with python-chess's ``parse`` (``parse_uci`` / ``parse_san``) and push it."""
+        if not isinstance(text, str):
+            raise TypeError(f"expected a {notation} move string, got {type(text).__name__}")
         try:
-            move = self._board.parse_san(san)
+            move = parse(text)
         except ValueError as exc:
             raise IllegalMoveError(_in_position(str(exc), self._board)) from None
         self.push(move)

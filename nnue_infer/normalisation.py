@@ -98,7 +98,8 @@ def wdl(value: int, material: int, version: str, ply: int | None = None) -> tupl
     Raises
     ------
     ValueError
-        Unknown version, or 15.1/16 without ``ply`` (or a negative one).
+        Unknown version, 15.1/16 without ``ply`` (or a negative one), or a negative ``material``
+        for 17.1 and later (no position has one; the model would silently take it as 17).
     """
     if version in WDL_PLY:
         if ply is None or ply < 0:
@@ -107,6 +108,8 @@ def wdl(value: int, material: int, version: str, ply: int | None = None) -> tupl
         a, b = (_cubic(c, m) for c in WDL_PLY[version])
         v = min(max(float(value), -4000.0), 4000.0)
     elif version in WDL_A:
+        if material < 0:
+            raise ValueError(f"material must be >= 0 (P + 3N + 3B + 5R + 9Q of both colours), got {material}")
         m = min(max(material, 17), 78) / 58.0
         a, b = _cubic(WDL_A[version], m), _cubic(WDL_B[version], m)
         v = float(value)

@@ -104,3 +104,18 @@ def test_info_to_a_failing_stdout_is_an_error(stdout, bp):
     err = proc.stderr.decode()
     assert proc.returncode == 1 and "Traceback" not in err
     assert ("standard output is closed" if stdout == "closed" else "No space left on device") in err
+
+
+def test_an_output_error_names_the_output(bp, capsys):
+    """A full device as DST was reported under the input's name (the writer's OSError had none)."""
+    assert main(["data", "convert", "-q", str(bp / "selfplay.binpack"), "/dev/full", "--to", "plain"]) == 1
+    err = capsys.readouterr().err
+    assert "error: /dev/full: No space left on device" in err and "selfplay" not in err
+
+
+def test_info_on_an_empty_file(tmp_path, capsys):
+    """An empty .plain has no plies: no 'ply None .. None' line, zeros elsewhere."""
+    (tmp_path / "empty.plain").write_bytes(b"")
+    assert main(["data", "info", str(tmp_path / "empty.plain")]) == 0
+    out = capsys.readouterr().out
+    assert "positions   0" in out and "chains      0" in out and "None" not in out

@@ -98,6 +98,8 @@ def test_wdl_examples_and_errors():
         wdl(100, 40, "16")
     with pytest.raises(ValueError, match="unknown Stockfish version '17'"):
         wdl(100, 40, "17")
+    with pytest.raises(ValueError, match="material must be >= 0.*got -1"):  # was taken as 17
+        wdl(100, -1, "19")
 
 
 def test_cli_trace_json_has_final_and_wdl(tmp_path):

@@ -167,9 +167,9 @@ def _info_text(src: str, d: dict) -> str:
     lines = [f"file        {src}", f"positions   {d['positions']}", f"chains      {d['chains']}",
              f"results     win {r['win']}, draw {r['draw']}, loss {r['loss']}"
              + (f", other {r['other']}" if r["other"] else "") + " (side to move)",
-             f"in check    {d['in_check']}", f"captures    {d['captures']}",
-             f"ply         {d['ply']['min']} .. {d['ply']['max']}"]
+             f"in check    {d['in_check']}", f"captures    {d['captures']}"]
     if d["positions"]:
+        lines.append(f"ply         {d['ply']['min']} .. {d['ply']['max']}")
         lines.append(f"score mean  {d['score']['mean']:.1f} (internal units)")
         lines.append("score histogram:")
         width = max(len(k) for k in d["score"]["histogram"])

@@ -25,6 +25,7 @@ decompressed data) where the problem is.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 from collections.abc import Iterator, Sequence
@@ -597,7 +598,19 @@ class TrainingDataWriter:
             self._file = _open_output(self._tmp or path, path)
 
     def write(self, data: TrainingData) -> None:
-        """Append ``data``'s rows."""
+        """Append ``data``'s rows.
+
+        Raises
+        ------
+        TrainingDataError
+            A row the kind cannot hold (named by its row number and the output's name).
+        OSError
+            The output cannot be written; its ``filename`` is the output's name (``<stdout>``).
+        """
+        with _naming_output_errors(self.label):
+            self._write(data)
+
+    def _write(self, data: TrainingData) -> None:
         if len(data) == 0:
             return
         if self.kind == "binpack":
@@ -658,7 +671,11 @@ class TrainingDataWriter:
         self._parquet.write_table(table)
 
     def close(self) -> None:
-        """Write what is pending (the last chain and block) and close the output."""
+        """Write what is pending (the last chain and block) and close the output; raises as :meth:`write`."""
+        with _naming_output_errors(self.label):
+            self._close()
+
+    def _close(self) -> None:
         if self.kind == "binpack" and self._open is not None:
             self._encode_chains(self._open, self._open_cont, self._rows - len(self._open))
             self._open = None
@@ -702,6 +719,18 @@ class TrainingDataWriter:
             self.close()
         else:
             self.abort()
+
+
+@contextlib.contextmanager
+def _naming_output_errors(label: str) -> Iterator[None]:
+    """An ``OSError`` raised while writing (a full disk, a closed pipe) carries no file name: give it
+    the output's, so that a message names the file that failed rather than the input."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), label) from exc
 
 
 def _open_output(path: str, name: str) -> BinaryIO:
