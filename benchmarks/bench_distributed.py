@@ -3,19 +3,26 @@
 Inputs: EPD shards of real FENs (the dev positions and every position of the dev games, repeated
 to fill the shards), written to a temporary directory.  Figures, all in one run:
 
-* ``evaluate_batch`` over all FENs on 1 Numba thread (the baseline), then
-  ``score_files(client=None)`` (reading, evaluation, Arrow tables, Parquet writing, one task after
-  another), wall clock and thread CPU time, values compared;
+* ``evaluate_batch`` over all FENs on 1 Numba thread (the baseline) and ``score_files(client=None)``
+  (reading, evaluation, Arrow tables, Parquet writing, one task after another), alternated
+  ``--rounds`` times: wall clock and thread CPU time, the best and the median of the rounds, values
+  compared;
 * ``score_files`` on a ``LocalCluster`` of 1 and 2 worker processes x 1 thread (cluster up and
-  warmed up before the clock starts; :func:`score_files` warms its workers itself too), wall clock,
-  with the CPU time of the worker processes;
-* the profile of one in-process task by stage (thread CPU time under cProfile with
-  ``time.thread_time`` as its clock: reading and splitting lines, FEN parsing, evaluation,
-  check/outcome flags, Arrow tables, Parquet writing), and the per-task cost from many tiny shards.
+  warmed up before the clock starts; :func:`score_files` warms its workers itself too), ``--rounds``
+  jobs each: wall clock, and the load-robust figures: positions per thread-CPU second inside the
+  worker tasks (the tasks' own summaries) against in process, per process-CPU second of the worker
+  processes (all their threads: Dask's event loop too), and the busiest worker's process CPU (what
+  the job's wall clock would be with a core per worker), with the client's CPU time;
+* the per-task cost from many tiny shards, in process and on 2 workers;
+* the profile of one in-process ``score_files`` (thread CPU time under cProfile with
+  ``time.thread_time`` as its clock): by stage (reading and splitting lines, FEN parsing, evaluation,
+  check/outcome flags, Arrow tables, Parquet writing) and the functions with the most own time.
 
-The machine is shared: compare the ratios and CPU times of one run, not wall-clock figures across runs.
+The machine may be shared: the load average is printed with every figure.  Wall clock measures
+the machine's load as much as this code; thread and process CPU times are this code's (less
+exposed to load, though caches and hyper-threads shared with other jobs still slow them).
 
-Run: ``python benchmarks/bench_distributed.py [--shards 16 --size 10000] [--out benchmarks/results/distributed.txt]``.
+Run: ``python benchmarks/bench_distributed.py [--shards 16 --size 10000 --rounds 3] [--out benchmarks/results/distributed.txt]``.
 """
 
 from __future__ import annotations
@@ -74,19 +81,20 @@ def write_shards(directory: str, fens: list[str], shards: int, size: int, prefix
     return used
 
 
-def timed(fn) -> tuple[float, float]:
-    """(wall seconds, thread CPU seconds) of ``fn()``."""
+def timed(fn) -> tuple[float, float, float]:
+    """(wall seconds, thread CPU seconds, load average) of ``fn()``."""
     t, c = time.perf_counter(), time.thread_time()
     fn()
-    return time.perf_counter() - t, time.thread_time() - c
+    return time.perf_counter() - t, time.thread_time() - c, os.getloadavg()[0]
 
 
 def _process_cpu() -> float:
     return time.process_time()
 
 
-def stage_profile(pattern: str, out: str, net: str) -> tuple[list[tuple[str, float]], float]:
-    """Thread CPU seconds per stage of ``score_files`` in process, and the total."""
+def stage_profile(pattern: str, out: str, net: str, top: int) -> tuple[list[tuple[str, float]], float, list[str]]:
+    """Thread CPU seconds per stage of ``score_files`` in process, the total, and the ``top`` functions
+    by own time (one line each)."""
     profile = cProfile.Profile(time.thread_time)
     profile.enable()
     D.score_files(pattern, out, net)
@@ -98,87 +106,141 @@ def stage_profile(pattern: str, out: str, net: str) -> tuple[list[tuple[str, flo
 
     total = cumulative("io/distributed.py", "score_files")
     rows = [(label, sum(cumulative(*f) for f in functions)) for label, functions in STAGES]
-    return rows + [("the rest (scheduling the tasks, files, tables' glue)", total - sum(s for _, s in rows))], total
+    rows.append(("the rest (scheduling the tasks, files, tables' glue)", total - sum(s for _, s in rows)))
+    own = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
+    root = os.path.dirname(os.path.dirname(nnue_infer.__file__))
+    functions = []
+    for (file, line, func), (_, calls, tt, ct, _) in own:
+        where = os.path.relpath(file, root) if file.startswith(root) else (
+            file.split("site-packages/")[-1] if "site-packages/" in file else file)
+        functions.append(f"{tt:>7.3f} s {100 * tt / total:>5.1f} %  {calls:>6} calls  {where}:{line}({func})")
+    return rows, total, functions
+
+
+def stats(values: list[float]) -> tuple[float, float]:
+    """(best, median) of ``values``."""
+    return min(values), float(np.median(values))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--size", type=int, default=10_000, help="positions per shard")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each measurement (best and median shown)")
     parser.add_argument("--tiny", type=int, default=60, help="tiny shards (5 positions) for the per-task cost")
+    parser.add_argument("--top", type=int, default=15, help="functions listed from the profile")
     parser.add_argument("--net", default="stockfish")
     parser.add_argument("--out", help="also write the report to this file")
     args = parser.parse_args()
     import dask
+    import pyarrow.parquet as pq
     from distributed import Client, LocalCluster
 
     tmp = tempfile.mkdtemp()
     lines = []
+    jobs = iter(range(1 << 30))
 
     def say(text: str = "") -> None:
         print(text, flush=True)
         lines.append(text)
 
+    def check(out: str) -> None:
+        t = pq.read_table(out, columns=["source", "line", "value"]).to_pydict()
+        order = sorted(range(len(t["line"])), key=lambda i: (t["source"][i], t["line"][i]))
+        assert np.array_equal(np.array(t["value"])[order], want), f"values differ in {out}"
+
+    def job(client=None, pattern=None) -> tuple[str, dict]:
+        out = os.path.join(tmp, f"out{next(jobs)}")
+        report = D.score_files(pattern or shards, out, args.net, client, threads=1)
+        return out, report
+
     try:
         fens = write_shards(os.path.join(tmp, "in"), real_fens(), args.shards, args.size)
         write_shards(os.path.join(tmp, "tiny"), fens, args.tiny, 5, "t")
         n = len(fens)
-        pattern = os.path.join(tmp, "in", "*.epd")
+        shards = os.path.join(tmp, "in", "*.epd")
+        tiny = os.path.join(tmp, "tiny", "*.epd")
         numba.set_num_threads(1)
         ev = nnue_infer.Evaluator(nnue_infer.resources.network_from_spec(args.net))
-        ev.evaluate_batch(fens[:100])
-        D.warm_up(args.net)
-        rows = []
-        want = []
-        rows.append(("evaluate_batch, one process, 1 thread", *timed(lambda: want.append(ev.evaluate_batch(fens)))))
-        rows.append(("score_files, in process (client=None), 1 thread",
-                     *timed(lambda: D.score_files(pattern, os.path.join(tmp, "p0"), args.net))))
-        rows.append(("evaluate_batch, one process, 1 thread (again)", *timed(lambda: ev.evaluate_batch(fens))))
-        tiny_wall, _ = timed(lambda: D.score_files(os.path.join(tmp, "tiny", "*.epd"), os.path.join(tmp, "lt"), args.net))
-        cluster_cpu = {}
+        want = ev.evaluate_batch(fens)
+        D.warm_up(args.net, 1)
+        job()
+        base, local, task_cpu = [], [], []
+        for _ in range(args.rounds):  # alternated, so that both see the same load
+            base.append(timed(lambda: ev.evaluate_batch(fens)))
+            result = []
+            local.append(timed(lambda: result.append(job())))
+            check(result[0][0])
+            task_cpu.append(sum(p["thread_cpu_seconds"] for p in result[0][1].parts))
+        base_wall, base_cpu = stats([r[0] for r in base])[1], stats([r[1] for r in base])[0]
+        tiny_wall, _, _ = timed(lambda: job(pattern=tiny))
+        clusters = {}
         for workers in (1, 2):
             with dask.config.set(D.QUIET_WORKERS), LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                                                 host="127.0.0.1", dashboard_address=None) as lc, \
                     Client(lc) as client:
                 client.run(D.warm_up, args.net, 1)
-                before = client.run(_process_cpu)
-                wall, _ = timed(lambda: D.score_files(pattern, os.path.join(tmp, f"c{workers}"), args.net, client, threads=1))
-                after = client.run(_process_cpu)
-                rows.append((f"score_files, LocalCluster {workers} worker(s) x 1 thread", wall, None))
-                cluster_cpu[workers] = [after[w] - before[w] for w in after]
+                runs = []
+                for _ in range(args.rounds):
+                    before = client.run(_process_cpu)
+                    result = []
+                    wall, client_cpu, load = timed(lambda: result.append(job(client)))
+                    after = client.run(_process_cpu)
+                    check(result[0][0])
+                    parts = result[0][1].parts
+                    runs.append({"wall": wall, "client": client_cpu, "load": load,
+                                 "workers": [after[w] - before[w] for w in after],
+                                 "tasks": sum(p["thread_cpu_seconds"] for p in parts),
+                                 "scoring": sum(p["positions_seconds"] for p in parts)})
                 if workers == 2:  # per-task cost on the cluster: worker time per tiny task
-                    tiny_cluster, _ = timed(lambda: D.score_files(os.path.join(tmp, "tiny", "*.epd"),
-                                                                  os.path.join(tmp, "ct"), args.net, client, threads=1))
-        import pyarrow.parquet as pq
+                    tiny_cluster, _, _ = timed(lambda: job(client, tiny))
+            clusters[workers] = runs
+        stages, total, top = stage_profile(shards, os.path.join(tmp, "prof"), args.net, args.top)
 
-        for d in ("p0", "c1", "c2"):
-            t = pq.read_table(os.path.join(tmp, d), columns=["source", "line", "value"]).to_pydict()
-            order = sorted(range(len(t["line"])), key=lambda i: (t["source"][i], t["line"][i]))
-            assert np.array_equal(np.array(t["value"])[order], want[0]), f"values differ in {d}"
-        stages, total = stage_profile(pattern, os.path.join(tmp, "prof"), args.net)
-
-        base_wall = (rows[0][1] + rows[2][1]) / 2
-        base_cpu = (rows[0][2] + rows[2][2]) / 2
         say(f"{n:,} positions ({len(set(fens)):,} distinct real FENs) in {args.shards} EPD shards of {args.size:,}; "
-            f"net {args.net}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; values identical in "
-            "every run")
-        say(f"{'':<52} {'positions/s':>12} {'vs evaluate_batch':>18} {'thread CPU s':>13} {'CPU ratio':>10}")
-        for label, wall, cpu in rows:
-            cpu_text = f"{cpu:>13.3f} {base_cpu / cpu:>9.2f}x" if cpu is not None else f"{'':>13} {'':>10}"
-            say(f"{label:<52} {n / wall:>12,.0f} {base_wall / wall:>17.2f}x {cpu_text}")
-        for workers, cpus in cluster_cpu.items():
-            say(f"LocalCluster {workers} worker(s): {sum(cpus):.2f} s CPU in the worker processes "
-                f"({n / sum(cpus):,.0f} positions per CPU second; evaluate_batch {n / base_cpu:,.0f}); busiest worker "
-                f"{max(cpus):.2f} s: {n / max(cpus):,.0f} positions/s with a core per worker, "
-                f"{base_cpu / max(cpus):.2f}x evaluate_batch's 1 thread")
+            f"net {args.net}; {os.cpu_count()} cores; {args.rounds} rounds; values identical in every run")
+        say(f"load average (1 min) during the runs: {min(r[2] for r in base + local):.1f}-"
+            f"{max([r[2] for r in base + local] + [r['load'] for c in clusters.values() for r in c]):.1f}")
+        say()
+        say("in process, 1 Numba thread (evaluate_batch and score_files alternated; best / median of the rounds)")
+        say(f"{'':<40} {'thread CPU s':>15} {'positions/CPU s':>16} {'CPU ratio':>10} {'wall s':>15} "
+            f"{'wall ratio':>10} {'load':>9}")
+        for label, runs in (("evaluate_batch (the baseline)", base), ("score_files(client=None)", local)):
+            cpu, wall, load = stats([r[1] for r in runs]), stats([r[0] for r in runs]), stats([r[2] for r in runs])
+            say(f"{label:<40} {cpu[0]:>7.3f} {cpu[1]:>7.3f} {n / cpu[0]:>16,.0f} {base_cpu / cpu[0]:>9.2f}x "
+                f"{wall[0]:>7.3f} {wall[1]:>7.3f} {base_wall / wall[1]:>9.2f}x {load[0]:>4.1f}-{max(r[2] for r in runs):.1f}")
+        local_cpu = stats([r[1] for r in local])[0]
+        say(f"{'  of which inside score_task':<40} {min(task_cpu):>7.3f} {float(np.median(task_cpu)):>7.3f} "
+            f"{n / min(task_cpu):>16,.0f}")
+        say()
+        say("LocalCluster, worker processes x 1 thread (best / median of the rounds; ratios of the best against "
+            "evaluate_batch's best thread CPU, wall ratios of the medians)")
+        say(f"{'':<12} {'wall s':>15} {'wall ratio':>10} {'task thread CPU s':>19} {'pos/task CPU s':>15} "
+            f"{'worker proc CPU s':>19} {'pos/proc CPU s':>15} {'busiest worker':>15} {'its ratio':>10} "
+            f"{'client CPU s':>13} {'load':>9}")
+        for workers, runs in clusters.items():
+            wall, tasks = stats([r["wall"] for r in runs]), stats([r["tasks"] for r in runs])
+            proc, busiest = stats([sum(r["workers"]) for r in runs]), stats([max(r["workers"]) for r in runs])
+            client_cpu, load = stats([r["client"] for r in runs]), [r["load"] for r in runs]
+            say(f"{workers} worker(s) {wall[0]:>7.3f} {wall[1]:>7.3f} {base_wall / wall[1]:>9.2f}x "
+                f"{tasks[0]:>9.3f} {tasks[1]:>9.3f} {n / tasks[0]:>15,.0f} {proc[0]:>9.3f} {proc[1]:>9.3f} "
+                f"{n / proc[0]:>15,.0f} {busiest[0]:>7.3f} s {base_cpu / busiest[0]:>9.2f}x {client_cpu[1]:>13.3f} "
+                f"{min(load):>4.1f}-{max(load):.1f}")
+        say(f"in process: {n / local_cpu:,.0f} positions per thread-CPU second (score_files), "
+            f"{n / min(task_cpu):,.0f} inside its tasks; evaluate_batch {n / base_cpu:,.0f}. 'busiest worker': the "
+            "largest process CPU time of one worker, the job's wall clock with a core per worker; 'its ratio': "
+            "evaluate_batch's thread CPU over it (the issue's target: 1.5x for 2 workers)")
         say(f"per-task cost, {args.tiny} shards of 5 positions: in process {tiny_wall / args.tiny * 1e3:.1f} ms per task, "
             f"LocalCluster 2 workers {tiny_cluster * 2 / args.tiny * 1e3:.1f} ms of worker time per task (wall clock)")
         say()
         say(f"one in-process score_files over the {args.shards} shards under cProfile (thread CPU time, profiler "
-            "overhead included):")
+            "overhead included), by stage:")
         for label, seconds in stages:
-            say(f"  {label:<46} {seconds:>7.3f} s {100 * seconds / total:>5.1f} %")
-        say(f"  {'total':<46} {total:>7.3f} s")
+            say(f"  {label:<54} {seconds:>7.3f} s {100 * seconds / total:>5.1f} %")
+        say(f"  {'total':<54} {total:>7.3f} s")
+        say(f"the {args.top} functions with the most own time:")
+        for line in top:
+            say(f"  {line}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if args.out:

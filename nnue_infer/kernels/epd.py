@@ -8,6 +8,7 @@ bytes (``uint8``) and record byte ranges; nothing is decoded.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from .fen import is_space
@@ -69,6 +70,8 @@ def split_lines(buf, max_line, line_numbers, line_starts, fen_starts, fen_ends, 
     pos = 0
     size = buf.shape[0]
     problem[0], problem[1], problem[2] = LINE_OK, 0, 0
+    starts = np.zeros(6, np.int64)  # token boundaries of a line's first six fields (one allocation per call)
+    ends = np.zeros(6, np.int64)
     while pos < size:
         line += 1
         end = pos
@@ -87,9 +90,6 @@ def split_lines(buf, max_line, line_numbers, line_starts, fen_starts, fen_ends, 
         while pos < end and is_space(buf[pos]):
             pos += 1
         if pos < end and buf[pos] != 35:  # '#'
-            # token boundaries of the first six fields
-            starts = [0] * 6
-            ends = [0] * 6
             count = 0
             p = pos
             while count < 6 and p < end:
