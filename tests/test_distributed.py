@@ -313,3 +313,57 @@ def test_inputs_named_twice_are_scored_once(tmp_path, fens):
                            str(tmp_path / "out"), "default")
     assert len(report.parts) == 2 and report.rows == len(expected)
     check_complete(tmp_path / "out", expected, nnue_infer.default_network())
+
+
+def test_pgn_split_by_games_exactly_as_whole(tmp_path, data_dir):
+    """An uncompressed PGN file cut into byte ranges of whole games (issue 23 item 2) gives the rows and
+    errors of the whole file: game and line numbers, tags, values; the cut falls only where the reader
+    starts a game (not inside a comment holding a blank line and a tag-like line, not between the tags
+    of a game whose tags a blank line separates), CRLF line ends are cut too, and a file with a lone
+    carriage return is one task."""
+    import chess
+    import chess.pgn
+
+    with open(data_dir / "games-dev.jsonl", encoding="utf-8") as f:
+        games = [json.loads(line) for _, line in zip(range(24), f)]
+    texts = []
+    for k, g in enumerate(games):
+        game = chess.pgn.Game.from_board(chess.Board(g["start_fen"]))
+        game.headers["White"] = g["id"]
+        game.add_line([chess.Move.from_uci(m) for m in g["moves"]])
+        text = str(game)
+        if k % 5 == 1:  # a comment with a blank line and a tag-like line inside: one game, not three
+            text = text.replace("\n\n", '\n\n{ a comment\n\n[Event "not a tag"]\n}\n', 1)
+        if k % 5 == 2:  # tags separated by one blank line: still one game
+            text = text.replace("[White", "\n[White", 1)
+        if k % 7 == 3:  # an illegal move: rows up to it, then an error row naming game and line
+            text = text.rsplit("\n", 1)[0] + " Ke9 *"
+        texts.append(("% escaped line\n" if k == 5 else "") + text)
+    body = "\ufeff" + "\n\n".join(texts) + "\n"
+    (tmp_path / "in").mkdir()
+    plain = tmp_path / "in" / "games.pgn"
+    plain.write_text(body, encoding="utf-8")
+    crlf = tmp_path / "in" / "crlf.pgn"
+    crlf.write_bytes(body.replace("\n", "\r\n").encode())
+    lone = tmp_path / "in" / "lone.pgn"
+    lone.write_bytes(body.replace("\n", "\r", 1).encode())
+    files = [str(plain), str(crlf), str(lone)]
+    whole = D.score_files(files, str(tmp_path / "whole"), "default", split_bytes=1 << 30)
+    split = D.score_files(files, str(tmp_path / "split"), "default", split_bytes=1000)
+    counts = {p["input"]: p["range"][1] for p in split.parts}
+    assert counts[str(plain)] > 5 and counts[str(crlf)] > 5 and counts[str(lone)] == 1
+    assert {p["range"][1] for p in whole.parts} == {1}
+    assert (split.rows, split.errors) == (whole.rows, whole.errors) and whole.errors >= 3
+
+    def rows(directory):
+        t = pq.read_table(directory)
+        return sorted(t.to_pylist(), key=lambda r: (r["source"], r["game"], r["ply"]))
+
+    got, want = rows(tmp_path / "split"), rows(tmp_path / "whole")
+    assert got == want
+    assert max(r["game"] for r in got) == len(games)
+    errors = [rows(d / D.ERRORS_DIR) for d in (tmp_path / "split", tmp_path / "whole")]
+    assert errors[0] == errors[1]
+    np.testing.assert_array_equal([r["value"] for r in got], nnue_infer.evaluate_batch([r["fen"] for r in got]))
+    again = D.score_files(files, str(tmp_path / "split"), "default")  # the recorded ranges: all done
+    assert again.skipped == len(split.parts)

@@ -7,7 +7,7 @@ Needs the ``dask`` extra (``pip install 'nnue-infer[dask]'``: ``dask[distributed
   ``part-*.parquet`` per task (schema: :func:`nnue_infer.io.parquet.schema`) and, for a task
   with bad rows, ``_errors/part-*.parquet`` (source, line, game, message).  A task is an input
   file, or a range of a large one (:func:`plan_tasks`: uncompressed EPD by line-aligned byte
-  range, Parquet by row groups, an uncompressed ``.binpack`` by whole blocks, which decode
+  range, uncompressed PGN by whole games, Parquet by row groups, an uncompressed ``.binpack`` by whole blocks, which decode
   independently), so a cluster balances and a dead worker loses little.  A bad
   row never stops the job.  Each part is written to a temporary name and renamed, so a part
   that exists is complete: a re-run skips the tasks whose part exists (ranges are recorded in
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import io
 import json
 import os
 import threading
@@ -120,7 +121,6 @@ def warm_up(network: str, threads: int | None = None) -> float:
     sources, or ``NUMBA_CACHE_DIR``: one cache shared by every worker process of a machine), so a
     task's own time is scoring.
     """
-    import io
     import time
 
     import pyarrow.parquet as pq
@@ -154,8 +154,9 @@ def part_name(path: str, byte_range: tuple[int, int] | None = None) -> str:
 #: Dask settings for workers that only score: no statistical profiler (a thread sampling every task's
 #: stack 100 times a second, for the dashboard; it cost a worker about a third of its wall clock here).
 QUIET_WORKERS = {"distributed.worker.profile.enabled": False}
-#: EPD/FEN text per task: an uncompressed input over 1.5 times this is split into line-aligned byte
-#: ranges of about this size (32 MiB: about 500,000 positions, a few CPU seconds of scoring).
+#: EPD/FEN or PGN text per task: an uncompressed input over 1.5 times this is split into byte ranges of
+#: about this size, of whole lines (EPD; 32 MiB: about 500,000 positions, a few CPU seconds of scoring)
+#: or whole games (PGN; 32 MiB: about 35,000 games, 3 million positions).
 SPLIT_BYTES = 32 << 20
 #: Rows of a Parquet input per task (whole row groups; a file of one row group is one task).
 SPLIT_ROWS = 1 << 19
@@ -173,9 +174,9 @@ _MAGIC = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd")  # gzip, Zstandard
 class Task:
     """One task of :func:`score_files`: a whole input, or a range of one.
 
-    ``start``/``end``: EPD or ``.binpack`` byte range (``end`` -1: the whole input), Parquet row groups
-    ``[start, end)``; ``first``: the line (EPD) or row (Parquet) number of its first row; ``index`` of
-    ``count`` ranges.
+    ``start``/``end``: EPD, PGN or ``.binpack`` byte range (``end`` -1: the whole input), Parquet row
+    groups ``[start, end)``; ``first``: the number of its first line (EPD, PGN) or row (Parquet);
+    ``game``: the number of its first game (PGN); ``index`` of ``count`` ranges.
     """
 
     path: str
@@ -185,6 +186,7 @@ class Task:
     start: int = 0
     end: int = -1
     first: int = 1
+    game: int = 1
 
     @property
     def part(self) -> str:
@@ -214,8 +216,29 @@ def _epd_ranges(path: str, split_bytes: int) -> list[tuple[int, int, int]]:
     return ranges
 
 
-def _plan(path: str, split_bytes: int, split_rows: int, binpack_task_bytes: int) -> tuple[str, list[tuple[int, int, int]]]:
-    """``(kind, ranges)`` of one input: several ranges for an uncompressed regular EPD file over
+def _pgn_ranges(path: str, split_bytes: int) -> list[tuple[int, int, int, int]]:
+    """``(start, end, first line, first game)`` byte ranges of whole games, of about ``split_bytes``, of an
+    uncompressed PGN file (one pass: :func:`nnue_infer.io.pgn.game_starts`); the whole file when it
+    cannot be cut by bytes."""
+    from ..inputs import MAX_LINE
+    from .pgn import Unsplittable, game_starts
+
+    size = os.path.getsize(path)
+    ranges, start, line, game = [], 0, 1, 1
+    try:
+        for at, at_line, at_game in game_starts(path, MAX_LINE):
+            if size - at < split_bytes // 2:  # no sliver at the end
+                break
+            if at - start >= split_bytes:
+                ranges.append((start, at, line, game))
+                start, line, game = at, at_line, at_game
+    except Unsplittable:
+        return [(0, -1, 1, 1)]
+    return ranges + [(start, size, line, game)]
+
+
+def _plan(path: str, split_bytes: int, split_rows: int, binpack_task_bytes: int) -> tuple[str, list[tuple[int, ...]]]:
+    """``(kind, ranges)`` of one input: several ranges for an uncompressed regular EPD or PGN file over
     1.5 x ``split_bytes``, a Parquet file of several row groups over 1.5 x ``split_rows`` and an
     uncompressed ``.binpack`` of several blocks over ``binpack_task_bytes``; else one."""
     kind = input_kind(path)
@@ -227,11 +250,11 @@ def _plan(path: str, split_bytes: int, split_rows: int, binpack_task_bytes: int)
 
         ranges = [(start, stop, 1) for start, stop in block_ranges(path, binpack_task_bytes)]
         return kind, ranges if len(ranges) > 1 else whole
-    if kind == "epd" and os.path.getsize(path) > 1.5 * split_bytes:
+    if kind in ("epd", "pgn") and os.path.getsize(path) > 1.5 * split_bytes:
         with open(path, "rb") as f:
             head = f.read(4)
         if not head.startswith(_MAGIC):
-            return kind, _epd_ranges(path, split_bytes)
+            return kind, (_epd_ranges if kind == "epd" else _pgn_ranges)(path, split_bytes)
     elif kind == "parquet":
         import pyarrow.parquet as pq
 
@@ -284,7 +307,7 @@ def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BY
         else:
             planned = tasks_of(path, binpack_task_bytes, split_bytes=split_bytes, split_rows=split_rows)
             if len(planned) > 1:
-                plans[key] = {"size": size, "ranges": [(t.start, t.end, t.first) for t in planned]}
+                plans[key] = {"size": size, "ranges": [(t.start, t.end, t.first, t.game) for t in planned]}
                 changed = True
             tasks += planned
             continue
@@ -297,18 +320,21 @@ def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BY
     return tasks
 
 
-class _Range:
-    """A binary file read from ``start`` up to ``end`` (``read`` as a stream's)."""
+class _Range(io.RawIOBase):
+    """A binary file read from ``start`` up to ``end`` (a raw stream: ``read``, or buffered and decoded)."""
 
     def __init__(self, f, start: int, end: int) -> None:
         f.seek(start)
         self.f, self.left = f, end - start
 
-    def read(self, n: int = -1) -> bytes:
-        n = self.left if n < 0 else min(n, self.left)
-        data = self.f.read(n)
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[override]
+        data = self.f.read(min(len(b), self.left))
         self.left -= len(data)
-        return data
+        b[:len(data)] = data
+        return len(data)
 
 
 def _parquet_rows(task: Task, column: str):
@@ -379,9 +405,15 @@ def _task_tables(task: Task, ev, column: str) -> tuple[Iterator[dict], dict[int,
             chunks = iter_chunks(task.path, "binpack") if task.end < 0 else read_range(task.path, task.start, task.end)
             for data in chunks:
                 yield score_training_data(ev, data)
-        elif task.kind == "pgn":
+        elif task.kind == "pgn" and task.end < 0:
             with open_input(task.path) as inp:
                 for table, _ in score_pgn(ev, inp.text, source=label):
+                    yield table
+        elif task.kind == "pgn":  # whole games from a game's first line (decoded as open_input's text)
+            with open(task.path, "rb") as f:
+                text = io.TextIOWrapper(io.BufferedReader(_Range(f, task.start, task.end)),
+                                        encoding="utf-8-sig" if task.start == 0 else "utf-8", errors="replace")
+                for table, _ in score_pgn(ev, text, source=label, first_line=task.first, first_game=task.game):
                     yield table
         elif task.end < 0:  # a whole file, in bounded chunks like the command line (plain, gzip or zstd)
             with open_input(task.path, text=False) as inp:
@@ -525,8 +557,9 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
         Called with each task's summary as it completes, with ``"tasks"``: the job's number of tasks.
     split_bytes, split_rows : int
         Task size: an uncompressed EPD file over 1.5 x ``split_bytes`` is split into line-aligned byte
-        ranges of about that size, a Parquet file over 1.5 x ``split_rows`` rows into runs of whole
-        row groups; compressed EPD and PGN files are one task each (:func:`plan_tasks`).
+        ranges of about that size, an uncompressed PGN file into byte ranges of whole games, a Parquet
+        file over 1.5 x ``split_rows`` rows into runs of whole row groups; compressed EPD and PGN files
+        are one task each (:func:`plan_tasks`).
     binpack_task_bytes : int
         An uncompressed ``.binpack`` input is split into tasks of whole blocks of about this many bytes.
 

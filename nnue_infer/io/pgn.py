@@ -182,6 +182,54 @@ def split_games(lines: Iterable[str], first_line: int = 1) -> Iterator[tuple[int
         yield start, "".join(game)
 
 
+class Unsplittable(ValueError):
+    """A PGN file :func:`game_starts` cannot cut by byte offsets (read it as one stream)."""
+
+
+def game_starts(path: str | os.PathLike[str], max_line: int = 1 << 24) -> Iterator[tuple[int, int, int]]:
+    """``(byte offset, line, game)`` of the games of an uncompressed PGN file where a range may start:
+    reading from that offset (with :func:`read_pgn_lines`, ``first_line=line, first_game=game``) gives
+    the same games, numbers and lines as reading the whole file from its start.
+
+    One pass over the file, through :func:`split_games` itself (so the boundaries and numbers are
+    exactly the reader's), each line decoded as the text stream of :func:`nnue_infer.inputs.open_input`
+    decodes it (UTF-8 after an optional BOM, undecodable bytes replaced, ``\\r\\n`` read as ``\\n``).
+    A game whose first line starts with a BOM (U+FEFF) is no start (:func:`split_games` strips it
+    from a stream's first line only).
+
+    Raises
+    ------
+    Unsplittable
+        A carriage return that does not end its line (universal newlines would read more lines than
+        the bytes' ``\\n``), or a line longer than ``max_line`` bytes.
+    """
+    from collections import deque
+
+    pending: deque[tuple[int, int]] = deque()  # (line, byte offset) of the lines read since the last game's start
+
+    def lines() -> Iterator[str]:
+        offset, number = 0, 0
+        with open(path, "rb") as f:
+            while raw := f.readline(max_line + 1):
+                number += 1
+                if len(raw) > max_line:
+                    raise Unsplittable(f"{os.fspath(path)}: line {number} is longer than {max_line} bytes")
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8", "replace")
+                if "\r" in text:
+                    if text.find("\r") != len(text) - 2 or text[-1] != "\n":
+                        raise Unsplittable(f"{os.fspath(path)}: line {number} holds a carriage return inside it")
+                    text = text[:-2] + "\n"
+                pending.append((number, offset))
+                offset += len(raw)
+                yield text
+
+    for game, (line, text) in enumerate(split_games(lines()), 1):
+        while pending[0][0] < line:
+            pending.popleft()
+        if not text.startswith("\ufeff"):
+            yield pending[0][1], line, game
+
+
 def _ends_in_comment(line: str, in_comment: bool) -> bool:
     """Whether a movetext line leaves an open ``{`` comment (``;`` comments end with the line)."""
     if "{" not in line and "}" not in line:
@@ -432,10 +480,13 @@ def _reread_refused_setups(source: str, batch: GameBatch, games: list[tuple[int,
 
 
 def read_pgn_lines(lines: Iterable[str], source: str, *, parser: str = "auto",
-                   games_per_batch: int = GAMES_PER_BATCH, threads: int | None = None) -> Iterator[GameBatch]:
-    """:func:`read_pgn` over PGN text already open: ``lines`` (e.g. a text stream), named ``source`` in errors."""
+                   games_per_batch: int = GAMES_PER_BATCH, threads: int | None = None, first_line: int = 1,
+                   first_game: int = 1) -> Iterator[GameBatch]:
+    """:func:`read_pgn` over PGN text already open: ``lines`` (e.g. a text stream), named ``source`` in errors;
+    ``first_line`` and ``first_game`` number its first line and game (a range of a larger source that
+    starts at a game's first line, see :func:`game_starts`)."""
     pending: list[tuple[int, int, str]] = []
-    for number, (line, text) in enumerate(split_games(lines), 1):
+    for number, (line, text) in enumerate(split_games(lines, first_line), first_game):
         pending.append((number, line, text))
         if len(pending) >= games_per_batch:
             yield from parse_games(source, pending, parser, threads)

@@ -242,9 +242,11 @@ def _text(cells: np.ndarray, valid: np.ndarray) -> TextColumn:
 
 
 def score_pgn(ev: Evaluator, stream: Iterable[str], *, source: str = "<pgn>", empty_in_check: bool = False,
-              games_per_table: int = GAMES_PER_TABLE, parser: str = "auto") -> Iterator[tuple[dict, int]]:
+              games_per_table: int = GAMES_PER_TABLE, parser: str = "auto", first_line: int = 1,
+              first_game: int = 1) -> Iterator[tuple[dict, int]]:
     """Tables of every position of every game's mainline in ``stream`` (lines of PGN text), with the
-    number of games in each.
+    number of games in each.  ``first_line`` and ``first_game`` number the first line and game of
+    ``stream`` (a range of a larger source that starts at a game's first line).
 
     Columns: ``game`` (1-based), the :data:`PGN_TAGS` (lower case), ``ply`` (0 = start
     position), ``san`` and ``uci`` (the move that led to the position; null at ply 0),
@@ -259,7 +261,8 @@ def score_pgn(ev: Evaluator, stream: Iterable[str], *, source: str = "<pgn>", em
     from .pgn import read_pgn_lines
 
     per_pawn = ev.network.architecture.units_per_pawn
-    for batch in read_pgn_lines(stream, source, parser=parser, games_per_batch=games_per_table):
+    for batch in read_pgn_lines(stream, source, parser=parser, games_per_batch=games_per_table,
+                                first_line=first_line, first_game=first_game):
         n = len(batch)
         values, codes = ev.evaluate_bitboards(batch.bitboards, batch.stm)
         game = batch.game
