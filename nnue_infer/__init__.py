@@ -12,8 +12,11 @@ distilled from Stockfish 15.1's, see ``weights/README.md``).  See :class:`Evalua
 centipawns, :func:`load` for network files.
 """
 
+import importlib as _importlib
 import importlib.abc as _abc
 import sys as _sys
+import types as _types
+from typing import TYPE_CHECKING
 
 from .errors import (
     ConcurrentUseError,
@@ -29,17 +32,67 @@ from .errors import (
     QuantisationWarning,
     SimdPathError,
 )
-from .evaluator import (Evaluator, evaluate, evaluate_batch, evaluate_cp, evaluate_game, evaluate_moves,
-                        final_evaluation)
-from .float_network import FloatNetwork, forward_float
-from .formats import load, save
-from .formats.extract import extract_network
-from .formats.stockfish import read_stockfish, write_stockfish
-from .network import Architecture, HiddenLayer, Network, stockfish_15_1_architecture
-from .quantise import QuantisationScheme, dequantise, quantise
-from .resources import default_network, default_network_path, network_from_spec, stockfish_15_1_network, stockfish_15_1_network_path
-from .normalisation import wdl
-from .trace import Trace
+
+#: The public names that live in submodules, by submodule: each is imported on first access
+#: (PEP 562 ``__getattr__``), so ``import nnue_infer`` (and ``nnue-infer --help``) loads neither
+#: NumPy nor Numba nor a kernel module.
+_LAZY = {
+    "evaluator": ("Evaluator", "evaluate", "evaluate_batch", "evaluate_cp", "evaluate_game", "evaluate_moves",
+                  "final_evaluation"),
+    "float_network": ("FloatNetwork", "forward_float"),
+    "formats": ("load", "save"),
+    "formats.extract": ("extract_network",),
+    "formats.stockfish": ("read_stockfish", "write_stockfish"),
+    "network": ("Architecture", "HiddenLayer", "Network", "stockfish_15_1_architecture"),
+    "quantise": ("QuantisationScheme", "dequantise", "quantise"),
+    "resources": ("default_network", "default_network_path", "network_from_spec", "stockfish_15_1_network",
+                  "stockfish_15_1_network_path"),
+    "normalisation": ("wdl",),
+    "trace": ("Trace",),
+}
+_HOME = {name: module for module, names in _LAZY.items() for name in names}
+
+if TYPE_CHECKING:  # what the names above are, for type checkers and IDEs
+    from .evaluator import (Evaluator, evaluate, evaluate_batch, evaluate_cp, evaluate_game, evaluate_moves,
+                            final_evaluation)
+    from .float_network import FloatNetwork, forward_float
+    from .formats import load, save
+    from .formats.extract import extract_network
+    from .formats.stockfish import read_stockfish, write_stockfish
+    from .network import Architecture, HiddenLayer, Network, stockfish_15_1_architecture
+    from .normalisation import wdl
+    from .quantise import QuantisationScheme, dequantise, quantise
+    from .resources import (default_network, default_network_path, network_from_spec, stockfish_15_1_network,
+                            stockfish_15_1_network_path)
+    from .trace import Trace
+
+
+def __getattr__(name: str):
+    """A public name of :data:`_LAZY`, imported from its submodule on first access."""
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
+
+
+class _Package(_types.ModuleType):
+    """This package's module type: the function :func:`quantise` keeps its name when the submodule
+    ``nnue_infer.quantise`` is loaded (the import system binds a loaded submodule as an attribute of
+    its package, which would hide the function)."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, _types.ModuleType) and name in _HOME:
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
 
 __version__ = "0.1.0"
 

@@ -14,12 +14,12 @@ import pickle
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import chess
 
-from .evaluator import Evaluator, as_network
-from .kernels import arena
-from .kernels.cache import KernelCacheLocator, kernels_stamp
+if TYPE_CHECKING:  # imported where used: ``nnue-infer --help`` reads PATHS without loading the kernels
+    from .evaluator import Evaluator
 
 _FEN = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
 _MOVES = ("e2e4", "e7e5", "g1f3")
@@ -83,6 +83,8 @@ def warmup(networks: Iterable = (None,), paths: Iterable[str] = tuple(PATHS), pr
     unknown = [p for p in paths if p not in PATHS]
     if unknown:
         raise ValueError(f"unknown path(s) {', '.join(unknown)}; known: {', '.join(PATHS)}")
+    from .evaluator import Evaluator, as_network
+
     out = []
     for spec in networks:
         ev = Evaluator(as_network(spec))
@@ -104,6 +106,9 @@ def cache_report() -> dict:
     Numba's index files whose stamp matches the current kernel sources).
     """
     from numba.core.registry import cpu_target
+
+    from .kernels import arena
+    from .kernels.cache import KernelCacheLocator
 
     py_func = arena.kernels.__wrapped__
     locator = KernelCacheLocator.from_function(py_func, arena.__file__)

@@ -87,11 +87,63 @@ def test_one_fen_cli_compiles_its_own_kernels_and_says_so_once(tmp_path):
     report = json.loads(out)
     assert report["directory"].startswith(str(cold)) and report["bytes"] > 0
     assert report["kernels"]["arena.kernels.evaluate_board"] == 1, report
-    # --quiet: no notice even when a kernel compiles (tdiv: not in the copied cache)
-    for name in ("quiet", "loud"):
+    # --quiet: no notice even when a kernel compiles during the command (tdiv: not in the copied cache,
+    # compiled when the command loads its network)
+    for name in ("quiet", "loud", "api"):
         shutil.copytree(cold, tmp_path / name)
-    quiet = code.replace("'eval',", "'eval', '--quiet',") + "; from nnue_infer.kernels.dense import tdiv; tdiv(7, 2)"
+    quiet = ("import nnue_infer.cli.eval as e; from nnue_infer.kernels.dense import tdiv; load = e.load_network\n"
+             "e.load_network = lambda net: (tdiv(7, 2), load(net))[1]\n"
+             + code.replace("'eval',", "'eval', '--quiet',"))
     compiled, _, err = run(quiet, {"NUMBA_CACHE_DIR": str(tmp_path / "quiet")})
     assert "nnue_infer.kernels.dense.tdiv" in compiled and "compiling" not in err, err
     compiled, _, err = run(quiet.replace("'--quiet', ", ""), {"NUMBA_CACHE_DIR": str(tmp_path / "loud")})
-    assert "compiling kernels for this CPU" in err
+    assert "nnue_infer.kernels.dense.tdiv" in compiled and err.count("compiling kernels for this CPU") == 1, err
+    # after the command, the Python API's compiles go to logging only
+    compiled, _, err = run(code + "; from nnue_infer.kernels.dense import tdiv; tdiv(7, 2)",
+                           {"NUMBA_CACHE_DIR": str(tmp_path / "api")})
+    assert "nnue_infer.kernels.dense.tdiv" in compiled and "compiling" not in err, err
+
+
+def test_import_and_help_load_no_kernel_module():
+    """``import nnue_infer`` and ``nnue-infer --help`` load neither NumPy nor Numba (PEP 562 lazy
+    names); the names stay what they were, ``quantise`` the function even after its module loads."""
+    code = """
+import sys, nnue_infer
+assert not {"numpy", "numba"} & set(sys.modules), sorted(sys.modules)
+from nnue_infer.cli import main
+assert main(["--help"]) == 0 and "numba" not in sys.modules
+import nnue_infer.quantise
+from nnue_infer import Evaluator, quantise
+assert callable(nnue_infer.quantise) and nnue_infer.quantise is quantise and Evaluator is nnue_infer.Evaluator
+assert all(hasattr(nnue_infer, name) for name in nnue_infer.__all__) and set(nnue_infer.__all__) <= set(dir(nnue_infer))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_command_lines_compile_counter_on_a_terminal(monkeypatch):
+    """On a terminal a compile that lasts over a second shows its elapsed time, erased at its end."""
+    import io
+    import logging
+    import time
+
+    from nnue_infer.cli.common import compile_notice
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    log = logging.getLogger("nnue_infer.test")
+    monkeypatch.setattr(log, "propagate", False)
+    log.addHandler(compile_notice)
+    log.setLevel(logging.DEBUG)
+    try:
+        log.debug("start", extra={"compile": "start"})
+        time.sleep(1.7)
+        log.debug("end", extra={"compile": "end", "cpu_seconds": 1.7})
+    finally:
+        log.removeHandler(compile_notice)
+    shown = terminal.getvalue()
+    assert "\rnnue-infer: compiling 00:01" in shown and shown.endswith("\r"), repr(shown)

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -63,12 +65,56 @@ def threads_option(f):
                         help="Threads for the compiled kernels (default: all cores).")(f)
 
 
-def _quiet(ctx, param, quiet: bool) -> bool:
-    """``--quiet`` also silences the compile notice (``nnue_infer.kernels.cache``)."""
-    if quiet:
-        from ..kernels import cache
+class CompileNotice(logging.Handler):
+    """Shows the kernels' compile records (``nnue_infer.kernels.cache``, logger ``nnue_infer``) on
+    stderr while a command runs: the first compile's notice as ``nnue-infer: ...``, and on a terminal
+    the elapsed time of a compile that lasts over a second (a tqdm counter, erased when it ends).
+    ``--quiet`` raises its level above INFO (nothing shown); ``main`` attaches it for one command."""
 
-        cache.notice = None
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self._bar = None
+        self._ticker: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if sys.stderr is None:  # closed (2>&-): say nothing (print(file=None) would write to stdout)
+            return
+        phase = getattr(record, "compile", None)
+        if phase == "start" and self._bar is None and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self._bar = tqdm(desc="nnue-infer: compiling", bar_format="{desc} {elapsed}", file=sys.stderr,
+                             leave=False, delay=1.0)
+            self._stop.clear()
+            self._ticker = threading.Thread(target=self._tick, args=(self._bar,), daemon=True)
+            self._ticker.start()
+        elif phase == "end":
+            self.close_bar()
+        elif phase is None and record.levelno >= logging.INFO:
+            print(f"nnue-infer: {record.getMessage()}", file=sys.stderr, flush=True)
+
+    def _tick(self, bar) -> None:
+        while not self._stop.wait(0.5):
+            bar.update(0)  # redraws the elapsed time once the delay has passed
+
+    def close_bar(self) -> None:
+        """Erase the elapsed-time counter, if one is shown."""
+        if self._bar is not None:
+            self._stop.set()
+            self._ticker.join()
+            self._bar.close()
+            self._bar = self._ticker = None
+
+
+#: The command line's compile notice (attached by ``main``).
+compile_notice = CompileNotice()
+
+
+def _quiet(ctx, param, quiet: bool) -> bool:
+    """``--quiet`` also silences the compile notice (:data:`compile_notice`)."""
+    if quiet:
+        compile_notice.setLevel(logging.WARNING)
     return quiet
 
 

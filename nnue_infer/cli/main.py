@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+
 import click
 
 from ..errors import NnueError
-from .common import example
+from .common import compile_notice, example
 from .data import data
 from .eval import eval_cmd
 from .networks import convert, extract, fetch, info, quantise
@@ -41,9 +43,20 @@ def _show_error(exc: click.ClickException) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
-    from ..kernels import cache
+    log = logging.getLogger("nnue_infer")
+    level = log.level
+    compile_notice.setLevel(logging.DEBUG)  # a cold compile says so on stderr (not with --quiet)
+    log.addHandler(compile_notice)
+    log.setLevel(logging.DEBUG)
+    try:
+        return _run(argv)
+    finally:
+        compile_notice.close_bar()
+        log.removeHandler(compile_notice)
+        log.setLevel(level)
 
-    cache.notice = "stderr"  # a cold compile says so on stderr (not with --quiet)
+
+def _run(argv: list[str] | None) -> int:
     try:
         cli.main(args=argv, prog_name="nnue-infer", standalone_mode=False)
     except click.exceptions.Exit as exc:

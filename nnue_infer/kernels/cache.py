@@ -16,9 +16,14 @@ next to the kernels, as Numba does; when the package's directory is read-only (a
 shared install), the user's cache directory (:func:`user_cache_dir`, ``numba-<stamp>``).
 
 **Notice.**  A cold compile takes seconds to minutes of CPU; :func:`install` registers a Numba
-event listener that reports the first compile of an ``nnue_infer`` kernel in the process: one
-line on stderr when the command line asked for it (:data:`notice`), else a ``logging`` record of
-the ``nnue_infer`` logger (INFO).  A warm cache compiles nothing and says nothing.
+event listener that reports compiles of ``nnue_infer`` kernels (cache misses) to the ``nnue_infer``
+logger: the first one in the process as one INFO record (:data:`NOTICE`, with the usual cost and
+the cache's directory), and the start and end of every compile (a kernel with the kernels compiled
+inside it) as DEBUG records whose ``compile`` attribute is ``"start"`` or ``"end"`` (the end
+record has ``cpu_seconds``).  The Python API leaves them to the application's logging
+configuration; the command line shows the INFO record on stderr and, on a terminal, the elapsed
+time while a compile runs (``nnue_infer.cli.main``), unless ``--quiet``.  A warm cache compiles
+nothing and says nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import functools
 import hashlib
 import logging
 import os
-import sys
+import time
 from pathlib import Path
 
 from numba.core import caching, event
@@ -35,9 +40,9 @@ from numba.core import config as numba_config
 
 #: The directory whose files the stamp covers.
 KERNELS = Path(__file__).resolve().parent
-#: Where the notice goes: ``"stderr"`` (the command line, unless ``--quiet``), ``"log"`` (the Python
-#: API: the ``nnue_infer`` logger) or ``None`` (nothing).
-notice: str | None = "log"
+#: The first compile's notice (``%s``: the cache directory).  The cost is the measured range of one path's
+#: cold compile on a 2-core machine (docs/benchmarks.md, ``benchmarks/bench_compile.py``).
+NOTICE = "compiling kernels for this CPU (first use: about 5-20 s of CPU per path; cached in %s)"
 log = logging.getLogger("nnue_infer")
 
 
@@ -101,28 +106,38 @@ class KernelCacheLocator(caching._CacheLocator):
 
 
 class _Notice(event.Listener):
-    """Reports the first real compile (a cache miss) of an ``nnue_infer`` kernel, once per process."""
+    """Reports the compiles (cache misses) of ``nnue_infer`` kernels to :data:`log` (see the module docstring)."""
 
     done = False
     registered = False
+    depth = 0
+    started = 0.0
+
+    @staticmethod
+    def _ours(ev: event.Event) -> bool:
+        return ev.data["dispatcher"].py_func.__module__.startswith("nnue_infer.")
 
     def on_start(self, ev: event.Event) -> None:
-        if _Notice.done or notice is None:
+        if not self._ours(ev):
             return
-        dispatcher = ev.data["dispatcher"]
-        if not dispatcher.py_func.__module__.startswith("nnue_infer."):
+        _Notice.depth += 1
+        if _Notice.depth > 1:  # compiled inside the outer kernel's compile
             return
-        _Notice.done = True
-        where = getattr(dispatcher._cache, "_cache_path", None) or "memory only"
-        text = f"compiling kernels for this CPU (first use; cached in {where})"
-        if notice == "stderr":
-            if sys.stderr is not None:  # closed (2>&-): say nothing (print(file=None) would write to stdout)
-                print(f"nnue-infer: {text}", file=sys.stderr, flush=True)
-        else:
-            log.info(text)
+        _Notice.started = time.process_time()
+        if not _Notice.done:
+            _Notice.done = True
+            where = getattr(ev.data["dispatcher"]._cache, "_cache_path", None) or "memory only"
+            log.info(NOTICE, where)
+        log.debug("compile of %s started", ev.data["dispatcher"].py_func.__qualname__, extra={"compile": "start"})
 
     def on_end(self, ev: event.Event) -> None:
-        pass
+        if not self._ours(ev):
+            return
+        _Notice.depth -= 1
+        if _Notice.depth == 0:
+            seconds = time.process_time() - _Notice.started
+            log.debug("compile of %s took %.1f s of CPU", ev.data["dispatcher"].py_func.__qualname__, seconds,
+                      extra={"compile": "end", "cpu_seconds": seconds})
 
 
 def install() -> None:
