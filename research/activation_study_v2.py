@@ -5,6 +5,7 @@ the fast trainer, integer metrics and a strength proxy.  One command runs (and r
     python research/activation_study_v2.py data --out DIR       # (optional) data chunks ahead, in parallel
     python research/activation_study_v2.py speed --out DIR      # batch speed of the networks (after the sweep)
     python research/activation_study_v2.py report               # figures + tables of activation-study-v2.md
+    python research/activation_study_v2.py amend --out DIR ... --reason TEXT   # change the plan, on record
 
 Two ``run`` processes may share a directory (each takes the first run no other holds, lock files
 ``runs/NAME.lock``).  Everything is resumable: data chunks, finished runs (``DIR/runs/NAME.json``) and the running
@@ -25,8 +26,16 @@ Data (:func:`ensure_split`, :func:`ensure_chunk`)
 
 Runs (:func:`planned_runs`)
     1. the learning-rate sweep: every variant at each of ``lrs`` on seed ``sweep_seed``, short budget;
+       while a variant's best rate is the highest it tried, its sweep goes on at twice that rate (up
+       to ``lr_extend_to``; :func:`sweep_choice`);
     2. every variant x seed x budget at the variant's best sweep rate (lowest quantised validation
-       loss; the sweep's own run is reused for that seed), short budget first, then long, seed by seed.
+       loss; the sweep's own run is reused for that seed), short budget first (seed by seed), then
+       long (seeds ``long_seeds``, variant by variant in :data:`LONG_ORDER`).
+
+Amendments (:func:`amend`): a change of plan after the study started (a wider sweep, another long
+budget, fewer long seeds) is written into ``config.json`` with its date and reason, and the report
+prints it.  A finished run is never re-labelled: a long budget cannot change once a long run has
+finished, and a started run whose checkpoint was made for another number of steps starts over.
 
 Record (one JSON per run): ``run, variant, seed, budget, ft_width, positions_seen,
 unique_positions, lr, float_val_loss, quantised_val_loss, quantised_test_mae_cp, move_agreement,
@@ -62,7 +71,7 @@ from activation_study import shared_dir, split_of  # noqa: E402
 VARIANTS = ("crelu", "screlu", "crelu_wide", "pairwise", "pairwise_screlu", "glu", "bilinear", "hswish_glu", "lut_glu")
 #: Gates whose value branch is signed: their initial feature-transformer biases are 0.
 SIGNED = ("glu", "bilinear", "hswish_glu", "lut_glu")
-#: Order of the long runs within a seed: the reference first.
+#: Order of the long runs (all long seeds of a variant, then the next): the reference, then the gates.
 LONG_ORDER = ("pairwise", "bilinear", "glu", "lut_glu", "hswish_glu", "pairwise_screlu", "crelu_wide", "crelu", "screlu")
 #: Fields every run record has (issue 25).
 RECORD_FIELDS = ("run", "variant", "seed", "budget", "ft_width", "positions_seen", "unique_positions", "lr",
@@ -87,6 +96,14 @@ class Config:
     batch_size, lrs, lr_final_fraction, sigmoid_scale_cp
         Adam with a cosine decay from ``lr`` to ``lr * lr_final_fraction``; the loss's scale.
     seeds, sweep_seed : seeds of the runs and of the learning-rate sweep.
+    long_seeds : tuple
+        Seeds of the long budget (empty: ``seeds``).
+    lr_extend_to : float
+        While a variant's best sweep rate is the highest it tried, the sweep adds twice that rate,
+        up to this one (0: the sweep is ``lrs`` only).
+    amendments : tuple of dict
+        Changes made to the plan after it started (``utc``, ``changed``: field -> [old, new],
+        ``reason``), oldest first.
     eval_every : int
         Validation points (and checkpoints) per run.
     agreement_positions : int
@@ -108,9 +125,15 @@ class Config:
     sweep_seed: int = 1
     eval_every: int = 10
     agreement_positions: int = 2000
+    long_seeds: tuple = ()
+    lr_extend_to: float = 0.0
+    amendments: tuple = ()
 
     def budget(self, name: str) -> int:
         return dict(self.budgets)[name]
+
+    def seeds_of(self, budget: str) -> tuple:
+        return tuple(self.long_seeds or self.seeds) if budget == "long" else tuple(self.seeds)
 
     def width(self, budget: str) -> int:
         return self.long_ft_width if budget == "long" else self.ft_width
@@ -130,6 +153,39 @@ def load_config(out: Path, cfg: Config | None = None) -> Config:
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
     return cfg
+
+
+def amend(out: Path, reason: str, log=print, **changes) -> Config:
+    """Change the plan of the study in ``out`` (fields of :class:`Config`), recording the change.
+
+    Raises
+    ------
+    SystemExit
+        No study in ``out``, an unknown field, no reason given, or a long budget changed after a
+        long run finished (its record would no longer match the plan).
+    """
+    if not (out / "config.json").exists():
+        raise SystemExit(f"{out / 'config.json'}: no study there to amend")
+    cfg = load_config(out)
+    unknown = set(changes) - {f.name for f in dataclasses.fields(Config)} | ({"amendments"} & set(changes))
+    if unknown:
+        raise SystemExit(f"amend: unknown or protected field(s) {sorted(unknown)}")
+    if not reason.strip():
+        raise SystemExit("amend: give the reason of the change (--reason)")
+    new = dataclasses.replace(cfg, **changes)
+    changed = {k: [getattr(cfg, k), getattr(new, k)] for k in changes if getattr(cfg, k) != getattr(new, k)}
+    if not changed:
+        log("amend: nothing changes")
+        return cfg
+    if cfg.budget("long") != new.budget("long") and any((out / "runs").glob("long-*.json")):
+        raise SystemExit("amend: long runs have finished with the current long budget; it cannot change now")
+    record = {"utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "changed": changed, "reason": reason.strip()}
+    new = dataclasses.replace(new, amendments=(*cfg.amendments, record))
+    tmp = out / "config.json.tmp"
+    tmp.write_text(json.dumps(dataclasses.asdict(new), indent=1))
+    os.replace(tmp, out / "config.json")
+    log(f"amend: {changed}")
+    return load_config(out)
 
 
 # -- data ------------------------------------------------------------------------------------------
@@ -331,29 +387,60 @@ class Run:
         return f"{self.budget}-{self.variant}-s{self.seed}-lr{self.lr:g}"
 
 
+def sweep_choice(lrs, lr_extend_to: float, loss_of) -> tuple[list[float], float | None]:
+    """A variant's sweep: (its rates so far, the chosen rate or ``None`` while one is unmeasured).
+
+    Parameters
+    ----------
+    lrs : sequence of float
+        The planned rates.
+    lr_extend_to : float
+        While the best measured rate is the highest of the sweep, twice it joins the sweep if that
+        is at most ``lr_extend_to`` (0: never).
+    loss_of : callable
+        ``loss_of(lr)``: the quantised validation loss of the sweep run at ``lr``, ``None`` if not run.
+    """
+    rates = sorted(float(x) for x in lrs)
+    while True:
+        losses = {lr: loss_of(lr) for lr in rates}
+        if any(v is None for v in losses.values()):
+            return rates, None
+        best = min(rates, key=losses.get)
+        if best == rates[-1] and 0 < 2 * best <= lr_extend_to * (1 + 1e-9):
+            rates.append(2 * best)
+            continue
+        return rates, best
+
+
+def sweep_of(out: Path, cfg: Config, variant: str) -> tuple[list[float], float | None]:
+    """:func:`sweep_choice` of ``variant`` from the finished runs in ``out``."""
+    def loss_of(lr):
+        p = out / "runs" / f"{Run(variant, cfg.sweep_seed, 'short', lr).name}.json"
+        return json.loads(p.read_text())["quantised_val_loss"] if p.exists() else None
+
+    return sweep_choice(cfg.lrs, cfg.lr_extend_to, loss_of)
+
+
 def best_lr(out: Path, cfg: Config, variant: str) -> float | None:
     """The sweep's best learning rate of ``variant`` (lowest quantised validation loss), ``None``
     while a sweep run is missing."""
-    losses = {}
-    for lr in cfg.lrs:
-        p = out / "runs" / f"{Run(variant, cfg.sweep_seed, 'short', lr).name}.json"
-        if not p.exists():
-            return None
-        losses[lr] = json.loads(p.read_text())["quantised_val_loss"]
-    return min(losses, key=losses.get)
+    return sweep_of(out, cfg, variant)[1]
 
 
-def planned_runs(out: Path, cfg: Config, variants=VARIANTS) -> list[Run]:
-    """The sweep, then (for variants whose sweep is complete) short runs by seed, then long runs by
-    seed in :data:`LONG_ORDER`.  A main run at the sweep seed and best rate is the sweep's run."""
-    runs = [Run(v, cfg.sweep_seed, "short", lr, "sweep") for v in variants for lr in cfg.lrs]
-    best = {v: best_lr(out, cfg, v) for v in variants}
-    for budget, _ in cfg.budgets:
-        order = variants if budget == "short" else sorted(variants, key=LONG_ORDER.index)
-        for s in cfg.seeds:
-            runs += [Run(v, s, budget, best[v]) for v in order
-                     if best[v] is not None and not (budget == "short" and s == cfg.sweep_seed)]
-    return runs
+def planned_runs(out: Path, cfg: Config, variants=VARIANTS, budgets=None) -> list[Run]:
+    """The sweep, then (for variants whose sweep is complete) short runs seed by seed, then long runs
+    variant by variant in :data:`LONG_ORDER`, every long seed of a variant before the next variant
+    (so a study stopped early has paired long runs of the reference and the first gates, not one
+    seed of each).  A main run at the sweep seed and best rate is the sweep's run.
+    ``budgets``: only the runs of these budgets (the sweep counts as short)."""
+    sweeps = {v: sweep_of(out, cfg, v) for v in variants}
+    runs = [Run(v, cfg.sweep_seed, "short", lr, "sweep") for v in variants for lr in sweeps[v][0]]
+    best = {v: sweeps[v][1] for v in variants}
+    runs += [Run(v, s, "short", best[v]) for s in cfg.seeds_of("short") for v in variants
+             if best[v] is not None and s != cfg.sweep_seed]
+    runs += [Run(v, s, "long", best[v]) for v in sorted(variants, key=LONG_ORDER.index) for s in cfg.seeds_of("long")
+             if best[v] is not None]
+    return [r for r in runs if budgets is None or r.budget in budgets]
 
 
 class Stream:
@@ -481,10 +568,13 @@ def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
     ckpt = d / f"{run.name}.pt"
     if ckpt.exists():
         state = torch.load(ckpt, weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        step, curve, cpu, wall = state["step"], state["curve"], state["cpu"], state["wall"]
-        log(f"{run.name}: resumed at step {step}/{total}")
+        if state.get("total") != total:  # made for another budget (an amended plan): start over
+            log(f"{run.name}: checkpoint of {state.get('total')} steps, the run has {total}: starting over")
+        else:
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+            step, curve, cpu, wall = state["step"], state["curve"], state["cpu"], state["wall"]
+            log(f"{run.name}: resumed at step {step}/{total}")
     stream = Stream(out, cfg, run.seed, log)
     every = max(1, total // cfg.eval_every)
     c0, w0, tl, tn = time.process_time(), time.perf_counter(), 0.0, 0
@@ -505,8 +595,8 @@ def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
             curve.append({"step": step, "positions": step * B, "lr": lr, "train_loss": tl / tn, "float_val_loss": vl,
                           "train_seconds": cpu})
             tl, tn = 0.0, 0
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step, "curve": curve,
-                        "cpu": cpu, "wall": wall}, str(ckpt) + ".tmp")
+            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step, "total": total,
+                        "curve": curve, "cpu": cpu, "wall": wall}, str(ckpt) + ".tmp")
             os.replace(str(ckpt) + ".tmp", ckpt)
             log(f"{run.name}: step {step}/{total} float val loss {vl:.6f} ({cpu:.0f} s CPU)")
             c0, w0 = time.process_time(), time.perf_counter()
@@ -567,19 +657,28 @@ def measure_speed(out: Path, cfg: Config, variants=VARIANTS, positions: int = 20
 
 
 def anchors(out: Path, cfg: Config, log=print) -> dict:
-    """Reference points of the move agreement on the same positions: the teacher (Stockfish 15.1's
-    network) and the bundled default network, 1 ply like the variants (``DIR/anchors.json``)."""
+    """Reference points on the same positions (``DIR/anchors.json``): the move agreement of the
+    teacher (Stockfish 15.1's network) and of the bundled default network, 1 ply like the
+    variants, and the default network's test MAE (cp) against the teacher."""
     import nnue_infer
+    from nnue_infer.evaluator import Evaluator
     from nnue_infer.resources import default_network
 
     path = out / "anchors.json"
-    if not path.exists():
+    result = json.loads(path.read_text()) if path.exists() else {}
+    if "move_agreement" not in result:
         pairs = agreement_set(cfg.agreement_positions)
-        result = {"move_agreement": {"stockfish-15.1": move_agreement(nnue_infer.stockfish_15_1_network(), pairs),
-                                     "bundled default network": move_agreement(default_network(), pairs)}}
+        result["move_agreement"] = {"stockfish-15.1": move_agreement(nnue_infer.stockfish_15_1_network(), pairs),
+                                    "bundled default network": move_agreement(default_network(), pairs)}
+    if "quantised_test_mae_cp" not in result:
+        test = split_arrays(out, "test", cfg, log)
+        values = Evaluator(default_network()).evaluate_batch(list(test["fens"])).astype(np.float64)
+        result["quantised_test_mae_cp"] = {
+            "bundled default network": float(np.mean(np.abs(values - test["values"])) * 100.0 / 361.0)}
+    if not path.exists() or json.loads(path.read_text()) != result:
         path.write_text(json.dumps(result, indent=1))
         log(f"anchors: {result}")
-    return json.loads(path.read_text())
+    return result
 
 
 def collect(out: Path, cfg: Config, results: Path) -> dict:
@@ -597,13 +696,14 @@ def collect(out: Path, cfg: Config, results: Path) -> dict:
 
 
 def run_study(out: Path, cfg: Config | None, results: Path, variants=VARIANTS, max_runs: int | None = None,
-              log=print) -> None:
-    """Train every planned run not yet finished (re-planning after each, as the sweep decides rates)."""
+              log=print, budgets=None) -> None:
+    """Train every planned run not yet finished (re-planning after each, as the sweep decides rates;
+    ``budgets``: only runs of these budgets, see :func:`planned_runs`)."""
     cfg = load_config(out, cfg)
     anchors(out, cfg, log)
     done = 0
     while max_runs is None or done < max_runs:
-        todo = [r for r in planned_runs(out, cfg, variants) if not (out / "runs" / f"{r.name}.json").exists()]
+        todo = [r for r in planned_runs(out, cfg, variants, budgets) if not (out / "runs" / f"{r.name}.json").exists()]
         if not todo:
             break
         for run in todo:  # the first run no other worker holds (``run`` may go in two processes)
@@ -636,12 +736,19 @@ def main(argv=None) -> int:
     dp = sub.add_parser("data", help="generate data chunks ahead (resumes)")
     sp = sub.add_parser("speed", help="batch speed of the seed-1 short networks (after the sweep)")
     rep = sub.add_parser("report", help="figures and tables of activation-study-v2.md from results.json")
+    am = sub.add_parser("amend", help="change the plan of a started study, with the reason on record")
     here = Path(__file__).resolve().parent
-    for p in (r, dp, sp):
+    for p in (r, dp, sp, am):
         p.add_argument("--out", type=Path, required=True, help="working directory (data, runs, checkpoints)")
     r.add_argument("--results", type=Path, default=here / "activation-study-v2" / "results.json")
     r.add_argument("--variants", default=",".join(VARIANTS))
     r.add_argument("--max-runs", type=int, default=None, help="stop after this many runs")
+    r.add_argument("--budget", choices=("short", "long"), default=None,
+                   help="only runs of this budget (the sweep counts as short; long runs wait for it)")
+    am.add_argument("--long-budget", type=int, help="positions per long run")
+    am.add_argument("--long-seeds", help="seeds of the long runs, e.g. 1,2,3")
+    am.add_argument("--lr-extend-to", type=float, help="extend a sweep whose best rate is its highest, up to this rate")
+    am.add_argument("--reason", required=True, help="why the plan changes (kept in config.json and the report)")
     dp.add_argument("--chunks", type=int, required=True)
     sp.add_argument("--results", type=Path, default=here / "activation-study-v2" / "results.json")
     rep.add_argument("--results", type=Path, default=here / "activation-study-v2" / "results.json")
@@ -651,7 +758,17 @@ def main(argv=None) -> int:
         variants = tuple(a.variants.split(","))
         if set(variants) - set(VARIANTS) or "pairwise" not in variants:
             ap.error(f"--variants: known {', '.join(VARIANTS)}; pairwise is the reference")
-        run_study(a.out, None, a.results, variants, a.max_runs)
+        run_study(a.out, None, a.results, variants, a.max_runs, budgets=None if a.budget is None else (a.budget,))
+    elif a.command == "amend":
+        cfg = load_config(a.out) if (a.out / "config.json").exists() else Config()
+        changes = {}
+        if a.long_budget is not None:
+            changes["budgets"] = tuple((b, a.long_budget if b == "long" else n) for b, n in cfg.budgets)
+        if a.long_seeds is not None:
+            changes["long_seeds"] = tuple(int(x) for x in a.long_seeds.split(","))
+        if a.lr_extend_to is not None:
+            changes["lr_extend_to"] = a.lr_extend_to
+        amend(a.out, a.reason, **changes)
     elif a.command == "data":
         make_data(a.out, None, a.chunks)
     elif a.command == "speed":

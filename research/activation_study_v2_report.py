@@ -107,17 +107,35 @@ def holm(pvalues) -> list[float]:
 
 # -- the study's records ---------------------------------------------------------------------------
 
-def main_runs(raw: dict) -> list[dict]:
-    """Runs of the analysis: role ``main``, plus the sweep runs at each variant's chosen rate (the
-    sweep seed's short runs)."""
+def sweeps(raw: dict) -> dict:
+    """Per variant with sweep runs: (rates of its sweep so far, chosen rate or ``None``), by the
+    runner's rule (``activation_study_v2.sweep_choice``: lowest quantised validation loss, the sweep
+    extended upwards while its best rate is its highest, up to ``lr_extend_to``)."""
+    from activation_study_v2 import sweep_choice
+
+    cfg = raw["config"]
     sweep = [r for r in raw["runs"] if r.get("role") == "sweep"]
-    best = {}
-    for r in sweep:
-        if r["variant"] not in best or r["quantised_val_loss"] < best[r["variant"]]["quantised_val_loss"]:
-            best[r["variant"]] = r
-    lrs = len(raw["config"]["lrs"])
-    chosen = [r for v, r in best.items() if sum(s["variant"] == v for s in sweep) == lrs]
-    return chosen + [r for r in raw["runs"] if r.get("role") == "main"]
+    out = {}
+    for v in dict.fromkeys(r["variant"] for r in sweep):
+        loss = {f"{r['lr']:g}": r["quantised_val_loss"] for r in sweep if r["variant"] == v}
+        out[v] = sweep_choice(cfg["lrs"], cfg.get("lr_extend_to", 0.0), lambda lr: loss.get(f"{lr:g}"))
+    return out
+
+
+def main_runs(raw: dict) -> list[dict]:
+    """Runs of the analysis: the sweep run at each variant's chosen rate (the sweep seed's short
+    run) and the ``main`` runs at that rate (a main run at a rate the extended sweep superseded is
+    left out, see :func:`superseded_runs`)."""
+    chosen = {v: f"{lr:g}" for v, (_, lr) in sweeps(raw).items() if lr is not None}
+    return ([r for r in raw["runs"] if r.get("role") == "sweep" and f"{r['lr']:g}" == chosen.get(r["variant"])]
+            + [r for r in raw["runs"] if r.get("role") == "main" and f"{r['lr']:g}" == chosen.get(r["variant"])])
+
+
+def superseded_runs(raw: dict) -> list[dict]:
+    """Main runs whose rate is not (or not yet) their variant's chosen one: kept in the raw file,
+    out of the analysis."""
+    chosen = {v: f"{lr:g}" for v, (_, lr) in sweeps(raw).items() if lr is not None}
+    return [r for r in raw["runs"] if r.get("role") == "main" and f"{r['lr']:g}" != chosen.get(r["variant"])]
 
 
 def comparisons(runs: list[dict], variants, budgets) -> list[dict]:
@@ -140,6 +158,15 @@ def comparisons(runs: list[dict], variants, budgets) -> list[dict]:
         improves = row["mean"] < 0 if row["better"] == "lower" else row["mean"] > 0
         row["verdict"] = ("better" if improves else "worse") if p < ALPHA else "no difference shown"
     return rows
+
+
+def _plain(value) -> str:
+    """A config value as text: budgets as ``short 2 M, long 5 M``, sequences comma-separated."""
+    if isinstance(value, (list, tuple)) and value and all(isinstance(x, (list, tuple)) for x in value):
+        return ", ".join(f"{b} {n / 1e6:g} M" for b, n in value)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) or "(all seeds)"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _fmt(x: float, digits: int = 2) -> str:
@@ -179,16 +206,31 @@ def tables(raw: dict) -> dict:
                      f"{c['p_holm']:.3g} | {c['verdict']} |")
     out["comparison_table"] = "\n".join(lines)
     sweep = [r for r in raw["runs"] if r.get("role") == "sweep"]
-    lines = ["| variant | " + " | ".join(f"lr {lr:g}" for lr in cfg["lrs"]) + " | chosen |",
-             "|---|" + "---|" * (len(cfg["lrs"]) + 1)]
+    plans = sweeps(raw)
+    rates = sorted({f"{lr:g}": lr for lr in [*cfg["lrs"], *(r["lr"] for r in sweep)]}.values())
+    lines = ["| variant | " + " | ".join(f"lr {lr:g}" for lr in rates) + " | chosen |",
+             "|---|" + "---|" * (len(rates) + 1)]
     for v in variants:
-        by_lr = {r["lr"]: r["quantised_val_loss"] for r in sweep if r["variant"] == v}
+        by_lr = {f"{r['lr']:g}": r["quantised_val_loss"] for r in sweep if r["variant"] == v}
         if by_lr:
-            chosen = min(by_lr, key=by_lr.get) if len(by_lr) == len(cfg["lrs"]) else None
-            lines.append(f"| {v} | " + " | ".join(f"{1e4 * by_lr[lr]:.3f}" if lr in by_lr else "-" for lr in cfg["lrs"])
-                         + f" | {'-' if chosen is None else f'{chosen:g}'}"
-                         + (" (edge of the sweep)" if chosen in (min(cfg["lrs"]), max(cfg["lrs"])) else "") + " |")
+            tried, chosen = plans[v]
+            cells = [f"{1e4 * by_lr[f'{lr:g}']:.3f}" if f"{lr:g}" in by_lr
+                     else ("to run" if lr in tried else "not run") for lr in rates]
+            lines.append(f"| {v} | " + " | ".join(cells) + f" | {'-' if chosen is None else f'{chosen:g}'}"
+                         + (" (edge of the sweep)" if chosen in (min(tried), max(tried)) else "") + " |")
     out["sweep_table"] = "\n".join(lines)
+    out["sweep_rule"] = (f"{', '.join(f'{x:g}' for x in cfg['lrs'])}, extended at twice the rate while a variant's "
+                         f"best rate was its highest, up to {cfg['lr_extend_to']:g}"
+                         if cfg.get("lr_extend_to") else ", ".join(f"{x:g}" for x in cfg["lrs"]))
+    old = superseded_runs(raw)
+    out["superseded"] = (f"{len(old)} main runs at a rate that is not their variant's chosen one (the sweep's "
+                         f"best rate moved when it was extended, or the sweep is not finished) are kept in "
+                         f"`results.json` and left out of the analysis: "
+                         + ", ".join(f"`{r['run']}`" for r in old) + "." if old else "")
+    amendments = cfg.get("amendments") or []
+    out["amendments"] = "\n".join(
+        f"- {a['utc']}: " + "; ".join(f"`{k}` {_plain(o)} -> {_plain(n)}" for k, (o, n) in a["changed"].items())
+        + f". Reason: {a['reason']}." for a in amendments) or "- none"
     holds = [c for c in comps if c["p_holm"] < ALPHA]
     fails = [c for c in comps if c["p_holm"] >= ALPHA and c["p"] < ALPHA]
     out["holds"] = "\n".join(f"- {c['variant']} vs pairwise, {c['budget']} budget, {c['label']}: {_fmt(c['mean'])} "
@@ -196,12 +238,32 @@ def tables(raw: dict) -> dict:
                              f"({c['verdict']})" for c in holds) or "- none (of the comparisons made so far)"
     out["fails"] = "\n".join(f"- {c['variant']} vs pairwise, {c['budget']} budget, {c['label']}: p = {c['p']:.3g} "
                              f"unadjusted, Holm p = {c['p_holm']:.3g}" for c in fails) or "- none"
-    planned = len(variants) * len(cfg["seeds"]) * len(budgets) + len(variants) * (len(cfg["lrs"]) - 1)
+    seeds_of = {b: (cfg.get("long_seeds") or cfg["seeds"]) if b == "long" else cfg["seeds"] for b in budgets}
+    planned = (sum(len(variants) * len(seeds_of[b]) for b in budgets)
+               + sum(len(tried) - 1 for tried, _ in plans.values()))
     cpu = sum(r["train_seconds"] for r in raw["runs"])
     out["progress"] = (f"{len(raw['runs'])} of {planned} planned runs finished ({len(sweep)} sweep runs); "
                        f"{cpu / 3600:.2f} h of training CPU time (process CPU, one thread), "
                        f"{sum(r['positions_seen'] for r in raw['runs']) / 1e6:.1f} M positions trained on; "
                        f"{len(comps)} comparisons in the Holm family so far")
+    missing = []
+    for b in budgets:
+        want = {(v, s) for v in variants for s in seeds_of[b]}
+        have = {(r["variant"], r["seed"]) for r in runs if r["budget"] == b}
+        if want - have:
+            short_of = sorted({v for v, s in want - have}, key=variants.index)
+            missing.append(f"- {b} budget: {len(want - have)} of {len(want)} planned runs not finished "
+                           f"(variants short of seeds {', '.join(map(str, seeds_of[b]))}: {', '.join(short_of)})")
+    issue = {"short": (2_000_000, 5), "long": (10_000_000, 5)}  # issue 25: >= 2 M / >= 10 M positions, 5 seeds
+    for b, n in cfg["budgets"]:
+        size, k = issue[b]
+        if n < size or len(seeds_of[b]) < k:
+            missing.append(f"- {b} budget as issue 25 asks it ({size / 1e6:g} M positions, {k} seeds): not run; "
+                           f"this study's {b} budget is {n / 1e6:g} M positions on {len(seeds_of[b])} seeds "
+                           f"(see the changes to the plan above)")
+    if not raw.get("speed"):
+        missing.append("- the speed measurement (`speed`)")
+    out["not_done"] = "\n".join(missing) or "- nothing: every planned run finished"
     counts = ["| variant | " + " | ".join(budgets) + " |", "|---|" + "---|" * len(budgets)]
     for v in variants:
         counts.append(f"| {v} | " + " | ".join(str(sum(r["variant"] == v and r["budget"] == b for r in runs))
@@ -210,6 +272,9 @@ def tables(raw: dict) -> dict:
     anchor = raw.get("anchors", {}).get("move_agreement")
     out["anchors"] = ("For reference, on the same positions and also at 1 ply: " + ", ".join(
         f"{name} {100 * value:.1f} %" for name, value in anchor.items()) + "." if anchor else "")
+    mae = raw.get("anchors", {}).get("quantised_test_mae_cp")
+    out["anchors"] += (" Test MAE on the same test positions: " + ", ".join(
+        f"{name} {value:.2f} cp" for name, value in mae.items()) + "." if mae else "")
     speed = raw.get("speed")
     if speed:
         lines = [f"`Evaluator.evaluate_batch` of {speed['positions']:,} test positions, one Numba thread, "
@@ -308,6 +373,16 @@ Runs per variant in the analysis (main runs; the sweep seed's run at the chosen 
 
 {count_table}
 
+{superseded}
+
+Changes to the plan made after the study started (`config.json`'s `amendments`):
+
+{amendments}
+
+Not done:
+
+{not_done}
+
 ## Setup
 
 - Network: the bundled default network's shape (Chess768, 4 mirrored king buckets, 8 PSQT, 8 layer
@@ -323,7 +398,7 @@ Runs per variant in the analysis (main runs; the sweep seed's run at the chosen 
   to {lr_final_fraction} of the rate, loss MSE of sigmoid(cp / {sigmoid_scale_cp:g}); initial
   feature-transformer biases 0 for the signed gates; learning rate per variant from a sweep of
   {lrs} on seed {sweep_seed} (lowest quantised validation loss), then used on every seed
-  ({seeds}).
+  (short budget: {seeds}; long budget: {long_seeds}).
 - Metrics: quantised (Stockfish scheme) network's test MAE against Stockfish 15.1 in cp, its
   validation loss, move agreement on {agreement_positions} held-out self-play positions (share of
   positions where the 1-ply choice of the integer network is Stockfish's depth-4 move), and the
@@ -371,8 +446,10 @@ Significant before the correction but not after it:
 
 ## Reproducing and resuming
 
-    python research/activation_study_v2.py data --out DIR --chunks 40   # optional: data ahead, in parallel
+    python research/activation_study_v2.py data --out DIR --chunks 20   # optional: data ahead, in parallel
     python research/activation_study_v2.py run --out DIR                # one or two processes; resumes
+    python research/activation_study_v2.py amend --out DIR --lr-extend-to 0.032 --reason TEXT
+    python research/activation_study_v2.py amend --out DIR --long-budget 5000000 --long-seeds 1,2,3 --reason TEXT
     python research/activation_study_v2.py speed --out DIR              # after the sweep
     python research/activation_study_v2.py report                       # this file, from results.json
 
@@ -394,8 +471,9 @@ def render(raw: dict) -> tuple[str, dict]:
         val_positions=f"{cfg['val_positions']:,}", test_positions=f"{cfg['test_positions']:,}",
         budgets=", ".join(f"{b} {n / 1e6:g} M positions" for b, n in cfg["budgets"]),
         batch_size=f"{cfg['batch_size']:,}", lr_final_fraction=cfg["lr_final_fraction"],
-        sigmoid_scale_cp=cfg["sigmoid_scale_cp"], lrs=", ".join(f"{x:g}" for x in cfg["lrs"]),
+        sigmoid_scale_cp=cfg["sigmoid_scale_cp"], lrs=pieces["sweep_rule"],
         sweep_seed=cfg["sweep_seed"], seeds=", ".join(map(str, cfg["seeds"])),
+        long_seeds=", ".join(map(str, cfg.get("long_seeds") or cfg["seeds"])),
         agreement_positions=f"{cfg['agreement_positions']:,}")
     return text, pieces
 

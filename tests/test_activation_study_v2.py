@@ -103,6 +103,77 @@ def test_toy_study_known_answer(tmp_path):
     assert len(R.main_runs(raw)) == 4 * 5
 
 
+def test_sweep_extends_while_its_best_rate_is_its_highest():
+    import activation_study_v2 as S
+
+    losses = {1.0: 3.0, 2.0: 2.0, 4.0: 1.0}
+    assert S.sweep_choice([2.0, 1.0, 4.0], 0.0, losses.get) == ([1.0, 2.0, 4.0], 4.0)  # no extension planned
+    assert S.sweep_choice([1.0, 2.0, 4.0], 16.0, losses.get) == ([1.0, 2.0, 4.0, 8.0], None)  # 8 to run
+    losses[8.0] = 0.5
+    assert S.sweep_choice([1.0, 2.0, 4.0], 16.0, losses.get) == ([1.0, 2.0, 4.0, 8.0, 16.0], None)
+    losses[16.0] = 0.7  # 8 is bracketed now
+    assert S.sweep_choice([1.0, 2.0, 4.0], 16.0, losses.get) == ([1.0, 2.0, 4.0, 8.0, 16.0], 8.0)
+    assert S.sweep_choice([1.0, 2.0, 4.0], 6.0, losses.get) == ([1.0, 2.0, 4.0], 4.0)  # 8 is past the cap
+    assert S.sweep_choice([1.0, 2.0, 4.0], 16.0, {1.0: 1.0, 2.0: 2.0}.get) == ([1.0, 2.0, 4.0], None)
+
+
+def test_extended_sweep_moves_the_analysis_to_the_new_rate(tmp_path):
+    """Every sweep's best (2e-3) was its highest; extended to 4e-3: pairwise's 2e-3 holds, bilinear's
+    4e-3 wins (its 2e-3 main runs leave the analysis; until seeds 2-5 are re-run at 4e-3 it has one
+    run, no comparison), glu and crelu wait for their 4e-3 runs."""
+    raw = _toy_results()
+    raw["config"]["lr_extend_to"] = 4e-3
+    raw["config"]["amendments"] = [{"utc": "2026-12-02T05:00:00Z", "changed": {"lr_extend_to": [0.0, 4e-3]},
+                                    "reason": "the best rate was the highest"}]
+    ext = dict(next(r for r in raw["runs"] if r["run"] == "short-bilinear-s1-lr0.002"), lr=4e-3,
+               run="short-bilinear-s1-lr0.004")
+    ext["quantised_val_loss"] -= 1e-4
+    ref = dict(next(r for r in raw["runs"] if r["run"] == "short-pairwise-s1-lr0.002"), lr=4e-3,
+               run="short-pairwise-s1-lr0.004")
+    ref["quantised_val_loss"] += 1e-4  # pairwise's 2e-3 is bracketed: it stays
+    raw["runs"] += [ext, ref]
+    plans = R.sweeps(raw)
+    assert plans["bilinear"] == ([1e-3, 2e-3, 4e-3], 4e-3) and plans["pairwise"] == ([1e-3, 2e-3, 4e-3], 2e-3)
+    assert plans["glu"] == ([1e-3, 2e-3, 4e-3], None)  # its 4e-3 run is missing: no rate chosen yet
+    main = R.main_runs(raw)
+    assert [r["run"] for r in main if r["variant"] == "bilinear"] == ["short-bilinear-s1-lr0.004"]
+    assert not [r for r in main if r["variant"] == "glu"]
+    assert {r["run"] for r in R.superseded_runs(raw)} == {f"short-{v}-s{s}-lr0.002" for v in ("bilinear", "glu", "crelu")
+                                                         for s in (2, 3, 4, 5)}
+    text, pieces = R.render(raw)
+    assert "| bilinear | 12.000 | 11.000 | 10.000 | 0.004 (edge of the sweep) |" in text
+    assert "| glu | 12.000 | 11.000 | to run | - |" in text  # planned, not finished
+    assert "| pairwise | 12.000 | 11.000 | 12.000 | 0.002 |" in text
+    assert "`lr_extend_to` 0 -> 0.004. Reason: the best rate was the highest." in text
+    assert pieces["comparisons"] == []  # only pairwise has its runs at its rate
+
+
+def test_amend_records_the_change_and_refuses_what_would_relabel_runs(tmp_path):
+    import activation_study_v2 as S
+
+    out = tmp_path / "study"
+    with pytest.raises(SystemExit, match="no study there"):
+        S.amend(out, "why", long_seeds=(1,))
+    S.load_config(out, S.Config())
+    with pytest.raises(SystemExit, match="reason"):
+        S.amend(out, " ", long_seeds=(1,))
+    with pytest.raises(SystemExit, match="unknown or protected"):
+        S.amend(out, "why", amendments=())
+    cfg = S.amend(out, "time", long_seeds=(1, 2), budgets=(("short", 2_000_000), ("long", 5_000_000)), log=lambda *a: None)
+    assert cfg.seeds_of("long") == (1, 2) and cfg.seeds_of("short") == (1, 2, 3, 4, 5) and cfg.budget("long") == 5_000_000
+    assert len(cfg.amendments) == 1 and cfg.amendments[0]["reason"] == "time"
+    assert cfg.amendments[0]["changed"]["long_seeds"] == [[], [1, 2]]
+    assert S.load_config(out) == cfg  # stored, and a resumed study keeps it
+    (out / "runs").mkdir()
+    (out / "runs" / "long-pairwise-s1-lr0.004.json").write_text("{}")
+    before = (out / "config.json").read_text()
+    with pytest.raises(SystemExit, match="long runs have finished"):
+        S.amend(out, "more", budgets=(("short", 2_000_000), ("long", 10_000_000)))
+    assert (out / "config.json").read_text() == before  # a refused change changes nothing
+    planned = S.planned_runs(out, cfg, ("pairwise",))
+    assert [r.name for r in planned] == ["short-pairwise-s1-lr0.002", "short-pairwise-s1-lr0.004", "short-pairwise-s1-lr0.008"]
+
+
 def test_report_from_results_alone(tmp_path):
     pytest.importorskip("matplotlib")
     results = tmp_path / "results.json"
