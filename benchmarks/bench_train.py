@@ -14,7 +14,7 @@ optimiser step: batch gather, forward, loss, backward, Adam, weight clipping.
 
 Configurations:
 
-* ``reference b1024``: :class:`nnue_infer.training.train.FloatModel` with its generic PyTorch path and
+* ``reference b1024``: :class:`nnue_infer.training.model.FloatModel` with its generic PyTorch path and
   batch 1,024, as the first activation study trained (``research/activation_study.py``);
 * ``reference b16384``: the same model with the fast trainer's batch size;
 * ``fast b16384``: :mod:`nnue_infer.training.fast` (Numba sparse first layer, bucket-sorted batch).
@@ -42,7 +42,8 @@ from common import machine, positions  # noqa: E402
 
 from nnue_infer.features import board_bitboards  # noqa: E402
 from nnue_infer.quantise import SCHEMES  # noqa: E402
-from nnue_infer.training.train import FloatModel, _loss, default_architecture, prepare_features  # noqa: E402
+from nnue_infer.training.model import FloatModel, prepare_features, win_probability_mse  # noqa: E402
+from nnue_infer.training.train import default_architecture  # noqa: E402
 from nnue_infer.training import fast  # noqa: E402
 
 
@@ -64,7 +65,7 @@ def reference_stepper(arch, feats, buckets, values, batch):
 
     def step():
         idx = torch.randint(0, len(values), (batch,), generator=g)
-        loss = _loss(model(f_all[idx].long(), b_all[idx]), v_all[idx], arch, 361.0, 600.0)
+        loss = win_probability_mse(model(f_all[idx].long(), b_all[idx]), v_all[idx], arch, 361.0, 600.0)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -95,3 +95,8 @@ class QuantisationWarning(UserWarning):
 class TrainingDataError(NnueError, ValueError):
     """A training-data file (``.binpack``, ``.bin``, ``.plain``) is damaged or a row cannot be
     written in its format; the message names the file and the byte offset (or the row)."""
+
+
+class TrainingError(NnueError, ValueError):
+    """Training cannot proceed: bad configuration, unusable data or a diverged loss
+    (:mod:`nnue_infer.training`)."""

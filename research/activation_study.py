@@ -217,7 +217,7 @@ def planned_runs(cfg: StudyConfig, variants=VARIANTS) -> list[Run]:
 def _features(out: Path, split: str, arch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(features int[n, 2, 32], buckets int64[n], teacher values float32[n]) of a split, cached on disk."""
     from nnue_infer.training.datagen import load_positions
-    from nnue_infer.training.train import prepare_features
+    from nnue_infer.training.model import prepare_features
 
     cache = out / "data" / f"{split}-features.npz"
     if cache.exists():
@@ -238,7 +238,7 @@ def train_run(out: Path, run: Run, cfg: StudyConfig, log=print) -> dict:
     import torch
 
     from nnue_infer.formats import save
-    from nnue_infer.training.train import FloatModel, _loss, model_to_float_network
+    from nnue_infer.training.model import FloatModel, model_to_float_network, win_probability_mse
 
     d = out / "runs" / run.name
     done = d / "train.json"
@@ -272,7 +272,7 @@ def train_run(out: Path, run: Run, cfg: StudyConfig, log=print) -> dict:
         loss = err = 0.0
         for s in range(0, len(v_va), 8192):
             pred = model(f_va[s:s + 8192].long(), b_va[s:s + 8192])
-            loss += float(_loss(pred, v_va[s:s + 8192], arch, 361.0, cfg.sigmoid_scale_cp)) * len(pred)
+            loss += float(win_probability_mse(pred, v_va[s:s + 8192], arch, 361.0, cfg.sigmoid_scale_cp)) * len(pred)
             err += float((pred - v_va[s:s + 8192]).abs().sum()) * 100.0 / 361.0
         model.train()
         return loss / len(v_va), err / len(v_va)
@@ -291,7 +291,7 @@ def train_run(out: Path, run: Run, cfg: StudyConfig, log=print) -> dict:
         for group in opt.param_groups:
             group["lr"] = lr
         pred = model(f_tr[idx].long(), b_tr[idx])
-        loss = _loss(pred, v_tr[idx], arch, 361.0, cfg.sigmoid_scale_cp)
+        loss = win_probability_mse(pred, v_tr[idx], arch, 361.0, cfg.sigmoid_scale_cp)
         if not torch.isfinite(loss):
             raise RuntimeError(f"{run.name}: loss {float(loss)} at step {step}")
         opt.zero_grad(set_to_none=True)

@@ -338,7 +338,8 @@ def split_arrays(out: Path, name: str, cfg: Config, log=print) -> dict:
     """Features, buckets, teacher values, key hashes (and FENs for val/test) of a data file, cached
     beside it as ``NAME-features.npz``.  ``name``: ``val``, ``test`` or a chunk index."""
     from nnue_infer.training.datagen import load_positions, to_board
-    from nnue_infer.training.train import default_architecture, prepare_features
+    from nnue_infer.training.model import prepare_features
+    from nnue_infer.training.train import default_architecture
 
     src = ensure_chunk(out, name, cfg, log) if isinstance(name, int) else ensure_split(out, name, cfg, log)
     cache = Path(str(src).replace(".npz", "-features.npz"))
@@ -520,11 +521,11 @@ def measure(model, arch, cfg: Config, val: dict, test: dict, pairs) -> dict:
 
     from nnue_infer.evaluator import Evaluator
     from nnue_infer.quantise import SCHEMES, quantise_with_report
-    from nnue_infer.training.train import _loss, model_to_float_network
+    from nnue_infer.training.model import model_to_float_network, win_probability_mse
     from nnue_infer.training.fast import predict
 
     def loss(pred, target):
-        return float(_loss(torch.from_numpy(np.asarray(pred, np.float32)), torch.from_numpy(target), arch, 361.0,
+        return float(win_probability_mse(torch.from_numpy(np.asarray(pred, np.float32)), torch.from_numpy(target), arch, 361.0,
                            cfg.sigmoid_scale_cp))
 
     fnet = model_to_float_network(model, "activation study v2")
@@ -546,7 +547,7 @@ def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
 
     from nnue_infer.formats import save
     from nnue_infer.training.fast import FastModel, make_optimizer, predict, sort_by_bucket, train_step
-    from nnue_infer.training.train import _loss
+    from nnue_infer.training.model import win_probability_mse
 
     d = out / "runs"
     done = d / f"{run.name}.json"
@@ -590,7 +591,7 @@ def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
             stream.data_seconds = 0.0
             wall += time.perf_counter() - w0
             with torch.no_grad():
-                vl = float(_loss(torch.from_numpy(predict(model, val["features"], val["buckets"])),
+                vl = float(win_probability_mse(torch.from_numpy(predict(model, val["features"], val["buckets"])),
                                  torch.from_numpy(val["values"]), arch, 361.0, cfg.sigmoid_scale_cp))
             curve.append({"step": step, "positions": step * B, "lr": lr, "train_loss": tl / tn, "float_val_loss": vl,
                           "train_seconds": cpu})

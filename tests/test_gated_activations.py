@@ -88,7 +88,7 @@ def test_torch_model_matches_float_reference(activation):
     pytest.importorskip("torch")
     import torch
 
-    from nnue_infer.training.train import FloatModel, model_to_float_network
+    from nnue_infer.training.model import FloatModel, model_to_float_network
 
     model = FloatModel(arch(activation), seed=2, fused=False)
     with torch.no_grad():

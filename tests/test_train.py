@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import nnue_infer  # noqa: E402
-from nnue_infer.training import datagen, train as T  # noqa: E402
+from nnue_infer.training import datagen, model as M, train as T  # noqa: E402
 from nnue_infer.cli import main  # noqa: E402
 from nnue_infer.training.crosscheck import crosscheck  # noqa: E402
 from nnue_infer.float_network import forward_float  # noqa: E402
@@ -66,14 +66,14 @@ def test_tiny_run_loss_falls_and_quantises_cleanly(positions, tmp_path):
 def test_model_computes_the_float_semantics(positions, activation):
     """The PyTorch model and nnue_infer.float_network.forward_float agree on every position."""
     arch = dataclasses.replace(SMALL, ft_activation=activation, ft_shift=0 if activation == "crelu" else 7)
-    model = T.FloatModel(arch, seed=2)
+    model = M.FloatModel(arch, seed=2)
     with torch.no_grad():  # move weights away from the initialisation so every part matters
         g = torch.Generator().manual_seed(0)
         for p in model.parameters():
             p.add_(0.05 * torch.randn(p.shape, generator=g))
         model.ft_weights[-1] = 0
-    fnet = T.model_to_float_network(model)
-    feats, buckets = T.prepare_features(positions, arch)
+    fnet = M.model_to_float_network(model)
+    feats, buckets = M.prepare_features(positions, arch)
     idx = np.arange(0, 3000, 37)
     got = model(torch.from_numpy(feats[idx]).long(), torch.from_numpy(buckets[idx])).detach().numpy()
     want = np.array([forward_float(fnet, datagen.to_board(positions, int(i))) for i in idx])
@@ -81,13 +81,13 @@ def test_model_computes_the_float_semantics(positions, activation):
 
 
 def test_fused_pairwise_kernels_match_pytorch_autograd(positions):
-    fused, plain = T.FloatModel(SMALL, seed=4, fused=True), T.FloatModel(SMALL, seed=4, fused=False)
+    fused, plain = M.FloatModel(SMALL, seed=4, fused=True), M.FloatModel(SMALL, seed=4, fused=False)
     with torch.no_grad():
         for p in fused.parameters():
             p.add_(0.1 * torch.randn(p.shape, generator=torch.Generator().manual_seed(1)))
         fused.ft_weights[-1] = 0
     plain.load_state_dict(fused.state_dict())
-    feats, buckets = T.prepare_features(positions, SMALL)
+    feats, buckets = M.prepare_features(positions, SMALL)
     f, b = torch.from_numpy(feats[:500]).long(), torch.from_numpy(buckets[:500])
     target = torch.from_numpy(positions["value"][:500].astype(np.float32))
     for m in (fused, plain):
@@ -116,7 +116,7 @@ def test_bad_inputs_raise_clear_errors(positions, tmp_path):
     bad = dict(positions, bitboards=positions["bitboards"].copy())
     bad["bitboards"][17, 5] = 0  # no kings at all
     with pytest.raises(T.TrainingError, match="row 17: white king count 0"):
-        T.prepare_features(bad, SMALL)
+        M.prepare_features(bad, SMALL)
     with pytest.raises(T.TrainingError, match="not a preset"):
         T.architecture_from_spec(str(tmp_path / "missing.json"))
 

@@ -1,10 +1,10 @@
-"""The fast trainer: :class:`nnue_infer.training.train.FloatModel`'s float semantics with the sparse
+"""The fast trainer: :class:`nnue_infer.training.model.FloatModel`'s float semantics with the sparse
 first layer in Numba kernels (:mod:`nnue_infer.training.sparse_ft`) and the batch pre-sorted
 by output bucket, for 100,000+ positions per second per core on a 2 x 256 network.
 
-What is the same as :class:`~nnue_infer.training.train.FloatModel`: the parameters (this model *is*
+What is the same as :class:`~nnue_infer.training.model.FloatModel`: the parameters (this model *is*
 one, same initialisation for a seed, same ``state_dict``, so
-:func:`~nnue_infer.training.train.model_to_float_network` and the quantisation are unchanged), the
+:func:`~nnue_infer.training.model.model_to_float_network` and the quantisation are unchanged), the
 forward function (accumulator, activation, PSQT, per-bucket dense layers, forward skip) and
 its gradients (tests/test_fast_trainer.py compares them with the reference model's on a batch,
 for every activation).  What differs is only how the work is done:
@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from nnue_infer.training.train import FloatModel, _loss
+from .model import FloatModel, win_probability_mse
 
 from .sparse_ft import factor_parameters, ft_backward, ft_forward
 
@@ -59,12 +59,12 @@ class _SparseFirstLayer(torch.autograd.Function):
 
 
 class FastModel(FloatModel):
-    """:class:`~nnue_infer.training.train.FloatModel` with the fast forward pass :meth:`forward_sorted`.
+    """:class:`~nnue_infer.training.model.FloatModel` with the fast forward pass :meth:`forward_sorted`.
 
     Parameters
     ----------
     arch : Architecture
-        Any architecture :class:`~nnue_infer.training.train.FloatModel` trains.
+        Any architecture :class:`~nnue_infer.training.model.FloatModel` trains.
     seed : int
         Initialisation seed (the same parameters as ``FloatModel(arch, seed)``).
     """
@@ -100,7 +100,7 @@ class FastModel(FloatModel):
         Parameters
         ----------
         indices : int32[n, 2, 32]
-            Active features (:func:`nnue_infer.training.train.prepare_features`), C-contiguous.
+            Active features (:func:`nnue_infer.training.model.prepare_features`), C-contiguous.
         buckets : int64[n]
             Output buckets, non-decreasing.
         counts : list of int
@@ -158,7 +158,7 @@ def train_step(model: FastModel, optimizer, batch, teacher_units_per_pawn: float
     for group in optimizer.param_groups:
         group["lr"] = lr
     pred = model.forward_sorted(features, buckets, counts)
-    loss = _loss(pred, values, model.arch, teacher_units_per_pawn, sigmoid_scale_cp)
+    loss = win_probability_mse(pred, values, model.arch, teacher_units_per_pawn, sigmoid_scale_cp)
     value = float(loss.detach())
     if not np.isfinite(value):
         raise FloatingPointError(f"loss became {value}; lower the learning rate")

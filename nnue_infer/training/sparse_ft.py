@@ -4,7 +4,7 @@ and the PSQT sum, forward and backward, for a batch of positions (float32, one t
 A position has at most 32 active features per perspective, so the accumulator of a
 perspective is a sum of at most 32 rows of the feature-transformer weights and its gradient
 touches only those rows.  These kernels do, in one pass over the batch, what
-:class:`nnue_infer.training.train.FloatModel` does with two ``embedding_bag``-style sums per table, a
+:class:`nnue_infer.training.model.FloatModel` does with two ``embedding_bag``-style sums per table, a
 concatenation and a dozen element-wise PyTorch operations: the accumulators, every
 feature-transformer activation of :data:`nnue_infer.network.FT_ACTIVATIONS` (same float
 definitions, same gradient conventions as PyTorch: a clamp passes the gradient where
