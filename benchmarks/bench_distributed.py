@@ -45,12 +45,14 @@ from common import games, positions  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer.io import distributed as D  # noqa: E402
+from nnue_infer.resources import network_from_spec  # noqa: E402
 
 #: Stages of a task: (label, (source file, function) pairs whose cumulative thread CPU time it is).
 STAGES = (
     ("reading, splitting lines (io.epd, kernels.epd)", (("io/epd.py", "iter_epd"),)),
     ("FEN parsing (kernels.fen)", (("positions.py", "parse_fen_buffer"),)),
     ("evaluation (Evaluator.evaluate_bitboards)", (("nnue_infer/evaluator.py", "evaluate_bitboards"),)),
+    ("in-check flags (kernels.status.status_batch)", (("kernels/status.py", "status_batch"),)),
     ("checkmate / stalemate verdicts (io.score.outcomes)", (("io/score.py", "outcomes"),)),
     ("result columns (io.score: values, text, errors)", (("io/score.py", "value_columns"),
                                                           ("io/score.py", "error_column"))),
@@ -161,7 +163,7 @@ def main() -> None:
         shards = os.path.join(tmp, "in", "*.epd")
         tiny = os.path.join(tmp, "tiny", "*.epd")
         numba.set_num_threads(1)
-        ev = nnue_infer.Evaluator(nnue_infer.resources.network_from_spec(args.net))
+        ev = nnue_infer.Evaluator(network_from_spec(args.net))
         want = ev.evaluate_batch(fens)
         D.warm_up(args.net, 1)
         job()

@@ -161,7 +161,7 @@ QUIET_WORKERS = {"distributed.worker.profile.enabled": False, "distributed.admin
                  "distributed.admin.system-monitor.interval": "2s", "distributed.worker.memory.monitor-interval": "1s"}
 #: EPD/FEN or PGN text per task: an uncompressed input over 1.5 times this is split into byte ranges of
 #: about this size, of whole lines (EPD; 32 MiB: about 500,000 positions, a few CPU seconds of scoring)
-#: or whole games (PGN; 32 MiB: about 35,000 games, 3 million positions).
+#: or whole games (PGN; 32 MiB: tens of thousands of games).
 SPLIT_BYTES = 32 << 20
 #: Rows of a Parquet input per task (whole row groups; a file of one row group is one task).
 SPLIT_ROWS = 1 << 19
