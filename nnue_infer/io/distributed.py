@@ -169,9 +169,12 @@ SPLIT_ROWS = 1 << 19
 BINPACK_TASK_BYTES = 64 << 20
 #: Rows per row group of the parts written (readers, and a later job reading the dataset, split by row group).
 ROW_GROUP_ROWS = 1 << 17
-#: Parquet settings of the parts: zstd, dictionaries only for the columns with few distinct values.
+#: Parquet settings of the parts: zstd, dictionaries only for the columns with few distinct values, the
+#: integers delta-encoded (Parquet's DELTA_BINARY_PACKED: ``line`` and ``ply`` count up, values are small,
+#: so the bit-packed deltas are smaller and quicker to write than zstd over plain 8-byte integers).
 _PARQUET = {"compression": "zstd", "row_group_size": ROW_GROUP_ROWS,
-            "use_dictionary": ["source", "event", "site", "date", "round", "white", "black", "result", "outcome"]}
+            "use_dictionary": ["source", "event", "site", "date", "round", "white", "black", "result", "outcome"],
+            "column_encoding": dict.fromkeys(("line", "game", "ply", "value", "cp", "cp_white"), "DELTA_BINARY_PACKED")}
 _MAGIC = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd")  # gzip, Zstandard
 
 
