@@ -127,3 +127,17 @@ def stockfish(stockfish_binary: Path):
     engine = Stockfish(stockfish_binary)
     yield engine
     engine.close()
+
+
+@pytest.fixture
+def dask_timeouts(monkeypatch):
+    """Generous Dask network timeouts (3 minutes, defaults 30 s) for tests that run local clusters: on a
+    machine busy with other jobs a worker may wait long for a core.  Set in this process's Dask config
+    and in the environment, so worker processes and interpreters a test starts read them too."""
+    import dask
+
+    settings = {"distributed.comm.timeouts.connect": "180s", "distributed.comm.timeouts.tcp": "180s"}
+    for key, value in settings.items():
+        monkeypatch.setenv("DASK_" + key.upper().replace(".", "__").replace("-", "_"), value)
+    with dask.config.set(settings):
+        yield

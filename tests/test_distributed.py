@@ -24,6 +24,8 @@ import pyarrow.parquet as pq  # noqa: E402
 import nnue_infer  # noqa: E402
 from nnue_infer.io import distributed as D  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("dask_timeouts")  # local clusters on a busy machine
+
 BAD = ["8/8/8/8/8/8/8/4K3 w - - 0 1", "not a fen"]
 
 
@@ -164,7 +166,7 @@ def test_start_methods(tmp_path, fens, method):
     out = tmp_path / "out"
     env = os.environ | {"DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD": method}
     proc = subprocess.run([sys.executable, "-c", START_METHOD_JOB, json.dumps(fens[:50]), str(tmp_path / "in" / "*"),
-                           str(out)], env=env, capture_output=True, text=True, timeout=300)
+                           str(out)], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     check_complete(out, expected, nnue_infer.default_network())
 

@@ -12,6 +12,8 @@ from conftest import shared_dir  # noqa: E402
 from nnue_infer.io import distributed as D  # noqa: E402
 from nnue_infer.io import training_data as td  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("dask_timeouts")  # local clusters on a busy machine
+
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
