@@ -1,6 +1,6 @@
 """Incremental evaluation, piece by piece, next to python-chess's own ``Board.push``.
 
-pytest-benchmark (``python -m pytest benchmarks/bench_incremental.py --benchmark-enable``)
+pytest-benchmark (``python -m pytest benchmarks/bench_incremental.py --benchmark-enable -n 0``)
 times single operations at a fixed position (push, evaluate and pop of one move, so the
 state is the same every round).  Run as a script, it walks the dev games ply by ply and
 prints medians of every operation and the overhead beyond ``Board.push``::

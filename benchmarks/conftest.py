@@ -1,4 +1,4 @@
-"""Fixtures of the pytest-benchmark suite (``python -m pytest benchmarks --benchmark-enable``).
+"""Fixtures of the pytest-benchmark suite (``python -m pytest benchmarks --benchmark-enable -n 0``).
 
 Everything is compiled or loaded before timing; inputs come from :mod:`common`.
 """

@@ -9,11 +9,13 @@ returns None).  The package is unpacked once from ``<cache>/npm/stockfish-V.tgz`
 
 from __future__ import annotations
 
+import os
 import queue
 import random
 import shutil
 import subprocess
 import tarfile
+import tempfile
 import threading
 from pathlib import Path
 
@@ -53,8 +55,16 @@ def unpacked(npm_version: str) -> Path | None:
     if not tgz.is_file():
         return None
     target.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(tgz) as tar:
-        tar.extractall(target, filter="data")
+    # unpacked beside and renamed into place: another process (a pytest-xdist worker) unpacking the
+    # same tarball at once never sees a half-written package
+    with tempfile.TemporaryDirectory(dir=target) as tmp:
+        with tarfile.open(tgz) as tar:
+            tar.extractall(tmp, filter="data")
+        try:
+            os.rename(Path(tmp) / "package", target / "package")
+        except OSError:  # the other process was first
+            if not (target / "package").is_dir():
+                raise
     return target / "package"
 
 
@@ -66,7 +76,9 @@ class NodeEngine:
             raise FileNotFoundError(f"stockfish@{npm_version} (npm pack into {npm_dir()}) or node missing")
         self.cwd = (package / entry).parent
         if needs_driver:
-            shutil.copy(sf16_driver or _sf16_driver(), self.cwd / "sf16-node.js")
+            tmp = self.cwd / f"sf16-node.js.{os.getpid()}"  # replaced whole: a starting engine never reads half of it
+            shutil.copy(sf16_driver or _sf16_driver(), tmp)
+            os.replace(tmp, self.cwd / "sf16-node.js")
             self.argv = ["node", "sf16-node.js"]
         else:
             self.argv = ["node", Path(entry).name]

@@ -222,8 +222,9 @@ def _interface():
             source = known_network_path(spec)
         except NetworkNotFoundError as exc:
             pytest.skip(str(exc))
-        if not (target / source.name).is_file():
-            shutil.copyfile(source, target / source.name)
+        if not (target / source.name).is_file():  # copied whole: another worker process may read it at once
+            shutil.copyfile(source, target / f"{source.name}.{os.getpid()}")
+            os.replace(target / f"{source.name}.{os.getpid()}", target / source.name)
     import nnue_interface
 
     return nnue_interface

@@ -73,6 +73,29 @@ def cache_dirs(py_file: str) -> list[str]:
     return [os.path.join(os.path.dirname(py_file), "__pycache__"), str(user_cache_dir() / f"numba-{tag}")]
 
 
+def closure_tag(py_func) -> str:
+    """A short hash of the integer and boolean closure variables of ``py_func`` (a kernel made per
+    ``forward.Config``), ``""`` for a module-level kernel.
+
+    Numba keeps every compilation of one function in one index file, the closures of one kernel
+    factory included, and picks a data file's number by reading that index when it saves: two
+    processes compiling two configurations of one entry kernel at once (pytest-xdist's workers,
+    Dask workers) could both pick the same number and leave one configuration's index entry
+    pointing at the other's machine code.  With the configuration in the file names
+    (:meth:`KernelCacheLocator.get_disambiguator`) each configuration has files of its own, and two
+    processes compiling the same one write the same entry.
+    """
+    values = []
+    for cell in py_func.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # not yet bound
+            continue
+        if isinstance(value, (bool, int)):
+            values.append(value)
+    return hashlib.sha256(repr(values).encode()).hexdigest()[:8] if values else ""
+
+
 class KernelCacheLocator(caching._CacheLocator):
     """Numba cache locator of the ``nnue_infer/kernels`` files (see the module docstring); other
     files are left to Numba's own locators."""
@@ -81,6 +104,7 @@ class KernelCacheLocator(caching._CacheLocator):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
         self._cache_path = path
+        self._config = closure_tag(py_func)
 
     def get_cache_path(self) -> str:
         return self._cache_path
@@ -89,7 +113,7 @@ class KernelCacheLocator(caching._CacheLocator):
         return ("nnue_infer.kernels", kernels_stamp())
 
     def get_disambiguator(self) -> str:
-        return str(self._lineno)
+        return f"{self._lineno}-{self._config}" if self._config else str(self._lineno)
 
     @classmethod
     def from_function(cls, py_func, py_file):

@@ -314,7 +314,8 @@ def kernels(config: Config) -> Kernels:
     The fields of ``config`` are compile-time constants of these kernels (closure variables):
     Numba prunes the branches of the other instruction sets, feature sets and activations
     before typing, so a network compiles only its own path.  Numba's cache keys a closure on its
-    variables' values too, so each configuration has its own cached compilation.
+    variables' values too, so each configuration has its own cached compilation (in files of its
+    own: ``cache.closure_tag``).
 
     ``refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases,
     psqt_weights, weights8, psqt8, feats, counts, acc, psqt_acc)``: :func:`refresh_pair` with

@@ -15,6 +15,25 @@ from nnue_infer.kernels import simd
 from nnue_infer.kernels.dense import ft_input, scratch_size
 
 
+_run: set[str] = set()  # node ids of the tests run in this process
+
+
+@pytest.fixture(autouse=True)
+def _note_the_test(request):
+    _run.add(request.node.nodeid)
+
+
+@pytest.fixture
+def kernel_test_files_run(request) -> set[str]:
+    """The test files (stems) all of whose selected tests have run in this process so far:
+    pytest-xdist may spread a file's tests over its worker processes, and a kernel compiles in the
+    process whose test calls it."""
+    by_file: dict[str, list[str]] = {}
+    for item in request.session.items:
+        by_file.setdefault(item.path.stem, []).append(item.nodeid)
+    return {stem for stem, ids in by_file.items() if all(i in _run for i in ids)}
+
+
 @pytest.fixture(scope="session")
 def halfka():
     return feature_set("HalfKAv2_hm")

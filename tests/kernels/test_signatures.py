@@ -2,7 +2,8 @@
 
 Runs after the other kernel tests (file order) and drives the Evaluator too, so a caller that
 passes a read-only, non-contiguous or differently typed array shows up as a second signature.
-Run alone (or with a subset), it checks the kernels of the test files that ran in the session.
+Run alone (or with a subset, or in a pytest-xdist worker), it checks the kernels of the test files
+whose tests all ran in its process.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def kernel_modules():
         yield info.name, importlib.import_module(f"nnue_infer.kernels.{info.name}")
 
 
-def test_one_signature_per_kernel(evaluator, sample_boards, request):
+def test_one_signature_per_kernel(evaluator, sample_boards, kernel_test_files_run):
     if not isinstance(nnue_infer.kernels.dense.tdiv, CPUDispatcher):
         pytest.skip("NUMBA_DISABLE_JIT is set: no compiled signatures to check")
     for board in sample_boards[:5]:
@@ -52,7 +53,7 @@ def test_one_signature_per_kernel(evaluator, sample_boards, request):
     for move in moves:
         evaluator.push(move)
         evaluator.evaluate()
-    ran = {item.path.stem for item in request.session.items}
+    ran = kernel_test_files_run
     problems = []
     config = forward.config_of_cfg(evaluator._cfg)
     for name, made in (("arena", arena.kernels(config)), ("forward", forward.kernels(config))):
