@@ -200,7 +200,7 @@ class Python:
 
     def __init__(self) -> None:
         self.sf = nnue_infer.stockfish_15_1_network()
-        self.default = nnue_infer.resources.default_network()
+        self.default = nnue_infer.default_network()
         ev = self.ev = nnue_infer.Evaluator(self.sf)
         self.board = chess.Board(FEN30)
         self.move = chess.Move.from_uci(QUIET)

@@ -115,7 +115,7 @@ def main() -> None:
     parser.add_argument("--net", default="stockfish", help="network (default: stockfish, Stockfish 15.1's)")
     args = parser.parse_args()
     numba.set_num_threads(1)
-    ev = nnue_infer.Evaluator(nnue_infer.resources.network_from_spec(args.net))
+    ev = nnue_infer.Evaluator(nnue_infer.network_from_spec(args.net))
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "games.pgn")
         write_pgn(path, args.copies)
