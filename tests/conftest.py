@@ -47,6 +47,14 @@ def shared_dir() -> Path:
     )
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The per-path runs (``test_simd_paths.py::test_suite_passes_on_every_path``, each a run of the
+    kernel and end-to-end tests compiling for another instruction set, the longest tests) go first:
+    pytest-xdist's work stealing then spreads the rest over the workers while they run, instead of
+    one worker finishing alone on one of them at the end."""
+    items.sort(key=lambda item: getattr(item, "originalname", "") != "test_suite_passes_on_every_path")
+
+
 @pytest.fixture(scope="session")
 def stockfish_binary() -> Path:
     """Debian's Stockfish 15.1 binary; the test fails (never skips) when it is missing."""

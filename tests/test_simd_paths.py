@@ -82,7 +82,9 @@ def test_suite_passes_on_every_path(name):
     env = dict(os.environ, NNUE_INFER_SIMD=name, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     env.pop("NNUE_INFER_TEST_ALL_PATHS", None)  # no recursion
     env.setdefault("NNUE_INFER_LIVE_POSITIONS", LIVE_POSITIONS)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider", *targets,
+    # two worker processes of its own (pyproject's addopts): a per-path run keeps both cores busy even
+    # when it is the last test left of the outer run
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *targets,
            "--deselect", "tests/test_simd_paths.py::test_suite_passes_on_every_path"]
     run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     assert run.returncode == 0, f"NNUE_INFER_SIMD={name}: {' '.join(cmd)}\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
