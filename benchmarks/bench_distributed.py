@@ -184,13 +184,14 @@ def main() -> None:
                 client.run(D.warm_up, args.net, 1)
                 runs = []
                 for _ in range(args.rounds):
+                    paired = timed(lambda: ev.evaluate_batch(fens))[1]  # the baseline next to each job, same load
                     before = client.run(_process_cpu)
                     result = []
                     wall, client_cpu, load = timed(lambda: result.append(job(client)))
                     after = client.run(_process_cpu)
                     check(result[0][0])
                     parts = result[0][1].parts
-                    runs.append({"wall": wall, "client": client_cpu, "load": load,
+                    runs.append({"wall": wall, "client": client_cpu, "load": load, "base": paired,
                                  "workers": [after[w] - before[w] for w in after],
                                  "tasks": sum(p["thread_cpu_seconds"] for p in parts),
                                  "scoring": sum(p["positions_seconds"] for p in parts)})
@@ -214,24 +215,29 @@ def main() -> None:
         local_cpu = stats([r[1] for r in local])[0]
         say(f"{'  of which inside score_task':<40} {min(task_cpu):>7.3f} {float(np.median(task_cpu)):>7.3f} "
             f"{n / min(task_cpu):>16,.0f}")
+        pairs = [b[1] / r[1] for b, r in zip(base, local)]
+        say(f"{'  paired CPU ratio (median, range)':<40} {float(np.median(pairs)):>.2f}x ({min(pairs):.2f}-{max(pairs):.2f}): "
+            "evaluate_batch's thread CPU over score_files' of the same round")
         say()
         say("LocalCluster, worker processes x 1 thread (best / median of the rounds; ratios of the best against "
             "evaluate_batch's best thread CPU, wall ratios of the medians)")
         say(f"{'':<12} {'wall s':>15} {'wall ratio':>10} {'task thread CPU s':>19} {'pos/task CPU s':>15} "
             f"{'worker proc CPU s':>19} {'pos/proc CPU s':>15} {'busiest worker':>15} {'its ratio':>10} "
-            f"{'client CPU s':>13} {'load':>9}")
+            f"{'paired':>7} {'client CPU s':>13} {'load':>9}")
         for workers, runs in clusters.items():
             wall, tasks = stats([r["wall"] for r in runs]), stats([r["tasks"] for r in runs])
             proc, busiest = stats([sum(r["workers"]) for r in runs]), stats([max(r["workers"]) for r in runs])
             client_cpu, load = stats([r["client"] for r in runs]), [r["load"] for r in runs]
+            paired = float(np.median([r["base"] / max(r["workers"]) for r in runs]))
             say(f"{workers} worker(s) {wall[0]:>7.3f} {wall[1]:>7.3f} {base_wall / wall[1]:>9.2f}x "
                 f"{tasks[0]:>9.3f} {tasks[1]:>9.3f} {n / tasks[0]:>15,.0f} {proc[0]:>9.3f} {proc[1]:>9.3f} "
-                f"{n / proc[0]:>15,.0f} {busiest[0]:>7.3f} s {base_cpu / busiest[0]:>9.2f}x {client_cpu[1]:>13.3f} "
+                f"{n / proc[0]:>15,.0f} {busiest[0]:>7.3f} s {base_cpu / busiest[0]:>9.2f}x {paired:>6.2f}x {client_cpu[1]:>13.3f} "
                 f"{min(load):>4.1f}-{max(load):.1f}")
         say(f"in process: {n / local_cpu:,.0f} positions per thread-CPU second (score_files), "
             f"{n / min(task_cpu):,.0f} inside its tasks; evaluate_batch {n / base_cpu:,.0f}. 'busiest worker': the "
             "largest process CPU time of one worker, the job's wall clock with a core per worker; 'its ratio': "
-            "evaluate_batch's thread CPU over it (the issue's target: 1.5x for 2 workers)")
+            "evaluate_batch's thread CPU over it (the issue's target: 1.5x for 2 workers); 'paired': the median over the "
+            "rounds of that ratio with the evaluate_batch run just before each job (the same load)")
         say(f"per-task cost, {args.tiny} shards of 5 positions: in process {tiny_wall / args.tiny * 1e3:.1f} ms per task, "
             f"LocalCluster 2 workers {tiny_cluster * 2 / args.tiny * 1e3:.1f} ms of worker time per task (wall clock)")
         say()
