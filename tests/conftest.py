@@ -2,12 +2,18 @@
 
 Nothing here skips: CI installs Debian's ``stockfish`` package and puts ``shared/`` beside the
 clone, so a missing engine or corpus is a failure with a message saying what to do.
+
+Where the suite's compile time goes: with ``NNUE_INFER_COMPILE_LOG=FILE`` every compile of a kernel
+(a cache miss, with the kernels compiled inside it) appends one JSON line to FILE: the test that
+caused it, the kernel, its process CPU seconds, the process id (``nnue_infer.kernels.cache``'s DEBUG
+records).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -45,6 +51,28 @@ def shared_dir() -> Path:
         f"(looked in {', '.join(str(c) for c in candidates)})",
         pytrace=False,
     )
+
+
+class _CompileLog(logging.Handler):
+    """Appends the end of every kernel compile to ``$NNUE_INFER_COMPILE_LOG`` (see the module docstring)."""
+
+    test = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "compile", None) == "end":
+            with open(os.environ["NNUE_INFER_COMPILE_LOG"], "a") as f:
+                f.write(json.dumps({"test": self.test, "kernel": record.args[0], "cpu_seconds":
+                                    round(record.cpu_seconds, 2), "pid": os.getpid()}) + "\n")
+
+
+_compile_log = _CompileLog(logging.DEBUG)
+if os.environ.get("NNUE_INFER_COMPILE_LOG"):
+    logging.getLogger("nnue_infer").addHandler(_compile_log)
+    logging.getLogger("nnue_infer").setLevel(logging.DEBUG)
+
+
+def pytest_runtest_setup(item):
+    _compile_log.test = item.nodeid
 
 
 def pytest_collection_modifyitems(session, config, items):
