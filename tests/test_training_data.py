@@ -434,3 +434,17 @@ def test_block_ranges_cover_the_file(rows, tmp_path):
     whole = td.read(path)
     assert td.TrainingData.concat(parts).equals(whole, chains=False)
     assert td.block_ranges(path) == [(0, path.stat().st_size)]
+
+
+@pytest.mark.parametrize(("move", "castles"), [("e1h1", "e1g1"), ("e1g1", "e1g1"), ("e1a1", "e1c1"),
+                                               ("e1c1", "e1c1")])
+def test_plain_castling_in_both_forms(move, castles, tmp_path):
+    """King to its castling square (the tools' form) and king onto its own rook both castle on
+    that rook's side; the move type agrees with python-chess."""
+    fen = "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1"
+    path = tmp_path / "c.plain"
+    path.write_text(f"fen {fen}\nmove {move}\nscore 0\nply 0\nresult 0\ne\n")
+    data = td.read(path)
+    assert data.uci() == [castles]
+    assert int(data.move[0]) >> 14 == KB.CASTLE
+    assert chess.Board(fen).is_castling(chess.Move.from_uci(castles))

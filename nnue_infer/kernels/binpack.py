@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit, prange
 
 from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks, piece_attacks
-from .features import BB_KINGS, BB_PAWNS, BB_WHITE, lowest_square, popcount, without_lowest
+from .features import BB_KINGS, BB_PAWNS, BB_ROOKS, BB_WHITE, lowest_square, popcount, without_lowest
 from .notation import king_attacked, put_square, put_uint, write_fen
 
 #: Move types of the ``move`` column (bits 14-15).
@@ -1284,10 +1284,12 @@ def parse_plain(buf, starts, ends, o_bb, o_stm, o_castling, o_ep, o_rule50, o_fu
                 frm = (buf[s] - 97) + 8 * (buf[s + 1] - 49)
                 to = (buf[s + 2] - 97) + 8 * (buf[s + 3] - 49)
                 pt = type_at(bb, frm)
+                own_rook = (bb[BB_ROOKS] & bb[BB_WHITE + stm] & SQUARE_BB[to]) != 0
                 if promo >= 0:
                     move = (PROMOTION << 14) | (frm << 8) | (to << 2) | promo
-                elif pt == BB_KINGS and abs((frm & 7) - (to & 7)) > 1:
-                    rook = (7 if (to & 7) == 6 else 0) + 56 * stm
+                elif pt == BB_KINGS and (own_rook or abs((frm & 7) - (to & 7)) > 1):
+                    # King to its castling square (e1g1) or onto its own rook (e1h1, Chess960 style).
+                    rook = to if own_rook else (7 if (to & 7) > (frm & 7) else 0) + 56 * stm
                     move = (CASTLE << 14) | ((4 + 56 * stm) << 8) | (rook << 2)
                 elif pt == BB_PAWNS and to == ep:
                     move = (EN_PASSANT << 14) | (frm << 8) | (to << 2)
