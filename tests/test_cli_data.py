@@ -119,3 +119,16 @@ def test_info_on_an_empty_file(tmp_path, capsys):
     assert main(["data", "info", str(tmp_path / "empty.plain")]) == 0
     out = capsys.readouterr().out
     assert "positions   0" in out and "chains      0" in out and "None" not in out
+
+
+def test_more_than_32_pieces_is_refused_for_binpack(tmp_path, capsys):
+    """A .binpack position holds at most 32 pieces: 33 were written into a file its own reader
+    refused (status 0); now an error naming the row, and the destination as it was."""
+    src = tmp_path / "p33.plain"
+    src.write_text("fen QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQK/8/8/8/7k b - - 0 1\nmove h1g1\nscore 5\nply 0\n"
+                   "result 0\ne\n")
+    out = tmp_path / "p33.binpack"
+    out.write_bytes(b"old")
+    assert main(["data", "convert", "-q", str(src), str(out)]) == 1
+    assert f"error: {out}: row 0: more than 32 occupied squares" in capsys.readouterr().err
+    assert out.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["p33.binpack", "p33.plain"]

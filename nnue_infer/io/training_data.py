@@ -38,6 +38,7 @@ from ..batch import position_problem
 from ..errors import TrainingDataError
 from ..inputs import STDIN, input_label, open_input, standard_stream
 from ..kernels import binpack as KB
+from ..kernels.features import BB_BLACK, BB_WHITE
 from ..kernels.threads import PARALLEL_LOCK
 
 #: File kinds by extension (a trailing ``.gz`` / ``.zst`` names the compression).
@@ -614,6 +615,13 @@ class TrainingDataWriter:
         if len(data) == 0:
             return
         if self.kind == "binpack":
+            both = data.bitboards[:, BB_WHITE] | data.bitboards[:, BB_BLACK]
+            occupied = np.bitwise_count(both.view(np.uint64))  # of the absolute value if signed
+            crowded = np.flatnonzero(occupied > 32)
+            if crowded.size:
+                bad = int(crowded[0])
+                raise TrainingDataError(f"{self.label}: row {self._rows + bad}: {KB.PROBLEMS[KB.E_OCCUPANCY]}: "
+                                        f"{data[bad: bad + 1].fens()[0]}")
             rows = data if self._open is None else TrainingData.concat([self._open, data])
             cont = rows.continuations()
             KB.limit_chains(cont)
