@@ -132,3 +132,20 @@ def test_more_than_32_pieces_is_refused_for_binpack(tmp_path, capsys):
     assert main(["data", "convert", "-q", str(src), str(out)]) == 1
     assert f"error: {out}: row 0: more than 32 occupied squares" in capsys.readouterr().err
     assert out.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["p33.binpack", "p33.plain"]
+
+
+def test_plain_without_records_stops_at_the_bound(tmp_path, capsys):
+    """/dev/zero as .plain grew memory until MemoryError: the reader stops once an unfinished
+    record passes td.MAX_PLAIN_RECORD, naming the byte; the bound itself is enforced exactly."""
+    proc = subprocess.run([sys.executable, "-m", "nnue_infer", "data", "info", "--from", "plain", "/dev/zero"],
+                          capture_output=True, timeout=600, check=False)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "Traceback" not in err
+    assert f"error: /dev/zero: byte 0: a record longer than {td.MAX_PLAIN_RECORD} bytes without a line 'e'" in err
+    record = b"fen 8/8/8/8/8/8/8/K6k w - - 0 1\nmove a1a2\nscore 0\nply 0\nresult 0\ne\n"
+    path = tmp_path / "x.plain"
+    path.write_bytes(record + b"\n" * (td.MAX_PLAIN_RECORD - len(record)) + record)
+    assert len(td.TrainingData.concat(list(td.iter_chunks(path, chunk_bytes=4096)))) == 2
+    path.write_bytes(record + b"x" * (td.MAX_PLAIN_RECORD + 1))
+    with pytest.raises(td.TrainingDataError, match=rf"x\.plain: byte {len(record)}: a record longer than"):
+        list(td.iter_chunks(path, chunk_bytes=4096))

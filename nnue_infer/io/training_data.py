@@ -47,6 +47,9 @@ KINDS = ("binpack", "bin", "plain", "parquet")
 GROUP_BYTES = 8 << 20
 #: Bytes of ``.plain`` / ``.bin`` read at a time.
 READ_BYTES = 16 << 20
+#: Longest ``.plain`` record accepted (a record is about 150 bytes): past it the reader stops
+#: rather than keep growing an unfinished record (a binary file, no line ``e``).
+MAX_PLAIN_RECORD = 1 << 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -443,6 +446,9 @@ def _iter_plain(stream: BinaryIO, label: str, compressed: bool,
         if bad >= 0:
             raise _error(label, offset + at, problem, compressed)
         carry = text[tail:]
+        if len(carry) > MAX_PLAIN_RECORD:
+            raise _error(label, offset + tail, f"a record longer than {MAX_PLAIN_RECORD} bytes without a line 'e' "
+                         "(not .plain text?)", compressed)
         if at_end and carry.strip():
             raise _error(label, offset + tail, "unterminated record: the text ends without a line 'e'", compressed)
         offset += tail
