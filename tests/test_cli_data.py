@@ -149,3 +149,20 @@ def test_plain_without_records_stops_at_the_bound(tmp_path, capsys):
     path.write_bytes(record + b"x" * (td.MAX_PLAIN_RECORD + 1))
     with pytest.raises(td.TrainingDataError, match=rf"x\.plain: byte {len(record)}: a record longer than"):
         list(td.iter_chunks(path, chunk_bytes=4096))
+
+
+def test_an_error_at_close_leaves_no_temporary_file(tmp_path, capsys):
+    """The last chain is encoded at close: its unencodable move (a1a8, no piece on a1's line can
+    reach it through the pawns) left DST.part-PID behind; a missing directory named that file."""
+    src = tmp_path / "unenc.plain"
+    src.write_text("fen rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\nmove e2e4\nscore 0\nply 0\n"
+                   "result 0\ne\nfen rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1\nmove a1a8\n"
+                   "score 0\nply 1\nresult 0\ne\n")
+    out = tmp_path / "unenc.binpack"
+    assert main(["data", "convert", "-q", str(src), str(out)]) == 1
+    assert f"error: {out}: row 1: move cannot be encoded" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["unenc.plain"]
+    missing = tmp_path / "no" / "x.binpack"
+    assert main(["data", "convert", "-q", str(src), str(missing)]) == 1
+    err = capsys.readouterr().err
+    assert f"{missing}:" in err and ".part-" not in err

@@ -602,7 +602,10 @@ class TrainingDataWriter:
         special = self._path is not None and os.path.exists(path) and not os.path.isfile(path)
         self._tmp = None if path == STDIN or special else f"{path}.part-{os.getpid()}"
         if self.kind != "parquet" or special:  # Parquet goes to the temporary file by name (pyarrow seeks in it)
-            self._file = _open_output(self._tmp or path, path)
+            try:
+                self._file = _open_output(self._tmp or path, path)
+            except OSError as exc:  # name the output, not its temporary file
+                raise OSError(exc.errno, exc.strerror or str(exc), self.label) from exc
 
     def write(self, data: TrainingData) -> None:
         """Append ``data``'s rows.
@@ -729,10 +732,14 @@ class TrainingDataWriter:
         return self
 
     def __exit__(self, exc_type, *exc_info) -> None:
-        if exc_type is None:
-            self.close()
-        else:
+        if exc_type is not None:
             self.abort()
+            return
+        try:
+            self.close()
+        except BaseException:
+            self.abort()
+            raise
 
 
 @contextlib.contextmanager
