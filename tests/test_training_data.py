@@ -448,3 +448,26 @@ def test_plain_castling_in_both_forms(move, castles, tmp_path):
     assert data.uci() == [castles]
     assert int(data.move[0]) >> 14 == KB.CASTLE
     assert chess.Board(fen).is_castling(chess.Move.from_uci(castles))
+
+
+@pytest.mark.parametrize(("line", "problem"), [("score 40000", "score outside -32768 .. 32767"),
+                                               ("score -32769", "score outside -32768 .. 32767"),
+                                               ("ply 70000", "ply outside 0 .. 65535"),
+                                               ("ply -1", "ply outside 0 .. 65535"),
+                                               ("result 5", r"result outside -1 \.\. 1"),
+                                               ("score 12x", "bad integer")])
+def test_plain_numbers_out_of_range_are_refused(line, problem, tmp_path):
+    """They wrapped silently (score 40000 read as -25536, ply -1 as 65535, 'score 12x' as 12); now
+    the error names the byte of the line and the field.  The limits themselves still read."""
+    head = "fen 8/8/8/8/8/8/8/K6k w - - 0 1\nmove a1a2\n"
+    fields = {"score": "score 0", "ply": "ply 0", "result": "result 0"}
+    key = line.split()[0]
+    path = tmp_path / "x.plain"
+    text = head + "\n".join({**fields, key: line}.values()) + "\ne\n"
+    path.write_text(text)
+    offset = text.index(line)
+    with pytest.raises(TrainingDataError, match=rf"x\.plain: byte {offset}: {problem} \(at '{line}'\)"):
+        td.read(path)
+    path.write_text(head + "score -32768\nply 65535\nresult -1\ne\n")
+    data = td.read(path)
+    assert (int(data.score[0]), int(data.ply[0]), int(data.result[0])) == (-32768, 65535, -1)

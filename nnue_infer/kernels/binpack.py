@@ -51,7 +51,7 @@ PLAIN_SLOT = 192
 #: Problem codes of the kernels (0: none); :data:`PROBLEMS` words them.
 (OK, E_TRUNCATED, E_OCCUPANCY, E_NIBBLE, E_KINGS, E_PIECE_INDEX, E_MOVE_INDEX, E_SCORE_VLE, E_CASTLE,
  E_NULL_MOVE, E_BIN_CODE, E_BIN_OVERFLOW, E_UNENCODABLE, E_FEN, E_MOVE_TEXT, E_NUMBER, E_MISSING,
- E_PAWN_RANK) = range(18)
+ E_PAWN_RANK, E_SCORE_RANGE, E_PLY_RANGE, E_RESULT_RANGE) = range(21)
 PROBLEMS = (
     "no problem",
     "truncated: the data ends inside a chain",
@@ -71,6 +71,9 @@ PROBLEMS = (
     "bad integer",
     "record lacks one of fen, move, score, ply, result",
     "pawn on the first or last rank",
+    "score outside -32768 .. 32767",
+    "ply outside 0 .. 65535",
+    "result outside -1 .. 1",
 )
 
 
@@ -1048,8 +1051,8 @@ def find_records(buf, starts, ends):
 
 @njit(cache=True, inline="always")
 def parse_int(buf, start, end):
-    """Leading decimal integer of ``buf[start:end]`` (after blanks, optional sign, within int32);
-    returns ``(value, ok)``."""
+    """The decimal integer ``buf[start:end]`` (after blanks, optional sign, within int32, nothing
+    after the digits); returns ``(value, ok)``."""
     i = start
     while i < end and (buf[i] == 32 or buf[i] == 9):
         i += 1
@@ -1065,7 +1068,7 @@ def parse_int(buf, start, end):
         i += 1
         if v > 2147483648:
             return 0, False
-    if digits == 0 or (not negative and v > 2147483647):
+    if digits == 0 or i < end or (not negative and v > 2147483647):
         return 0, False
     return (-v if negative else v), True
 
@@ -1253,14 +1256,21 @@ def parse_plain(buf, starts, ends, o_bb, o_stm, o_castling, o_ep, o_rule50, o_fu
                 v, ok = parse_int(buf, vs, ve)
                 if not ok:
                     bad = E_NUMBER
-                    bad_at = vs
+                elif field == 2 and not -32768 <= v <= 32767:
+                    bad = E_SCORE_RANGE
+                elif field == 3 and not 0 <= v <= 65535:
+                    bad = E_PLY_RANGE
+                elif field == 4 and not -1 <= v <= 1:
+                    bad = E_RESULT_RANGE
+                if bad != OK:
+                    bad_at = ks  # the line, so that the message shows the field
                     break
                 if field == 2:
-                    o_score[i] = wrap16(v)
+                    o_score[i] = v
                 elif field == 3:
-                    o_ply[i] = v & 0xFFFF
+                    o_ply[i] = v
                 else:
-                    o_result[i] = wrap16(v)
+                    o_result[i] = v
             if field >= 0:
                 seen |= 1 << field
             p = q + 1
