@@ -8,16 +8,17 @@ measurements, per network, over the same positions (dev corpus, every ``--step``
 
 * ``evaluate_moves``: ``ev.evaluate_moves(board)`` for each position (compiled legal moves, one
   incremental update per child, a refresh-cache refresh per king move), per child;
-* ``kernel``: the same compiled call without the Python wrapper (``children._kernel()`` on
-  prepared arguments), per child;
+* ``kernel``: the same compiled call without the Python wrapper (the Evaluator's compiled entry
+  point on prepared arguments), per child;
 * ``loop``: ``for m in board.legal_moves: ev.push(m, validate=False); ev.evaluate(); ev.pop()``
   on the position set with ``set_position``, per child (python-chess's move generation included);
 * ``batch``: ``evaluate_children_batch`` on one thread over all the positions (boards), per child.
 
-A breakdown for the first network splits the compiled call's time per child (compiled loops,
-thread CPU): legal moves and ``play`` alone; the children whose move is not a king move, and those
-whose is (a refresh through the cache), one ``arena.evaluate_ply`` each after their parent's; and
-one child evaluated again and again (hot caches, as C's figure), the parents' cost subtracted.
+A breakdown for the first network splits the compiled call's time per child (thread CPU): legal
+moves and ``play`` alone (a compiled loop); the compiled call on given moves (standard-chess
+positions), less the same calls with none given: the children whose move is not a king move, those
+whose is (a refresh through the refresh cache), and one child evaluated again and again (hot
+caches, as C's figure); and the parent with the call's own cost, per position.
 
 A second table times ``evaluate(fen)`` (the compiled FEN parser, then the full-refresh kernel)
 against ``evaluate(board)`` for the same positions (issue 22 item 4: at most 1.5x), and the
@@ -51,9 +52,7 @@ from bench_limits import build_c, shared_dir  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer import children  # noqa: E402
-from nnue_infer.kernels.arena import evaluate_ply  # noqa: E402
-from nnue_infer.kernels.children import as_position  # noqa: E402
-from nnue_infer.kernels.movegen import MAX_MOVES, king_square, legal_moves, play  # noqa: E402
+from nnue_infer.kernels.movegen import MAX_MOVES, legal_moves, play  # noqa: E402
 
 C_CASE = "eval_incremental\tbig hot"
 
@@ -75,51 +74,67 @@ def run_c(bench: Path) -> tuple[float, str]:
 
 
 @njit
-def loop_children(address, bitboards, stm, castling, ep, mode):
-    """Children of every position through ``arena.evaluate_ply`` (parent at ply 1, child at ply 2).
-    ``mode``: 0 legal moves and play only, 1 non-king children, 2 king-move children, 3 the first
-    child of each position as many times as it has children, 4 parents only.  Returns the number
-    of children evaluated."""
+def moves_and_play(bitboards, stm, castling, ep):
+    """Legal moves and ``play`` of every child of every position; returns the number of children."""
     moves = np.empty(MAX_MOVES, np.uint16)
     child = np.empty(8, np.int64)
     count = 0
     for i in range(bitboards.shape[0]):
-        b = bitboards[i]
-        if mode != 0:
-            evaluate_ply(address, np.int64(1), np.int64(0), as_position(b, stm[i] == 0))
-        if mode == 4:
-            continue
-        n = legal_moves(b, stm[i], castling[i], ep[i], False, moves)
-        king = king_square(b, stm[i])
+        n = legal_moves(bitboards[i], stm[i], castling[i], ep[i], False, moves)
         for k in range(n):
-            code = np.int64(moves[0] if mode == 3 else moves[k])
-            if (mode == 1 and (code & 63) == king) or (mode == 2 and (code & 63) != king):
-                continue
-            play(b, stm[i], code, ep[i], child)
-            count += 1
-            if mode != 0:
-                evaluate_ply(address, np.int64(2), np.int64(2), as_position(child, stm[i] == 1))
+            play(bitboards[i], stm[i], np.int64(moves[k]), ep[i], child)
+        count += n
     return count
 
 
-def breakdown(ev, boards: list[chess.Board]) -> dict[str, float]:
-    """Per child ns of :func:`loop_children`'s modes (standard-chess positions), parents subtracted."""
-    boards = [b for b in boards if not b.chess960]
-    bitboards = np.array([(b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings, b.occupied_co[1],
-                           b.occupied_co[0]) for b in boards], np.uint64).view(np.int64)
-    stm = np.array([0 if b.turn else 1 for b in boards], np.int64)
-    castling = np.array([b.clean_castling_rights() for b in boards], np.uint64).view(np.int64)
-    ep = np.array([b.ep_square or 0 for b in boards], np.int64)
-    out, counts = {}, {}
-    for mode in (4, 0, 1, 2, 3):
-        loop_children(ev._address, bitboards, stm, castling, ep, mode)
+def breakdown(net: Net) -> dict[str, float]:
+    """Per child ns of the compiled call on given moves (standard-chess positions), each less the
+    same calls with no move given (the parents and the calls' own cost): the children whose move is
+    not a king move, those whose is, and the first move given as many times as the position has
+    children (the same child again and again: hot caches, as C's figure)."""
+    rows = [(p, b) for p, b in zip(net.prepared, net.boards) if not b.chess960]
+    ev = net.ev
+    kernel, address, ply = ev._entry_point(ev._children_entry), ev._address, len(ev._board.move_stack) + 1
+    codes, values = np.empty(MAX_MOVES, np.uint16), np.empty(MAX_MOVES, np.int32)
+
+    def given(select):
+        out = []
+        for (position, castling, ep, c960), b in rows:
+            moves = list(b.legal_moves)
+            chosen = select(b, moves)
+            out.append((position, castling, ep, c960, children.move_codes(chosen), len(chosen)))
+        return out
+
+    def king(b: chess.Board, m: chess.Move) -> bool:
+        return b.piece_type_at(m.from_square) == chess.KING
+
+    sets = {"none": given(lambda b, ms: []),
+            "non-king children": given(lambda b, ms: [m for m in ms if not king(b, m)]),
+            "king-move children": given(lambda b, ms: [m for m in ms if king(b, m)]),
+            "one child repeated (hot)": given(lambda b, ms: ms[:1] * len(ms))}
+
+    def run(args):
         t = time.thread_time_ns()
-        counts[mode] = loop_children(ev._address, bitboards, stm, castling, ep, mode)
-        out[mode] = time.thread_time_ns() - t
-    parents = out[4]
-    return {"moves and play": out[0] / counts[0], "non-king children": (out[1] - parents) / counts[1],
-            "king-move children": (out[2] - parents) / counts[2], "one child repeated (hot)": (out[3] - parents) / counts[3],
-            "parent (per position)": parents / len(boards)}
+        for position, castling, ep, c960, moves, n in args:
+            kernel(address, ply, 0, position, castling, ep, c960, moves, n, False, codes, values)
+        return time.thread_time_ns() - t
+
+    out = {name: run(args) for name, args in sets.items()}
+    base = out.pop("none")
+    result = {}
+    bitboards = np.array([p[0][:8] for p, _ in rows], np.uint64).view(np.int64)
+    stm = np.array([0 if p[0][8] else 1 for p, _ in rows], np.int64)
+    castling = np.array([p[1] for p, _ in rows], np.uint64).view(np.int64)
+    ep = np.array([p[2] for p, _ in rows], np.int64)
+    moves_and_play(bitboards, stm, castling, ep)
+    t = time.thread_time_ns()
+    n = moves_and_play(bitboards, stm, castling, ep)
+    result["moves and play"] = (time.thread_time_ns() - t) / n
+    for name, args in sets.items():
+        if name != "none":
+            result[name] = (out[name] - base) / max(1, sum(a[5] for a in args))
+    result["parent and call (per position)"] = base / len(rows)
+    return result
 
 
 def thread_ns(fn) -> int:
@@ -143,8 +158,8 @@ class Net:
             occ = b.occupied_co
             self.prepared.append(((b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings, occ[1], occ[0], b.turn),
                                   b.clean_castling_rights(), b.ep_square or 0, b.chess960))
-        self.codes = children.np.empty(MAX_MOVES, children.np.uint16)
-        self.values = children.np.empty(MAX_MOVES, children.np.int32)
+        self.codes = np.empty(MAX_MOVES, np.uint16)
+        self.values = np.empty(MAX_MOVES, np.int32)
         ev.evaluate_moves(boards[0])  # compile / load
 
     def evaluate_moves(self) -> None:
@@ -153,10 +168,11 @@ class Net:
             evaluate_moves(b)
 
     def kernel(self) -> None:
-        kernel, address, ply = children._kernel(), self.ev._address, len(self.ev._board.move_stack) + 1
+        ev = self.ev
+        kernel, address, ply = ev._entry_point(ev._children_entry), ev._address, len(ev._board.move_stack) + 1
         none, codes, values = children._NO_MOVES, self.codes, self.values
         for position, castling, ep, c960 in self.prepared:
-            kernel(address, ply, 0, position, castling, ep, c960, none, -1, codes, values)
+            kernel(address, ply, 0, position, castling, ep, c960, none, -1, False, codes, values)
 
     def loop(self) -> None:
         ev = self.ev
@@ -217,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"round {r + 1}/{args.rounds}", file=sys.stderr)
             c_rounds.append(run_c(bench))
             py_rounds.append({net.spec: net.measure() for net in nets})
-            py_rounds[-1]["breakdown"] = breakdown(nets[0].ev, boards)
+            py_rounds[-1]["breakdown"] = breakdown(nets[0])
     c_ns = statistics.median(c for c, _ in c_rounds)
     print(f"nnue-infer {nnue_infer.__version__}, every child of {len(boards)} dev positions "
           f"({nets[0].children} children): median of {args.rounds} rounds, thread CPU time, 1 thread; "

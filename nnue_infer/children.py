@@ -26,22 +26,12 @@ from .kernels import arena, simd
 from .kernels import children as KC
 from .kernels.movegen import MAX_MOVES
 
-#: Argument types of :func:`nnue_infer.kernels.children.evaluate_children` as the Evaluator calls it.
+#: Argument types of ``evaluate_children`` (:func:`nnue_infer.kernels.children.kernels`) as the
+#: Evaluator calls it (its ``_children_entry``).
 _CODES = types.Array(types.uint16, 1, "C")
-_SIGNATURE = (types.int64, types.int64, types.int64, arena.POSITION, types.uint64, types.int64, types.boolean, _CODES,
-              types.int64, _CODES, types.Array(types.int32, 1, "C"))
-_compiled: list = []
+ENTRY_TYPES = (types.int64, types.int64, types.int64, arena.POSITION, types.uint64, types.int64, types.boolean,
+               _CODES, types.int64, types.boolean, _CODES, types.Array(types.int32, 1, "C"))
 _NO_MOVES = np.empty(0, np.uint16)
-
-
-def _kernel():
-    """``evaluate_children`` compiled for :data:`_SIGNATURE` (or loaded from Numba's cache) on first
-    use, called directly (no dispatch on the argument types); the plain function under
-    ``NUMBA_DISABLE_JIT``."""
-    if not _compiled:
-        kernel = KC.evaluate_children
-        _compiled.append(kernel.compile(_SIGNATURE) if hasattr(kernel, "compile") else kernel)
-    return _compiled[0]
 
 
 def move_code(move: chess.Move) -> int:
@@ -92,11 +82,6 @@ def move_codes(moves: Iterable[chess.Move | str]) -> np.ndarray:
     return codes
 
 
-def castling_rights(board: chess.Board) -> int:
-    """python-chess's ``clean_castling_rights()`` (a bitboard of the rooks that may castle)."""
-    return board.clean_castling_rights()
-
-
 def evaluate_moves(ev, board: chess.Board | None, moves: Iterable[chess.Move | str] | None
                    ) -> tuple[np.ndarray, np.ndarray]:
     """The work of ``Evaluator.evaluate_moves`` (the caller holds the evaluator's in-use token and
@@ -128,8 +113,10 @@ def evaluate_moves(ev, board: chess.Board | None, moves: Iterable[chess.Move | s
                 occupied_co[0], board.turn)
     codes = np.empty(size, np.uint16)
     values = np.empty(size, np.int32)
-    n, parent = _kernel()(ev._address, ply, trusted, position, board.clean_castling_rights(), board.ep_square or 0,
-                          board.chess960, given, n_given, codes, values)
+    castling = board.castling_rights and board.clean_castling_rights()  # none: 0 without python-chess's cleaning
+    n, parent = ev._entry_point(ev._children_entry)(ev._address, ply, trusted, position, castling,
+                                                    board.ep_square or 0, board.chess960, given, n_given, current,
+                                                    codes, values)
     if current and n != KC.INVALID_POSITION:
         ev._trusted = ply + 1  # the parent's pair is computed; the children's (ply + 1) is not trusted
         ev._memo[ply] = (position, parent)
@@ -238,8 +225,8 @@ def evaluate_children_batch(ev, positions: Iterable[chess.Board | str], as_board
     results = np.empty(n, np.int64)
     keep, addresses = _thread_arenas(ev, numba.get_num_threads())
     with PARALLEL_LOCK, numba.parallel_chunksize(1):
-        KC.evaluate_children_batch(addresses, bitboards, stm, castling, ep, chess960, offsets, n_chunks(), codes,
-                                   values, results)
+        ev._children_kernels.evaluate_children_batch(addresses, bitboards, stm, castling, ep, chess960, offsets,
+                                                     n_chunks(), codes, values, results)
     del keep
     bad = np.flatnonzero(results < 0)
     if bad.size:

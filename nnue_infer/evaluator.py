@@ -35,6 +35,7 @@ from .kernels import arena
 from .kernels import forward as K
 from .kernels import simd
 from .kernels.accumulator import STATE_COLUMNS
+from .kernels.children import kernels as children_kernels
 from .kernels.dense import SCRATCH_FEATURES, scratch_size
 from .kernels.forward import INVALID_POSITION
 from .kernels.threads import PARALLEL_LOCK, n_chunks
@@ -228,17 +229,25 @@ class Evaluator:
         of those kernels and the other entry kernels, all specialised for the network's
         ``forward.Config`` (``kernel_args`` None: the same keys, no values)."""
         if kernel_args is None:
-            return dict.fromkeys(("_header", "_address", "_ply_entry", "_board_entry", "_fen_entry", "_kernels"))
+            return dict.fromkeys(("_header", "_address", "_ply_entry", "_board_entry", "_fen_entry", "_children_entry",
+                                  "_kernels", "_children_kernels"))
         header = np.zeros(arena.HEADER_SIZE, np.int64)
         arena.write_header(header, kernel_args)
         int64 = numba.types.int64
         config = K.config_of_cfg(kernel_args[6])
         entries = arena.kernels(config)
+        made = children_kernels(config)
         return {"_header": header, "_address": header.ctypes.data,
                 "_ply_entry": _entry_index(entries.evaluate_ply, (int64, int64, int64, arena.POSITION)),
                 "_board_entry": _entry_index(entries.evaluate_board, (int64, arena.POSITION)),
                 "_fen_entry": _entry_index(entries.evaluate_fen, _FEN_TYPES),
-                "_kernels": K.kernels(config)}
+                "_children_entry": _entry_index(made.evaluate_children, children.ENTRY_TYPES),
+                "_kernels": K.kernels(config), "_children_kernels": made}
+
+    @staticmethod
+    def _entry_point(index: int):
+        """The compiled function of entry ``index`` (``_ply_entry``, ``_children_entry``, ...): see :func:`_entry`."""
+        return _ENTRIES[index] or _entry(index)
 
     def _busy(self) -> ConcurrentUseError:
         """The error for a call made while another call is running: from another thread, or from code
@@ -845,7 +854,6 @@ class Evaluator:
         return out
 
     # -- every child of a position (nnue_infer.children) ----------------------------
-    @_exclusive
     def evaluate_moves(self, board: chess.Board | str | None = None,
                        moves: Iterable[chess.Move | str] | None = None) -> np.ndarray:
         """Values of the positions after each legal move of the current position (or of ``board``).
@@ -881,7 +889,15 @@ class Evaluator:
         TypeError
             ``board`` is neither a board nor a FEN, ``moves`` a single move or string.
         """
-        return children.evaluate_moves(self, None if board is None else _as_board(board), moves)[1]
+        free = self._free  # the in-use token, as _exclusive takes it (inlined: this call is per position)
+        try:
+            free.pop()
+        except IndexError:
+            raise self._busy() from None
+        try:
+            return children.evaluate_moves(self, None if board is None else _as_board(board), moves)[1]
+        finally:
+            free.append(_TOKEN)
 
     def evaluate_moves_cp(self, board: chess.Board | str | None = None,
                           moves: Iterable[chess.Move | str] | None = None, white_pov: bool = False) -> np.ndarray:

@@ -179,17 +179,6 @@ def board_value(address, position, isa, fc0_isa, ft_activation, relations, float
                                   ft_activation, relations, float_tail)
 
 
-@njit(cache=True)
-def evaluate_ply(address, ply, trusted, position):
-    """:func:`ply_value` with the configuration read from the header at run time: every path
-    compiled in, for kernels that call it (``kernels.children``).  The Evaluator's own calls go to
-    the kernels specialised for its network (:func:`kernels`)."""
-    params = config_views(header_at(address))[0]
-    return ply_value(address, ply, trusted, position, params[forward.P_SIMD], params[forward.P_FC0_SIMD],
-                     params[forward.P_FT_ACTIVATION], params[forward.P_THREATS] != 0 or params[forward.P_PAIRS] != 0,
-                     True)
-
-
 class Kernels(NamedTuple):
     """The entry kernels of one ``forward.Config`` (see :func:`kernels`)."""
 

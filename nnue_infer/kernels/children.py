@@ -1,27 +1,32 @@
 """Every child of a position evaluated in one call: legal moves generated and played in compiled
 code, each child one incremental update from its parent's accumulator.
 
-The evaluation goes through :func:`nnue_infer.kernels.arena.evaluate_ply` on an evaluator's
-arena header (see :mod:`~nnue_infer.kernels.arena`): the parent at some ply of its accumulator
-stack (brought up to date from the nearest computed ancestor below ``trusted``, or through the
-refresh cache) and each child in turn at the next ply (one update from the parent per
-perspective; a king move refreshes that perspective through the refresh cache, threat and
-pawn-pair inputs included), exactly as ``push``, ``evaluate()`` and ``pop`` would.  Calling the compiled ``evaluate_ply`` instead of inlining the
-network here keeps these entry points small: they compile in seconds, not minutes.
+The kernels work on an evaluator's arena header (see :mod:`~nnue_infer.kernels.arena`) and are made
+per ``forward.Config`` (:func:`kernels`: a network compiles its own path only).  The parent goes to
+some ply of the accumulator stack and is brought up to date as ``Evaluator.evaluate`` does
+(``forward.update_stack``: from the nearest computed ancestor below ``trusted``, or through the
+refresh cache); each child goes to the next ply's pair: per perspective whose king did not move, one
+update from the parent's accumulator (copy plus the feature delta, threat and pawn-pair inputs
+included; no search for an ancestor, no refresh-cache bookkeeping), and for the side whose king
+moved a refresh through the refresh cache (``accumulator.update_perspective``), then the layer
+stack.  The next child's feature delta is worked out while the current one is evaluated and its
+weight rows are prefetched.  The values are those of ``push``, ``evaluate()`` and ``pop``
+(accumulator sums wrap, so any order of rows gives the same bits).
 
-Result codes (the return value of :func:`evaluate_children` when negative):
+Result codes (the return value of ``evaluate_children`` when negative):
 ``INVALID_POSITION`` the parent cannot be represented; ``OPPONENT_IN_CHECK`` the side not to move
 is in check (its king could be taken: no child would be a chess position);
 ``ILLEGAL_MOVE - i`` the given move ``i`` is not legal; ``INVALID_CHILD - k`` child ``k``
 cannot be represented (only after an odd en passant square, see :mod:`.movegen`).
 
-Note: Numba's on-disk cache keys a function on its own file only, and the cached kernels here
-contain the compiled :func:`~nnue_infer.kernels.arena.evaluate_ply` they call (and what it
-inlines): a change to ``arena``, ``forward`` or a kernel those inline must come with an edit of
-this file (or a cleared ``__pycache__``), as for ``arena`` itself.  Last such change: none (new).
+The cached kernels here contain the kernels they inline from other files: their cache is stamped
+with the contents of every kernel file (:mod:`nnue_infer.kernels.cache`).
 """
 
 from __future__ import annotations
+
+import functools
+from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
@@ -29,15 +34,20 @@ from numba import get_thread_id, njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from .arena import config_views, evaluate_ply, header_arrays, header_at, put_position
-from .features import (BB_WHITE, POS_BLACK_KINGS, POS_INCONSISTENT, POS_WHITE_KINGS, changed_features, check_bitboards,
-                       king_frame, king_square)
-from .forward import INVALID_POSITION, P_MIRROR, P_NUM_SLOTS
+from .accumulator import STATE_FLAG, update_accumulator, update_perspective, update_relations
+from .arena import config_views, header_arrays, header_at, put_position, scratch_views
+from .features import (BB_WHITE, POS_BLACK_KINGS, POS_INCONSISTENT, POS_OK, POS_WHITE_KINGS, changed_features,
+                       check_bitboards, king_frame, king_square)
+from .forward import (INVALID_POSITION, P_CACHE_PAIRS, P_MAX_PIECES, P_MIRROR, P_NUM_SLOTS, P_PAIR_OFFSET, P_PAIRS,
+                      P_THREATS, Config, evaluate_pair, update_stack)
 from .movegen import MAX_MOVES, attackers, legal_moves, play, to_chess960
 
 OPPONENT_IN_CHECK = -(1 << 60)
 ILLEGAL_MOVE = -(1 << 50)
 INVALID_CHILD = -(1 << 40)
+#: Room for the added (or removed) features of one perspective in one move (at most 2 + 2 for
+#: castling; 32 as ``features.changed_features`` asks).
+DELTA = 32
 
 
 def prefetch(arr, index) -> None:
@@ -71,25 +81,27 @@ def _prefetch_overload(arr, index):
     return None
 
 
-@njit(cache=True)
-def prefetch_rows(address, parent, child, orients, bases, added, removed):
-    """Prefetch the feature-transformer rows the update parent -> ``child`` will read, for each
-    perspective whose king does not move (``orients``/``bases``: the parent's king frames, see
-    ``features.king_frame``), so that they arrive while the previous child's layer stack runs."""
-    h = header_at(address)
-    arrays = header_arrays(h)
-    ft_weights, psqt_weights = arrays[0], arrays[1]
-    params, slot_table, king_buckets, layers = config_views(h)
+@njit(cache=True, inline="always")
+def child_delta(parent, child, kings, orients, bases, slot_table, ft_weights, psqt_weights, lists, counts):
+    """The feature delta parent -> ``child`` per perspective whose king did not move (``kings``,
+    ``orients``, ``bases``: the parent's king squares and frames, ``features.king_frame``) into
+    ``lists`` int32[2, 2, DELTA] (perspective, added / removed) and ``counts`` int64[2, 2]
+    (``counts[p, 0] = -1``: ``p``'s king moved), and a prefetch of the weight rows the update will
+    read, so that they arrive while the previous child's layer stack runs."""
     width = ft_weights.shape[1]
     for p in range(2):
-        if king_square(child, p) != king_square(parent, p):
+        if king_square(child, p) != kings[p]:
+            counts[p, 0] = -1
             continue
-        n_added, n_removed = changed_features(parent, child, p, orients[p], bases[p], slot_table, added, removed)
+        n_added, n_removed = changed_features(parent, child, p, orients[p], bases[p], slot_table, lists[p, 0],
+                                              lists[p, 1])
+        counts[p, 0] = n_added
+        counts[p, 1] = n_removed
         for j in range(n_added + n_removed):
-            row = (added[j] if j < n_added else removed[j - n_added]) * width
+            row = lists[p, 0, j] if j < n_added else lists[p, 1, j - n_added]
             for line in range(0, width, 32):  # 64-byte lines of int16
-                prefetch(ft_weights, row + line)
-            prefetch(psqt_weights, (added[j] if j < n_added else removed[j - n_added]) * psqt_weights.shape[1])
+                prefetch(ft_weights, row * width + line)
+            prefetch(psqt_weights, row * psqt_weights.shape[1])
 
 
 @njit(cache=True, inline="always")
@@ -100,99 +112,119 @@ def as_position(bitboards, white_to_move):
             white_to_move)
 
 
-@njit(cache=True)
-def evaluate_children(address, ply, trusted, position, castling, ep, chess960, given, n_given, moves, values):
-    """Values of the positions after the legal moves (or the given ones) of ``position``.
-
-    Parameters
-    ----------
-    address : int
-        Address of an arena header (:func:`nnue_infer.kernels.arena.write_header`).
-    ply, trusted : int
-        The parent goes to pair ``ply`` of the stack (computed as ``arena.evaluate_ply(address, ply,
-        trusted, position)``), the children to pair ``ply + 1``: the header needs ``ply + 2`` plies.
-    position : arena.POSITION
-        The parent: eight uint64 bitboards and the side to move (True: White).
-    castling : uint64
-        ``Board.clean_castling_rights()``.
-    ep : int
-        ``Board.ep_square``, 0 for none.
-    chess960 : bool
-        ``Board.chess960``.
-    given : uint16[>= n_given]
-        Move codes (:mod:`~nnue_infer.kernels.movegen`) to evaluate when ``n_given >= 0``; castling
-        may be king-to-target or king-takes-rook, as python-chess accepts it.
-    n_given : int
-        -1 to evaluate every legal move.
-    moves : uint16[>= max(MAX_MOVES, n_given)]
-        Output: the moves evaluated, as python-chess writes them (``Board.legal_moves`` order
-        when ``n_given < 0``).
-    values : int32[>= max(MAX_MOVES, n_given)]
-        Output: value of each child (internal units, the child's side to move's point of view).
-
-    Returns
-    -------
-    (int, int)
-        The number of children (or a negative result code, module docstring) and the parent's value.
-    """
-    parent = evaluate_ply(address, ply, trusted, position)
-    if parent == INVALID_POSITION:
-        return INVALID_POSITION, parent
-    rows = np.empty((1, 1, 8), np.int64)
-    put_position(rows, 0, position)
-    bitboards = rows[0, 0]
-    stm = 0 if position[8] else 1
-    occupied = bitboards[BB_WHITE] | bitboards[BB_WHITE + 1]
-    if attackers(bitboards, stm, king_square(bitboards, 1 - stm), occupied) != 0:
-        return OPPONENT_IN_CHECK, parent
-    castling = np.int64(np.uint64(castling))  # bit 63 (h8) set: through uint64, also in plain Python
+@njit(cache=True, inline="always")
+def find_moves(bitboards, stm, castling, ep, chess960, given, n_given, moves):
+    """The legal moves of the parent into ``moves`` (all when ``n_given < 0``, else the given ones
+    as the generator writes them); returns their number or ``ILLEGAL_MOVE - i``."""
     if n_given < 0:
-        n = legal_moves(bitboards, stm, castling, ep, chess960, moves)
-    else:
-        legal = np.empty(MAX_MOVES, np.uint16)
-        n_legal = legal_moves(bitboards, stm, castling, ep, chess960, legal)
-        for i in range(n_given):
+        return legal_moves(bitboards, stm, castling, ep, chess960, moves)
+    legal = np.empty(MAX_MOVES, np.uint16)
+    n_legal = legal_moves(bitboards, stm, castling, ep, chess960, legal)
+    for i in range(n_given):
+        found = -1
+        for j in range(n_legal):  # as written (UCI of python-chess's moves) ...
+            if legal[j] == given[i]:
+                found = j
+                break
+        if found < 0:  # ... or castling written the other way
             wanted = to_chess960(bitboards, np.int64(given[i]))
-            found = -1
             for j in range(n_legal):
                 if to_chess960(bitboards, np.int64(legal[j])) == wanted:
                     found = j
                     break
-            if found < 0:
-                return ILLEGAL_MOVE - i, parent
-            moves[i] = legal[found]
-        n = n_given
+        if found < 0:
+            return ILLEGAL_MOVE - i
+        moves[i] = legal[found]
+    return n_given
+
+
+@njit(cache=True, inline="always")
+def children_values(address, ply, trusted, position, castling, ep, chess960, given, n_given, with_parent, moves,
+                    values, isa, fc0_isa, ft_activation, relations, float_tail):
+    """The body of ``evaluate_children`` (see :func:`kernels`); ``isa`` .. ``float_tail`` as in
+    ``forward.Config``."""
     h = header_at(address)
+    a = header_arrays(h)
     params, slot_table, king_buckets, layers = config_views(h)
+    added, removed, rel, idx = scratch_views(h, params, layers)
+    ft_weights, psqt_weights, weights8, psqt8, weights, biases = a[0], a[1], a[2], a[3], a[4], a[5]
+    accs, psqts, state, scratch = a[7], a[8], a[9], a[10]
+    empty = params[P_CACHE_PAIRS]
+    top = empty + 3 + ply
+    put_position(state, top, position)
+    state[top, 0, STATE_FLAG] = 0
+    state[top, 1, STATE_FLAG] = 0
+    if update_stack(ply, trusted, params, slot_table, king_buckets, ft_weights, psqt_weights, weights8, psqt8, accs,
+                    psqts, state, added, removed, rel, idx, isa, relations) < 0:
+        return INVALID_POSITION, INVALID_POSITION
+    bitboards = np.empty(8, np.int64)
+    for i in range(8):
+        bitboards[i] = state[top, 0, i]
+    stm = 0 if position[8] else 1
+    occupied = bitboards[BB_WHITE] | bitboards[BB_WHITE + 1]
+    if attackers(bitboards, stm, king_square(bitboards, 1 - stm), occupied) != 0:
+        result = OPPONENT_IN_CHECK
+    else:
+        result = find_moves(bitboards, stm, np.int64(np.uint64(castling)), ep, chess960, given, n_given, moves)
+    n = max(result, 0)
+    kings = np.empty(2, np.int64)
     orients = np.empty(2, np.int64)
     bases = np.empty(2, np.int64)
     for p in range(2):
-        orient, base, _ = king_frame(king_square(bitboards, p), p, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS])
+        kings[p] = king_square(bitboards, p)
+        orient, base, _ = king_frame(kings[p], p, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS])
         orients[p] = orient
         bases[p] = base
-    scratch = np.empty(64, np.int32)
-    added, removed = scratch[:32], scratch[32:]
+    pair = top + 1
+    state[pair, 0, STATE_FLAG] = 0  # the children's pair is not a computed ply for the stack
+    state[pair, 1, STATE_FLAG] = 0
     children = np.empty((2, 8), np.int64)
+    lists = np.empty((2, 2, 2, DELTA), np.int32)
+    counts = np.empty((2, 2, 2), np.int64)
     if n > 0:
         play(bitboards, stm, np.int64(moves[0]), ep, children[0])
-    for k in range(n):
-        child = children[k & 1]
-        if k + 1 < n:
-            following = children[(k + 1) & 1]
-            play(bitboards, stm, np.int64(moves[k + 1]), ep, following)
-            prefetch_rows(address, bitboards, following, orients, bases, added, removed)
-        value = evaluate_ply(address, ply + 1, ply + 1, as_position(child, stm == 1))
-        if value == INVALID_POSITION:
-            return INVALID_CHILD - k, parent
-        values[k] = value
-    return n, parent
+        child_delta(bitboards, children[0], kings, orients, bases, slot_table, ft_weights, psqt_weights, lists[0],
+                    counts[0])
+    parent = 0
+    for k in range(-1 if with_parent or result < 0 else 0, n):
+        if k < 0:  # the parent's value, in the loop: one copy of the layer stack in the compiled code
+            position_k, pair_k, stm_k = bitboards, top, stm
+        else:
+            position_k, pair_k, stm_k = children[k & 1], pair, 1 - stm
+            if k + 1 < n:
+                following = children[(k + 1) & 1]
+                play(bitboards, stm, np.int64(moves[k + 1]), ep, following)
+                child_delta(bitboards, following, kings, orients, bases, slot_table, ft_weights, psqt_weights,
+                            lists[(k + 1) & 1], counts[(k + 1) & 1])
+            if check_bitboards(position_k, params[P_MAX_PIECES]) != POS_OK:
+                return INVALID_CHILD - k, parent
+            delta, count = lists[k & 1], counts[k & 1]
+            for p in range(2):
+                if count[p, 0] < 0:
+                    update_perspective(position_k, p, np.int64(-1), pair, empty, accs, psqts, state, ft_weights,
+                                       psqt_weights, slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS],
+                                       added, removed, weights8, psqt8, params[P_THREATS], params[P_PAIRS],
+                                       params[P_PAIR_OFFSET], rel, idx, isa, relations)
+                    continue
+                update_accumulator(ft_weights, psqt_weights, accs[top, p], psqts[top, p], delta[p, 0], count[p, 0],
+                                   delta[p, 1], count[p, 1], accs[pair, p], psqts[pair, p], np.int64(isa))
+                if relations:
+                    update_relations(bitboards, position_k, p, params[P_THREATS], params[P_PAIRS],
+                                     params[P_PAIR_OFFSET], weights8, psqt8, rel, idx, accs[pair, p], psqts[pair, p])
+        value = evaluate_pair(position_k, pair_k, stm_k, params, accs, psqts, scratch, weights, biases, layers, isa,
+                              fc0_isa, ft_activation, float_tail)
+        if k < 0:
+            parent = value
+        else:
+            values[k] = value
+    return result, parent
 
 
 @njit(cache=True)
 def count_legal_moves(bitboards, stm, castling, ep, chess960, counts):
     """Number of legal moves of each of ``n`` positions into ``counts`` int64[n] (arrays as in
-    :func:`evaluate_children_batch`); 0 for a row without exactly one king per side (or with
-    contradictory bitboards), which :func:`evaluate_children` then refuses."""
+    ``evaluate_children_batch``, :func:`kernels`); 0 for a row without exactly one king per side (or
+    with contradictory bitboards), which ``evaluate_children`` then refuses."""
     buf = np.empty(MAX_MOVES, np.uint16)
     for i in range(bitboards.shape[0]):
         code = check_bitboards(bitboards[i], 64)
@@ -202,44 +234,82 @@ def count_legal_moves(bitboards, stm, castling, ep, chess960, counts):
         counts[i] = legal_moves(bitboards[i], np.int64(stm[i]), castling[i], np.int64(ep[i]), chess960[i] != 0, buf)
 
 
-@njit(parallel=True, cache=True)
-def evaluate_children_batch(addresses, bitboards, stm, castling, ep, chess960, offsets, n_chunks, moves, values,
-                            results):
-    """:func:`evaluate_children` of ``n`` positions on all cores, into CSR arrays.
+class Kernels(NamedTuple):
+    """The kernels of one ``forward.Config`` (see :func:`kernels`)."""
 
-    Parameters
-    ----------
-    addresses : int64[threads]
-        One arena header per Numba thread (``numba.get_num_threads()``), each with its own
-        accumulators (two plies at least), refresh cache and scratch.
-    bitboards : int64[n, 8]
-        The positions (:mod:`nnue_infer.kernels.features` layout).
-    stm, castling, ep, chess960 : uint8[n], int64[n], int64[n], uint8[n]
-        Side to move (0 White), clean castling rights, en passant square (0 none), Chess960 flag.
-    offsets : int64[n + 1]
-        The children of row ``i`` go to ``moves`` / ``values`` ``[offsets[i]:offsets[i + 1]]``
-        (from :func:`count_legal_moves`).
-    n_chunks : int
-        Contiguous chunks of rows handed out to the threads.
-    moves, values : uint16[offsets[n]], int32[offsets[n]]
-        Output: move codes and values, as :func:`evaluate_children`.
-    results : int64[n]
-        Output: per row, what :func:`evaluate_children` returned.
+    evaluate_children: object
+    evaluate_children_batch: object
+
+
+@functools.cache
+def kernels(config: Config) -> Kernels:
+    """The children kernels specialised for ``config`` (its fields are compile-time constants, as in
+    :func:`forward.kernels <nnue_infer.kernels.forward.kernels>`).
+
+    ``evaluate_children(address, ply, trusted, position, castling, ep, chess960, given, n_given,
+    with_parent, moves, values)``: values of the positions after the legal moves (or the given
+    ones) of ``position``.
+
+    * ``address``: an arena header (:func:`nnue_infer.kernels.arena.write_header`);
+    * ``ply``, ``trusted``: the parent goes to pair ``ply`` of the stack (as
+      ``arena.kernels(config).evaluate_ply(address, ply, trusted, position)`` would compute it),
+      the children to pair ``ply + 1``: the header needs ``ply + 2`` plies;
+    * ``position``: the parent, an ``arena.POSITION`` (eight uint64 bitboards, the side to move,
+      True: White); ``castling`` uint64 ``Board.clean_castling_rights()``; ``ep`` int
+      ``Board.ep_square`` (0 for none); ``chess960`` bool;
+    * ``given`` uint16[>= n_given]: move codes (:mod:`~nnue_infer.kernels.movegen`) to evaluate
+      when ``n_given >= 0`` (castling king-to-target or king-takes-rook, as python-chess accepts
+      it), ``n_given`` -1 for every legal move;
+    * ``with_parent`` bool: also run the parent's layer stack (its value is returned, else 0);
+    * ``moves`` uint16[>= max(MAX_MOVES, n_given)], ``values`` int32[same]: outputs, the moves
+      evaluated as python-chess writes them (``Board.legal_moves`` order when ``n_given < 0``) and
+      each child's value (internal units, the child's side to move's point of view).
+
+    Returns ``(n, parent)``: the number of children (or a negative result code, module
+    docstring) and the parent's value (computed whenever the result is a code other than
+    ``INVALID_POSITION`` or ``INVALID_CHILD``, for the caller to keep).
+
+    ``evaluate_children_batch(addresses, bitboards, stm, castling, ep, chess960, offsets, n_chunks,
+    moves, values, results)``: ``evaluate_children`` of ``n`` positions on all cores, into CSR
+    arrays.  ``addresses`` int64[threads]: one arena header per Numba thread
+    (``numba.get_num_threads()``), each with its own accumulators (two plies at least), refresh
+    cache and scratch; ``bitboards`` int64[n, 8] (:mod:`nnue_infer.kernels.features` layout),
+    ``stm`` uint8[n] (0 White), ``castling`` int64[n], ``ep`` int64[n] (0 none), ``chess960``
+    uint8[n]; the children of row ``i`` go to ``moves`` / ``values`` ``[offsets[i]:offsets[i +
+    1]]`` (``offsets`` int64[n + 1] from :func:`count_legal_moves`); ``n_chunks`` contiguous chunks
+    of rows are handed out to the threads; ``results`` int64[n] receives per row what
+    ``evaluate_children`` returned.
     """
-    n = bitboards.shape[0]
-    n_chunks = max(1, min(n, n_chunks))
-    for c in prange(n_chunks):
-        address = addresses[get_thread_id()]
-        buf_moves = np.empty(MAX_MOVES, np.uint16)
-        buf_values = np.empty(MAX_MOVES, np.int32)
-        none = np.empty(0, np.uint16)
-        for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            b = bitboards[i]
-            result = evaluate_children(address, np.int64(0), np.int64(0), as_position(b, stm[i] == 0),
-                                       np.uint64(castling[i]), np.int64(ep[i]), chess960[i] != 0, none, np.int64(-1),
-                                       buf_moves, buf_values)[0]
-            results[i] = result
-            lo = offsets[i]
-            for k in range(min(result, offsets[i + 1] - lo)):
-                moves[lo + k] = buf_moves[k]
-                values[lo + k] = buf_values[k]
+    isa, fc0_isa, ft_activation, relations, float_tail = (int(config.isa), int(config.fc0_isa),
+                                                          int(config.ft_activation), bool(config.relations),
+                                                          bool(config.float_tail))
+
+    @njit(cache=True)
+    def evaluate_children(address, ply, trusted, position, castling, ep, chess960, given, n_given, with_parent, moves,
+                          values):
+        return children_values(address, ply, trusted, position, castling, ep, chess960, given, n_given, with_parent,
+                               moves, values, isa, fc0_isa, ft_activation, relations, float_tail)
+
+    @njit(parallel=True, cache=True)
+    def evaluate_children_batch(addresses, bitboards, stm, castling, ep, chess960, offsets, n_chunks, moves, values,
+                                results):
+        n = bitboards.shape[0]
+        n_chunks = max(1, min(n, n_chunks))
+        for c in prange(n_chunks):
+            address = addresses[get_thread_id()]
+            buf_moves = np.empty(MAX_MOVES, np.uint16)
+            buf_values = np.empty(MAX_MOVES, np.int32)
+            none = np.empty(0, np.uint16)
+            for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+                b = bitboards[i]
+                result = children_values(address, np.int64(0), np.int64(0), as_position(b, stm[i] == 0),
+                                         np.uint64(castling[i]), np.int64(ep[i]), chess960[i] != 0, none,
+                                         np.int64(-1), False, buf_moves, buf_values, isa, fc0_isa, ft_activation,
+                                         relations, float_tail)[0]
+                results[i] = result
+                lo = offsets[i]
+                for k in range(min(result, offsets[i + 1] - lo)):
+                    moves[lo + k] = buf_moves[k]
+                    values[lo + k] = buf_values[k]
+
+    return Kernels(evaluate_children, evaluate_children_batch)

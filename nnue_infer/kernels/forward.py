@@ -242,6 +242,46 @@ def evaluate_fresh(stm, params, slot_table, king_buckets, layers, ft_weights, ps
 
 
 @njit(cache=True, inline="always")
+def update_stack(ply, trusted, params, slot_table, king_buckets, ft_weights, psqt_weights, weights8, psqt8, accs,
+                 psqts, state, added, removed, rel, idx, isa, relations):
+    """Bring both accumulators of the position at ``ply`` of an accumulator stack up to date,
+    lazily: the first part of :func:`evaluate_stack` (arguments as there).
+
+    Per perspective, the nearest computed ancestor ply is found and the accumulator is brought
+    up to date from it (or refreshed through the cache); the pair is then flagged computed and
+    the flags of the plies in between are cleared (so the caller may set ``trusted = ply + 1``).
+
+    Returns
+    -------
+    int
+        The ply's pair (``params[P_CACHE_PAIRS] + 3 + ply``), or -1 if the bitboards are not
+        representable (then nothing but the bitboards the caller wrote is modified).
+    """
+    empty = params[P_CACHE_PAIRS]
+    stack = empty + 3
+    dst = stack + ply
+    new = state[dst, 0]  # the first 8 columns are the position's bitboards
+    if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
+        return -1
+    top = min(ply, trusted - 1)
+    for p in range(2):
+        src = -1
+        for i in range(top, -1, -1):
+            if state[stack + i, p, STATE_FLAG] != 0:
+                src = stack + i
+                break
+        if src != dst:
+            update_perspective(new, p, src, dst, empty, accs, psqts, state, ft_weights, psqt_weights, slot_table,
+                               king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], added, removed, weights8, psqt8,
+                               params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx, isa, relations)
+            state[dst, p, STATE_FLAG] = 1
+    for i in range(max(trusted, 0), ply):
+        state[stack + i, 0, STATE_FLAG] = 0
+        state[stack + i, 1, STATE_FLAG] = 0
+    return dst
+
+
+@njit(cache=True, inline="always")
 def evaluate_stack(ply, stm, trusted, params, slot_table, king_buckets, layers, ft_weights, psqt_weights, weights8,
                    psqt8, weights, biases, accs, psqts, state, scratch, added, removed, rel, idx, isa, fc0_isa,
                    ft_activation, relations, float_tail):
@@ -262,10 +302,7 @@ def evaluate_stack(ply, stm, trusted, params, slot_table, king_buckets, layers, 
     ``rel``/``idx`` (:func:`relation_buffers`) are scratch too; ``isa`` .. ``float_tail`` as in
     :class:`Config`.
 
-    Per perspective, the nearest computed ancestor ply is found and the accumulator is
-    brought up to date from it (or refreshed through the cache); the pair is then flagged
-    computed, flags of the plies in between are cleared (so the caller may set
-    ``trusted = ply + 1``) and the layer stack runs.
+    The accumulators are brought up to date by :func:`update_stack`, then the layer stack runs.
 
     Returns
     -------
@@ -274,28 +311,11 @@ def evaluate_stack(ply, stm, trusted, params, slot_table, king_buckets, layers, 
         ``INVALID_POSITION`` if the bitboards are not representable (nothing but the bitboards
         the caller wrote is modified).
     """
-    empty = params[P_CACHE_PAIRS]
-    stack = empty + 3
-    dst = stack + ply
-    new = state[dst, 0]  # the first 8 columns are the position's bitboards
-    if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
+    dst = update_stack(ply, trusted, params, slot_table, king_buckets, ft_weights, psqt_weights, weights8, psqt8, accs,
+                       psqts, state, added, removed, rel, idx, isa, relations)
+    if dst < 0:
         return INVALID_POSITION
-    top = min(ply, trusted - 1)
-    for p in range(2):
-        src = -1
-        for i in range(top, -1, -1):
-            if state[stack + i, p, STATE_FLAG] != 0:
-                src = stack + i
-                break
-        if src != dst:
-            update_perspective(new, p, src, dst, empty, accs, psqts, state, ft_weights, psqt_weights, slot_table,
-                               king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], added, removed, weights8, psqt8,
-                               params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx, isa, relations)
-            state[dst, p, STATE_FLAG] = 1
-    for i in range(max(trusted, 0), ply):
-        state[stack + i, 0, STATE_FLAG] = 0
-        state[stack + i, 1, STATE_FLAG] = 0
-    return evaluate_pair(new, dst, stm, params, accs, psqts, scratch, weights, biases, layers, isa, fc0_isa,
+    return evaluate_pair(state[dst, 0], dst, stm, params, accs, psqts, scratch, weights, biases, layers, isa, fc0_isa,
                          ft_activation, float_tail)
 
 
