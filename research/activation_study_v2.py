@@ -650,7 +650,13 @@ def measure_speed(out: Path, cfg: Config, variants=VARIANTS, positions: int = 20
             ev.evaluate_batch(fens)
             times[v].append(1e6 * (time.process_time() - t0) / len(fens))
     ref = float(np.median(times["pairwise"]))
-    result = {"positions": len(fens), "repeats": repeats, "threads": 1, "clock": "process CPU",
+    import subprocess
+
+    head = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip() or "unknown"
+    result = {"utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "engine_commit": head,
+              "load_average": os.getloadavg()[0], "positions": len(fens), "repeats": repeats, "threads": 1,
+              "clock": "process CPU",
               "us_per_position": times, "median_ratio_to_pairwise": {v: ref / float(np.median(t)) for v, t in times.items()}}
     (out / "speed.json").write_text(json.dumps(result, indent=1))
     log("speed: " + ", ".join(f"{v} {r:.2f}x" for v, r in result["median_ratio_to_pairwise"].items()))

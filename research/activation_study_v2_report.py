@@ -274,11 +274,17 @@ def tables(raw: dict) -> dict:
         f"{name} {100 * value:.1f} %" for name, value in anchor.items()) + "." if anchor else "")
     mae = raw.get("anchors", {}).get("quantised_test_mae_cp")
     out["anchors"] += (" Test MAE on the same test positions: " + ", ".join(
-        f"{name} {value:.2f} cp" for name, value in mae.items()) + "." if mae else "")
+        f"{name} {value:.2f} cp" for name, value in mae.items())
+        + " (not a held-out figure for it: it was trained on datagen positions from every dev game outside"
+          " datagen's 25 % hold-out, this test split's games included, many epochs; its data:"
+          " [weights/README.md](../weights/README.md))."
+        if mae else "")
     speed = raw.get("speed")
     if speed:
+        when = (f" Measured {speed['utc']} UTC on commit {speed['engine_commit']} (load average "
+                f"{speed['load_average']:.1f})." if "utc" in speed else " (Date and commit of the measurement not recorded.)")
         lines = [f"`Evaluator.evaluate_batch` of {speed['positions']:,} test positions, one Numba thread, "
-                 f"{speed['clock']} time, {speed['repeats']} rounds (networks in turn), seed-1 short networks:", "",
+                 f"{speed['clock']} time, {speed['repeats']} rounds (networks in turn), seed-1 short networks.{when}", "",
                  "| variant | us per position: median (min-max) | ratio of medians to pairwise |", "|---|---|---|"]
         for v in variants:
             if v in speed["us_per_position"]:
