@@ -222,3 +222,27 @@ def test_errors():
         features_batch([42], "PP_3Wide")
     empty = features_batch([], "HalfKAv2_hm^")
     assert len(empty) == 0 and empty.offsets.tolist() == [[0], [0]]
+
+
+def test_network_numbering_with_int8_sets_and_chess768_equal_the_per_board_sets(boards):
+    """The batch kernels against each feature set's own per-board ``active`` (python-chess board
+    in, one position at a time): a network's piece-square rows then its threat and pawn-pair rows,
+    and nnue-pytorch's Chess768; FENs and boards mixed in one list."""
+    import dataclasses
+
+    from nnue_infer.features import architecture_features, feature_set, full_threats, pawn_pairs as pp
+    from nnue_infer.network import stockfish_15_1_architecture
+
+    arch = dataclasses.replace(stockfish_15_1_architecture(), int8_feature_sets=(full_threats.NAME, pp.NAME))
+    mixed = [b.fen() if i % 2 else b for i, b in enumerate(boards)]
+    got = features_batch(mixed, arch)
+    chess768 = features_batch(boards, "Chess768")
+    n_ps = architecture_features(arch).num_features
+    for i, board in enumerate(boards):
+        ps, threats, pairs = architecture_features(arch).active(board), full_threats.active(board), pp.active(board)
+        plain = feature_set("Chess768").active(board)
+        for p, colour in enumerate((chess.WHITE, chess.BLACK)):
+            want = (sorted(ps[p]) + [n_ps + f for f in threats[p]]
+                    + [n_ps + full_threats.NUM_FEATURES + f for f in pairs[p]])
+            assert got.row(i, colour).tolist() == want, (board.fen(), colour)
+            assert chess768.row(i, colour).tolist() == sorted(plain[p])

@@ -45,12 +45,16 @@ def relation_features(board: chess.Board, threats: int, pairs: int) -> tuple[lis
     return sorted(out[0, :counts[0]].tolist()), sorted(out[1, :counts[1]].tolist())
 
 
+#: ``(threats, pairs)`` of :func:`~nnue_infer.kernels.threats.relation_list` that select this set.
+RELATIONS = (THREATS_SF19, 0)
+
+
 def active(board: chess.Board) -> tuple[list[int], list[int]]:
     """Sorted FullThreats indices (0 .. 59,807) of White's and Black's perspective.
 
     Raises :class:`~nnue_infer.errors.PositionError` for positions no network can represent.
     """
-    return relation_features(board, THREATS_SF19, 0)
+    return relation_features(board, *RELATIONS)
 
 
 

@@ -25,6 +25,10 @@ HASH = 0x8F234CB8
 NUM_FEATURES = NUM_THREAT_FEATURES_SF18
 
 
+#: ``(threats, pairs)`` of :func:`~nnue_infer.kernels.threats.relation_list` that select this set.
+RELATIONS = (THREATS_SF18, 0)
+
+
 def active(board: chess.Board) -> tuple[list[int], list[int]]:
     """Sorted indices (0 .. 79,855) of White's and Black's perspective."""
-    return relation_features(board, THREATS_SF18, 0)
+    return relation_features(board, *RELATIONS)

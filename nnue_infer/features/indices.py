@@ -26,7 +26,6 @@ import chess
 import numpy as np
 
 from . import architecture_features, feature_set, full_threats, full_threats_18, pawn_pairs
-from .board import check_position
 
 #: Per perspective: the HalfKAv2_hm slots per king bucket as nnue-pytorch numbers them.
 TORCH_HALFKA_PLANES = 768
@@ -36,6 +35,10 @@ COMPONENTS = {"HalfKAv2_hm": 32 * TORCH_HALFKA_PLANES, "Full_Threats": full_thre
 #: nnue-pytorch's default feature set (``model/modules/features/__init__.py``), without the ``^``.
 DEFAULT_FEATURES = "Full_Threats+PP_3Wide+HalfKAv2_hm"
 _INT8_MODULES = {full_threats.NAME: full_threats, full_threats_18.NAME: full_threats_18, pawn_pairs.NAME: pawn_pairs}
+#: nnue-pytorch's relation components and the modules that number them alike.
+_TORCH_RELATIONS = {"Full_Threats": full_threats, "PP_3Wide": pawn_pairs}
+#: Positions per pass (bounds the padded work arrays: about 3 KiB a position).
+CHUNK_ROWS = 65536
 
 
 @dataclass(frozen=True)
@@ -84,15 +87,6 @@ def torch_halfka(sf_indices: np.ndarray) -> np.ndarray:
     return (osq + 64 * slot + TORCH_HALFKA_PLANES * bucket).astype(np.int32)
 
 
-def _component_rows(name: str, board: chess.Board) -> tuple[list[int], list[int]]:
-    if name == "HalfKAv2_hm":
-        white, black = feature_set("HalfKAv2_hm").active(board)
-        return sorted(torch_halfka(white).tolist()), sorted(torch_halfka(black).tolist())
-    if name == "Chess768":
-        return feature_set("Chess768").active(board)
-    return {"Full_Threats": full_threats, "PP_3Wide": pawn_pairs}[name].active(board)
-
-
 def _parse(features) -> tuple[str, list[tuple[str, int]], object]:
     """(name, [(component, size)], architecture or None) of a ``features_batch`` argument."""
     from ..network import Architecture, Network
@@ -123,7 +117,9 @@ def features_batch(positions: Iterable[chess.Board | str], features=DEFAULT_FEAT
     Parameters
     ----------
     positions : iterable of chess.Board or FEN str
-        The positions (FENs are read by python-chess).
+        The positions.  FENs are parsed in compiled code, as ``evaluate_batch`` does (a FEN it
+        refuses is read by python-chess for the message); the indices come from the same
+        kernels as the evaluation, 65,536 positions a pass.
     features : str, Architecture or Network
         nnue-pytorch component names joined by ``+`` (``"HalfKAv2_hm"``, ``"Full_Threats"``,
         ``"PP_3Wide"``, and ``"Chess768"``; default ``"Full_Threats+PP_3Wide+HalfKAv2_hm"``,
@@ -146,38 +142,80 @@ def features_batch(positions: Iterable[chess.Board | str], features=DEFAULT_FEAT
     TypeError
         A row that is neither a board nor a string, or a bad ``features``.
     """
-    from ..errors import FenError, PositionError
-    from ..positions import board_from_fen
+    from ..batch import as_sequence, raise_row_error
+    from ..kernels.indices import check_bitboards_batch
 
     name, parts, arch = _parse(features)
+    positions = as_sequence(positions)
+    bitboards = _bitboards(positions)
+    n = len(bitboards)
+    codes = np.empty(n, np.int8)
+    check_bitboards_batch(bitboards, np.int64(32), codes)
+    bad = np.flatnonzero(codes)
+    if bad.size:
+        raise_row_error(positions, int(bad[0]), None, None, codes)
     rows: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
-    for i, position in enumerate(positions):
-        try:
-            if isinstance(position, str):
-                board = board_from_fen(position, hint="api")
-            elif isinstance(position, chess.Board):
-                board = position
-            else:
-                raise TypeError(f"row {i}: expected a chess.Board or a FEN string, got {type(position).__name__}")
-            check_position(board)
-        except (FenError, PositionError) as exc:
-            raise type(exc)(f"row {i}: {exc}") from None
-        offset = 0
-        found: tuple[list[int], list[int]] = ([], [])
+    counts = np.zeros((2, n), np.int64)
+    for start in range(0, n, CHUNK_ROWS):
+        chunk = bitboards[start:start + CHUNK_ROWS]
+        blocks, offset = [], 0
         for component, size in parts:
-            if arch is not None:
-                active = (architecture_features(arch).active(board) if component == arch.feature_set
-                          else _INT8_MODULES[component].active(board))
-            else:
-                active = _component_rows(component, board)
-            for p in range(2):
-                found[p].extend(offset + f for f in active[p])
+            block = _component_block(component, arch, chunk)
+            blocks.append(np.where(block >= 0, block + offset, -1))
             offset += size
+        table = np.concatenate(blocks, axis=2)
         for p in range(2):
-            rows[p].append(np.asarray(found[p], np.int32))
-    n = len(rows[0])
+            valid = table[:, p] >= 0
+            rows[p].append(table[:, p][valid].astype(np.int32))
+            counts[p, start:start + len(chunk)] = valid.sum(axis=1)
     offsets = np.zeros((2, n + 1), np.int64)
-    for p in range(2):
-        np.cumsum([r.size for r in rows[p]], out=offsets[p, 1:])
-    indices = tuple(np.concatenate(rows[p]) if n else np.zeros(0, np.int32) for p in range(2))
+    np.cumsum(counts, axis=1, out=offsets[:, 1:])
+    indices = tuple(np.concatenate(rows[p]) if rows[p] else np.zeros(0, np.int32) for p in range(2))
     return FeatureIndices(name, sum(size for _, size in parts), offsets, indices)  # type: ignore[arg-type]
+
+
+def _bitboards(positions) -> np.ndarray:
+    """int64[n, 8] bitboards of FENs and/or boards; ``TypeError`` / :class:`FenError` name the row."""
+    from ..batch import board_bitboards_batch, positions_bitboards
+    from ..errors import FenError
+    from ..positions import board_from_fen
+
+    if all(isinstance(p, str) for p in positions) or all(isinstance(p, chess.Board) for p in positions):
+        return positions_bitboards(positions)[0]
+    boards = []
+    for i, position in enumerate(positions):
+        if isinstance(position, str):
+            try:
+                position = board_from_fen(position, hint="api")
+            except FenError as exc:
+                raise FenError(f"row {i}: {exc}") from None
+        elif not isinstance(position, chess.Board):
+            raise TypeError(f"row {i}: expected a chess.Board or a FEN string, got {type(position).__name__}")
+        boards.append(position)
+    return board_bitboards_batch(boards)[0]
+
+
+def _component_block(component: str, arch, bitboards: np.ndarray) -> np.ndarray:
+    """int32[n, 2, w]: each position's indices of one component (White's perspective, then Black's),
+    ascending, then -1."""
+    from ..kernels.features import active_features_batch
+    from ..kernels.indices import active_relation_features_batch
+    from ..kernels.threats import MAX_RELATIONS
+
+    n = len(bitboards)
+    if component in _INT8_MODULES or component in _TORCH_RELATIONS:
+        module = _INT8_MODULES.get(component) or _TORCH_RELATIONS[component]
+        block = np.full((n, 2, MAX_RELATIONS), -1, np.int32)
+        active_relation_features_batch(bitboards, np.int64(module.RELATIONS[0]), np.int64(module.RELATIONS[1]), block,
+                                       np.empty((n, 2), np.int64))
+    else:
+        fs = architecture_features(arch) if arch is not None else feature_set(component)
+        block = np.empty((n, 2, 32), np.int32)
+        active_features_batch(bitboards, np.zeros(n, np.uint8), fs.slot_table, fs.king_buckets, fs.mirror,
+                              fs.num_slots, -1, block, np.empty(n, np.int64))
+        if arch is None and component == "HalfKAv2_hm":
+            block = np.where(block >= 0, torch_halfka(block), -1).astype(np.int32)
+    block[block < 0] = np.iinfo(np.int32).max
+    block.sort(axis=2)
+    block[block == np.iinfo(np.int32).max] = -1
+    return block

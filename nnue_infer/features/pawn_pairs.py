@@ -26,6 +26,10 @@ HASH = 0x86F2B1DD
 NUM_FEATURES = NUM_PAIR_FEATURES
 
 
+#: ``(threats, pairs)`` of :func:`~nnue_infer.kernels.threats.relation_list` that select this set.
+RELATIONS = (0, 1)
+
+
 def active(board: chess.Board) -> tuple[list[int], list[int]]:
     """Sorted PP_3Wide indices (0 .. 4,559) of White's and Black's perspective."""
-    return relation_features(board, 0, 1)
+    return relation_features(board, *RELATIONS)
