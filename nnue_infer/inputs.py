@@ -25,6 +25,7 @@ import os
 import stat
 import sys
 import zlib
+from contextlib import contextmanager
 from typing import BinaryIO, Iterator, TextIO
 
 from .errors import InputError, StreamClosedError
@@ -343,3 +344,32 @@ def numbered_lines(source: str | os.PathLike[str]) -> Iterator[tuple[str, int, s
             line = line.strip()
             if line:
                 yield label, lineno, line
+
+
+@contextmanager
+def replacing(path: str | os.PathLike[str]) -> Iterator[str]:
+    """Write a whole output file so that it exists complete or not at all.
+
+    Yields the name to write to: a hidden temporary file beside ``path`` (``.NAME.tmp-PID``),
+    renamed over ``path`` when the block ends without an exception and removed when it raises,
+    leaving an existing ``path`` as it was.  A ``path`` that exists and is not a regular file (a
+    device such as ``/dev/full``, a named pipe) is written in place: renaming over it would
+    replace it.  An ``OSError`` naming the temporary file is re-raised naming ``path``.
+    """
+    path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        yield path
+        return
+    head, name = os.path.split(path)
+    tmp = os.path.join(head, f".{name}.tmp-{os.getpid()}")  # dataset readers skip names starting with "."
+    try:
+        try:
+            yield tmp
+        except OSError as exc:
+            if exc.filename != tmp:
+                raise
+            raise type(exc)(exc.errno, exc.strerror, path) from None
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

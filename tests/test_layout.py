@@ -106,3 +106,12 @@ def test_a_moved_module_names_its_new_home(old):
     with pytest.raises(ImportError, match=f"{old} has moved: import {new} instead"):
         importlib.import_module(old)
     assert importlib.util.find_spec(new) is not None, new
+
+
+def test_names_moved_out_of_the_trainer_say_where():
+    """FloatModel and the loss moved to training.model (the train <-> fast circle); the old import names it."""
+    pytest.importorskip("torch")
+    with pytest.raises(ImportError, match=r"use nnue_infer\.training\.model\.FloatModel"):
+        from nnue_infer.training.train import FloatModel  # noqa: F401
+    with pytest.raises(ImportError, match=r"use nnue_infer\.training\.model\.win_probability_mse"):
+        from nnue_infer.training.train import _loss  # noqa: F401

@@ -306,3 +306,28 @@ def test_cli_writes_activations(tmp_path):
     assert table.column("accumulator").to_pylist() == every.accumulator.tolist()
     result = runner.invoke(cli, ["eval", "--activations", "-o", str(tmp_path / "x.csv"), "startpos"])
     assert result.exit_code == 2 and "FILE.npz or FILE.parquet" in result.output
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".parquet"])
+def test_cli_activations_write_that_fails_leaves_the_file(tmp_path, suffix):
+    """A write cut short (the file-size limit, as a full disk would) left a partial .npz or no
+    .parquet at all where a complete file stood; now the file is as it was and no temporary remains."""
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    pytest.importorskip("pyarrow")
+    out = tmp_path / f"acts{suffix}"
+    before = os.urandom(4000)
+    out.write_bytes(before)
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (5120, 5120))
+
+    proc = subprocess.run([sys.executable, "-m", "nnue_infer", "eval", "--activations", "-o", str(out), "startpos",
+                           "startpos moves e2e4"], capture_output=True, text=True, timeout=900, preexec_fn=limit,
+                          check=False)
+    assert proc.returncode == 1 and f"cannot write {out}" in proc.stderr, proc.stderr
+    assert out.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == [out.name]

@@ -310,16 +310,19 @@ def _write_activations(ev, positions: list, output: str, all_buckets: bool) -> i
         acts = ev.activations_batch(boards, "all" if all_buckets else "used")
     except ValueError as exc:
         raise click.ClickException(clip(str(exc))) from exc
+    from ..inputs import replacing
+
     fens = [b.fen() for b in boards]
     try:
         if output.lower().endswith(".npz"):
-            with open(output, "wb") as f:  # np.savez would append .npz to another name
+            with replacing(output) as path, open(path, "wb") as f:  # np.savez would append .npz to another name
                 np.savez(f, fen=np.array(fens), **acts.to_dict())
         else:
             import pyarrow as pa
-            import pyarrow.parquet as pq
 
-            pq.write_table(acts.to_arrow().add_column(0, "fen", pa.array(fens)), output)
+            from ..io.parquet import write_table
+
+            write_table(acts.to_arrow().add_column(0, "fen", pa.array(fens)), output)
     except OSError as exc:
         raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from exc
     return 0 if len(boards) == len(positions) else 1

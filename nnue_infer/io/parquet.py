@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..inputs import replacing
+
 #: PGN tag columns (lower-case names of :data:`nnue_infer.io.score.PGN_TAGS`).
 TAG_COLUMNS = ("event", "site", "date", "round", "white", "black", "result")
 
@@ -121,16 +123,13 @@ def to_arrow(table):
 
 def write_table(table, path: str, **options) -> None:
     """Write ``table`` to the Parquet file ``path`` atomically (a temporary file, then a rename),
-    so a file that exists is complete; zstd-compressed unless ``options`` (of
+    so a file that exists is complete and a failed write leaves ``path`` as it was
+    (:func:`nnue_infer.inputs.replacing`); zstd-compressed unless ``options`` (of
     ``pyarrow.parquet.write_table``) say otherwise."""
-    import os
-
     import pyarrow.parquet as pq
 
-    head, name = os.path.split(path)
-    tmp = os.path.join(head, f".{name}.tmp-{os.getpid()}")  # dataset readers skip names starting with "."
-    pq.write_table(table, tmp, **({"compression": "zstd"} | options))
-    os.replace(tmp, path)
+    with replacing(path) as tmp:
+        pq.write_table(table, tmp, **({"compression": "zstd"} | options))
 
 
 class ParquetTableWriter:
