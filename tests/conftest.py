@@ -75,6 +75,18 @@ def pytest_runtest_setup(item):
     _compile_log.test = item.nodeid
 
 
+@pytest.fixture(scope="session", autouse=True)
+def compile_notice_already_said():
+    """The command line shows the first-use compile notice once per process, in whichever command
+    first compiles a kernel; in a test process that depends on the order pytest-xdist's work stealing
+    gives the tests, so in-process commands never show it here (a cold cache would otherwise add it
+    to the stderr of some test that checks stderr). Its own tests run commands in fresh processes
+    (tests/test_compile.py)."""
+    from nnue_infer.kernels import cache
+
+    cache._Notice.done = True
+
+
 def pytest_collection_modifyitems(session, config, items):
     """The per-path runs (``test_simd_paths.py::test_suite_passes_on_every_path``, each a run of the
     kernel and end-to-end tests compiling for another instruction set, the longest tests) go first:

@@ -166,7 +166,9 @@ def test_crosscheck_draws_only_when_asked_and_names_the_extra(capsys, tmp_path, 
     monkeypatch.chdir(tmp_path)
     status, out, err = run(capsys, "crosscheck", "--float", network_path, "--quantised", network_path,
                            "--positions", positions, "--json")
-    assert status == 0 and json.loads(out)["plot"] is None and err == ""  # no bar: stderr is not a terminal
+    # no bar (stderr is not a terminal); the first-use compile notice may come on a cold cache (test_compile)
+    others = [line for line in err.splitlines() if "compiling kernels for this CPU" not in line]
+    assert status == 0 and json.loads(out)["plot"] is None and others == [], err
     assert not list(tmp_path.glob("*.png"))
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the plot extra were not installed
     status, out, err = run(capsys, "crosscheck", "--float", network_path, "--quantised", network_path,

@@ -157,7 +157,8 @@ def test_a_closed_stdout_ends_quietly(tmp_path):
     r = subprocess.run(f"{sys.executable} -m nnue_infer eval --epd {epd} | head -2", shell=True, capture_output=True,
                        text=True, executable="/bin/bash", timeout=300)
     assert r.stdout.splitlines()[0] == "line,fen,value,cp,cp_white,in_check,outcome" and len(r.stdout.splitlines()) == 2
-    assert r.stderr == ""
+    # nothing but, on a cold cache, the first-use compile notice (its own test: test_compile)
+    assert [line for line in r.stderr.splitlines() if "compiling kernels for this CPU" not in line] == [], r.stderr
 
 
 def test_compressed_network_and_two_stdin_inputs_are_named(tmp_path, capsys):
