@@ -20,6 +20,7 @@ from ``shared/reference/stockfish-19-nnue.md`` section 10.1 and
 from __future__ import annotations
 
 import math
+import numbers
 
 import chess
 
@@ -97,10 +98,15 @@ def wdl(value: int, material: int, version: str, ply: int | None = None) -> tupl
 
     Raises
     ------
+    TypeError
+        ``value``, ``material`` or ``ply`` not an integer (a bool, a float such as NaN).
     ValueError
         Unknown version, 15.1/16 without ``ply`` (or a negative one), or a negative ``material``
         for 17.1 and later (no position has one; the model would silently take it as 17).
     """
+    for name, number in (("value", value), ("material", material), ("ply", ply)):
+        if number is not None and (isinstance(number, bool) or not isinstance(number, numbers.Integral)):
+            raise TypeError(f"{name} must be an integer, got {number!r}")
     if version in WDL_PLY:
         if ply is None or ply < 0:
             raise ValueError(f"Stockfish {version}'s WDL model needs the game ply (got ply={ply!r})")

@@ -147,3 +147,11 @@ def test_the_command_lines_compile_counter_on_a_terminal(monkeypatch):
         log.removeHandler(compile_notice)
     shown = terminal.getvalue()
     assert "\rnnue-infer: compiling 00:01" in shown and shown.endswith("\r"), repr(shown)
+
+
+def test_warmup_without_a_path_is_a_usage_error(capsys):
+    """``warmup --paths ''`` compiled nothing and said nothing, status 0."""
+    from nnue_infer.cli import main
+
+    assert main(["warmup", "--paths", " , "]) == 2
+    assert "no path given; known: board" in capsys.readouterr().err

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import chess
+import numpy as np
 import pytest
 
 from nnue_infer.normalisation import PAWN_VALUE, material, to_cp, wdl, wdl_a
@@ -100,6 +101,10 @@ def test_wdl_examples_and_errors():
         wdl(100, 40, "17")
     with pytest.raises(ValueError, match="material must be >= 0.*got -1"):  # was taken as 17
         wdl(100, -1, "19")
+    for bad in (True, float("nan"), 1.5):  # True gave (7, 987, 6), NaN a bare float-conversion error
+        with pytest.raises(TypeError, match="value must be an integer"):
+            wdl(bad, 58, "19")
+    assert wdl(np.int32(100), np.int64(58), "19") == wdl(100, 58, "19")
 
 
 def test_cli_trace_json_has_final_and_wdl(tmp_path):

@@ -30,6 +30,8 @@ def warmup(nets, paths, progress, quiet):
 
     names = [p.strip() for p in paths.split(",") if p.strip()]
     unknown = [p for p in names if p not in PATHS]
+    if not names:
+        raise click.BadParameter(f"no path given; known: {', '.join(PATHS)}", param_hint="--paths")
     if unknown:
         raise click.BadParameter(f"unknown path(s) {', '.join(unknown)}; known: {', '.join(PATHS)}",
                                  param_hint="--paths")
