@@ -105,6 +105,7 @@ def save(network: Network | FloatNetwork, path: str | os.PathLike[str], format: 
         missing directory, no permission, a full disk).
     """
     from ..float_network import FloatNetwork
+    from ..inputs import replacing
     from .safetensors import write_safetensors
     from .stockfish import write_stockfish
 
@@ -117,20 +118,10 @@ def save(network: Network | FloatNetwork, path: str | os.PathLike[str], format: 
     if os.path.exists(path) and not os.path.isfile(path):
         raise IsADirectoryError(21, "not a regular file, refusing to replace it", path) if os.path.isdir(path) else \
             OSError(f"{path}: not a regular file; networks are written to regular files only")
-    tmp = os.path.join(os.path.dirname(path) or ".", f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    try:
-        try:
-            (write_stockfish if fmt == "stockfish" else write_safetensors)(network, tmp)
-        except OSError as exc:  # name the file asked for, not the temporary one
-            if exc.filename != tmp:
-                raise
-            raise type(exc)(exc.errno, exc.strerror, path) from None
+    with replacing(path) as tmp:  # the file asked for is named in an OSError, never the temporary one
+        (write_stockfish if fmt == "stockfish" else write_safetensors)(network, tmp)
         try:
             load(tmp)
         except NetworkFormatError as exc:
             raise NetworkFormatError(f"{path}: not written: this network cannot be stored as {fmt} (reading the file "
                                      f"back fails: {str(exc).replace(tmp, path)})") from None
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
