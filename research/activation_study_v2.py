@@ -34,8 +34,10 @@ Runs (:func:`planned_runs`)
 
 Amendments (:func:`amend`): a change of plan after the study started (a wider sweep, another long
 budget, fewer long seeds) is written into ``config.json`` with its date and reason, and the report
-prints it.  A finished run is never re-labelled: a long budget cannot change once a long run has
-finished, and a started run whose checkpoint was made for another number of steps starts over.
+prints it.  A finished run is never re-labelled: a budget cannot change once one of its runs has
+finished (a bigger one is added under a new name, ``amend --add-budget long10m=10000000``, and runs on
+every seed after the others), and a started run whose checkpoint was made for another number of
+steps starts over.
 
 Record (one JSON per run): ``run, variant, seed, budget, ft_width, positions_seen,
 unique_positions, lr, float_val_loss, quantised_val_loss, quantised_test_mae_cp, move_agreement,
@@ -133,10 +135,12 @@ class Config:
         return dict(self.budgets)[name]
 
     def seeds_of(self, budget: str) -> tuple:
+        """Seeds of a budget: ``long_seeds`` (or ``seeds``) for ``long``, ``seeds`` for the others."""
         return tuple(self.long_seeds or self.seeds) if budget == "long" else tuple(self.seeds)
 
     def width(self, budget: str) -> int:
-        return self.long_ft_width if budget == "long" else self.ft_width
+        """Accumulator width of a budget's paired variants: ``ft_width`` for ``short``, else ``long_ft_width``."""
+        return self.ft_width if budget == "short" else self.long_ft_width
 
 
 def load_config(out: Path, cfg: Config | None = None) -> Config:
@@ -177,8 +181,11 @@ def amend(out: Path, reason: str, log=print, **changes) -> Config:
     if not changed:
         log("amend: nothing changes")
         return cfg
-    if cfg.budget("long") != new.budget("long") and any((out / "runs").glob("long-*.json")):
-        raise SystemExit("amend: long runs have finished with the current long budget; it cannot change now")
+    old_sizes, new_sizes = dict(cfg.budgets), dict(new.budgets)
+    for name, size in old_sizes.items():
+        if new_sizes.get(name) != size and any((out / "runs").glob(f"{name}-*.json")):
+            raise SystemExit(f"amend: {name} runs have finished with the current {name} budget; it cannot change now "
+                             "(add a budget under another name instead)")
     record = {"utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "changed": changed, "reason": reason.strip()}
     new = dataclasses.replace(new, amendments=(*cfg.amendments, record))
     tmp = out / "config.json.tmp"
@@ -432,15 +439,18 @@ def planned_runs(out: Path, cfg: Config, variants=VARIANTS, budgets=None) -> lis
     """The sweep, then (for variants whose sweep is complete) short runs seed by seed, then long runs
     variant by variant in :data:`LONG_ORDER`, every long seed of a variant before the next variant
     (so a study stopped early has paired long runs of the reference and the first gates, not one
-    seed of each).  A main run at the sweep seed and best rate is the sweep's run.
+    seed of each); budgets added by an amendment (e.g. ``long10m``) follow, in the same order, on
+    every seed of ``seeds``.  A main run at the sweep seed and best rate is the sweep's run.
     ``budgets``: only the runs of these budgets (the sweep counts as short)."""
     sweeps = {v: sweep_of(out, cfg, v) for v in variants}
     runs = [Run(v, cfg.sweep_seed, "short", lr, "sweep") for v in variants for lr in sweeps[v][0]]
     best = {v: sweeps[v][1] for v in variants}
     runs += [Run(v, s, "short", best[v]) for s in cfg.seeds_of("short") for v in variants
              if best[v] is not None and s != cfg.sweep_seed]
-    runs += [Run(v, s, "long", best[v]) for v in sorted(variants, key=LONG_ORDER.index) for s in cfg.seeds_of("long")
-             if best[v] is not None]
+    for budget, _ in cfg.budgets:
+        if budget != "short":
+            runs += [Run(v, s, budget, best[v]) for v in sorted(variants, key=LONG_ORDER.index)
+                     for s in cfg.seeds_of(budget) if best[v] is not None]
     return [r for r in runs if budgets is None or r.budget in budgets]
 
 
@@ -750,10 +760,12 @@ def main(argv=None) -> int:
     r.add_argument("--results", type=Path, default=here / "activation-study-v2" / "results.json")
     r.add_argument("--variants", default=",".join(VARIANTS))
     r.add_argument("--max-runs", type=int, default=None, help="stop after this many runs")
-    r.add_argument("--budget", choices=("short", "long"), default=None,
-                   help="only runs of this budget (the sweep counts as short; long runs wait for it)")
+    r.add_argument("--budget", default=None,
+                   help="only runs of this budget (short, long or an added one; the sweep counts as short)")
     am.add_argument("--long-budget", type=int, help="positions per long run")
     am.add_argument("--long-seeds", help="seeds of the long runs, e.g. 1,2,3")
+    am.add_argument("--add-budget", metavar="NAME=POSITIONS",
+                    help="a further budget run on every seed at the long width, e.g. long10m=10000000")
     am.add_argument("--lr-extend-to", type=float, help="extend a sweep whose best rate is its highest, up to this rate")
     am.add_argument("--reason", required=True, help="why the plan changes (kept in config.json and the report)")
     dp.add_argument("--chunks", type=int, required=True)
@@ -771,6 +783,11 @@ def main(argv=None) -> int:
         changes = {}
         if a.long_budget is not None:
             changes["budgets"] = tuple((b, a.long_budget if b == "long" else n) for b, n in cfg.budgets)
+        if a.add_budget is not None:
+            name, _, size = a.add_budget.partition("=")
+            if not name or name in dict(cfg.budgets) or not size.isdigit():
+                ap.error(f"--add-budget {a.add_budget!r}: give NAME=POSITIONS with a new name")
+            changes["budgets"] = (*changes.get("budgets", cfg.budgets), (name, int(size)))
         if a.long_seeds is not None:
             changes["long_seeds"] = tuple(int(x) for x in a.long_seeds.split(","))
         if a.lr_extend_to is not None:

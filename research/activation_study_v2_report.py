@@ -254,10 +254,12 @@ def tables(raw: dict) -> dict:
             short_of = sorted({v for v, s in want - have}, key=variants.index)
             missing.append(f"- {b} budget: {len(want - have)} of {len(want)} planned runs not finished "
                            f"(variants short of seeds {', '.join(map(str, seeds_of[b]))}: {', '.join(short_of)})")
-    issue = {"short": (2_000_000, 5), "long": (10_000_000, 5)}  # issue 25: >= 2 M / >= 10 M positions, 5 seeds
+    # issue 25: >= 2 M / >= 10 M positions, 5 seeds; a long budget of 10 M on 5 seeds under any name meets the latter
+    issue = {"short": (2_000_000, 5), "long": (10_000_000, 5)}
+    met_long = any(b != "short" and n >= 10_000_000 and len(seeds_of[b]) >= 5 for b, n in cfg["budgets"])
     for b, n in cfg["budgets"]:
-        size, k = issue[b]
-        if n < size or len(seeds_of[b]) < k:
+        size, k = issue.get(b, issue["long"])
+        if (n < size or len(seeds_of[b]) < k) and not (b == "long" and met_long):
             missing.append(f"- {b} budget as issue 25 asks it ({size / 1e6:g} M positions, {k} seeds): not run; "
                            f"this study's {b} budget is {n / 1e6:g} M positions on {len(seeds_of[b])} seeds "
                            f"(see the changes to the plan above)")

@@ -172,6 +172,18 @@ def test_amend_records_the_change_and_refuses_what_would_relabel_runs(tmp_path):
     assert (out / "config.json").read_text() == before  # a refused change changes nothing
     planned = S.planned_runs(out, cfg, ("pairwise",))
     assert [r.name for r in planned] == ["short-pairwise-s1-lr0.002", "short-pairwise-s1-lr0.004", "short-pairwise-s1-lr0.008"]
+    # a bigger budget goes in under a new name, on every seed, after the long runs; the long ones stay as they were
+    S.main(["amend", "--out", str(out), "--add-budget", "long10m=10000000", "--reason", "the issue's size"])
+    cfg = S.load_config(out)
+    assert cfg.budget("long10m") == 10_000_000 and cfg.budget("long") == 5_000_000
+    assert cfg.seeds_of("long10m") == (1, 2, 3, 4, 5) and cfg.width("long10m") == cfg.long_ft_width
+    for loss, lr in enumerate(cfg.lrs):
+        (out / "runs" / f"short-pairwise-s1-lr{lr:g}.json").write_text(json.dumps({"quantised_val_loss": loss}))
+    names = [r.name for r in S.planned_runs(out, cfg, ("pairwise",))]
+    assert names[-5:] == [f"long10m-pairwise-s{s}-lr0.002" for s in range(1, 6)]
+    assert names[-7:-5] == ["long-pairwise-s1-lr0.002", "long-pairwise-s2-lr0.002"]
+    with pytest.raises(SystemExit):
+        S.main(["amend", "--out", str(out), "--add-budget", "long=1", "--reason", "clash"])
 
 
 def test_report_from_results_alone(tmp_path):
