@@ -56,7 +56,7 @@ STAGES = (
     ("checkmate / stalemate verdicts (io.score.outcomes)", (("io/score.py", "outcomes"),)),
     ("result columns (io.score: values, text, errors)", (("io/score.py", "value_columns"),
                                                           ("io/score.py", "error_column"))),
-    ("Arrow tables (io.parquet: to_arrow, conform)", (("io/parquet.py", "to_arrow"), ("io/parquet.py", "conform"))),
+    ("Arrow tables (io.parquet.dataset_table)", (("io/parquet.py", "dataset_table"),)),
     ("Parquet writing (io.parquet.write_table)", (("io/parquet.py", "write_table"),)),
 )
 

@@ -151,8 +151,18 @@ class EpdRows:
         return self.operation_columns(self.opcodes())[0]
 
     def fen_buffer(self) -> tuple[np.ndarray, np.ndarray]:
-        """The FENs one per line, as ``nnue_infer.positions.fen_buffer`` lays them out: (uint8 buffer, int64[n + 1] offsets)."""
+        """The FENs one per line, as ``nnue_infer.positions.fen_buffer`` lays them out: (uint8 buffer, int64[n + 1] offsets).
+
+        When the FENs are the text's lines one after another (a FEN file: each line a FEN and its
+        newline, nothing between), the buffer is ``fen.buf`` itself, not a copy.
+        """
         f = self.fen
+        n = len(self)
+        if n and f.ends[-1] < f.buf.shape[0] and np.array_equal(f.starts[1:], f.ends[:-1] + 1) \
+                and bool((f.buf[f.ends] == 10).all()):
+            offsets = np.empty(n + 1, np.int64)
+            offsets[:n], offsets[n] = f.starts, f.ends[-1] + 1
+            return f.buf, offsets
         out = np.empty(int((f.ends - f.starts).sum()) + len(self), np.uint8)
         offsets = np.empty(len(self) + 1, np.int64)
         KE.pack_rows(f.buf, f.starts, f.ends, out, offsets)
@@ -166,21 +176,23 @@ def read_epd(data: bytes, *, first_line: int = 1, source: str = "<epd>", max_lin
     Raises :class:`~nnue_infer.errors.InputError` naming ``source`` and the line for a line
     longer than ``max_line`` bytes or a NUL byte (binary data).
     """
-    rows, problem = _split(data, first_line, source, max_line)
+    rows, problem, _ = _split(data, first_line, source, max_line)
     if problem:
         raise InputError(problem)
     return rows
 
 
-def _split(data: bytes, first_line: int, source: str, max_line: int) -> tuple[EpdRows, str | None]:
-    """:func:`read_epd`'s rows up to a line it refuses, and the message for that line (``None``: none)."""
-    if first_line == 1 and data.startswith(b"\xef\xbb\xbf"):
+def _split(data: bytes, first_line: int, source: str, max_line: int) -> tuple[EpdRows, str | None, int]:
+    """:func:`read_epd`'s rows up to a line it refuses, the message for that line (``None``: none) and the
+    number of lines in ``data`` (a last line without ``\\n`` counts)."""
+    if first_line == 1 and data[:3] == b"\xef\xbb\xbf":
         data = data[3:]
     original = data
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        data = data.decode("utf-8", "replace").encode("utf-8")
+    if not data.isascii():  # (a quick test: no copy)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            data = data.decode("utf-8", "replace").encode("utf-8")
     buf = np.frombuffer(bytearray(data), np.uint8)  # writeable: string operands are unescaped in place
     size = KE.count_lines(buf)
     line, line_start = np.empty(size, np.int64), np.empty(size, np.int64)
@@ -207,7 +219,7 @@ def _split(data: bytes, first_line: int, source: str, max_line: int) -> tuple[Ep
     KE.split_operations(buf, ops_starts, ops_ends, *op, op_problem, op_problem_at)
     rows = EpdRows(line[:n] + (first_line - 1), TextColumn(buf, starts[:n], ends[:n]), fields[:n], line_start[:n],
                    *op, op_problem, op_problem_at)
-    return rows, message
+    return rows, message, size
 
 
 def iter_epd(stream: BinaryIO, source: str = "<epd>", *, chunk_bytes: int = CHUNK_BYTES,
@@ -228,11 +240,11 @@ def iter_epd(stream: BinaryIO, source: str = "<epd>", *, chunk_bytes: int = CHUN
         cut = data.rfind(b"\n") + 1 if block else len(data)
         too_long = len(data) - cut > max_line  # the unfinished last line
         if cut:
-            rows, problem = _split(data[:cut], line, source, max_line)
+            rows, problem, lines = _split(data[:cut] if cut < len(data) else data, line, source, max_line)
             yield rows  # the positions before a refused line are still scored
             if problem:
                 raise InputError(problem)
-            line += data.count(b"\n", 0, cut)
+            line += lines
         if too_long:
             raise InputError(f"{source}:{line}: line longer than {max_line} bytes (not an EPD/FEN file?)")
         if not block:
