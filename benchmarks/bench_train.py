@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import statistics
 import sys
 import time
 
@@ -38,7 +37,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine, positions  # noqa: E402
+from common import machine, positions, print_rates  # noqa: E402
 
 from nnue_infer.features import board_bitboards  # noqa: E402
 from nnue_infer.quantise import SCHEMES  # noqa: E402
@@ -117,11 +116,7 @@ def main() -> None:
     print(f"# bench_train: {arch.ft_activation} 2 x {a.width}, {len(values)} dev positions, "
           f"{a.rounds} rounds x {a.seconds:g} s process CPU, 1 PyTorch + 1 Numba thread")
     print(f"# {machine()}; PyTorch {torch.__version__}; load average {os.getloadavg()[0]:.1f}")
-    base = statistics.median(rates["reference b1024"])
-    print(f"{'trainer':<18} {'positions/s (median)':>21} {'range':>19} {'ratio':>7}")
-    for name, r in rates.items():
-        med = statistics.median(r)
-        print(f"{name:<18} {med:>21,.0f} {min(r):>9,.0f}-{max(r):<9,.0f} {med / base:>6.1f}x")
+    print_rates(rates, "reference b1024", "trainer", "positions/s")
 
 
 if __name__ == "__main__":

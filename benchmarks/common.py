@@ -144,3 +144,16 @@ def time_evaluators(evaluators: dict, boards: list, repeat: int) -> tuple[dict, 
             ev.evaluate_batch(boards)
             batch[name] = min(batch[name], (time.perf_counter() - t) / len(boards))
     return single, batch
+
+
+def print_rates(rates: dict[str, list[float]], baseline: str, label: str, unit: str) -> None:
+    """A table of rates measured in rounds: per configuration the median, the range and the ratio of
+    medians to ``baseline`` (``label``: the first column's title, ``unit``: the rates')."""
+    import statistics
+
+    base = statistics.median(rates[baseline])
+    width = max(len(label), *map(len, rates))
+    print(f"{label:<{width}} {unit + ' (median)':>30} {'range':>21} {'ratio':>7}")
+    for name, r in rates.items():
+        med = statistics.median(r)
+        print(f"{name:<{width}} {med:>30,.0f} {min(r):>10,.0f}-{max(r):<10,.0f} {med / base:>6.1f}x")

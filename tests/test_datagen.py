@@ -114,16 +114,92 @@ def test_cli_datagen(tmp_path, capsys):
     assert main(["datagen", "-o", str(out), "-n", "0"]) != 0
 
 
-def test_random_opening_stops_at_mate():
-    """Regression: a random opening that mates (Fool's mate) used to crash the generator."""
-    import random
+def _fields(board: chess.Board) -> str:
+    """Placement, side to move, castling rights and legal en passant square: what a positions file keeps."""
+    return " ".join(board.fen().split()[:4])
 
-    board = chess.Board()
-    for uci in ("f2f3", "e7e5", "g2g4", "d8h4"):
-        board.push_uci(uci)
-    datagen.random_plies(board, random.Random(0), 6)
-    assert board.is_checkmate() and board.ply() == 4
-    datagen.random_plies(chess.Board(), random.Random(0), 3)  # ordinary case still plays
+
+def _within(boards: list[chess.Board], plies: int) -> set:
+    """:func:`_fields` of every position at most ``plies`` legal moves (python-chess) from ``boards``."""
+    seen, frontier = set(), [b.copy(stack=False) for b in boards]
+    for depth in range(plies + 1):
+        nxt = []
+        for board in frontier:
+            seen.add(_fields(board))
+            if depth < plies:
+                for move in board.legal_moves:
+                    child = board.copy(stack=False)
+                    child.push(move)
+                    nxt.append(child)
+        frontier = nxt
+    return seen
+
+
+#: A game whose positions have castling rights on both sides, a legal en passant capture (after
+#: 3. c4) and one that a pin forbids (e.p. square without a legal capture), checks near.
+_GAME = {"id": "walk", "start_fen": "r3k2r/ppp2ppp/8/3pP3/1b6/8/PPPP1PPP/R3K2R w KQkq d6 0 1",
+         "moves": ["e5d6", "c7d6", "c2c4"]}
+
+
+@pytest.mark.parametrize("max_walk, children", [(2, 0), (1, 2)])
+def test_perturbation_positions_are_legal_moves_from_game_positions(teacher, max_walk, children):
+    """Every position of perturbation episodes of depth <= 2 (a random move, then a policy move or
+    recorded children) is reachable by python-chess's legal moves from a game position, with the same
+    castling rights and legal en passant square, and starts and both depths occur."""
+    s = datagen.GenerationSettings(perturbation_fraction=1.0, max_walk=max_walk, children=children,
+                                   holdout_fraction=0.0, keep_decay_cp=float("inf"))
+    data = datagen.generate(150, 3, teacher, [_GAME], settings=s, progress=False)
+    starts = datagen.game_positions([_GAME], 0.0)
+    reach = [_within(starts, k) for k in range(3)]
+    depth = [next(k for k in range(3) if _fields(datagen.to_board(data, i)) in reach[k]) if _fields(
+        datagen.to_board(data, i)) in reach[2] else None for i in range(len(data["value"]))]
+    assert None not in depth, datagen.to_board(data, depth.index(None)).fen()
+    assert set(depth) == {0, 1, 2}
+    assert (data["source"] == datagen.SOURCE_PERTURBATION).all()
+    assert (data["ep_square"] >= 0).any()
+
+
+def test_playout_positions_are_legal_moves_from_the_start():
+    """Playouts with a 2-ply random opening and no policy moves (``max_game_plies = 2``): every
+    position is 2 or 3 plies (its recorded child) from the standard position per python-chess."""
+    import nnue_infer
+
+    s = datagen.GenerationSettings(opening_plies=2, max_game_plies=2, children=1, keep_decay_cp=float("inf"))
+    data = datagen.generate(300, 4, nnue_infer.stockfish_15_1_network(), settings=s, progress=False)
+    two, three = _within([chess.Board()], 2), _within([chess.Board()], 3) - _within([chess.Board()], 2)
+    fields = [_fields(datagen.to_board(data, i)) for i in range(len(data["value"]))]
+    assert all(f in two or f in three for f in fields)
+    assert sum(f in two for f in fields) > 100 and sum(f in three for f in fields) > 100
+
+
+def test_walk_step_and_game_end_follow_python_chess(games):
+    """The compiled walk's move (``step``: castling rights, en passant square, halfmove clock) and
+    insufficient-material rule equal python-chess's ``push`` / ``is_insufficient_material`` for
+    every legal move of positions of the dev games, plus bare endings."""
+    from nnue_infer.kernels.movegen import MAX_MOVES, legal_moves
+    from nnue_infer.training import walk
+
+    boards = datagen.game_positions(games[:6], 0.0)
+    boards += [chess.Board(f) for f in ("8/8/8/4k3/8/8/4K3/4B3 w - - 0 1", "8/8/8/4k3/8/8/2b1K3/4B3 w - - 0 1",
+                                        "8/8/8/4k3/8/8/3bK3/4B3 w - - 0 1", "8/8/8/4k3/8/8/3nK3/4N3 w - - 0 1",
+                                        "8/8/8/4k3/8/8/4K3/4N3 b - - 99 80", "8/8/8/4k3/8/3q4/4K3/4N3 w - - 7 60")]
+    moves = np.empty(MAX_MOVES, np.uint16)
+    out = np.empty(8, np.int64)
+    checked = 0
+    for board in boards:
+        bb, stm, castling, ep = (a[0] for a in datagen._start_arrays([board]))
+        assert walk.insufficient_material(bb) == board.is_insufficient_material(), board.fen()
+        n = legal_moves(bb, int(stm), castling, ep, False, moves)
+        assert n == board.legal_moves.count()
+        for code in moves[:n].tolist():
+            child = board.copy(stack=False)
+            child.push(chess.Move(code & 63, (code >> 6) & 63, (code >> 12) or None))
+            c_castling, c_ep, clock = walk.step(bb, int(stm), castling, ep, board.halfmove_clock, code, out)
+            want_bb, _, want_castling, want_ep = (a[0] for a in datagen._start_arrays([child]))
+            assert (out == want_bb).all() and c_castling == want_castling, (board.fen(), code)
+            assert c_ep == want_ep and clock == child.halfmove_clock, (board.fen(), code)
+            checked += 1
+    assert checked > 5000
 
 
 def test_concatenate_keeps_order_and_provenance(teacher, tmp_path):
@@ -162,3 +238,26 @@ def test_children_are_recorded_after_each_visited_position(teacher):
         assert [datagen.position_key(datagen.to_board(data, i)) in first for i in (1, 2, 3)] == expected
     with pytest.raises(ValueError, match="children"):
         datagen.generate(10, 1, teacher, settings=datagen.GenerationSettings(children=-1), progress=False)
+
+
+def test_playout_policy_takes_free_material_and_shuns_losing_it():
+    """``greedy = 1``: the policy takes a hanging queen, not the guarded pawn that costs its rook, and
+    moves an attacked piece away rather than leaving it; ``greedy = 0``: every legal move comes up."""
+    from nnue_infer.kernels.movegen import MAX_MOVES, legal_moves
+    from nnue_infer.training import walk
+
+    def chosen(fen: str, greedy: float, draws: int) -> set:
+        board = chess.Board(fen)
+        bb, stm, castling, ep = (a[0] for a in datagen._start_arrays([board]))
+        moves = np.empty(MAX_MOVES, np.uint16)
+        n = legal_moves(bb, int(stm), castling, ep, False, moves)
+        rng = np.array([5], np.uint64)
+        picks = {walk.policy(bb, int(stm), ep, moves, n, greedy, rng) for _ in range(draws)}
+        return {chess.Move(int(moves[i]) & 63, (int(moves[i]) >> 6) & 63).uci() for i in picks}, n
+
+    # Rd1xd7 wins the queen (9) for the rook (5, d7 is guarded) and saves the attacked rook: the best score
+    assert chosen("3k4/3q4/8/8/8/8/1p6/1K1R4 w - - 0 1", 1.0, 50)[0] == {"d1d7"}
+    # the knight attacked by the e5 pawn goes (escape bonus) rather than the king
+    assert {m[:2] for m in chosen("4k3/8/8/4p3/3N4/8/8/7K w - - 0 1", 1.0, 50)[0]} == {"d4"}
+    every, n = chosen("4k3/8/8/8/8/8/8/R3K2R w KQ - 0 1", 0.0, 2000)
+    assert len(every) == n

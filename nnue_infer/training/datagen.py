@@ -9,7 +9,7 @@
   random moves (the randomised opening), then follow the playout policy until the game ends
   (mate, stalemate, insufficient material, 50-move rule) or ``max_game_plies`` plies.
 
-The **playout policy** is a cheap, capture-aware move chooser (python-chess only, no search):
+The **playout policy** is a cheap, capture-aware move chooser (no search):
 with probability ``greedy`` it takes the move with the best crude material score (value
 captured or promoted, minus the mover's value if the target square is attacked, plus half
 the mover's value if it leaves an attacked square; ties broken at random), otherwise a
@@ -19,10 +19,20 @@ real games, yet every phase, both sides to move, checks, castling and en-passant
 Positions are de-duplicated on (piece placement, side to move), the only inputs of an NNUE
 network; positions the network cannot represent are skipped, as are positions listed in an
 ``exclude`` file (so an evaluation corpus stays unseen).  Games whose id falls in the
-held-out fraction (:func:`is_held_out`) are never used as starting points.
+held-out fraction (:func:`is_held_out`) are never used as starting points.  A position whose
+teacher value is lopsided may be dropped by the balance filter (``keep_below_cp``).
 
-Everything is deterministic for a given seed and inputs: one ``random.Random(seed)`` drives
-all choices, in one process.
+The episodes run in compiled code (:mod:`nnue_infer.training.walk`: python-chess's rules through
+the compiled legal move generator, no ``chess.Board`` per move); each source (perturbation,
+playout) plays rounds of whole episodes until a round holds about twice the positions that source
+still needs (at most 65,536), then the round's new positions are labelled in one batch
+(``Evaluator.evaluate_bitboards``) and filtered, the first ones kept, so the file holds
+``round(perturbation_fraction * n)`` perturbation positions (all ``n`` playouts without games),
+rounds of the two sources alternating.  Everything is deterministic for a given seed and inputs:
+each source walks with its own SplitMix64 stream seeded by ``SeedSequence([seed, source])``, the
+balance filter draws from ``default_rng([seed, 2])``.  (Files of the ``python-chess`` generator
+of earlier versions, ``meta`` without ``generator``, follow the same definition with other random
+draws.)
 
 File format (``.npz``, written by :func:`save`, read by :func:`load_positions`)
 -------------------------------------------------------------------------------
@@ -52,23 +62,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
-import random
 from dataclasses import asdict, dataclass
 
 import chess
 import numpy as np
 
-from ..errors import NnueError, PositionError
-from ..features import board_bitboards
+from ..errors import NnueError
 from ..inputs import numbered_lines
 
 FORMAT = "nnue-infer-positions-1"
+#: ``meta["generator"]`` of files made by this version (compiled walk, SplitMix64 streams).
+GENERATOR = "walk-1"
 SOURCE_PERTURBATION, SOURCE_PLAYOUT = 0, 1
-
-#: Crude piece values (pawns) used by the playout policy, indexed by python-chess piece type.
-_VALUES = (0, 1, 3, 3, 5, 9, 0)
 
 
 class DatasetFormatError(NnueError, ValueError):
@@ -176,109 +182,43 @@ def read_exclude(path: str | os.PathLike[str]) -> set[tuple[int, ...]]:
     return keys
 
 
-def random_plies(board: chess.Board, rng: random.Random, plies: int) -> None:
-    """Play up to ``plies`` uniformly random legal moves on ``board`` (fewer if the game ends:
-    a random opening can mate, e.g. 1. f3 e5 2. g4 Qh4#)."""
-    for _ in range(plies):
-        moves = list(board.generate_legal_moves())
-        if not moves:
-            return
-        board.push(moves[rng.randrange(len(moves))])
+def _start_arrays(boards: list[chess.Board]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """States of ``boards`` as :func:`nnue_infer.training.walk.walk` reads them: bitboards int64[S, 8],
+    side to move uint8[S], castling rights (``clean_castling_rights``) int64[S], en passant square int64[S]."""
+    n = max(len(boards), 1)  # one (unused) row without games: the kernel takes arrays of one type
+    bitboards = np.zeros((n, 8), np.uint64)
+    stm = np.zeros(n, np.uint8)
+    castling = np.zeros(n, np.uint64)
+    ep = np.zeros(n, np.int64)
+    for i, b in enumerate(boards):
+        bitboards[i] = (b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings, b.occupied_co[chess.WHITE],
+                        b.occupied_co[chess.BLACK])
+        stm[i] = 0 if b.turn == chess.WHITE else 1
+        castling[i] = b.clean_castling_rights()
+        ep[i] = b.ep_square or 0
+    return bitboards.view(np.int64), stm, castling.view(np.int64), ep
 
 
-def policy_move(board: chess.Board, rng: random.Random, greedy: float) -> chess.Move | None:
-    """A move of the playout policy (see the module docstring); ``None`` if there is none."""
-    moves = list(board.generate_legal_moves())
-    if not moves:
-        return None
-    if rng.random() >= greedy:
-        return moves[rng.randrange(len(moves))]
-    them = not board.turn
-    best, best_score = moves[0], -1e9
-    escape: dict[int, float] = {}
-    for move in moves:
-        mover = board.piece_type_at(move.from_square)
-        captured = board.piece_type_at(move.to_square)
-        score = _VALUES[captured] if captured else (1.0 if board.is_en_passant(move) else 0.0)
-        value = _VALUES[mover]
-        if move.promotion:
-            score += _VALUES[move.promotion] - 1
-            value = _VALUES[move.promotion]
-        if board.is_attacked_by(them, move.to_square):
-            score -= value
-        if move.from_square not in escape:
-            escape[move.from_square] = 0.5 * _VALUES[mover] if board.is_attacked_by(them, move.from_square) else 0.0
-        score += escape[move.from_square] + 0.5 * rng.random()
-        if score > best_score:
-            best, best_score = move, score
-    return best
+class _KeyTable:
+    """The walk's de-duplication table (:func:`nnue_infer.training.walk.insert`), grown to stay at most half full."""
 
-
-def _castling_bits(board: chess.Board) -> int:
-    cr = board.castling_rights
-    return (bool(cr & chess.BB_H1) | bool(cr & chess.BB_A1) << 1 | bool(cr & chess.BB_H8) << 2
-            | bool(cr & chess.BB_A8) << 3)
-
-
-class _Recorder:
-    """Collects de-duplicated, labelled positions into preallocated arrays."""
-
-    def __init__(self, n: int, evaluator, exclude: set, progress, rng: random.Random,
-                 settings: GenerationSettings) -> None:
-        self.n = n
+    def __init__(self, expected: int) -> None:
+        self.table = np.zeros((1 << max(12, (4 * expected).bit_length()), 2), np.uint64)
         self.count = 0
-        self.bitboards = np.zeros((n, 8), np.int64)
-        self.stm = np.zeros(n, np.uint8)
-        self.castling = np.zeros(n, np.uint8)
-        self.ep_square = np.full(n, -1, np.int8)
-        self.value = np.zeros(n, np.int32)
-        self.source = np.zeros(n, np.uint8)
-        self.seen = set(exclude)
-        self.evaluator = evaluator
-        self.progress = progress
-        self.rng = rng
-        self.keep_below = settings.keep_below_cp * 361 / 100
-        self.keep_decay = settings.keep_decay_cp * 361 / 100
-        self.skipped = {"duplicate": 0, "unrepresentable": 0, "balance_filter": 0}
-        self.in_check = 0
 
-    @property
-    def full(self) -> bool:
-        return self.count >= self.n
+    def room(self, more: int) -> None:
+        """Grow (rehash into a table twice as big, repeatedly) so that ``more`` further keys fit."""
+        from .walk import rehash
 
-    def add(self, board: chess.Board, source: int) -> None:
-        if self.full:
-            return
-        key = position_key(board)
-        if key in self.seen:
-            self.skipped["duplicate"] += 1
-            return
-        self.seen.add(key)
-        i = self.count
-        try:
-            board_bitboards(board, self.bitboards[i])
-        except PositionError:
-            self.skipped["unrepresentable"] += 1
-            return
-        value = self.evaluator.evaluate(board)
-        excess = abs(value) - self.keep_below
-        if excess > 0 and self.rng.random() >= math.exp(-excess / self.keep_decay):
-            self.skipped["balance_filter"] += 1
-            return
-        self.value[i] = value
-        self.stm[i] = 0 if board.turn == chess.WHITE else 1
-        self.castling[i] = _castling_bits(board)
-        if board.ep_square is not None and board.has_legal_en_passant():
-            self.ep_square[i] = board.ep_square
-        self.source[i] = source
-        self.in_check += board.is_check()
-        self.count += 1
-        if self.progress is not None:
-            self.progress.update(1)
+        while 2 * (self.count + more) > len(self.table):
+            bigger = np.zeros((2 * len(self.table), 2), np.uint64)
+            rehash(self.table, bigger)
+            self.table = bigger
 
 
-def _game_over(board: chess.Board) -> bool:
-    return board.halfmove_clock >= 100 or board.is_insufficient_material()
+def _exclude_arrays(exclude: set[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    keys = np.array(sorted(exclude), np.uint64).reshape(-1, 9)
+    return np.ascontiguousarray(keys[:, :8]).view(np.int64), keys[:, 8].astype(np.uint8) ^ 1  # turn True = White
 
 
 def generate(n: int, seed: int, teacher, games: list[dict] | None = None,
@@ -291,7 +231,7 @@ def generate(n: int, seed: int, teacher, games: list[dict] | None = None,
     n : int
         Number of positions.
     seed : int
-        Seed of the one random generator: same seed and inputs, same positions in the same order.
+        Seed of the random streams: same seed and inputs, same positions in the same order.
     teacher : Network
         Network whose values label the positions (normally Stockfish 15.1's).
     games : list of dict, optional
@@ -311,11 +251,13 @@ def generate(n: int, seed: int, teacher, games: list[dict] | None = None,
     Raises
     ------
     ValueError
-        ``n`` not positive, a bad setting, or a games file that yields no usable position.
+        ``n`` not positive, a bad setting, a games file that yields no usable position, or a
+        generator that stalls (100,000 episodes in a row without a new position).
     """
     from tqdm import tqdm
 
     from ..evaluator import Evaluator
+    from . import walk as W
 
     if n <= 0:
         raise ValueError(f"n: number of positions must be positive, got {n}")
@@ -328,60 +270,65 @@ def generate(n: int, seed: int, teacher, games: list[dict] | None = None,
         raise ValueError(f"settings: children must be >= 0: {s}")
     if s.max_walk < 1 or s.opening_plies < 2 or s.max_game_plies < s.opening_plies:
         raise ValueError(f"settings: need max_walk >= 1, 2 <= opening_plies <= max_game_plies: {s}")
-    rng = random.Random(seed)
     starts = game_positions(games, s.holdout_fraction) if games else []
     if games and not starts:
         raise ValueError("games: every game is held out; lower holdout_fraction")
+    start_arrays = _start_arrays(starts)
     frac = s.perturbation_fraction if starts else 0.0
-    bar = tqdm(total=n, unit="pos", smoothing=0.05, disable=not progress)
-    rec = _Recorder(n, Evaluator(teacher), exclude or set(), bar, rng, s)
-    counts = [0, 0]
+    want = [round(frac * n), n - round(frac * n)]  # positions per source
+    rngs = [np.random.SeedSequence([seed, src]).generate_state(1, np.uint64) for src in (0, 1)]
+    keep_rng = np.random.default_rng([seed, 2])
+    table = _KeyTable(n * (s.children + 1))
+    if exclude:
+        bb, stm = _exclude_arrays(exclude)
+        table.room(len(bb))
+        table.count += W.insert_all(table.table, bb, stm)
+    evaluator = Evaluator(teacher)
+    episode_rows = (max(s.max_walk, s.max_game_plies) + 1) * (s.children + 1)
+    parts: list[tuple] = []
+    skipped = {"duplicate": 0, "unrepresentable": 0, "balance_filter": 0}
     episodes = [0, 0]
-    stall = 0
-
-    def visit(board: chess.Board, src: int) -> None:
-        rec.add(board, src)
-        if s.children:
-            moves = list(board.generate_legal_moves())
-            for move in rng.sample(moves, min(s.children, len(moves))):
-                board.push(move)
-                rec.add(board, src)
-                board.pop()
-
+    keep_below, keep_decay = s.keep_below_cp * 361 / 100, s.keep_decay_cp * 361 / 100
+    bar = tqdm(total=n, unit="pos", smoothing=0.05, disable=not progress)
     try:
-        while not rec.full:
-            before = rec.count
-            if frac > 0 and (rec.count == 0 or counts[SOURCE_PERTURBATION] < frac * rec.count):
-                src = SOURCE_PERTURBATION
-                board = starts[rng.randrange(len(starts))].copy()
-                visit(board, src)
-                for step in range(rng.randint(1, s.max_walk)):
-                    moves = list(board.generate_legal_moves())
-                    if not moves:
-                        break
-                    move = moves[rng.randrange(len(moves))] if step == 0 else policy_move(board, rng, s.greedy)
-                    board.push(move)
-                    visit(board, src)
-            else:
-                src = SOURCE_PLAYOUT
-                board = chess.Board()
-                random_plies(board, rng, rng.randint(2, s.opening_plies))
-                visit(board, src)
-                while board.ply() < s.max_game_plies and not _game_over(board) and not rec.full:
-                    move = policy_move(board, rng, s.greedy)
-                    if move is None:
-                        break
-                    board.push(move)
-                    visit(board, src)
-            counts[src] += rec.count - before
-            episodes[src] += 1
-            stall = stall + 1 if rec.count == before else 0
-            if stall > 100_000:
-                raise ValueError(f"generator stalled at {rec.count} positions: every new position is a duplicate")
+        while want[0] or want[1]:
+            for src in (0, 1):
+                if not want[src]:
+                    continue
+                target = min(1 << 16, max(256, 2 * want[src]))
+                rows = target + episode_rows
+                table.room(rows)
+                out = (np.empty((rows, 8), np.int64), np.empty(rows, np.uint8), np.empty(rows, np.uint8),
+                       np.empty(rows, np.int8), np.empty(rows, np.uint8), np.empty(rows, np.uint8))
+                counters = np.zeros(3, np.int64)
+                W.walk(src, target, 100_000, *start_arrays, s.max_walk, s.opening_plies, s.max_game_plies, s.greedy,
+                       s.children, rngs[src], table.table, *out, counters)
+                r = int(counters[W.C_RECORDS])
+                table.count += r
+                episodes[src] += int(counters[W.C_EPISODES])
+                skipped["duplicate"] += int(counters[W.C_DUPLICATE])
+                if r == 0:
+                    raise ValueError(f"generator stalled at {n - sum(want)} positions: every new position is a duplicate")
+                bitboards, stm, castling, ep, source, check = (a[:r] for a in out)
+                values, codes = evaluator.evaluate_bitboards(bitboards, stm)
+                excess = np.abs(values.astype(np.float64)) - keep_below
+                draws = keep_rng.random(r)
+                balanced = (excess <= 0) | (draws < np.exp(-np.maximum(excess, 0) / keep_decay))
+                ok = codes == 0
+                take = np.flatnonzero(ok & balanced)[:want[src]]
+                last = take[-1] + 1 if len(take) == want[src] else r  # rows after the last one taken: unused
+                skipped["unrepresentable"] += int((~ok[:last]).sum())
+                skipped["balance_filter"] += int((ok & ~balanced)[:last].sum())
+                parts.append((bitboards[take], stm[take], castling[take], ep[take], values[take], source[take],
+                              check[take]))
+                want[src] -= len(take)
+                bar.update(len(take))
     finally:
         bar.close()
+    bitboards, stm, castling, ep, value, source, check = (np.concatenate(a) for a in zip(*parts))
     meta = {
         "format": FORMAT,
+        "generator": GENERATOR,
         "seed": seed,
         "n": n,
         "settings": asdict(s),
@@ -390,13 +337,13 @@ def generate(n: int, seed: int, teacher, games: list[dict] | None = None,
         "games": len(games or []),
         "start_positions": len(starts),
         "excluded_positions": len(exclude or ()),
-        "positions_by_source": {"perturbation": counts[0], "playout": counts[1]},
+        "positions_by_source": {"perturbation": int((source == 0).sum()), "playout": int((source == 1).sum())},
         "episodes_by_source": {"perturbation": episodes[0], "playout": episodes[1]},
-        "skipped": rec.skipped,
-        "in_check": rec.in_check,
+        "skipped": skipped,
+        "in_check": int(check.sum()),
     }
-    return {"format": np.array(FORMAT), "bitboards": rec.bitboards, "stm": rec.stm, "castling": rec.castling,
-            "ep_square": rec.ep_square, "value": rec.value, "source": rec.source, "meta": np.array(json.dumps(meta))}
+    return {"format": np.array(FORMAT), "bitboards": bitboards, "stm": stm, "castling": castling,
+            "ep_square": ep, "value": value.astype(np.int32), "source": source, "meta": np.array(json.dumps(meta))}
 
 
 def _network_digest(network) -> str:
