@@ -5,6 +5,7 @@ the fast trainer, integer metrics and a strength proxy.  One command runs (and r
     python research/activation_study_v2.py data --out DIR       # (optional) data chunks ahead, in parallel
     python research/activation_study_v2.py speed --out DIR      # batch speed of the networks (after the sweep)
     python research/activation_study_v2.py report               # figures + tables of activation-study-v2.md
+    python research/activation_study_v2.py collect --out DIR    # results.json from the finished runs (as run does)
     python research/activation_study_v2.py amend --out DIR ... --reason TEXT   # change the plan, on record
 
 Two ``run`` processes may share a directory (each takes the first run no other holds, lock files
@@ -698,10 +699,23 @@ def anchors(out: Path, cfg: Config, log=print) -> dict:
     return result
 
 
+def data_generators(out: Path) -> dict:
+    """Number of data files (validation, test, training chunks) by the generator in their ``meta``
+    (``python-chess`` for files of the generator before the compiled walk, which wrote none)."""
+    counts: dict = {}
+    for path in (out / "data").glob("*.npz"):
+        if path.name.endswith("-features.npz"):
+            continue
+        with np.load(path) as z:
+            name = json.loads(str(z["meta"])).get("generator", "python-chess")
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
 def collect(out: Path, cfg: Config, results: Path) -> dict:
     """Every finished run's record (curves included) and the configuration, written to ``results``."""
     runs = [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))]
-    data = {"config": dataclasses.asdict(cfg), "runs": runs}
+    data = {"config": dataclasses.asdict(cfg), "runs": runs, "data_generators": data_generators(out)}
     for name in ("speed", "anchors"):
         if (out / f"{name}.json").exists():
             data[name] = json.loads((out / f"{name}.json").read_text())
@@ -753,9 +767,10 @@ def main(argv=None) -> int:
     dp = sub.add_parser("data", help="generate data chunks ahead (resumes)")
     sp = sub.add_parser("speed", help="batch speed of the seed-1 short networks (after the sweep)")
     rep = sub.add_parser("report", help="figures and tables of activation-study-v2.md from results.json")
+    co = sub.add_parser("collect", help="gather the finished runs' records into results.json (as run does)")
     am = sub.add_parser("amend", help="change the plan of a started study, with the reason on record")
     here = Path(__file__).resolve().parent
-    for p in (r, dp, sp, am):
+    for p in (r, dp, sp, am, co):
         p.add_argument("--out", type=Path, required=True, help="working directory (data, runs, checkpoints)")
     r.add_argument("--results", type=Path, default=here / "activation-study-v2" / "results.json")
     r.add_argument("--variants", default=",".join(VARIANTS))
@@ -770,6 +785,7 @@ def main(argv=None) -> int:
     am.add_argument("--reason", required=True, help="why the plan changes (kept in config.json and the report)")
     dp.add_argument("--chunks", type=int, required=True)
     sp.add_argument("--results", type=Path, default=here / "activation-study-v2" / "results.json")
+    co.add_argument("--results", type=Path, default=here / "activation-study-v2" / "results.json")
     rep.add_argument("--results", type=Path, default=here / "activation-study-v2" / "results.json")
     rep.add_argument("--dest", type=Path, default=here, help="where activation-study-v2.md lives")
     a = ap.parse_args(argv)
@@ -795,6 +811,8 @@ def main(argv=None) -> int:
         amend(a.out, a.reason, **changes)
     elif a.command == "data":
         make_data(a.out, None, a.chunks)
+    elif a.command == "collect":
+        collect(a.out, load_config(a.out), a.results)
     elif a.command == "speed":
         cfg = load_config(a.out)
         if measure_speed(a.out, cfg) is None:

@@ -401,7 +401,7 @@ Not done:
   {children} random children recorded per visited position) labelled by Stockfish 15.1's network;
   training, validation ({val_positions} positions) and test ({test_positions}) from disjoint games,
   training positions excluding every validation, test, dev-corpus and move-agreement position.
-  Budgets: {budgets}; every training position is seen once.
+  Budgets: {budgets}; every training position is seen once. {generators}
 - Training: the fast trainer (`nnue_infer.training.fast`), Adam, batch {batch_size}, cosine decay
   to {lr_final_fraction} of the rate, loss MSE of sigmoid(cp / {sigmoid_scale_cp:g}); initial
   feature-transformer biases 0 for the signed gates; learning rate per variant from a sweep of
@@ -482,8 +482,17 @@ def render(raw: dict) -> tuple[str, dict]:
         sigmoid_scale_cp=cfg["sigmoid_scale_cp"], lrs=pieces["sweep_rule"],
         sweep_seed=cfg["sweep_seed"], seeds=", ".join(map(str, cfg["seeds"])),
         long_seeds=", ".join(map(str, cfg.get("long_seeds") or cfg["seeds"])),
-        agreement_positions=f"{cfg['agreement_positions']:,}")
+        agreement_positions=f"{cfg['agreement_positions']:,}", generators=_generators(raw.get("data_generators")))
     return text, pieces
+
+
+def _generators(counts: dict | None) -> str:
+    """Which datagen made the data files (``data_generators`` of the raw file: generator -> files)."""
+    if not counts:
+        return ""
+    names = {"python-chess": "the python-chess generator", "walk-1": "the compiled walk (`walk-1`)"}
+    return ("Data files (validation, test, training chunks) by generator: " + ", ".join(
+        f"{n} by {names.get(g, g)}" for g, n in sorted(counts.items())) + " (one data definition, other random draws).")
 
 
 def write_report(results: Path, dest: Path) -> Path:

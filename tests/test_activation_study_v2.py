@@ -236,6 +236,8 @@ def test_runner_on_a_toy_budget(tmp_path, data_dir, monkeypatch):
     S.run_study(out, cfg, results, ("pairwise", "glu"), log=lambda *a: None)
     assert results.stat().st_mtime_ns == before  # everything was done: nothing trained or rewritten
     assert R.render(raw)[0].count("| pairwise |") >= 2
+    assert raw["data_generators"] == {"walk-1": 2 + 3}  # validation, test and the 3 chunks, all the compiled walk's
+    assert "5 by the compiled walk" in R.render(raw)[0]
     assert set(raw["anchors"]["move_agreement"]) == {"stockfish-15.1", "bundled default network"}
     # move agreement against python-chess's move generation and one evaluation per child
     from nnue_infer.evaluator import Evaluator
