@@ -77,7 +77,7 @@ def cluster(method="spawn", n_workers=2):
 
     with dask.config.set({"distributed.worker.multiprocessing-method": method}):
         lc = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                          dashboard_address=None, worker_dashboard_address=None)
+                          dashboard_address=":0", worker_dashboard_address=":0")
     return lc, Client(lc)
 
 
@@ -147,7 +147,7 @@ from nnue_infer.io import distributed as D
 
 fens = json.loads(sys.argv[1])
 nnue_infer.evaluate_batch(fens)  # the parent has used the parallel kernel (and its thread pool) before the workers start
-with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as lc, \\
+with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0") as lc, \\
         Client(lc) as client:
     D.score_files(sys.argv[2], sys.argv[3], "default", client, threads=2)
 """
@@ -177,7 +177,7 @@ def test_evaluate_dataframe(fens):
     from distributed import Client
 
     df = pd.DataFrame({"fen": fens[:200], "id": np.arange(200)})
-    with Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None) as client:
+    with Client(processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0") as client:
         got = D.evaluate_dataframe(dd.from_pandas(df, npartitions=4), network="default").compute(scheduler=client)
     np.testing.assert_array_equal(got["value"].to_numpy(), nnue_infer.evaluate_batch(fens[:200]))
     assert got["id"].tolist() == list(range(200))
@@ -369,3 +369,28 @@ def test_pgn_split_by_games_exactly_as_whole(tmp_path, data_dir):
     np.testing.assert_array_equal([r["value"] for r in got], nnue_infer.evaluate_batch([r["fen"] for r in got]))
     again = D.score_files(files, str(tmp_path / "split"), "default")  # the recorded ranges: all done
     assert again.skipped == len(split.parts)
+
+
+def test_small_inputs_batched_per_dask_task(tmp_path, fens):
+    """On a cluster, small whole inputs go several to a Dask task (about TASKS_PER_THREAD per worker
+    thread); ranges of a split input and FIFOs go alone; with no worker thread nothing is grouped."""
+    (tmp_path / "in").mkdir()
+    for k in range(16):
+        (tmp_path / "in" / f"s{k:02d}.epd").write_text("\n".join(fens[k * 10:(k + 1) * 10]) + "\n")
+    big = tmp_path / "in" / "t-big.epd"
+    big.write_text("\n".join(fens) + "\n")
+    os.mkfifo(tmp_path / "in" / "u-fifo.epd")
+    files = D.expand_inputs(str(tmp_path / "in" / "*"))
+    out = tmp_path / "out"
+    D._check_manifest(str(out), "default")
+    tasks = D.plan_tasks(files, str(out), split_bytes=big.stat().st_size // 3)
+    ranges = [t for t in tasks if t.count > 1]
+    assert len(ranges) == 3
+    groups = D.batches(tasks, 2, split_bytes=1 << 20)
+    assert sorted((t for g in groups for t in g), key=tasks.index) == tasks  # each task in one group
+    small = [g for g in groups if g[0].count == 1 and os.path.basename(g[0].path).startswith("s")]
+    assert D.TASKS_PER_THREAD <= len(small) <= 2 * D.TASKS_PER_THREAD + 1 and max(map(len, small)) > 1
+    assert [g for g in groups if g[0].count > 1 or g[0].path.endswith("fifo.epd")] == [[t] for t in ranges] + [[tasks[-1]]]
+    assert D.batches(tasks, 0) == [[t] for t in tasks]
+    assert D.batches(tasks, 64) == [[t] for t in tasks]  # a shard each is already a 256th of the whole
+    assert D.batches(tasks, 1, split_bytes=300) == [[t] for t in tasks]  # no Dask task over split_bytes

@@ -46,8 +46,8 @@ def test_binpack_on_a_local_cluster(big, tmp_path, network_path):
 
     path, data = big
     out = str(tmp_path / "out")
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
-                      worker_dashboard_address=None) as lc, Client(lc) as client:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0",
+                      worker_dashboard_address=":0") as lc, Client(lc) as client:
         report = D.score_files(path, out, str(network_path), client, threads=1, binpack_task_bytes=1)
     assert [p["part"] for p in report.parts] == [f"{out}/{t.part}" for t in D.tasks_of(path, 1)]
     assert report.rows == len(data) and not report.skipped

@@ -530,6 +530,49 @@ def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = 
                       "positions_seconds": scored}
 
 
+def score_batch(tasks: Sequence[Task], network: str, out_dir: str, *, threads: int | None = None,
+                column: str = "fen") -> list[dict]:
+    """:func:`score_task` of each of ``tasks``, one after another: one Dask task of :func:`score_files`
+    (see :func:`batches`).  Each task's part is written on its own, so a batch re-run after its worker
+    died skips the parts it finished."""
+    return [score_task(task, network, out_dir, threads=threads, column=column) for task in tasks]
+
+
+#: Dask tasks per worker thread that :func:`batches` leaves at least (when there are inputs enough), so
+#: that the cluster still balances (a thread that falls behind hands on a quarter of its share).
+TASKS_PER_THREAD = 4
+
+
+def batches(tasks: Sequence[Task], threads: int, split_bytes: int = SPLIT_BYTES) -> list[list[Task]]:
+    """``tasks`` grouped into the Dask tasks of a cluster job on ``threads`` worker threads.
+
+    Dask costs a worker 1-3 ms of CPU per task (receiving it, handing it to a thread, reporting back:
+    measured with tasks that do nothing), about a tenth of scoring a shard of 10,000 positions; so
+    consecutive whole inputs that are regular files go several to a Dask task, up to
+    ``total bytes / (TASKS_PER_THREAD * threads)`` (at most ``split_bytes``) each.  Ranges of a split
+    input (already large), inputs of unknown size (FIFOs) and inputs that large go alone;
+    ``threads`` < 1 (no worker yet): every task alone.
+    """
+    sizes = [os.path.getsize(t.path) if t.count == 1 and os.path.isfile(t.path) else None for t in tasks]
+    known = sum(size for size in sizes if size is not None)
+    if threads < 1 or not known:
+        return [[t] for t in tasks]
+    target = min(split_bytes, known // (TASKS_PER_THREAD * threads))
+    groups: list[list[Task]] = []
+    group: list[Task] = []
+    held = 0
+    for task, size in zip(tasks, sizes):
+        if size is None or size >= target:
+            groups.append([task])
+            continue
+        group.append(task)
+        held += size
+        if held >= target:
+            groups.append(group)
+            group, held = [], 0
+    return groups + [group] if group else groups
+
+
 def _check_manifest(out_dir: str, network: str) -> None:
     """Create ``out_dir`` and its manifest, or check that an existing one names the same network."""
     from ..resources import network_from_spec
@@ -602,7 +645,8 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
         Task size: an uncompressed EPD file over 1.5 x ``split_bytes`` is split into line-aligned byte
         ranges of about that size, an uncompressed PGN file into byte ranges of whole games, a Parquet
         file over 1.5 x ``split_rows`` rows into runs of whole row groups; compressed EPD and PGN files
-        are one task each (:func:`plan_tasks`).
+        are one task each (:func:`plan_tasks`).  On a cluster, small whole inputs run several to a Dask
+        task (:func:`batches`).
     binpack_task_bytes : int
         An uncompressed ``.binpack`` input is split into tasks of whole blocks of about this many bytes.
 
@@ -631,10 +675,13 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
 
     client.run(warm_up, network, threads)
     run = os.urandom(4).hex()
-    futures = client.map(score_task, tasks, network=network, out_dir=output, threads=threads, column=column,
-                         pure=False, key=[f"nnue-infer-{run}-{t.part}" for t in tasks])
+    groups = batches(tasks, sum(client.nthreads().values()), split_bytes)
+    futures = client.map(score_batch, groups, network=network, out_dir=output, threads=threads, column=column,
+                         pure=False, key=[f"nnue-infer-{run}-{g[0].part}" + (f"+{len(g) - 1}" if len(g) > 1 else "")
+                                          for g in groups])
     for future in as_completed(futures):
-        done(future.result())
+        for summary in future.result():
+            done(summary)
     order = {(t.path, t.index): i for i, t in enumerate(tasks)}
     report.parts.sort(key=lambda p: order[p["input"], p["range"][0]])
     return report
