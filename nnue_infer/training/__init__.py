@@ -1,7 +1,8 @@
 """Making networks: training data generation, the distillation trainer, cross-checks and plots.
 
 * :mod:`~nnue_infer.training.datagen`: positions from games, playouts and perturbations, labelled
-  by a teacher network through the inference core;
+  by a teacher network through the inference core; :mod:`~nnue_infer.training.walk`: its episodes in
+  compiled code (python-chess's rules through the compiled move generator);
 * :mod:`~nnue_infer.training.train`: the reference PyTorch trainer (the ``train`` extra) and its float model;
 * :mod:`~nnue_infer.training.fast` and :mod:`~nnue_infer.training.sparse_ft`: the fast trainer (the sparse
   feature transformer's forward and backward in Numba kernels);
