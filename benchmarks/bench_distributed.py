@@ -4,16 +4,17 @@ Inputs: EPD shards of real FENs (the dev positions and every position of the dev
 to fill the shards), written to a temporary directory.  Figures, all in one run:
 
 * ``evaluate_batch`` over all FENs on 1 Numba thread (the baseline) and ``score_files(client=None)``
-  (reading, evaluation, Arrow tables, Parquet writing, one task after another), alternated
+  (reading, evaluation, Arrow tables, Parquet writing, one task after another) with the parts' free
+  text zstd-compressed (the default) and uncompressed (``compression="none"``), alternated
   ``--rounds`` times: wall clock and thread CPU time, the best and the median of the rounds, values
   compared;
-* ``score_files`` on a ``LocalCluster`` of 1 and 2 worker processes x 1 thread (cluster up and
+* ``score_files`` on a ``LocalCluster`` of 1 worker process (zstd) and 2 (zstd and none) x 1 thread (cluster up and
   warmed up before the clock starts; :func:`score_files` warms its workers itself too), ``--rounds``
   jobs each: wall clock, and the load-robust figures: positions per thread-CPU second inside the
   worker tasks (the tasks' own summaries) against in process, per process-CPU second of the worker
   processes (all their threads: Dask's event loop too), and the busiest worker's process CPU (what
   the job's wall clock would be with a core per worker), with the client's CPU time;
-* the per-task cost from many tiny shards, in process and on 2 workers;
+* the cost per input from many tiny shards, in process and on 2 workers;
 * the profile of one in-process ``score_files`` (thread CPU time under cProfile with
   ``time.thread_time`` as its clock): by stage (reading and splitting lines, FEN parsing, evaluation,
   check/outcome flags, Arrow tables, Parquet writing) and the functions with the most own time.
@@ -94,6 +95,10 @@ def _process_cpu() -> float:
     return time.process_time()
 
 
+#: Codecs of the parts' free text measured (``score_files(compression=...)``): the default first.
+CODECS = ("zstd", "none")
+
+
 def stage_profile(pattern: str, out: str, net: str, top: int) -> tuple[list[tuple[str, float]], float, list[str]]:
     """Thread CPU seconds per stage of ``score_files`` in process, the total, and the ``top`` functions
     by own time (one line each)."""
@@ -129,7 +134,7 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--size", type=int, default=10_000, help="positions per shard")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each measurement (best and median shown)")
-    parser.add_argument("--tiny", type=int, default=60, help="tiny shards (5 positions) for the per-task cost")
+    parser.add_argument("--tiny", type=int, default=60, help="tiny shards (5 positions) for the cost per input")
     parser.add_argument("--top", type=int, default=15, help="functions listed from the profile")
     parser.add_argument("--net", default="stockfish")
     parser.add_argument("--out", help="also write the report to this file")
@@ -151,10 +156,13 @@ def main() -> None:
         order = sorted(range(len(t["line"])), key=lambda i: (t["source"][i], t["line"][i]))
         assert np.array_equal(np.array(t["value"])[order], want), f"values differ in {out}"
 
-    def job(client=None, pattern=None) -> tuple[str, dict]:
+    def job(client=None, pattern=None, compression="zstd") -> tuple[str, dict]:
         out = os.path.join(tmp, f"out{next(jobs)}")
-        report = D.score_files(pattern or shards, out, args.net, client, threads=1)
+        report = D.score_files(pattern or shards, out, args.net, client, threads=1, compression=compression)
         return out, report
+
+    def dataset_bytes(out: str) -> int:
+        return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(out) for f in files)
 
     try:
         fens = write_shards(os.path.join(tmp, "in"), real_fens(), args.shards, args.size)
@@ -167,79 +175,95 @@ def main() -> None:
         want = ev.evaluate_batch(fens)
         D.warm_up(args.net, 1)
         job()
-        base, local, task_cpu = [], [], []
-        for _ in range(args.rounds):  # alternated, so that both see the same load
+        base, task_cpu = [], []
+        local: dict[str, list] = {codec: [] for codec in CODECS}
+        sizes = {}
+        for _ in range(args.rounds):  # alternated, so that all see the same load
             base.append(timed(lambda: ev.evaluate_batch(fens)))
-            result = []
-            local.append(timed(lambda: result.append(job())))
-            check(result[0][0])
-            task_cpu.append(sum(p["thread_cpu_seconds"] for p in result[0][1].parts))
+            for codec in CODECS:
+                result = []
+                local[codec].append(timed(lambda: result.append(job(compression=codec))))
+                check(result[0][0])
+                sizes[codec] = dataset_bytes(result[0][0])
+                if codec == "zstd":
+                    task_cpu.append(sum(p["thread_cpu_seconds"] for p in result[0][1].parts))
         base_wall, base_cpu = stats([r[0] for r in base])[1], stats([r[1] for r in base])[0]
         tiny_wall, _, _ = timed(lambda: job(pattern=tiny))
         clusters = {}
         for workers in (1, 2):
             with dask.config.set(D.QUIET_WORKERS), LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                                                host="127.0.0.1", dashboard_address=None) as lc, \
+                                                                host="127.0.0.1", dashboard_address=":0") as lc, \
                     Client(lc) as client:
                 client.run(D.warm_up, args.net, 1)
-                runs = []
+                codecs = CODECS if workers == 2 else CODECS[:1]
+                runs: dict[str, list] = {codec: [] for codec in codecs}
                 for _ in range(args.rounds):
-                    paired = timed(lambda: ev.evaluate_batch(fens))[1]  # the baseline next to each job, same load
-                    before = client.run(_process_cpu)
-                    result = []
-                    wall, client_cpu, load = timed(lambda: result.append(job(client)))
-                    after = client.run(_process_cpu)
-                    check(result[0][0])
-                    parts = result[0][1].parts
-                    runs.append({"wall": wall, "client": client_cpu, "load": load, "base": paired,
-                                 "workers": [after[w] - before[w] for w in after],
-                                 "tasks": sum(p["thread_cpu_seconds"] for p in parts),
-                                 "scoring": sum(p["positions_seconds"] for p in parts)})
+                    for codec in codecs:
+                        paired = timed(lambda: ev.evaluate_batch(fens))[1]  # the baseline next to each job, same load
+                        before = client.run(_process_cpu)
+                        result = []
+                        wall, client_cpu, load = timed(lambda: result.append(job(client, compression=codec)))
+                        after = client.run(_process_cpu)
+                        check(result[0][0])
+                        parts = result[0][1].parts
+                        runs[codec].append({"wall": wall, "client": client_cpu, "load": load, "base": paired,
+                                            "workers": [after[w] - before[w] for w in after],
+                                            "tasks": sum(p["thread_cpu_seconds"] for p in parts),
+                                            "scoring": sum(p["positions_seconds"] for p in parts)})
                 if workers == 2:  # per-task cost on the cluster: worker time per tiny task
                     tiny_cluster, _, _ = timed(lambda: job(client, tiny))
-            clusters[workers] = runs
+            for codec, codec_runs in runs.items():
+                clusters[workers, codec] = codec_runs
         stages, total, top = stage_profile(shards, os.path.join(tmp, "prof"), args.net, args.top)
 
         say(f"{n:,} positions ({len(set(fens)):,} distinct real FENs) in {args.shards} EPD shards of {args.size:,}; "
             f"net {args.net}; {os.cpu_count()} cores; {args.rounds} rounds; values identical in every run")
-        say(f"load average (1 min) during the runs: {min(r[2] for r in base + local):.1f}-"
-            f"{max([r[2] for r in base + local] + [r['load'] for c in clusters.values() for r in c]):.1f}")
+        everything = base + [r for runs in local.values() for r in runs]
+        say(f"load average (1 min) during the runs: {min(r[2] for r in everything):.1f}-"
+            f"{max([r[2] for r in everything] + [r['load'] for c in clusters.values() for r in c]):.1f}")
+        say("dataset size: " + ", ".join(f"compression={codec!r} {sizes[codec] / n:.1f} bytes per position"
+                                         for codec in CODECS))
         say()
         say("in process, 1 Numba thread (evaluate_batch and score_files alternated; best / median of the rounds)")
-        say(f"{'':<40} {'thread CPU s':>15} {'positions/CPU s':>16} {'CPU ratio':>10} {'wall s':>15} "
+        say(f"{'':<44} {'thread CPU s':>15} {'positions/CPU s':>16} {'CPU ratio':>10} {'wall s':>15} "
             f"{'wall ratio':>10} {'load':>9}")
-        for label, runs in (("evaluate_batch (the baseline)", base), ("score_files(client=None)", local)):
+        rows = [("evaluate_batch (the baseline)", base)]
+        rows += [(f"score_files(client=None{'' if c == 'zstd' else f', compression={c!r}'})", local[c]) for c in CODECS]
+        for label, runs in rows:
             cpu, wall, load = stats([r[1] for r in runs]), stats([r[0] for r in runs]), stats([r[2] for r in runs])
-            say(f"{label:<40} {cpu[0]:>7.3f} {cpu[1]:>7.3f} {n / cpu[0]:>16,.0f} {base_cpu / cpu[0]:>9.2f}x "
+            say(f"{label:<44} {cpu[0]:>7.3f} {cpu[1]:>7.3f} {n / cpu[0]:>16,.0f} {base_cpu / cpu[0]:>9.2f}x "
                 f"{wall[0]:>7.3f} {wall[1]:>7.3f} {base_wall / wall[1]:>9.2f}x {load[0]:>4.1f}-{max(r[2] for r in runs):.1f}")
-        local_cpu = stats([r[1] for r in local])[0]
-        say(f"{'  of which inside score_task':<40} {min(task_cpu):>7.3f} {float(np.median(task_cpu)):>7.3f} "
+        local_cpu = stats([r[1] for r in local["zstd"]])[0]
+        say(f"{'  of which inside score_task (zstd)':<44} {min(task_cpu):>7.3f} {float(np.median(task_cpu)):>7.3f} "
             f"{n / min(task_cpu):>16,.0f}")
-        pairs = [b[1] / r[1] for b, r in zip(base, local)]
-        say(f"{'  paired CPU ratio (median, range)':<40} {float(np.median(pairs)):>.2f}x ({min(pairs):.2f}-{max(pairs):.2f}): "
-            "evaluate_batch's thread CPU over score_files' of the same round")
+        for codec in CODECS:
+            pairs = [b[1] / r[1] for b, r in zip(base, local[codec])]
+            say(f"{f'  paired CPU ratio, {codec}':<44} {float(np.median(pairs)):>.2f}x median ({min(pairs):.2f}-"
+                f"{max(pairs):.2f}): evaluate_batch's thread CPU over score_files' of the same round")
         say()
         say("LocalCluster, worker processes x 1 thread (best / median of the rounds; ratios of the best against "
             "evaluate_batch's best thread CPU, wall ratios of the medians)")
-        say(f"{'':<12} {'wall s':>15} {'wall ratio':>10} {'task thread CPU s':>19} {'pos/task CPU s':>15} "
+        say(f"{'':<18} {'wall s':>15} {'wall ratio':>10} {'task thread CPU s':>19} {'pos/task CPU s':>15} "
             f"{'worker proc CPU s':>19} {'pos/proc CPU s':>15} {'busiest worker':>15} {'its ratio':>10} "
-            f"{'paired':>7} {'client CPU s':>13} {'load':>9}")
-        for workers, runs in clusters.items():
+            f"{'paired (range)':>19} {'client CPU s':>13} {'load':>9}")
+        for (workers, codec), runs in clusters.items():
             wall, tasks = stats([r["wall"] for r in runs]), stats([r["tasks"] for r in runs])
             proc, busiest = stats([sum(r["workers"]) for r in runs]), stats([max(r["workers"]) for r in runs])
             client_cpu, load = stats([r["client"] for r in runs]), [r["load"] for r in runs]
-            paired = float(np.median([r["base"] / max(r["workers"]) for r in runs]))
-            say(f"{workers} worker(s) {wall[0]:>7.3f} {wall[1]:>7.3f} {base_wall / wall[1]:>9.2f}x "
+            pairs = [r["base"] / max(r["workers"]) for r in runs]
+            say(f"{f'{workers} worker(s), {codec}':<18} {wall[0]:>7.3f} {wall[1]:>7.3f} {base_wall / wall[1]:>9.2f}x "
                 f"{tasks[0]:>9.3f} {tasks[1]:>9.3f} {n / tasks[0]:>15,.0f} {proc[0]:>9.3f} {proc[1]:>9.3f} "
-                f"{n / proc[0]:>15,.0f} {busiest[0]:>7.3f} s {base_cpu / busiest[0]:>9.2f}x {paired:>6.2f}x {client_cpu[1]:>13.3f} "
+                f"{n / proc[0]:>15,.0f} {busiest[0]:>7.3f} s {base_cpu / busiest[0]:>9.2f}x "
+                f"{float(np.median(pairs)):>6.2f}x ({min(pairs):.2f}-{max(pairs):.2f}) {client_cpu[1]:>13.3f} "
                 f"{min(load):>4.1f}-{max(load):.1f}")
         say(f"in process: {n / local_cpu:,.0f} positions per thread-CPU second (score_files), "
             f"{n / min(task_cpu):,.0f} inside its tasks; evaluate_batch {n / base_cpu:,.0f}. 'busiest worker': the "
             "largest process CPU time of one worker, the job's wall clock with a core per worker; 'its ratio': "
             "evaluate_batch's thread CPU over it (the issue's target: 1.5x for 2 workers); 'paired': the median over the "
             "rounds of that ratio with the evaluate_batch run just before each job (the same load)")
-        say(f"per-task cost, {args.tiny} shards of 5 positions: in process {tiny_wall / args.tiny * 1e3:.1f} ms per task, "
-            f"LocalCluster 2 workers {tiny_cluster * 2 / args.tiny * 1e3:.1f} ms of worker time per task (wall clock)")
+        say(f"per-input cost, {args.tiny} shards of 5 positions: in process {tiny_wall / args.tiny * 1e3:.1f} ms per "
+            f"shard, LocalCluster 2 workers {tiny_cluster * 2 / args.tiny * 1e3:.1f} ms of worker time per shard (wall "
+            "clock; small shards run several to a Dask task)")
         say()
         say(f"one in-process score_files over the {args.shards} shards under cProfile (thread CPU time, profiler "
             "overhead included), by stage:")

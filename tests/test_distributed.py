@@ -394,3 +394,24 @@ def test_small_inputs_batched_per_dask_task(tmp_path, fens):
     assert D.batches(tasks, 0) == [[t] for t in tasks]
     assert D.batches(tasks, 64) == [[t] for t in tasks]  # a shard each is already a 256th of the whole
     assert D.batches(tasks, 1, split_bytes=300) == [[t] for t in tasks]  # no Dask task over split_bytes
+
+
+def test_compression_of_the_free_text(tmp_path, fens):
+    """``compression`` codes the parts' free text (zstd by default, 'none' plain), nothing else; the rows
+    are the same; an unknown codec is refused before any work."""
+    expected = write_shards(tmp_path / "in", fens[:120], n=2)
+    sizes = {}
+    for codec in ("zstd", "none"):
+        out = tmp_path / codec
+        D.score_files(str(tmp_path / "in" / "*"), str(out), "default", compression=codec)
+        check_complete(out, expected, nnue_infer.default_network())
+        part = sorted(out.glob("part-*.parquet"))[0]
+        meta = pq.ParquetFile(part).metadata.row_group(0)
+        codecs = {meta.column(i).path_in_schema: meta.column(i).compression for i in range(meta.num_columns)}
+        assert {codecs.pop(name) for name in ("fen", "san", "uci")} == {codec.upper().replace("NONE", "UNCOMPRESSED")}
+        assert set(codecs.values()) == {"UNCOMPRESSED"}
+        sizes[codec] = part.stat().st_size
+    assert sizes["zstd"] < sizes["none"]
+    with pytest.raises(ValueError, match="unknown Parquet compression 'lzma'"):
+        D.score_files(str(tmp_path / "in" / "*"), str(tmp_path / "x"), "default", compression="lzma")
+    assert not (tmp_path / "x").exists()

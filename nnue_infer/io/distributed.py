@@ -138,7 +138,7 @@ def warm_up(network: str, threads: int | None = None) -> float:
     t = time.perf_counter()
     _set_threads(threads)
     table, _ = _score_tables(score_epd(worker_evaluator(network), read_epd(_WARM_FENS)), "<warm-up>")
-    pq.write_table(table, io.BytesIO(), **_PARQUET)
+    pq.write_table(table, io.BytesIO(), **_parquet())
     with _lock:
         _warm.add(network)
     return time.perf_counter() - t
@@ -178,23 +178,30 @@ SPLIT_ROWS = 1 << 19
 BINPACK_TASK_BYTES = 64 << 20
 #: Rows per row group of the parts written (readers, and a later job reading the dataset, split by row group).
 ROW_GROUP_ROWS = 1 << 17
-#: Columns of the parts that hold text with many distinct values: zstd-compressed (the FENs: a third of
-#: their plain size), written without min/max statistics (no reader prunes row groups on a FEN).
+#: Columns of the parts that hold text with many distinct values: the only ones compressed (zstd by default:
+#: the FENs to a third of their size), written without min/max statistics (no reader prunes row groups on a FEN).
 _FREE_TEXT = ("fen", "san", "uci", "message")
-#: Parquet settings of the parts: zstd for :data:`_FREE_TEXT`, nothing else compressed (compressing a
-#: column costs a fixed time per column and file: 19 columns of a part of 5 rows took 0.56 ms with zstd
-#: everywhere, 0.29 ms this way, and the other columns hardly shrink), dictionaries only for the columns
-#: with few distinct values, the integers delta-encoded (Parquet's DELTA_BINARY_PACKED: ``line`` and
-#: ``ply`` count up, values are small, so the bit-packed deltas are smaller and quicker to write than plain
-#: 8-byte integers).
-_PARQUET = {"compression": {name: "zstd" if name in _FREE_TEXT else "none" for name in (
-                "source", "line", "game", "event", "site", "date", "round", "white", "black", "result", "ply", "san",
-                "uci", "fen", "value", "cp", "cp_white", "in_check", "outcome", "message")},
+#: Codecs for the free text of the parts (:func:`score_files`' ``compression``; Parquet's, as pyarrow names them).
+CODECS = ("zstd", "lz4", "snappy", "gzip", "brotli", "none")
+
+
+def _parquet(compression: str = "zstd") -> dict:
+    """Parquet settings of the parts: ``compression`` for :data:`_FREE_TEXT`, nothing else compressed
+    (compressing a column costs a fixed time per column and file: 19 columns of a part of 5 rows took
+    0.56 ms with zstd everywhere, 0.29 ms this way, and the other columns hardly shrink), dictionaries only
+    for the columns with few distinct values, the integers delta-encoded (Parquet's DELTA_BINARY_PACKED:
+    ``line`` and ``ply`` count up, values are small, so the bit-packed deltas are smaller and quicker to
+    write than plain 8-byte integers)."""
+    names = ("source", "line", "game", "event", "site", "date", "round", "white", "black", "result", "ply", "san",
+             "uci", "fen", "value", "cp", "cp_white", "in_check", "outcome", "message")
+    return {"compression": {name: compression if name in _FREE_TEXT else "none" for name in names},
             "row_group_size": ROW_GROUP_ROWS,
-            "write_statistics": ["source", "line", "game", "event", "site", "date", "round", "white", "black",
-                                 "result", "ply", "value", "cp", "cp_white", "in_check", "outcome"],
+            "write_statistics": [name for name in names if name not in _FREE_TEXT],
             "use_dictionary": ["source", "event", "site", "date", "round", "white", "black", "result", "outcome"],
-            "column_encoding": dict.fromkeys(("line", "game", "ply", "value", "cp", "cp_white"), "DELTA_BINARY_PACKED")}
+            "column_encoding": dict.fromkeys(("line", "game", "ply", "value", "cp", "cp_white"),
+                                             "DELTA_BINARY_PACKED")}
+
+
 _MAGIC = (b"\x1f\x8b", b"\x28\xb5\x2f\xfd")  # gzip, Zstandard
 
 
@@ -495,7 +502,8 @@ def _score_tables(tables: Iterable[dict], source: str, bad: dict[int, str] | Non
     return table, (pa.concat_tables(errors) if errors else errors_target.empty_table())
 
 
-def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = None, column: str = "fen") -> dict:
+def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = None, column: str = "fen",
+               compression: str = "zstd") -> dict:
     """Score one task (an input, or a range of one: :func:`plan_tasks`) into ``out_dir/part-*.parquet``
     (and ``_errors/part-*.parquet``); the task of :func:`score_files`.  Skips a task whose part exists.
 
@@ -523,19 +531,20 @@ def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = 
     scored = time.thread_time() - cpu
     if errors.num_rows:
         os.makedirs(os.path.join(out_dir, ERRORS_DIR), exist_ok=True)
-        write_table(errors, errors_path, **_PARQUET)
-    write_table(table, out, **_PARQUET)  # last: its existence marks the task as done
+        write_table(errors, errors_path, **_parquet(compression))
+    write_table(table, out, **_parquet(compression))  # last: its existence marks the task as done
     return summary | {"rows": table.num_rows, "errors": errors.num_rows, "skipped": False,
                       "seconds": time.perf_counter() - wall, "thread_cpu_seconds": time.thread_time() - cpu,
                       "positions_seconds": scored}
 
 
 def score_batch(tasks: Sequence[Task], network: str, out_dir: str, *, threads: int | None = None,
-                column: str = "fen") -> list[dict]:
+                column: str = "fen", compression: str = "zstd") -> list[dict]:
     """:func:`score_task` of each of ``tasks``, one after another: one Dask task of :func:`score_files`
     (see :func:`batches`).  Each task's part is written on its own, so a batch re-run after its worker
     died skips the parts it finished."""
-    return [score_task(task, network, out_dir, threads=threads, column=column) for task in tasks]
+    return [score_task(task, network, out_dir, threads=threads, column=column, compression=compression)
+            for task in tasks]
 
 
 #: Dask tasks per worker thread that :func:`batches` leaves at least (when there are inputs enough), so
@@ -617,7 +626,8 @@ class ScoreReport:
 
 
 def score_files(inputs: str | Sequence[str], output: str, network: str = "default", client=None, *,
-                threads: int | None = None, column: str = "fen", progress: Callable[[dict], None] | None = None,
+                threads: int | None = None, column: str = "fen", compression: str = "zstd",
+                progress: Callable[[dict], None] | None = None,
                 split_bytes: int = SPLIT_BYTES, split_rows: int = SPLIT_ROWS,
                 binpack_task_bytes: int = BINPACK_TASK_BYTES) -> ScoreReport:
     """Score EPD / PGN / Parquet / ``.binpack`` files into the Parquet dataset directory ``output``, on a Dask cluster.
@@ -639,6 +649,11 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
         Numba threads per task (default: Numba's default, all cores of the worker's machine).
     column : str
         The FEN column of Parquet inputs (one FEN per cell; ``line`` is the row number).
+    compression : str
+        Codec of the parts' free text (FEN, SAN, UCI, messages), one of :data:`CODECS`.  zstd stores the
+        FENs in about a third of their size; ``"none"`` saves compressing them, about 1.2 ms per 10,000
+        positions, some 7 % of scoring them (``benchmarks/bench_distributed.py``), for parts about 3.5
+        times larger.
     progress : callable, optional
         Called with each task's summary as it completes, with ``"tasks"``: the job's number of tasks.
     split_bytes, split_rows : int
@@ -654,6 +669,8 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     -------
     ScoreReport
     """
+    if compression not in CODECS:
+        raise ValueError(f"unknown Parquet compression {compression!r}: one of {', '.join(CODECS)}")
     files = expand_inputs(inputs)
     for f in files:
         input_kind(f)  # unknown kinds fail before any work
@@ -669,7 +686,7 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
 
     if client is None:
         for task in tasks:
-            done(score_task(task, network, output, threads=threads, column=column))
+            done(score_task(task, network, output, threads=threads, column=column, compression=compression))
         return report
     from distributed import as_completed
 
@@ -677,6 +694,7 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     run = os.urandom(4).hex()
     groups = batches(tasks, sum(client.nthreads().values()), split_bytes)
     futures = client.map(score_batch, groups, network=network, out_dir=output, threads=threads, column=column,
+                         compression=compression,
                          pure=False, key=[f"nnue-infer-{run}-{g[0].part}" + (f"+{len(g) - 1}" if len(g) > 1 else "")
                                           for g in groups])
     for future in as_completed(futures):
