@@ -13,7 +13,8 @@ to fill the shards), written to a temporary directory.  Figures, all in one run:
   jobs each: wall clock, and the load-robust figures: positions per thread-CPU second inside the
   worker tasks (the tasks' own summaries) against in process, per process-CPU second of the worker
   processes (all their threads: Dask's event loop too), and the busiest worker's process CPU (what
-  the job's wall clock would be with a core per worker), with the client's CPU time;
+  the job's wall clock would be with a core per worker), with the CPU time of the client's process
+  (the scheduler's threads included);
 * the cost per input from many tiny shards, in process and on 2 workers;
 * the profile of one in-process ``score_files`` (thread CPU time under cProfile with
   ``time.thread_time`` as its clock): by stage (reading and splitting lines, FEN parsing, evaluation,
@@ -202,7 +203,9 @@ def main() -> None:
                         paired = timed(lambda: ev.evaluate_batch(fens))[1]  # the baseline next to each job, same load
                         before = client.run(_process_cpu)
                         result = []
-                        wall, client_cpu, load = timed(lambda: result.append(job(client, compression=codec)))
+                        client_cpu = time.process_time()  # the client process: its scheduler's threads too
+                        wall, _, load = timed(lambda: result.append(job(client, compression=codec)))
+                        client_cpu = time.process_time() - client_cpu
                         after = client.run(_process_cpu)
                         check(result[0][0])
                         parts = result[0][1].parts
@@ -245,7 +248,7 @@ def main() -> None:
             "evaluate_batch's best thread CPU, wall ratios of the medians)")
         say(f"{'':<18} {'wall s':>15} {'wall ratio':>10} {'task thread CPU s':>19} {'pos/task CPU s':>15} "
             f"{'worker proc CPU s':>19} {'pos/proc CPU s':>15} {'busiest worker':>15} {'its ratio':>10} "
-            f"{'paired (range)':>19} {'client CPU s':>13} {'load':>9}")
+            f"{'paired (range)':>19} {'client+scheduler CPU s':>23} {'load':>9}")
         for (workers, codec), runs in clusters.items():
             wall, tasks = stats([r["wall"] for r in runs]), stats([r["tasks"] for r in runs])
             proc, busiest = stats([sum(r["workers"]) for r in runs]), stats([max(r["workers"]) for r in runs])
@@ -254,13 +257,14 @@ def main() -> None:
             say(f"{f'{workers} worker(s), {codec}':<18} {wall[0]:>7.3f} {wall[1]:>7.3f} {base_wall / wall[1]:>9.2f}x "
                 f"{tasks[0]:>9.3f} {tasks[1]:>9.3f} {n / tasks[0]:>15,.0f} {proc[0]:>9.3f} {proc[1]:>9.3f} "
                 f"{n / proc[0]:>15,.0f} {busiest[0]:>7.3f} s {base_cpu / busiest[0]:>9.2f}x "
-                f"{float(np.median(pairs)):>6.2f}x ({min(pairs):.2f}-{max(pairs):.2f}) {client_cpu[1]:>13.3f} "
+                f"{float(np.median(pairs)):>6.2f}x ({min(pairs):.2f}-{max(pairs):.2f}) {client_cpu[1]:>23.3f} "
                 f"{min(load):>4.1f}-{max(load):.1f}")
         say(f"in process: {n / local_cpu:,.0f} positions per thread-CPU second (score_files), "
             f"{n / min(task_cpu):,.0f} inside its tasks; evaluate_batch {n / base_cpu:,.0f}. 'busiest worker': the "
             "largest process CPU time of one worker, the job's wall clock with a core per worker; 'its ratio': "
             "evaluate_batch's thread CPU over it (the issue's target: 1.5x for 2 workers); 'paired': the median over the "
-            "rounds of that ratio with the evaluate_batch run just before each job (the same load)")
+            "rounds of that ratio with the evaluate_batch run just before each job (the same load); 'client+scheduler': "
+            "process CPU of this process during a job (the LocalCluster's scheduler runs in it)")
         say(f"per-input cost, {args.tiny} shards of 5 positions: in process {tiny_wall / args.tiny * 1e3:.1f} ms per "
             f"shard, LocalCluster 2 workers {tiny_cluster * 2 / args.tiny * 1e3:.1f} ms of worker time per shard (wall "
             "clock; small shards run several to a Dask task)")

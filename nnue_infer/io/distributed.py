@@ -557,8 +557,9 @@ def batches(tasks: Sequence[Task], threads: int, split_bytes: int = SPLIT_BYTES)
 
     Dask costs a worker 1-3 ms of CPU per task (receiving it, handing it to a thread, reporting back:
     measured with tasks that do nothing), about a tenth of scoring a shard of 10,000 positions; so
-    consecutive whole inputs that are regular files go several to a Dask task, up to
-    ``total bytes / (TASKS_PER_THREAD * threads)`` (at most ``split_bytes``) each.  Ranges of a split
+    consecutive whole inputs that are regular files go several to a Dask task, as near as they come to
+    ``total bytes / (TASKS_PER_THREAD * threads)`` (at most ``split_bytes``) each (inputs of one size
+    make groups of one size, so the workers finish together).  Ranges of a split
     input (already large), inputs of unknown size (FIFOs) and inputs that large go alone;
     ``threads`` < 1 (no worker yet): every task alone.
     """
@@ -574,11 +575,11 @@ def batches(tasks: Sequence[Task], threads: int, split_bytes: int = SPLIT_BYTES)
         if size is None or size >= target:
             groups.append([task])
             continue
-        group.append(task)
-        held += size
-        if held >= target:
+        if group and held + size / 2 > target:  # the nearest to target: equal inputs make equal groups
             groups.append(group)
             group, held = [], 0
+        group.append(task)
+        held += size
     return groups + [group] if group else groups
 
 
