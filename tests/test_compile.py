@@ -34,12 +34,14 @@ dispatcher.Dispatcher.compile = compile
 atexit.register(lambda: print("COMPILED " + json.dumps(seen), file=sys.stderr))
 """
 
-#: The one-FEN ``nnue-infer eval``'s entry kernel with the default network, and the leaves it
-#: inlines (``forceinline``: compiled on their own on a cold cache; which of them depends on the
-#: CPU's instruction-set path); Numba's own helpers and the lambdas of overloads (``refcount.last_use``,
-#: ``simd.address_pointer``, ...) aside.
+#: The one-FEN ``nnue-infer eval``'s entry kernel with the default network, the stages it calls
+#: (``forward.Stages``: compiled on a cold cache, linked from the entry kernel's cache on a warm one)
+#: and the leaves it inlines (``forceinline``: compiled on their own on a cold cache; which of them
+#: depends on the CPU's instruction-set path); Numba's own helpers and the lambdas of overloads
+#: (``refcount.last_use``, ``simd.address_pointer``, ...) aside.
 ENTRY = "nnue_infer.kernels.arena.kernels.<locals>.evaluate_board"
-ONE_FEN_KERNELS = {ENTRY} | {f"nnue_infer.kernels.{name}" for name in (
+ONE_FEN_KERNELS = {ENTRY} | {f"nnue_infer.kernels.forward.stages.<locals>.{name}" for name in ("value", "refresh")} | {
+    f"nnue_infer.kernels.{name}" for name in (
     "accumulator.refresh_accumulator", "accumulator.update_accumulator", "activation.ft_transform",
     "activation.ft_activate", "activation.activate_lanes", "activation.activate", "dense.affine_zmm",
     "dense.affine_ymm", "dense.affine_ymm_paired", "dense.affine_portable", "features.active_features",

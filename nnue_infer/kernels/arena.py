@@ -133,10 +133,10 @@ def scratch_views(h, params, layers):
 
 
 @njit(cache=True, inline="always")
-def ply_value(address, ply, trusted, position, isa, fc0_isa, ft_activation, relations, float_tail):
+def ply_value(address, ply, trusted, position, update, value):
     """:func:`forward.evaluate_stack <nnue_infer.kernels.forward.evaluate_stack>` of ``position``
-    (a :data:`POSITION` tuple) at ``ply`` on the arrays of the header at ``address``; ``isa`` ..
-    ``float_tail`` as in ``forward.Config``.
+    (a :data:`POSITION` tuple) at ``ply`` on the arrays of the header at ``address``; ``update`` and
+    ``value``: the configuration's ``forward.Stages`` members.
 
     The bitboards go to the ply's pair (``state[P_CACHE_PAIRS + 3 + ply, 0, :8]``) first and that
     pair's "computed" flags are cleared: the ply is always recomputed from its nearest computed
@@ -155,14 +155,15 @@ def ply_value(address, ply, trusted, position, isa, fc0_isa, ft_activation, rela
     state[pair, 1, STATE_FLAG] = 0
     return forward.evaluate_stack(ply, 0 if position[8] else 1, trusted, params, slot_table, king_buckets, layers,
                                   a[0], a[1], a[2], a[3], a[4], a[5], a[7], a[8], state, a[10], added, removed, rel,
-                                  idx, isa, fc0_isa, ft_activation, relations, float_tail)
+                                  idx, update, value)
 
 
 @njit(cache=True, inline="always")
-def board_value(address, position, isa, fc0_isa, ft_activation, relations, float_tail):
+def board_value(address, position, refresh, value):
     """:func:`forward.evaluate_fresh <nnue_infer.kernels.forward.evaluate_fresh>` of ``position``
     (a :data:`POSITION` tuple, written to the first scratch pair) on the arrays of the header at
-    ``address``: a full refresh; the value or ``INVALID_POSITION``.  The active features go to the
+    ``address``: a full refresh; the value or ``INVALID_POSITION``.  ``refresh`` and ``value``: the
+    configuration's ``forward.Stages`` members.  The active features go to the
     scratch buffer's feature lists (int32[2, MAX_PIECES] in ``added``, the two counts in ``removed``).
     """
     h = header_at(address)
@@ -175,8 +176,7 @@ def board_value(address, position, isa, fc0_isa, ft_activation, relations, float
     state = a[9]
     put_position(state, params[forward.P_CACHE_PAIRS] + 1, position)
     return forward.evaluate_fresh(0 if position[8] else 1, params, slot_table, king_buckets, layers, a[0], a[1], a[2],
-                                  a[3], a[4], a[5], a[7], a[8], state, a[10], feats, counts, rel, idx, isa, fc0_isa,
-                                  ft_activation, relations, float_tail)
+                                  a[3], a[4], a[5], a[7], a[8], state, a[10], feats, counts, rel, idx, refresh, value)
 
 
 class Kernels(NamedTuple):
@@ -202,17 +202,16 @@ def kernels(config: forward.Config) -> Kernels:
     refuses the text; nothing is evaluated then, nor with other than 4 or 6 fields: python-chess's
     path names the missing field) and the value (or ``INVALID_POSITION``).
     """
-    isa, fc0_isa, ft_activation, relations, float_tail = (int(config.isa), int(config.fc0_isa),
-                                                          int(config.ft_activation), bool(config.relations),
-                                                          bool(config.float_tail))
+    made = forward.stages(config)
+    value, refresh, update = made.value, made.refresh, made.update
 
     @njit(cache=True)
     def evaluate_ply(address, ply, trusted, position):
-        return ply_value(address, ply, trusted, position, isa, fc0_isa, ft_activation, relations, float_tail)
+        return ply_value(address, ply, trusted, position, update, value)
 
     @njit(cache=True)
     def evaluate_board(address, position):
-        return board_value(address, position, isa, fc0_isa, ft_activation, relations, float_tail)
+        return board_value(address, position, refresh, value)
 
     @njit(cache=True)
     def evaluate_fen(address, buf):
@@ -224,6 +223,6 @@ def kernels(config: forward.Config) -> Kernels:
                                              np.uint64(bitboards[2]), np.uint64(bitboards[3]),
                                              np.uint64(bitboards[4]), np.uint64(bitboards[5]),
                                              np.uint64(bitboards[6]), np.uint64(bitboards[7]), stm == 0),
-                                   isa, fc0_isa, ft_activation, relations, float_tail)
+                                   refresh, value)
 
     return Kernels(evaluate_ply, evaluate_board, evaluate_fen)

@@ -22,18 +22,18 @@ from numba import njit, prange
 
 from .features import POS_OK, check_bitboards
 from .fen import FEN_OK, parse_fen
-from .forward import INVALID_POSITION, Config, evaluate_refresh
+from .forward import INVALID_POSITION, Config, evaluate_refresh, stages
 
 
 @njit(cache=True, inline="always")
 def evaluate_row(i, bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
-                 psqt8, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, scratch, values, codes, isa,
-                 fc0_isa, ft_activation, relations, float_tail):
+                 psqt8, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, scratch, values, codes,
+                 refresh, value):
     """Evaluate row ``i``'s bitboards (int64[8]) into ``values[i]`` (0 if the position cannot be
     represented) and its :func:`~nnue_infer.kernels.features.check_bitboards` code into ``codes[i]``."""
     value = evaluate_refresh(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
-                             weights8, psqt8, weights, biases, layers, feats, counts, acc, psqt_acc, scratch, isa,
-                             fc0_isa, ft_activation, relations, float_tail)
+                             weights8, psqt8, weights, biases, layers, feats, counts, acc, psqt_acc, scratch,
+                             refresh, value)
     if value == INVALID_POSITION:
         values[i] = 0
         codes[i] = check_bitboards(bitboards, max_pieces)
@@ -90,9 +90,8 @@ def kernels(config: Config) -> Kernels:
     parse are then checked and evaluated as by ``evaluate_batch`` (``codes``, ``values``);
     rows that do not get ``values`` 0 and ``codes`` ``POS_OK``.
     """
-    isa, fc0_isa, ft_activation, relations, float_tail = (int(config.isa), int(config.fc0_isa),
-                                                          int(config.ft_activation), bool(config.relations),
-                                                          bool(config.float_tail))
+    made = stages(config)
+    value, refresh = made.value, made.refresh
 
     @njit(parallel=True, cache=True)
     def evaluate_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
@@ -108,8 +107,7 @@ def kernels(config: Config) -> Kernels:
             for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
                 evaluate_row(i, bitboards[i], np.int64(stm[i]), slot_table, king_buckets, params, ft_weights,
                              ft_biases, psqt_weights, weights8, psqt8, weights, biases, layers, max_pieces, feats,
-                             counts, acc, psqt_acc, scratch, values, codes, isa, fc0_isa, ft_activation, relations,
-                             float_tail)
+                             counts, acc, psqt_acc, scratch, values, codes, refresh, value)
 
     @njit(parallel=True, cache=True)
     def evaluate_fens(buf, offsets, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
@@ -134,6 +132,6 @@ def kernels(config: Config) -> Kernels:
                     continue
                 evaluate_row(i, bitboards, np.int64(stm), slot_table, king_buckets, params, ft_weights, ft_biases,
                              psqt_weights, weights8, psqt8, weights, biases, layers, max_pieces, feats, counts, acc,
-                             psqt_acc, scratch, values, codes, isa, fc0_isa, ft_activation, relations, float_tail)
+                             psqt_acc, scratch, values, codes, refresh, value)
 
     return Kernels(evaluate_batch, evaluate_fens)

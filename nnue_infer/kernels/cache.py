@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from numba.core import caching, event
+from numba.core.dispatcher import Dispatcher
 from numba.core import config as numba_config
 
 #: The directory whose files the stamp covers.
@@ -73,9 +74,29 @@ def cache_dirs(py_file: str) -> list[str]:
     return [os.path.join(os.path.dirname(py_file), "__pycache__"), str(user_cache_dir() / f"numba-{tag}")]
 
 
+def closure_values(py_func) -> tuple:
+    """The closure variables of ``py_func`` as a stable value: integers and booleans as they are,
+    a kernel (``Dispatcher``, e.g. a ``forward.Stages`` member called by an entry kernel) as its module,
+    qualified name and closure values, any other value as ``None`` (:func:`_index_key` then leaves
+    the key to Numba); ``()`` for a module-level kernel."""
+    values = []
+    for cell in py_func.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # not yet bound
+            continue
+        if isinstance(value, (bool, int)):
+            values.append(value)
+        elif isinstance(value, Dispatcher):
+            values.append((value.py_func.__module__, value.py_func.__qualname__, closure_values(value.py_func)))
+        else:
+            values.append(None)
+    return tuple(values)
+
+
 def closure_tag(py_func) -> str:
-    """A short hash of the integer and boolean closure variables of ``py_func`` (a kernel made per
-    ``forward.Config``), ``""`` for a module-level kernel.
+    """A short hash of :func:`closure_values` of ``py_func`` (a kernel made per ``forward.Config``),
+    ``""`` for a module-level kernel.
 
     Numba keeps every compilation of one function in one index file, the closures of one kernel
     factory included, and picks a data file's number by reading that index when it saves: two
@@ -85,15 +106,25 @@ def closure_tag(py_func) -> str:
     (:meth:`KernelCacheLocator.get_disambiguator`) each configuration has files of its own, and two
     processes compiling the same one write the same entry.
     """
-    values = []
-    for cell in py_func.__closure__ or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # not yet bound
-            continue
-        if isinstance(value, (bool, int)):
-            values.append(value)
+    values = closure_values(py_func)
     return hashlib.sha256(repr(values).encode()).hexdigest()[:8] if values else ""
+
+
+def _index_key(self, sig, codegen):
+    """Numba's index key (``caching.Cache._index_key``) with the closure variables of our kernels
+    hashed as :func:`closure_values`: Numba pickles them, and a pickled ``Dispatcher`` holds a
+    random id, so a kernel calling another kernel made by a factory would miss the cache in
+    every new process.  Other functions keep Numba's key."""
+    py_func = self._py_func
+    values = closure_values(py_func) if py_func.__module__.startswith("nnue_infer.kernels") else ()
+    if not values or "None" in repr(values):  # a module-level kernel, or a closure value we do not know
+        return _numba_index_key(self, sig, codegen)
+    code = hashlib.sha256(py_func.__code__.co_code).hexdigest()
+    cvars = hashlib.sha256(repr(values).encode()).hexdigest()
+    return (sig, codegen.magic_tuple(), (code, cvars))
+
+
+_numba_index_key = caching.Cache._index_key
 
 
 class KernelCacheLocator(caching._CacheLocator):
@@ -165,10 +196,12 @@ class _Notice(event.Listener):
 
 
 def install() -> None:
-    """Put :class:`KernelCacheLocator` first among Numba's locators and register the compile notice.
+    """Put :class:`KernelCacheLocator` first among Numba's locators, key our closures' cache entries
+    by :func:`closure_values` (:func:`_index_key`) and register the compile notice.
 
     Called by ``nnue_infer.kernels`` before any kernel is defined (a kernel's locator is chosen
     when its ``@njit(cache=True)`` decorator runs)."""
+    caching.Cache._index_key = _index_key
     impl = caching.CompileResultCacheImpl
     if KernelCacheLocator not in impl._locator_classes:
         impl._locator_classes = [KernelCacheLocator, *impl._locator_classes]

@@ -34,12 +34,12 @@ from numba import get_thread_id, njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from .accumulator import STATE_FLAG, update_accumulator, update_perspective, update_relations
+from .accumulator import STATE_FLAG, update_accumulator, update_relations
 from .arena import config_views, header_arrays, header_at, put_position, scratch_views
 from .features import (BB_WHITE, POS_BLACK_KINGS, POS_INCONSISTENT, POS_OK, POS_WHITE_KINGS, changed_features,
                        check_bitboards, king_frame, king_square)
 from .forward import (INVALID_POSITION, P_CACHE_PAIRS, P_MAX_PIECES, P_MIRROR, P_NUM_SLOTS, P_PAIR_OFFSET, P_PAIRS,
-                      P_THREATS, Config, evaluate_pair, update_stack)
+                      P_THREATS, Config, evaluate_pair, stages, update_stack)
 from .movegen import MAX_MOVES, attackers, legal_moves, play, to_chess960
 
 OPPONENT_IN_CHECK = -(1 << 60)
@@ -140,9 +140,9 @@ def find_moves(bitboards, stm, castling, ep, chess960, given, n_given, moves):
 
 @njit(cache=True, inline="always")
 def children_values(address, ply, trusted, position, castling, ep, chess960, given, n_given, with_parent, moves,
-                    values, isa, fc0_isa, ft_activation, relations, float_tail):
-    """The body of ``evaluate_children`` (see :func:`kernels`); ``isa`` .. ``float_tail`` as in
-    ``forward.Config``."""
+                    values, isa, relations, update, value):
+    """The body of ``evaluate_children`` (see :func:`kernels`); ``isa`` and ``relations`` as in
+    ``forward.Config``, ``update`` and ``value`` the configuration's ``forward.Stages`` members."""
     h = header_at(address)
     a = header_arrays(h)
     params, slot_table, king_buckets, layers = config_views(h)
@@ -155,7 +155,7 @@ def children_values(address, ply, trusted, position, castling, ep, chess960, giv
     state[top, 0, STATE_FLAG] = 0
     state[top, 1, STATE_FLAG] = 0
     if update_stack(ply, trusted, params, slot_table, king_buckets, ft_weights, psqt_weights, weights8, psqt8, accs,
-                    psqts, state, added, removed, rel, idx, isa, relations) < 0:
+                    psqts, state, added, removed, rel, idx, update) < 0:
         return INVALID_POSITION, INVALID_POSITION
     bitboards = np.empty(8, np.int64)
     for i in range(8):
@@ -201,22 +201,20 @@ def children_values(address, ply, trusted, position, castling, ep, chess960, giv
             delta, count = lists[k & 1], counts[k & 1]
             for p in range(2):
                 if count[p, 0] < 0:
-                    update_perspective(position_k, p, np.int64(-1), pair, empty, accs, psqts, state, ft_weights,
-                                       psqt_weights, slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS],
-                                       added, removed, weights8, psqt8, params[P_THREATS], params[P_PAIRS],
-                                       params[P_PAIR_OFFSET], rel, idx, isa, relations)
+                    update(position_k, np.int64(p), np.int64(-1), np.int64(pair), np.int64(empty), accs, psqts, state,
+                           ft_weights, psqt_weights, slot_table, king_buckets, params, added, removed, weights8, psqt8,
+                           rel, idx)
                     continue
                 update_accumulator(ft_weights, psqt_weights, accs[top, p], psqts[top, p], delta[p, 0], count[p, 0],
                                    delta[p, 1], count[p, 1], accs[pair, p], psqts[pair, p], np.int64(isa))
                 if relations:
                     update_relations(bitboards, position_k, p, params[P_THREATS], params[P_PAIRS],
                                      params[P_PAIR_OFFSET], weights8, psqt8, rel, idx, accs[pair, p], psqts[pair, p])
-        value = evaluate_pair(position_k, pair_k, stm_k, params, accs, psqts, scratch, weights, biases, layers, isa,
-                              fc0_isa, ft_activation, float_tail)
+        v = evaluate_pair(position_k, pair_k, stm_k, params, accs, psqts, scratch, weights, biases, layers, value)
         if k < 0:
-            parent = value
+            parent = v
         else:
-            values[k] = value
+            values[k] = v
     return result, parent
 
 
@@ -280,15 +278,15 @@ def kernels(config: Config) -> Kernels:
     of rows are handed out to the threads; ``results`` int64[n] receives per row what
     ``evaluate_children`` returned.
     """
-    isa, fc0_isa, ft_activation, relations, float_tail = (int(config.isa), int(config.fc0_isa),
-                                                          int(config.ft_activation), bool(config.relations),
-                                                          bool(config.float_tail))
+    isa, relations = int(config.isa), bool(config.relations)
+    made = stages(config)
+    value, update = made.value, made.update
 
     @njit(cache=True)
     def evaluate_children(address, ply, trusted, position, castling, ep, chess960, given, n_given, with_parent, moves,
                           values):
         return children_values(address, ply, trusted, position, castling, ep, chess960, given, n_given, with_parent,
-                               moves, values, isa, fc0_isa, ft_activation, relations, float_tail)
+                               moves, values, isa, relations, update, value)
 
     @njit(parallel=True, cache=True)
     def evaluate_children_batch(addresses, bitboards, stm, castling, ep, chess960, offsets, n_chunks, moves, values,
@@ -304,8 +302,8 @@ def kernels(config: Config) -> Kernels:
                 b = bitboards[i]
                 result = children_values(address, np.int64(0), np.int64(0), as_position(b, stm[i] == 0),
                                          np.uint64(castling[i]), np.int64(ep[i]), chess960[i] != 0, none,
-                                         np.int64(-1), False, buf_moves, buf_values, isa, fc0_isa, ft_activation,
-                                         relations, float_tail)[0]
+                                         np.int64(-1), False, buf_moves, buf_values, isa, relations, update,
+                                         value)[0]
                 results[i] = result
                 lo = offsets[i]
                 for k in range(min(result, offsets[i + 1] - lo)):

@@ -148,8 +148,7 @@ def refresh_pair(bitboards, slot_table, king_buckets, params, ft_weights, ft_bia
 
 @njit(cache=True, inline="always")
 def evaluate_refresh(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
-                     psqt8, weights, biases, layers, feats, counts, acc, psqt_acc, scratch, isa, fc0_isa, ft_activation,
-                     relations, float_tail):
+                     psqt8, weights, biases, layers, feats, counts, acc, psqt_acc, scratch, refresh, value):
     """Full-refresh evaluation of one position (the body of the batch kernels' rows,
     ``kernels.batch.kernels``).
 
@@ -158,7 +157,7 @@ def evaluate_refresh(bitboards, stm, slot_table, king_buckets, params, ft_weight
     the network's arrays (compute layout; ``weights8``/``psqt8`` the int8 feature rows), scratch
     buffers: ``feats`` int32[2, 32], ``counts`` int64[2], ``acc`` int16[2, L1], ``psqt_acc``
     int32[2, P], ``scratch`` int16[>= dense.scratch_size(layers) + relation_scratch_size(...)],
-    and the :class:`Config` fields ``isa`` .. ``float_tail``.
+    and the configuration's :class:`Stages` ``refresh`` and ``value``.
 
     Returns the value ``tdiv(wrap32(psqt + positional), OutputScale)`` (the sum wraps as
     Stockfish's int32 does, so every value fits int32) in internal units from the
@@ -168,12 +167,9 @@ def evaluate_refresh(bitboards, stm, slot_table, king_buckets, params, ft_weight
     if check_bitboards(bitboards, feats.shape[1]) != POS_OK:  # the feature buffer's width bounds the pieces
         return INVALID_POSITION
     rel, idx = relation_buffers(scratch, layers, params)
-    pieces = refresh_pair(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
-                          psqt8, feats, counts, acc, psqt_acc, rel, idx, isa, relations)
-    bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
-    psqt, positional = forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases, layers, isa,
-                                      fc0_isa, ft_activation, float_tail)
-    return bucket_value(psqt, positional, params)
+    pieces = refresh(bitboards, params, slot_table, king_buckets, ft_weights, ft_biases, psqt_weights, weights8, psqt8,
+                     feats, counts, acc, psqt_acc, rel, idx)
+    return value(acc, psqt_acc, np.int64(stm), np.int64(pieces), params, scratch, weights, biases, layers)
 
 
 @njit(cache=True, inline="always")
@@ -195,29 +191,25 @@ def feature_buffers(scratch, layers):
 
 
 @njit(cache=True, inline="always")
-def evaluate_pair(new, pair, stm, params, accs, psqts, scratch, weights, biases, layers, isa, fc0_isa, ft_activation,
-                  float_tail):
-    """Value of the position ``new`` (int64[8]) whose accumulators are pair ``pair``; see :func:`evaluate_refresh`."""
+def evaluate_pair(new, pair, stm, params, accs, psqts, scratch, weights, biases, layers, value):
+    """Value of the position ``new`` (int64[8]) whose accumulators are pair ``pair``, by ``value``
+    (:attr:`Stages.value`); see :func:`evaluate_refresh`."""
     pieces = popcount(new[BB_WHITE] | new[BB_BLACK])
-    bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
-    psqt, positional = forward_bucket(accs[pair], psqts[pair], stm, bucket, params, scratch, weights, biases, layers,
-                                      isa, fc0_isa, ft_activation, float_tail)
-    return bucket_value(psqt, positional, params)
+    return value(accs[pair], psqts[pair], np.int64(stm), np.int64(pieces), params, scratch, weights, biases, layers)
 
 
 @njit(cache=True, inline="always")
 def evaluate_fresh(stm, params, slot_table, king_buckets, layers, ft_weights, psqt_weights, weights8, psqt8, weights,
-                   biases, accs, psqts, state, scratch, feats, counts, rel, idx, isa, fc0_isa, ft_activation, relations,
-                   float_tail):
+                   biases, accs, psqts, state, scratch, feats, counts, rel, idx, refresh, value):
     """Full-refresh evaluation of one position, on the arrays of :func:`evaluate_stack`.
 
     Inlined into its caller (``kernels.arena``'s ``evaluate_board``, which builds every argument as a
     view of the evaluator's arrays).  The caller has written the position's bitboards to
     ``state[work, 0, :8]``, where ``work = params[P_CACHE_PAIRS] + 1`` is the first scratch pair;
-    both perspectives are refreshed from the biases pair into pair ``work`` (the refresh cache
+    both perspectives are refreshed with the biases pair's biases into pair ``work`` (the refresh cache
     and the stack are not touched).  ``feats`` int32[2, >= params[P_MAX_PIECES]] and ``counts``
     int64[2] receive the active features; ``rel``/``idx`` as in :func:`evaluate_stack`;
-    ``isa`` .. ``float_tail`` as in :class:`Config`.
+    ``refresh`` and ``value`` as in :func:`evaluate_refresh`.
 
     Returns
     -------
@@ -230,20 +222,14 @@ def evaluate_fresh(stm, params, slot_table, king_buckets, layers, ft_weights, ps
     new = state[work, 0]
     if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
         return INVALID_POSITION
-    active_features(new, slot_table, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], feats, counts)
-    for p in range(2):
-        refresh_accumulator(ft_weights, accs[empty, p], psqt_weights, feats[p], counts[p], accs[work, p],
-                            psqts[work, p], np.int64(isa))
-    if relations:
-        refresh_relations(new, params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], weights8, psqt8, rel, idx,
-                          accs[work], psqts[work])
-    return evaluate_pair(new, work, stm, params, accs, psqts, scratch, weights, biases, layers, isa, fc0_isa,
-                         ft_activation, float_tail)
+    refresh(new, params, slot_table, king_buckets, ft_weights, accs[empty, 0], psqt_weights, weights8, psqt8, feats,
+            counts, accs[work], psqts[work], rel, idx)
+    return evaluate_pair(new, work, stm, params, accs, psqts, scratch, weights, biases, layers, value)
 
 
 @njit(cache=True, inline="always")
 def update_stack(ply, trusted, params, slot_table, king_buckets, ft_weights, psqt_weights, weights8, psqt8, accs,
-                 psqts, state, added, removed, rel, idx, isa, relations):
+                 psqts, state, added, removed, rel, idx, update):
     """Bring both accumulators of the position at ``ply`` of an accumulator stack up to date,
     lazily: the first part of :func:`evaluate_stack` (arguments as there).
 
@@ -271,9 +257,8 @@ def update_stack(ply, trusted, params, slot_table, king_buckets, ft_weights, psq
                 src = stack + i
                 break
         if src != dst:
-            update_perspective(new, p, src, dst, empty, accs, psqts, state, ft_weights, psqt_weights, slot_table,
-                               king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], added, removed, weights8, psqt8,
-                               params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx, isa, relations)
+            update(new, np.int64(p), np.int64(src), np.int64(dst), np.int64(empty), accs, psqts, state, ft_weights,
+                   psqt_weights, slot_table, king_buckets, params, added, removed, weights8, psqt8, rel, idx)
             state[dst, p, STATE_FLAG] = 1
     for i in range(max(trusted, 0), ply):
         state[stack + i, 0, STATE_FLAG] = 0
@@ -283,8 +268,7 @@ def update_stack(ply, trusted, params, slot_table, king_buckets, ft_weights, psq
 
 @njit(cache=True, inline="always")
 def evaluate_stack(ply, stm, trusted, params, slot_table, king_buckets, layers, ft_weights, psqt_weights, weights8,
-                   psqt8, weights, biases, accs, psqts, state, scratch, added, removed, rel, idx, isa, fc0_isa,
-                   ft_activation, relations, float_tail):
+                   psqt8, weights, biases, accs, psqts, state, scratch, added, removed, rel, idx, update, value):
     """Evaluate the position at ``ply`` of an accumulator stack, updating lazily.
 
     Inlined into its caller (``kernels.arena``'s ``evaluate_ply``, which builds every argument as a
@@ -299,8 +283,8 @@ def evaluate_stack(ply, stm, trusted, params, slot_table, king_buckets, layers, 
     where ``pair = P_CACHE_PAIRS + 3 + ply``.  Plies below ``trusted`` have correct "computed"
     flags; the others are stale and ignored.  ``scratch`` is int16[>= dense.scratch_size(layers) +
     relation_scratch_size(...)]; ``added``/``removed`` int32[SCRATCH_FEATURES // 2] and
-    ``rel``/``idx`` (:func:`relation_buffers`) are scratch too; ``isa`` .. ``float_tail`` as in
-    :class:`Config`.
+    ``rel``/``idx`` (:func:`relation_buffers`) are scratch too; ``update`` and ``value`` are the
+    configuration's :class:`Stages` members.
 
     The accumulators are brought up to date by :func:`update_stack`, then the layer stack runs.
 
@@ -312,11 +296,69 @@ def evaluate_stack(ply, stm, trusted, params, slot_table, king_buckets, layers, 
         the caller wrote is modified).
     """
     dst = update_stack(ply, trusted, params, slot_table, king_buckets, ft_weights, psqt_weights, weights8, psqt8, accs,
-                       psqts, state, added, removed, rel, idx, isa, relations)
+                       psqts, state, added, removed, rel, idx, update)
     if dst < 0:
         return INVALID_POSITION
-    return evaluate_pair(state[dst, 0], dst, stm, params, accs, psqts, scratch, weights, biases, layers, isa, fc0_isa,
-                         ft_activation, float_tail)
+    return evaluate_pair(state[dst, 0], dst, stm, params, accs, psqts, scratch, weights, biases, layers, value)
+
+
+class Stages(NamedTuple):
+    """The stages of one :class:`Config` that the entry kernels (here, ``kernels.arena``,
+    ``kernels.batch``, ``kernels.children``) call instead of inlining: each is compiled once per
+    configuration and linked into every entry kernel that calls it, rather than typed and optimised
+    again inside each of them (issue 19: the layer stack inlined into six entry kernels was most of
+    a cold compile).  The call costs a few nanoseconds an evaluation.
+
+    ``value(acc, psqt_acc, stm, pieces, params, scratch, weights, biases, layers)``: the value of a
+    position from its accumulators (``acc`` int16[2, L1], ``psqt_acc`` int32[2, P], row 0 White),
+    the side to move (int64, 0 White) and its number of pieces (int64, which picks the layer-stack
+    bucket): :func:`forward_bucket` then :func:`bucket_value`, in internal units from the side to
+    move's point of view.
+
+    ``refresh(bitboards, params, slot_table, king_buckets, ft_weights, ft_biases, psqt_weights, weights8,
+    psqt8, feats, counts, acc, psqt_acc, rel, idx)``: :func:`refresh_pair` (``ft_biases`` int16[L1]);
+    returns the number of pieces.
+
+    ``update(new, p, src, dst, empty, accs, psqts, state, ft_weights, psqt_weights, slot_table,
+    king_buckets, params, added, removed, weights8, psqt8, rel, idx)``: perspective ``p``'s
+    accumulator of pair ``dst`` brought to the piece set ``new`` (int64[8]) from pair ``src``
+    (-1: none) or the refresh cache (``accumulator.update_perspective``, the feature set's
+    scalars read from ``params``).  ``p``, ``src``, ``dst`` and ``empty`` are int64.
+    """
+
+    value: object
+    refresh: object
+    update: object
+
+
+@functools.cache
+def stages(config: Config) -> Stages:
+    """The :class:`Stages` of ``config`` (compile-time constants as in :func:`kernels`)."""
+    isa, fc0_isa, ft_activation, relations, float_tail = (int(config.isa), int(config.fc0_isa),
+                                                          int(config.ft_activation), bool(config.relations),
+                                                          bool(config.float_tail))
+
+    @njit(cache=True)
+    def value(acc, psqt_acc, stm, pieces, params, scratch, weights, biases, layers):
+        bucket = (pieces - 1) // params[P_BUCKET_DIVISOR]
+        psqt, positional = forward_bucket(acc, psqt_acc, stm, bucket, params, scratch, weights, biases, layers, isa,
+                                          fc0_isa, ft_activation, float_tail)
+        return bucket_value(psqt, positional, params)
+
+    @njit(cache=True)
+    def refresh(bitboards, params, slot_table, king_buckets, ft_weights, ft_biases, psqt_weights, weights8, psqt8, feats,
+                counts, acc, psqt_acc, rel, idx):
+        return refresh_pair(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
+                            psqt8, feats, counts, acc, psqt_acc, rel, idx, isa, relations)
+
+    @njit(cache=True)
+    def update(new, p, src, dst, empty, accs, psqts, state, ft_weights, psqt_weights, slot_table, king_buckets, params,
+               added, removed, weights8, psqt8, rel, idx):
+        update_perspective(new, p, src, dst, empty, accs, psqts, state, ft_weights, psqt_weights, slot_table,
+                           king_buckets, params[P_MIRROR], params[P_NUM_SLOTS], added, removed, weights8, psqt8,
+                           params[P_THREATS], params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx, isa, relations)
+
+    return Stages(value, refresh, update)
 
 
 class Kernels(NamedTuple):
@@ -356,14 +398,16 @@ def kernels(config: Config) -> Kernels:
     isa, fc0_isa, ft_activation, relations, float_tail = (int(config.isa), int(config.fc0_isa),
                                                           int(config.ft_activation), bool(config.relations),
                                                           bool(config.float_tail))
+    made = stages(config)
+    value, refresh, update = made.value, made.refresh, made.update
 
     @njit(cache=True)
     def refresh_both(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8,
                      feats, counts, acc, psqt_acc):
         rel = np.empty(RELATION_SCRATCH if relations else 0, np.int64)
         idx = np.empty(INDEX_SCRATCH if relations else 0, np.int32)
-        return refresh_pair(bitboards, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
-                            psqt8, feats, counts, acc, psqt_acc, rel, idx, isa, relations)
+        return refresh(bitboards, params, slot_table, king_buckets, ft_weights, ft_biases, psqt_weights, weights8, psqt8,
+                       feats, counts, acc, psqt_acc, rel, idx)
 
     @njit(cache=True)
     def trace_buckets(acc, psqt_acc, stm, params, scratch, weights, biases, layers, out):
@@ -386,13 +430,11 @@ def kernels(config: Config) -> Kernels:
             if check_bitboards(new, params[P_MAX_PIECES]) != POS_OK:
                 return i
             dst = work + (i & 1)
+            src = work + ((i - 1) & 1) if i > 0 else -1
             for p in range(2):
-                update_perspective(new, p, work + ((i - 1) & 1) if i > 0 else -1, dst, empty, accs, psqts, state,
-                                   ft_weights, psqt_weights, slot_table, king_buckets, params[P_MIRROR],
-                                   params[P_NUM_SLOTS], added, removed, weights8, psqt8, params[P_THREATS],
-                                   params[P_PAIRS], params[P_PAIR_OFFSET], rel, idx, isa, relations)
-            out[i] = evaluate_pair(new, dst, stms[i], params, accs, psqts, scratch, weights, biases, layers, isa,
-                                   fc0_isa, ft_activation, float_tail)
+                update(new, np.int64(p), np.int64(src), np.int64(dst), np.int64(empty), accs, psqts, state, ft_weights,
+                       psqt_weights, slot_table, king_buckets, params, added, removed, weights8, psqt8, rel, idx)
+            out[i] = evaluate_pair(new, dst, stms[i], params, accs, psqts, scratch, weights, biases, layers, value)
         return -1
 
     return Kernels(refresh_both, trace_buckets, evaluate_sequence)

@@ -61,6 +61,9 @@ def test_one_signature_per_kernel(evaluator, sample_boards, kernel_test_files_ru
             if len(kernel.signatures) != 1:
                 problems.append(f"{name}.kernels({config}).{attr}: {len(kernel.signatures)} signatures "
                                 f"{kernel.signatures}")
+    for attr, kernel in forward.stages(config)._asdict().items():  # compiled by the entry kernels, or linked
+        if len(kernel.signatures) > 1:                                  # from their cache: at most one
+            problems.append(f"forward.stages({config}).{attr}: {len(kernel.signatures)} signatures {kernel.signatures}")
     for name, module in kernel_modules():
         for attr, obj in vars(module).items():
             if not isinstance(obj, CPUDispatcher) or obj.py_func.__module__ != module.__name__:
