@@ -555,8 +555,9 @@ TASKS_PER_THREAD = 4
 def batches(tasks: Sequence[Task], threads: int, split_bytes: int = SPLIT_BYTES) -> list[list[Task]]:
     """``tasks`` grouped into the Dask tasks of a cluster job on ``threads`` worker threads.
 
-    Dask costs a worker 1-3 ms of CPU per task (receiving it, handing it to a thread, reporting back:
-    measured with tasks that do nothing), about a tenth of scoring a shard of 10,000 positions; so
+    Dask costs a worker several milliseconds of CPU per task (receiving it, handing it to a thread,
+    reporting back: 4-6 ms in ``benchmarks/bench_distributed.py``), a fifth of scoring a shard of 10,000
+    positions; so
     consecutive whole inputs that are regular files go several to a Dask task, as near as they come to
     ``total bytes / (TASKS_PER_THREAD * threads)`` (at most ``split_bytes``) each (inputs of one size
     make groups of one size, so the workers finish together).  Ranges of a split
@@ -651,10 +652,10 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     column : str
         The FEN column of Parquet inputs (one FEN per cell; ``line`` is the row number).
     compression : str
-        Codec of the parts' free text (FEN, SAN, UCI, messages), one of :data:`CODECS`.  zstd stores the
-        FENs in about a third of their size; ``"none"`` saves compressing them, about 1.2 ms per 10,000
-        positions, some 7 % of scoring them (``benchmarks/bench_distributed.py``), for parts about 3.5
-        times larger.
+        Codec of the parts' free text (FEN, SAN, UCI, messages), one of :data:`CODECS`.  zstd stores an
+        EPD shard in 17 bytes per position, ``"none"`` in 62 and saves compressing the FENs (in
+        ``benchmarks/bench_distributed.py`` 0.82-0.98x of ``evaluate_batch``'s thread CPU in process
+        against zstd's 0.77-1.00x).
     progress : callable, optional
         Called with each task's summary as it completes, with ``"tasks"``: the job's number of tasks.
     split_bytes, split_rows : int
