@@ -6,11 +6,13 @@ to fill the shards), written to a temporary directory.  Figures, all in one run:
 * ``evaluate_batch`` over all FENs on 1 Numba thread (the baseline) and ``score_files(client=None)``
   (reading, evaluation, Arrow tables, Parquet writing, one task after another) with the parts' free
   text zstd-compressed (the default) and uncompressed (``compression="none"``), alternated
-  ``--rounds`` times: wall clock and thread CPU time, the best and the median of the rounds, values
-  compared;
+  ``--rounds`` times (``evaluate_batch`` before and after each round's two runs, whose order alternates:
+  each is paired with the mean of the two): wall clock and thread CPU time, the best and the median of
+  the rounds, values compared;
 * ``score_files`` on a ``LocalCluster`` of 1 worker process (zstd) and 2 (zstd and none) x 1 thread (cluster up and
   warmed up before the clock starts; :func:`score_files` warms its workers itself too), ``--rounds``
-  jobs each: wall clock, and the load-robust figures: positions per thread-CPU second inside the
+  jobs each (each paired with the mean of ``evaluate_batch`` runs just before and after it): wall clock,
+  and the load-robust figures: positions per thread-CPU second inside the
   worker tasks (the tasks' own summaries) against in process, per process-CPU second of the worker
   processes (all their threads: Dask's event loop too), and the busiest worker's process CPU (what
   the job's wall clock would be with a core per worker), with the CPU time of the client's process
@@ -176,18 +178,20 @@ def main() -> None:
         want = ev.evaluate_batch(fens)
         D.warm_up(args.net, 1)
         job()
-        base, task_cpu = [], []
+        base, around, task_cpu = [], [], []
         local: dict[str, list] = {codec: [] for codec in CODECS}
         sizes = {}
-        for _ in range(args.rounds):  # alternated, so that all see the same load
+        for k in range(args.rounds):  # alternated, so that all see the same load
             base.append(timed(lambda: ev.evaluate_batch(fens)))
-            for codec in CODECS:
+            for codec in CODECS if k % 2 == 0 else CODECS[::-1]:
                 result = []
                 local[codec].append(timed(lambda: result.append(job(compression=codec))))
                 check(result[0][0])
                 sizes[codec] = dataset_bytes(result[0][0])
                 if codec == "zstd":
                     task_cpu.append(sum(p["thread_cpu_seconds"] for p in result[0][1].parts))
+            base.append(timed(lambda: ev.evaluate_batch(fens)))
+            around.append((base[-2][1] + base[-1][1]) / 2)  # the baseline before and after the round's jobs
         base_wall, base_cpu = stats([r[0] for r in base])[1], stats([r[1] for r in base])[0]
         tiny_wall, _, _ = timed(lambda: job(pattern=tiny))
         clusters = {}
@@ -200,13 +204,14 @@ def main() -> None:
                 runs: dict[str, list] = {codec: [] for codec in codecs}
                 for _ in range(args.rounds):
                     for codec in codecs:
-                        paired = timed(lambda: ev.evaluate_batch(fens))[1]  # the baseline next to each job, same load
+                        paired = timed(lambda: ev.evaluate_batch(fens))[1]  # the baseline around each job, same load
                         before = client.run(_process_cpu)
                         result = []
                         client_cpu = time.process_time()  # the client process: its scheduler's threads too
                         wall, _, load = timed(lambda: result.append(job(client, compression=codec)))
                         client_cpu = time.process_time() - client_cpu
                         after = client.run(_process_cpu)
+                        paired = (paired + timed(lambda: ev.evaluate_batch(fens))[1]) / 2
                         check(result[0][0])
                         parts = result[0][1].parts
                         runs[codec].append({"wall": wall, "client": client_cpu, "load": load, "base": paired,
@@ -240,9 +245,10 @@ def main() -> None:
         say(f"{'  of which inside score_task (zstd)':<44} {min(task_cpu):>7.3f} {float(np.median(task_cpu)):>7.3f} "
             f"{n / min(task_cpu):>16,.0f}")
         for codec in CODECS:
-            pairs = [b[1] / r[1] for b, r in zip(base, local[codec])]
+            pairs = [b / r[1] for b, r in zip(around, local[codec])]
             say(f"{f'  paired CPU ratio, {codec}':<44} {float(np.median(pairs)):>.2f}x median ({min(pairs):.2f}-"
-                f"{max(pairs):.2f}): evaluate_batch's thread CPU over score_files' of the same round")
+                f"{max(pairs):.2f}): evaluate_batch's thread CPU (the mean of the runs before and after) over "
+                "score_files' of the same round")
         say()
         say("LocalCluster, worker processes x 1 thread (best / median of the rounds; ratios of the best against "
             "evaluate_batch's best thread CPU, wall ratios of the medians)")
@@ -263,7 +269,8 @@ def main() -> None:
             f"{n / min(task_cpu):,.0f} inside its tasks; evaluate_batch {n / base_cpu:,.0f}. 'busiest worker': the "
             "largest process CPU time of one worker, the job's wall clock with a core per worker; 'its ratio': "
             "evaluate_batch's thread CPU over it (the issue's target: 1.5x for 2 workers); 'paired': the median over the "
-            "rounds of that ratio with the evaluate_batch run just before each job (the same load); 'client+scheduler': "
+            "rounds of that ratio with the mean of the evaluate_batch runs just before and after each job (the same load); "
+            "'client+scheduler': "
             "process CPU of this process during a job (the LocalCluster's scheduler runs in it)")
         say(f"per-input cost, {args.tiny} shards of 5 positions: in process {tiny_wall / args.tiny * 1e3:.1f} ms per "
             f"shard, LocalCluster 2 workers {tiny_cluster * 2 / args.tiny * 1e3:.1f} ms of worker time per shard (wall "

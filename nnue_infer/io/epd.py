@@ -105,6 +105,8 @@ class EpdRows:
 
     def opcodes(self, keep: np.ndarray | None = None) -> list[str]:
         """The opcodes of the rows with ``keep`` true (default: all) and no operation problem, in order of first appearance."""
+        if not self.op_row.shape[0]:  # a FEN file: no operations
+            return []
         sel = self._kept(keep)
         _, first = np.unique(self.op_hash[sel], return_index=True)
         starts, ends = self.op_name_start[sel], self.op_name_end[sel]
@@ -122,6 +124,9 @@ class EpdRows:
         the rows with ``keep`` true (default: all) and no operation problem, and the rows among
         them with an opcode not in ``names`` (row -> that opcode)."""
         n = len(self)
+        if not self.op_row.shape[0]:  # a FEN file: every named column null, no other opcode
+            zeros = np.zeros(n, np.int64)
+            return {name: TextColumn(self.fen.buf, zeros, zeros, np.zeros(n, bool)) for name in names}, {}
         sel = self._kept(keep)
         hashes = self.op_hash[sel]
         rows = self.op_row[sel]

@@ -205,7 +205,8 @@ def _score_rows(ev: Evaluator, rows: EpdRows, strict: bool, chunk_rows: int) -> 
             except ValueError as exc:
                 errors[i] = str(exc)
         if strict:
-            for i in np.flatnonzero(~np.isin(rows.fields[lo:hi], (4, 6))).tolist():
+            fields = rows.fields[lo:hi]
+            for i in np.flatnonzero((fields != 4) & (fields != 6)).tolist():
                 if i not in errors:
                     errors[i] = missing_field_message(rows.fen[lo + i] or "", rows.missing_field(lo + i) or "")
                     ok[i] = False
