@@ -49,11 +49,18 @@ def _trace(ev: Evaluator) -> None:
     ev.trace(chess.Board(_FEN))
 
 
+def _children(ev: Evaluator) -> None:
+    ev.evaluate_moves(chess.Board(_FEN))
+    ev.evaluate_children_batch([_FEN])
+
+
 #: The paths :func:`warmup` compiles, by name: ``board`` (``evaluate(board)``, the one-FEN command
 #: line), ``incremental`` (push + ``evaluate()`` + pop), ``batch`` (``evaluate_batch``, EPD and
-#: multi-FEN command lines), ``game`` (``evaluate_game``, PGN scoring), ``trace``.
+#: multi-FEN command lines), ``game`` (``evaluate_game``, PGN scoring), ``trace``, ``children``
+#: (``evaluate_moves``, ``evaluate_children_batch``, ``eval --moves``).
 PATHS: dict[str, Callable[[Evaluator], None]] = {
     "board": _board, "incremental": _incremental, "batch": _batch, "game": _game, "trace": _trace,
+    "children": _children,
 }
 
 
@@ -101,19 +108,22 @@ def warmup(networks: Iterable = (None,), paths: Iterable[str] = tuple(PATHS), pr
 def cache_report() -> dict:
     """Where the kernels' cache is and what it holds for this CPU and these kernel sources.
 
-    Returns a dict: ``directory`` (str), ``bytes`` (int, the cache files there), ``kernels``
+    Returns a dict: ``directory`` (str, or None when no candidate directory is writable: then
+    every process compiles again), ``candidates`` (the directories tried, in order,
+    ``kernels.cache.cache_dirs``), ``bytes`` (int, the cache files there), ``kernels``
     (``{kernel name: number of compiled configurations and signatures for this CPU}``, from
     Numba's index files whose stamp matches the current kernel sources).
     """
     from numba.core.registry import cpu_target
 
     from .kernels import arena
-    from .kernels.cache import KernelCacheLocator
+    from .kernels.cache import KernelCacheLocator, cache_dirs
 
     py_func = arena.kernels.__wrapped__
     locator = KernelCacheLocator.from_function(py_func, arena.__file__)
     directory = Path(locator.get_cache_path()) if locator is not None else None
-    report: dict = {"directory": str(directory), "bytes": 0, "kernels": {}}
+    report: dict = {"directory": str(directory) if directory is not None else None,
+                    "candidates": cache_dirs(arena.__file__), "bytes": 0, "kernels": {}}
     if directory is None or not directory.is_dir():
         return report
     magic = cpu_target.target_context.codegen().magic_tuple()

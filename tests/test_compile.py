@@ -157,3 +157,18 @@ def test_warmup_without_a_path_is_a_usage_error(capsys):
 
     assert main(["warmup", "--paths", " , "]) == 2
     assert "no path given; known: board" in capsys.readouterr().err
+
+
+def test_cache_report_names_an_unwritable_cache_directory(tmp_path):
+    """``info --cache`` with ``NUMBA_CACHE_DIR`` a file: no cache, said so with the directory tried (was ``cache: None``)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(blocker)}
+    proc = subprocess.run([sys.executable, "-m", "nnue_infer", "info", "--cache"], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"cache:   none: no writable directory among {blocker}"), proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "nnue_infer", "info", "--cache", "--json"], capture_output=True,
+                          text=True, env=env, check=True)
+    report = json.loads(proc.stdout)
+    assert report["directory"] is None and report["candidates"][0].startswith(str(blocker)), report

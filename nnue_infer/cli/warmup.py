@@ -50,6 +50,10 @@ def show_cache_report(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report))
         return
+    if report["directory"] is None:
+        click.echo(f"cache:   none: no writable directory among {', '.join(report['candidates'])} "
+                   "(every process compiles the kernels again; set NUMBA_CACHE_DIR to a writable directory)")
+        return
     click.echo(f"cache:   {report['directory']}")
     click.echo(f"size:    {report['bytes'] / 1e6:.1f} MB")
     click.echo("compiled for this CPU and these kernel sources (kernel: configurations x signatures):")
