@@ -91,11 +91,20 @@ def board_from_fen(fen: str, strict: bool = True, hint: str = "cli") -> chess.Bo
     default, the rule of the command line and of the Python API) also requires every field
     (:func:`check_fen_fields`).
 
+    A Chess960 position is read as one (``chess960=True``) when its castling field names rights
+    that only Chess960 gives (Shredder-FEN files such as ``HAha``, or X-FEN ``KQkq`` with the king
+    or rooks off their standard squares): read as standard chess, python-chess would drop them
+    and the castling moves with them.
+
     Raises :class:`FenError` naming the problem: the bad field or character and where it
     stands, or the missing field.
     """
     try:
         board = chess.Board(fen)
+        if board.clean_castling_rights() != board.castling_rights:
+            chess960 = chess.Board(fen, chess960=True)
+            if chess960.clean_castling_rights() == chess960.castling_rights:
+                board = chess960
     except ValueError as exc:
         raise fen_error(fen, exc) from None
     if strict:

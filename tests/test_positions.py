@@ -138,3 +138,24 @@ def test_arbitrary_text_gives_value_or_value_error(evaluator, text):
     except ValueError:
         return
     assert isinstance(v, int) and abs(v) < 2**31
+
+
+@pytest.mark.parametrize("scharnagl", [0, 518, 959])
+def test_chess960_castling_fields_keep_their_rights(evaluator, scharnagl):
+    """A FEN string whose castling field only Chess960 gives (Shredder-FEN files, or X-FEN ``KQkq``
+    with the pieces off their standard squares) is read as Chess960: the castling moves stay among
+    the children (read as standard chess they were dropped with the rights)."""
+    from nnue_infer.positions import board_from_fen
+
+    start = chess.Board.from_chess960_pos(scharnagl)
+    # clear the back ranks between king and rooks so that castling is legal
+    for square in list(start.pieces(chess.KNIGHT, chess.WHITE) | start.pieces(chess.BISHOP, chess.WHITE)
+                       | start.pieces(chess.QUEEN, chess.WHITE) | start.pieces(chess.KNIGHT, chess.BLACK)
+                       | start.pieces(chess.BISHOP, chess.BLACK) | start.pieces(chess.QUEEN, chess.BLACK)):
+        start.remove_piece_at(square)
+    for fen in (start.fen(shredder=True), start.fen()):
+        board = board_from_fen(fen)
+        assert board.castling_rights == start.castling_rights and board.chess960 == (scharnagl != 518), fen
+        castles = [m for m in board.legal_moves if board.is_castling(m)]
+        assert castles and len(evaluator.evaluate_moves(fen)) == board.legal_moves.count(), fen
+        assert list(evaluator.evaluate_moves(fen)) == list(evaluator.evaluate_moves(start)), fen
