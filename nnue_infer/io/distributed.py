@@ -556,8 +556,8 @@ def batches(tasks: Sequence[Task], threads: int, split_bytes: int = SPLIT_BYTES)
     """``tasks`` grouped into the Dask tasks of a cluster job on ``threads`` worker threads.
 
     Dask costs a worker several milliseconds of CPU per task (receiving it, handing it to a thread,
-    reporting back: 4-6 ms in ``benchmarks/bench_distributed.py``), a fifth of scoring a shard of 10,000
-    positions; so
+    reporting back: 4.5-6.4 ms in ``benchmarks/bench_distributed.py``), a fifth of scoring a shard of
+    10,000 positions; so
     consecutive whole inputs that are regular files go several to a Dask task, as near as they come to
     ``total bytes / (TASKS_PER_THREAD * threads)`` (at most ``split_bytes``) each (inputs of one size
     make groups of one size, so the workers finish together).  Ranges of a split
@@ -654,8 +654,8 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     compression : str
         Codec of the parts' free text (FEN, SAN, UCI, messages), one of :data:`CODECS`.  zstd stores an
         EPD shard in 17 bytes per position, ``"none"`` in 62 and saves compressing the FENs (in
-        ``benchmarks/bench_distributed.py`` 0.82-0.98x of ``evaluate_batch``'s thread CPU in process
-        against zstd's 0.77-1.00x).
+        ``benchmarks/bench_distributed.py`` 0.80-0.98x of ``evaluate_batch``'s thread CPU in process
+        against zstd's 0.77-1.00x, over six runs at load 5-8).
     progress : callable, optional
         Called with each task's summary as it completes, with ``"tasks"``: the job's number of tasks.
     split_bytes, split_rows : int
