@@ -3,8 +3,10 @@
 
 One command builds the C reference kernels as ``bench_limits.py`` does and alternates ROUNDS
 times: one C process (its ``eval_incremental big hot`` case: one accumulator update of a quiet
-move plus the layer stack of Stockfish 15.1's shapes, AVX2, hot caches) and this process's
-measurements, per network, over the same positions (dev corpus, every ``--step``-th):
+move plus the layer stack of Stockfish 15.1's shapes, the best implementation, hot caches: issue
+22's floor; and ``big cold(4096 pos)``, the same over 4,096 positions whose weight rows are not
+in the caches, for what a child of a new position costs C) and this process's measurements, per
+network, over the same positions (dev corpus, every ``--step``-th):
 
 * ``evaluate_moves``: ``ev.evaluate_moves(board)`` for each position (compiled legal moves, one
   incremental update per child, a refresh-cache refresh per king move), per child;
@@ -12,7 +14,9 @@ measurements, per network, over the same positions (dev corpus, every ``--step``
   point on prepared arguments), per child;
 * ``loop``: ``for m in board.legal_moves: ev.push(m, validate=False); ev.evaluate(); ev.pop()``
   on the position set with ``set_position``, per child (python-chess's move generation included);
-* ``batch``: ``evaluate_children_batch`` on one thread over all the positions (boards), per child.
+* ``batch``: ``evaluate_children_batch`` on one thread over all the positions (boards), per child;
+* ``hot``: ``ev.evaluate_moves(board)`` ``REPEAT`` times in a row per position, per child (the
+  parent's and the children's weight rows in the caches, as in C's hot figure).
 
 A breakdown for the first network splits the compiled call's time per child (thread CPU): legal
 moves and ``play`` alone (a compiled loop); the compiled call on given moves (standard-chess
@@ -55,21 +59,26 @@ from nnue_infer import children  # noqa: E402
 from nnue_infer.kernels.movegen import MAX_MOVES, legal_moves, play  # noqa: E402
 
 C_CASE = "eval_incremental\tbig hot"
+C_COLD = "eval_incremental\tbig cold(4096 pos)"
+#: Calls per position of the ``hot`` measurement.
+REPEAT = 8
 
 
-def run_c(bench: Path) -> tuple[float, str]:
-    """One C process (2 interleaved rounds, thread CPU time): the best implementation's median for C_CASE (ns)."""
+def run_c(bench: Path) -> dict[str, tuple[float, str]]:
+    """One C process (2 interleaved rounds, thread CPU time): per case (C_CASE, C_COLD) the best
+    implementation's median (ns) and its name."""
     import subprocess
 
     env = dict(os.environ, ROUNDS="2", CPUCLOCK="1")
-    out = subprocess.run([str(bench), "eval_incremental/big hot/"], env=env, capture_output=True, text=True,
+    out = subprocess.run([str(bench), "eval_incremental/big hot/|eval_incremental/big cold"], env=env, capture_output=True, text=True,
                          check=True).stdout
-    best = None
+    best = {}
     for line in out.splitlines():
         f = line.split("\t")
-        if f[0] == "R" and f"{f[1]}\t{f[2]}" == C_CASE and f[3] != "novec" and (best is None or float(f[4]) < best[0]):
-            best = (float(f[4]), f[3])
-    assert best is not None, out
+        case = f"{f[1]}\t{f[2]}" if f[0] == "R" else None
+        if case in (C_CASE, C_COLD) and f[3] != "novec" and (case not in best or float(f[4]) < best[case][0]):
+            best[case] = (float(f[4]), f[3])
+    assert len(best) == 2, out
     return best
 
 
@@ -95,7 +104,7 @@ def breakdown(net: Net) -> dict[str, float]:
     rows = [(p, b) for p, b in zip(net.prepared, net.boards) if not b.chess960]
     ev = net.ev
     kernel, address, ply = ev._entry_point(ev._children_entry), ev._address, len(ev._board.move_stack) + 1
-    codes, values = np.empty(MAX_MOVES, np.uint16), np.empty(MAX_MOVES, np.int32)
+    io = children.io_buffer()
 
     def given(select):
         out = []
@@ -116,7 +125,8 @@ def breakdown(net: Net) -> dict[str, float]:
     def run(args):
         t = time.thread_time_ns()
         for position, castling, ep, c960, moves, n in args:
-            kernel(address, ply, 0, position, castling, ep, c960, moves, n, False, codes, values)
+            io.moves[:n] = moves
+            kernel(address, ply, 0, position, castling, ep, c960, n, False, io.address)
         return time.thread_time_ns() - t
 
     out = {name: run(args) for name, args in sets.items()}
@@ -158,8 +168,7 @@ class Net:
             occ = b.occupied_co
             self.prepared.append(((b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings, occ[1], occ[0], b.turn),
                                   b.clean_castling_rights(), b.ep_square or 0, b.chess960))
-        self.codes = np.empty(MAX_MOVES, np.uint16)
-        self.values = np.empty(MAX_MOVES, np.int32)
+        self.io = children.io_buffer()
         ev.evaluate_moves(boards[0])  # compile / load
 
     def evaluate_moves(self) -> None:
@@ -170,9 +179,9 @@ class Net:
     def kernel(self) -> None:
         ev = self.ev
         kernel, address, ply = ev._entry_point(ev._children_entry), ev._address, len(ev._board.move_stack) + 1
-        none, codes, values = children._NO_MOVES, self.codes, self.values
+        io = self.io.address
         for position, castling, ep, c960 in self.prepared:
-            kernel(address, ply, 0, position, castling, ep, c960, none, -1, False, codes, values)
+            kernel(address, ply, 0, position, castling, ep, c960, -1, False, io)
 
     def loop(self) -> None:
         ev = self.ev
@@ -186,6 +195,12 @@ class Net:
 
     def batch(self) -> None:
         self.ev.evaluate_children_batch(self.boards)
+
+    def hot(self) -> None:
+        evaluate_moves = self.ev.evaluate_moves
+        for b in self.boards:
+            for _ in range(REPEAT):
+                evaluate_moves(b)
 
     def fen_string(self) -> None:
         evaluate = self.ev.evaluate
@@ -205,6 +220,7 @@ class Net:
     def measure(self) -> dict[str, float]:
         out = {name: thread_ns(getattr(self, name)) / self.children
                for name in ("evaluate_moves", "kernel", "loop", "batch")}
+        out["hot"] = thread_ns(self.hot) / (REPEAT * self.children)
         out.update({name: thread_ns(getattr(self, name)) / len(self.boards)
                     for name in ("fen_string", "board", "python_chess_fen")})
         return out
@@ -234,20 +250,27 @@ def main(argv: list[str] | None = None) -> int:
             c_rounds.append(run_c(bench))
             py_rounds.append({net.spec: net.measure() for net in nets})
             py_rounds[-1]["breakdown"] = breakdown(nets[0])
-    c_ns = statistics.median(c for c, _ in c_rounds)
+    c_ns = statistics.median(r[C_CASE][0] for r in c_rounds)
+    c_cold = statistics.median(r[C_COLD][0] for r in c_rounds)
     print(f"nnue-infer {nnue_infer.__version__}, every child of {len(boards)} dev positions "
           f"({nets[0].children} children): median of {args.rounds} rounds, thread CPU time, 1 thread; "
-          f"C {C_CASE.replace(chr(9), ' ')} [{c_rounds[-1][1]}] {c_ns:.0f} ns; load average "
+          f"C {C_CASE.replace(chr(9), ' ')} [{c_rounds[-1][C_CASE][1]}] {c_ns:.0f} ns, "
+          f"{C_COLD.replace(chr(9), ' ')} [{c_rounds[-1][C_COLD][1]}] {c_cold:.0f} ns; load average "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()
     print("| network | evaluate_moves ns/child | kernel ns/child | batch (1 thread) ns/child | "
-          "push/evaluate/pop loop ns/child | evaluate_moves / C | loop / evaluate_moves |")
-    print("|---|---|---|---|---|---|---|")
+          f"push/evaluate/pop loop ns/child | evaluate_moves / C hot | evaluate_moves / C cold | "
+          f"loop / evaluate_moves | hot ({REPEAT} calls a position) ns/child | hot / C hot |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for net in nets:
         cell = {k: statistics.median(r[net.spec][k] for r in py_rounds) for k in py_rounds[0][net.spec]}
-        to_c = f"{cell['evaluate_moves'] / c_ns:.2f}x" if net.spec in ("sf15.1", "stockfish") else "(no C floor)"
+        c = net.spec in ("sf15.1", "stockfish")
+        to_c = f"{cell['evaluate_moves'] / c_ns:.2f}x" if c else "(no C floor)"
+        to_cold = f"{cell['evaluate_moves'] / c_cold:.2f}x" if c else "(no C floor)"
+        hot = f"{cell['hot'] / c_ns:.2f}x" if c else "(no C floor)"
         print(f"| {net.spec} | {cell['evaluate_moves']:,.0f} | {cell['kernel']:,.0f} | {cell['batch']:,.0f} | "
-              f"{cell['loop']:,.0f} | {to_c} | {cell['loop'] / cell['evaluate_moves']:.1f}x |")
+              f"{cell['loop']:,.0f} | {to_c} | {to_cold} | {cell['loop'] / cell['evaluate_moves']:.1f}x | "
+              f"{cell['hot']:,.0f} | {hot} |")
     print()
     print(f"Breakdown on {nets[0].spec} (compiled loops, ns; per child unless said):")
     print()

@@ -13,6 +13,7 @@ convert.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 import chess
 import numba
@@ -27,11 +28,28 @@ from .kernels import children as KC
 from .kernels.movegen import MAX_MOVES
 
 #: Argument types of ``evaluate_children`` (:func:`nnue_infer.kernels.children.kernels`) as the
-#: Evaluator calls it (its ``_children_entry``).
-_CODES = types.Array(types.uint16, 1, "C")
+#: Evaluator calls it (its ``_children_entry``): ints only, the buffers travel as an address.
 ENTRY_TYPES = (types.int64, types.int64, types.int64, arena.POSITION, types.uint64, types.int64, types.boolean,
-               _CODES, types.int64, types.boolean, _CODES, types.Array(types.int32, 1, "C"))
-_NO_MOVES = np.empty(0, np.uint16)
+               types.int64, types.boolean, types.int64)
+
+
+class IOBuffer(NamedTuple):
+    """The buffer ``evaluate_children`` reads the given moves from and writes the moves and
+    values to (``kernels.children.io_views``): ``moves`` uint16[cap] and ``values`` int32[cap]
+    are views of one int32 array at ``address`` (``values`` first)."""
+
+    moves: np.ndarray
+    values: np.ndarray
+    address: int
+    array: np.ndarray
+
+
+def io_buffer(n_given: int = -1) -> IOBuffer:
+    """An :class:`IOBuffer` for ``n_given`` given moves (-1: every legal move): ``cap =
+    max(MAX_MOVES, n_given)`` entries each (the kernel's layout for that ``n_given``)."""
+    cap = max(MAX_MOVES, n_given)
+    array = np.zeros(cap + (cap + 1) // 2, np.int32)
+    return IOBuffer(array[cap:].view(np.uint16)[:cap], array[:cap], array.ctypes.data, array)
 
 
 def move_code(move: chess.Move) -> int:
@@ -82,12 +100,11 @@ def move_codes(moves: Iterable[chess.Move | str]) -> np.ndarray:
     return codes
 
 
-def evaluate_moves(ev, board: chess.Board | None, moves: Iterable[chess.Move | str] | None
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def evaluate_moves(ev, board: chess.Board | None, moves: Iterable[chess.Move | str] | None) -> np.ndarray:
     """The work of ``Evaluator.evaluate_moves`` (the caller holds the evaluator's in-use token and
     has read ``board``, a standard or Chess960 board, or None).
 
-    Returns the move codes and the values (uint16[n], int32[n]).  With ``board`` None the parent is
+    Returns the values (int32[n], a new array).  With ``board`` None the parent is
     the evaluator's current position at its ply of the accumulator stack and the children use the
     next ply, as ``push`` / ``evaluate()`` / ``pop`` would; a given board goes one ply above the
     current one (the plies the game uses are left as they are).
@@ -98,34 +115,33 @@ def evaluate_moves(ev, board: chess.Board | None, moves: Iterable[chess.Move | s
         ply = len(board.move_stack)
     else:
         ply = len(ev._board.move_stack) + 1
-    if moves is None:
-        given, n_given, size = _NO_MOVES, -1, MAX_MOVES
-    else:
-        given = move_codes(moves)
-        n_given = size = len(given)
+    given = None if moves is None else move_codes(moves)
     if board.ep_square and board.promoted & board.kings & board.occupied_co[board.turn]:
         return _promoted_king_children(ev, board, moves, given)
+    if given is None:
+        n_given, io = -1, ev._children_io
+    else:
+        n_given = len(given)
+        io = ev._children_io if n_given <= MAX_MOVES else io_buffer(n_given)
+        io.moves[:n_given] = given
     if ev._stack_base + ply + 1 >= ev._pairs:
         ev._allocate(2 * (ev._stack_base + ply + 2))
     trusted = ev._trusted
     occupied_co = board.occupied_co
     position = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings, occupied_co[1],
                 occupied_co[0], board.turn)
-    codes = np.empty(size, np.uint16)
-    values = np.empty(size, np.int32)
     castling = board.castling_rights and board.clean_castling_rights()  # none: 0 without python-chess's cleaning
     n, parent = ev._entry_point(ev._children_entry)(ev._address, ply, trusted, position, castling,
-                                                    board.ep_square or 0, board.chess960, given, n_given, current,
-                                                    codes, values)
+                                                    board.ep_square or 0, board.chess960, n_given, current, io.address)
     if current and n != KC.INVALID_POSITION:
         ev._trusted = ply + 1  # the parent's pair is computed; the children's (ply + 1) is not trusted
         ev._memo[ply] = (position, parent)
     if n < 0:
-        _raise(n, board, moves, codes)
-    return codes[:n], values[:n]
+        _raise(n, board, moves, io.moves)
+    return io.values[:n].copy()
 
 
-def _promoted_king_children(ev, board: chess.Board, moves, given: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _promoted_king_children(ev, board: chess.Board, moves, given: np.ndarray | None) -> np.ndarray:
     """Children through python-chess, each evaluated afresh, for a side to move whose king is marked
     promoted (``K~`` in a FEN) when an en passant square is set: python-chess then ignores pins of
     an en passant capturer along a file (``pin_mask`` finds no king), which the compiled generator
@@ -146,7 +162,7 @@ def _promoted_king_children(ev, board: chess.Board, moves, given: np.ndarray) ->
         child = board.copy(stack=False)
         child.push(move)
         values.append(ev._evaluate_fresh(child))
-    return np.array([move_code(m) for m in legal], np.uint16), np.array(values, np.int32)
+    return np.array(values, np.int32)
 
 
 def _raise(result: int, board: chess.Board, moves, codes: np.ndarray) -> None:

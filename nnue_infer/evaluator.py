@@ -227,10 +227,11 @@ class Evaluator:
         """The arena header of ``kernel_args`` (see ``kernels.arena``: the per-position kernels
         take its address instead of the eleven arrays), that address, the entry-point indices
         of those kernels and the other entry kernels, all specialised for the network's
-        ``forward.Config`` (``kernel_args`` None: the same keys, no values)."""
+        ``forward.Config``, and the moves / values buffer of ``evaluate_moves``
+        (``children.io_buffer``, passed by address too) (``kernel_args`` None: the same keys, no values)."""
         if kernel_args is None:
             return dict.fromkeys(("_header", "_address", "_ply_entry", "_board_entry", "_fen_entry", "_children_entry",
-                                  "_kernels", "_children_kernels"))
+                                  "_kernels", "_children_kernels", "_children_io"))
         header = np.zeros(arena.HEADER_SIZE, np.int64)
         arena.write_header(header, kernel_args)
         int64 = numba.types.int64
@@ -242,7 +243,7 @@ class Evaluator:
                 "_board_entry": _entry_index(entries.evaluate_board, (int64, arena.POSITION)),
                 "_fen_entry": _entry_index(entries.evaluate_fen, _FEN_TYPES),
                 "_children_entry": _entry_index(made.evaluate_children, children.ENTRY_TYPES),
-                "_kernels": K.kernels(config), "_children_kernels": made}
+                "_kernels": K.kernels(config), "_children_kernels": made, "_children_io": children.io_buffer()}
 
     @staticmethod
     def _entry_point(index: int):
@@ -895,7 +896,7 @@ class Evaluator:
         except IndexError:
             raise self._busy() from None
         try:
-            return children.evaluate_moves(self, None if board is None else _as_board(board), moves)[1]
+            return children.evaluate_moves(self, None if board is None else _as_board(board), moves)
         finally:
             free.append(_TOKEN)
 

@@ -107,6 +107,11 @@ def test_given_moves(ev, oracle):
     with pytest.raises(IllegalMoveError, match=r"moves\[0\] \('e1h1'\) is not a legal move"):  # g2 attacks f1
         ev.evaluate_moves(board, ["e1h1"])
     assert ev.evaluate_moves(board, []).tolist() == []
+    many = moves * (1 + 300 // len(moves))  # more than the evaluator's buffer holds: a buffer of the call's own
+    first = ev.evaluate_moves(board, many)
+    assert first.tolist() == loop_values(oracle, board, moves) * (1 + 300 // len(moves))
+    ev.evaluate_moves(chess.Board())  # results are copies, not views of a buffer the next call reuses
+    assert first.tolist() == loop_values(oracle, board, moves) * (1 + 300 // len(moves))
     c960 = chess.Board("1rk1r3/8/8/8/8/8/8/1RK1R3 w EBeb - 0 1", chess960=True)
     castle = [m for m in c960.legal_moves if c960.is_castling(m)]
     assert castle and ev.evaluate_moves(c960, castle).tolist() == loop_values(oracle, c960, castle)

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
-from numba import get_thread_id, njit, prange, types
+from numba import carray, get_thread_id, njit, prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
@@ -41,6 +41,7 @@ from .features import (BB_WHITE, POS_BLACK_KINGS, POS_INCONSISTENT, POS_OK, POS_
 from .forward import (INVALID_POSITION, P_CACHE_PAIRS, P_MAX_PIECES, P_MIRROR, P_NUM_SLOTS, P_PAIR_OFFSET, P_PAIRS,
                       P_THREATS, Config, evaluate_pair, stages, update_stack)
 from .movegen import MAX_MOVES, attackers, legal_moves, play, to_chess960
+from .simd import address_pointer
 
 OPPONENT_IN_CHECK = -(1 << 60)
 ILLEGAL_MOVE = -(1 << 50)
@@ -113,9 +114,10 @@ def as_position(bitboards, white_to_move):
 
 
 @njit(cache=True, inline="always")
-def find_moves(bitboards, stm, castling, ep, chess960, given, n_given, moves):
-    """The legal moves of the parent into ``moves`` (all when ``n_given < 0``, else the given ones
-    as the generator writes them); returns their number or ``ILLEGAL_MOVE - i``."""
+def find_moves(bitboards, stm, castling, ep, chess960, n_given, moves):
+    """The legal moves of the parent into ``moves`` (all when ``n_given < 0``, else the
+    ``n_given`` moves given in ``moves``, replaced in place by the codes the generator writes for
+    them); returns their number or ``ILLEGAL_MOVE - i``."""
     if n_given < 0:
         return legal_moves(bitboards, stm, castling, ep, chess960, moves)
     legal = np.empty(MAX_MOVES, np.uint16)
@@ -123,11 +125,11 @@ def find_moves(bitboards, stm, castling, ep, chess960, given, n_given, moves):
     for i in range(n_given):
         found = -1
         for j in range(n_legal):  # as written (UCI of python-chess's moves) ...
-            if legal[j] == given[i]:
+            if legal[j] == moves[i]:
                 found = j
                 break
         if found < 0:  # ... or castling written the other way
-            wanted = to_chess960(bitboards, np.int64(given[i]))
+            wanted = to_chess960(bitboards, np.int64(moves[i]))
             for j in range(n_legal):
                 if to_chess960(bitboards, np.int64(legal[j])) == wanted:
                     found = j
@@ -139,10 +141,11 @@ def find_moves(bitboards, stm, castling, ep, chess960, given, n_given, moves):
 
 
 @njit(cache=True, inline="always")
-def children_values(address, ply, trusted, position, castling, ep, chess960, given, n_given, with_parent, moves,
-                    values, isa, relations, update, value):
-    """The body of ``evaluate_children`` (see :func:`kernels`); ``isa`` and ``relations`` as in
-    ``forward.Config``, ``update`` and ``value`` the configuration's ``forward.Stages`` members."""
+def children_values(address, ply, trusted, position, castling, ep, chess960, n_given, with_parent, moves, values, isa,
+                    relations, update, value):
+    """The body of ``evaluate_children`` (see :func:`kernels`) with the buffers ``moves`` and
+    ``values`` of :func:`io_views`; ``isa`` and ``relations`` as in ``forward.Config``, ``update``
+    and ``value`` the configuration's ``forward.Stages`` members."""
     h = header_at(address)
     a = header_arrays(h)
     params, slot_table, king_buckets, layers = config_views(h)
@@ -165,7 +168,7 @@ def children_values(address, ply, trusted, position, castling, ep, chess960, giv
     if attackers(bitboards, stm, king_square(bitboards, 1 - stm), occupied) != 0:
         result = OPPONENT_IN_CHECK
     else:
-        result = find_moves(bitboards, stm, np.int64(np.uint64(castling)), ep, chess960, given, n_given, moves)
+        result = find_moves(bitboards, stm, np.int64(np.uint64(castling)), ep, chess960, n_given, moves)
     n = max(result, 0)
     kings = np.empty(2, np.int64)
     orients = np.empty(2, np.int64)
@@ -218,6 +221,15 @@ def children_values(address, ply, trusted, position, castling, ep, chess960, giv
     return result, parent
 
 
+@njit(cache=True, inline="always")
+def io_views(io, n_given):
+    """The buffers of ``evaluate_children`` at address ``io`` (an int32 array of
+    ``nnue_infer.children.io_buffer``): ``values`` int32[cap], then ``moves`` uint16[cap],
+    ``cap = max(MAX_MOVES, n_given)``."""
+    cap = max(MAX_MOVES, n_given)
+    return carray(address_pointer(io + 4 * cap, np.uint16), (cap,)), carray(address_pointer(io, np.int32), (cap,))
+
+
 @njit(cache=True)
 def count_legal_moves(bitboards, stm, castling, ep, chess960, counts):
     """Number of legal moves of each of ``n`` positions into ``counts`` int64[n] (arrays as in
@@ -244,9 +256,10 @@ def kernels(config: Config) -> Kernels:
     """The children kernels specialised for ``config`` (its fields are compile-time constants, as in
     :func:`forward.kernels <nnue_infer.kernels.forward.kernels>`).
 
-    ``evaluate_children(address, ply, trusted, position, castling, ep, chess960, given, n_given,
-    with_parent, moves, values)``: values of the positions after the legal moves (or the given
-    ones) of ``position``.
+    ``evaluate_children(address, ply, trusted, position, castling, ep, chess960, n_given,
+    with_parent, io)``: values of the positions after the legal moves (or the given ones) of
+    ``position``.  Arrays travel as addresses (ints unbox in a few ns, each array argument
+    costs about 0.35 us of a call from Python).
 
     * ``address``: an arena header (:func:`nnue_infer.kernels.arena.write_header`);
     * ``ply``, ``trusted``: the parent goes to pair ``ply`` of the stack (as
@@ -255,13 +268,14 @@ def kernels(config: Config) -> Kernels:
     * ``position``: the parent, an ``arena.POSITION`` (eight uint64 bitboards, the side to move,
       True: White); ``castling`` uint64 ``Board.clean_castling_rights()``; ``ep`` int
       ``Board.ep_square`` (0 for none); ``chess960`` bool;
-    * ``given`` uint16[>= n_given]: move codes (:mod:`~nnue_infer.kernels.movegen`) to evaluate
-      when ``n_given >= 0`` (castling king-to-target or king-takes-rook, as python-chess accepts
-      it), ``n_given`` -1 for every legal move;
+    * ``n_given``: -1 for every legal move, else the number of move codes
+      (:mod:`~nnue_infer.kernels.movegen`) given in ``moves`` (castling king-to-target or
+      king-takes-rook, as python-chess accepts it);
     * ``with_parent`` bool: also run the parent's layer stack (its value is returned, else 0);
-    * ``moves`` uint16[>= max(MAX_MOVES, n_given)], ``values`` int32[same]: outputs, the moves
-      evaluated as python-chess writes them (``Board.legal_moves`` order when ``n_given < 0``) and
-      each child's value (internal units, the child's side to move's point of view).
+    * ``io``: address of the int32 buffer of :func:`io_views` (``nnue_infer.children.io_buffer``):
+      ``moves`` (the given moves in, the moves evaluated out, as python-chess writes them, in
+      ``Board.legal_moves`` order when ``n_given < 0``) and ``values`` (each child's value,
+      internal units, the child's side to move's point of view).
 
     Returns ``(n, parent)``: the number of children (or a negative result code, module
     docstring) and the parent's value (computed whenever the result is a code other than
@@ -283,10 +297,10 @@ def kernels(config: Config) -> Kernels:
     value, update = made.value, made.update
 
     @njit(cache=True)
-    def evaluate_children(address, ply, trusted, position, castling, ep, chess960, given, n_given, with_parent, moves,
-                          values):
-        return children_values(address, ply, trusted, position, castling, ep, chess960, given, n_given, with_parent,
-                               moves, values, isa, relations, update, value)
+    def evaluate_children(address, ply, trusted, position, castling, ep, chess960, n_given, with_parent, io):
+        moves, values = io_views(io, n_given)
+        return children_values(address, ply, trusted, position, castling, ep, chess960, n_given, with_parent, moves,
+                               values, isa, relations, update, value)
 
     @njit(parallel=True, cache=True)
     def evaluate_children_batch(addresses, bitboards, stm, castling, ep, chess960, offsets, n_chunks, moves, values,
@@ -297,13 +311,11 @@ def kernels(config: Config) -> Kernels:
             address = addresses[get_thread_id()]
             buf_moves = np.empty(MAX_MOVES, np.uint16)
             buf_values = np.empty(MAX_MOVES, np.int32)
-            none = np.empty(0, np.uint16)
             for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
                 b = bitboards[i]
                 result = children_values(address, np.int64(0), np.int64(0), as_position(b, stm[i] == 0),
-                                         np.uint64(castling[i]), np.int64(ep[i]), chess960[i] != 0, none,
-                                         np.int64(-1), False, buf_moves, buf_values, isa, relations, update,
-                                         value)[0]
+                                         np.uint64(castling[i]), np.int64(ep[i]), chess960[i] != 0, np.int64(-1),
+                                         False, buf_moves, buf_values, isa, relations, update, value)[0]
                 results[i] = result
                 lo = offsets[i]
                 for k in range(min(result, offsets[i + 1] - lo)):
