@@ -172,10 +172,12 @@ def put(out, n, frm, to, promotion):
     return n + 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def put_safe(bitboards, stm, king, blockers, frm, to, kind, ep, occupied, out, n):
-    """:func:`put` the move if :func:`is_safe`; returns the new count."""
-    if is_safe(bitboards, stm, king, blockers, frm, to, kind, ep, occupied):
+    """:func:`put` the move if :func:`is_safe`; returns the new count.  Inlined: most moves are
+    of a piece that is neither the king nor a blocker, safe without the call to :func:`is_safe`."""
+    if (frm != king and kind == NORMAL and (blockers & SQUARE_BB[frm]) == 0) or is_safe(
+            bitboards, stm, king, blockers, frm, to, kind, ep, occupied):
         return put(out, n, frm, to, 0)
     return n
 
@@ -183,7 +185,8 @@ def put_safe(bitboards, stm, king, blockers, frm, to, kind, ep, occupied, out, n
 @njit(cache=True)
 def put_pawn(bitboards, stm, king, blockers, frm, to, ep, occupied, out, n):
     """A safe pawn move, as four promotions (queen, rook, bishop, knight) onto the first or last rank."""
-    if not is_safe(bitboards, stm, king, blockers, frm, to, NORMAL, ep, occupied):
+    if (blockers & SQUARE_BB[frm]) != 0 and not is_safe(bitboards, stm, king, blockers, frm, to, NORMAL, ep,
+                                                          occupied):
         return n
     if to < 8 or to >= 56:
         for promotion in range(5, 1, -1):
