@@ -91,19 +91,22 @@ def board_from_fen(fen: str, strict: bool = True, hint: str = "cli") -> chess.Bo
     default, the rule of the command line and of the Python API) also requires every field
     (:func:`check_fen_fields`).
 
-    A Chess960 position is read as one (``chess960=True``) when its castling field names rights
-    that only Chess960 gives (Shredder-FEN files such as ``HAha``, or X-FEN ``KQkq`` with the king
-    or rooks off their standard squares): read as standard chess, python-chess would drop them
-    and the castling moves with them.
+    A Chess960 position is read as one (``chess960=True``) when its castling field names rook
+    files (Shredder-FEN, such as ``HFhf``) and the Chess960 reading keeps more of those rights
+    than the standard one (read as standard chess, python-chess drops them and the castling moves
+    with them).  ``KQkq`` always reads as standard chess, whose rules then drop the rights that do
+    not fit (a stale ``kq`` after the king left e8 keeps White's ordinary castling as ``e1g1``);
+    pass a ``chess.Board(fen, chess960=True)`` for X-FEN.
 
     Raises :class:`FenError` naming the problem: the bad field or character and where it
     stands, or the missing field.
     """
     try:
         board = chess.Board(fen)
-        if board.clean_castling_rights() != board.castling_rights:
+        fields = fen.split()
+        if len(fields) > 2 and any(c in "abcdefghABCDEFGH" for c in fields[2]):
             chess960 = chess.Board(fen, chess960=True)
-            if chess960.clean_castling_rights() == chess960.castling_rights:
+            if chess960.clean_castling_rights().bit_count() > board.clean_castling_rights().bit_count():
                 board = chess960
     except ValueError as exc:
         raise fen_error(fen, exc) from None

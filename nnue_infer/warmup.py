@@ -117,11 +117,12 @@ def cache_report() -> dict:
     from numba.core.registry import cpu_target
 
     from .kernels import arena
-    from .kernels.cache import KernelCacheLocator, cache_dirs
+    from .kernels.cache import KernelCacheLocator, cache_dirs, private_cache_dir
 
     py_func = arena.kernels.__wrapped__
     locator = KernelCacheLocator.from_function(py_func, arena.__file__)
-    directory = Path(locator.get_cache_path()) if locator is not None else None
+    private = locator is None or locator.get_cache_path() == private_cache_dir()  # this process's only
+    directory = None if private else Path(locator.get_cache_path())
     report: dict = {"directory": str(directory) if directory is not None else None,
                     "candidates": cache_dirs(arena.__file__), "bytes": 0, "kernels": {}}
     if directory is None or not directory.is_dir():

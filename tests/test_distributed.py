@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 
+import chess
 import numpy as np
 import pytest
 
@@ -415,3 +416,16 @@ def test_compression_of_the_free_text(tmp_path, fens):
     with pytest.raises(ValueError, match="unknown Parquet compression 'lzma'"):
         D.score_files(str(tmp_path / "in" / "*"), str(tmp_path / "x"), "default", compression="lzma")
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("option", ["split_bytes", "split_rows", "binpack_task_bytes"])
+@pytest.mark.parametrize("value", [0, -5, 1.5, True])
+def test_task_sizes_must_be_positive_integers(tmp_path, option, value):
+    """split_bytes=0 made the EPD range planner append the same range forever (memory exhausted)."""
+    from nnue_infer.io.distributed import score_files
+
+    shard = tmp_path / "s.epd"
+    shard.write_text(chess.STARTING_FEN + "\n")
+    with pytest.raises(ValueError, match=f"{option} must be a positive integer, got {value!r}"):
+        score_files(str(shard), str(tmp_path / "out"), **{option: value})
+    assert not (tmp_path / "out").exists()

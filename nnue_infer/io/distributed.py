@@ -31,6 +31,7 @@ import glob
 import hashlib
 import io
 import json
+import numbers
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -313,6 +314,14 @@ def tasks_of(path: str, binpack_task_bytes: int = BINPACK_TASK_BYTES, *, split_b
     return [Task(path, kind, k, len(ranges), *r) for k, r in enumerate(ranges)]
 
 
+def _check_task_sizes(**sizes: int) -> None:
+    """``ValueError`` naming the first task size (``split_bytes``, ...) that is not a positive integer
+    (0 made the range planner loop forever)."""
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
 def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BYTES, split_rows: int = SPLIT_ROWS,
                binpack_task_bytes: int = BINPACK_TASK_BYTES) -> list[Task]:
     """The tasks of ``files`` for the dataset ``output``: one per input, or per range of a large one.
@@ -320,8 +329,9 @@ def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BY
     An input's ranges are recorded in the manifest the first time (with the file's size) and
     reused by every later run, so a re-run skips exactly the finished ranges; an input whose part
     exists whole (scored before in one task) stays one task.  Raises ``ValueError`` when a split
-    input changed size since its ranges were recorded.
+    input changed size since its ranges were recorded, or a task size is not a positive integer.
     """
+    _check_task_sizes(split_bytes=split_bytes, split_rows=split_rows, binpack_task_bytes=binpack_task_bytes)
     manifest_path = os.path.join(output, MANIFEST)
     with open(manifest_path, encoding="utf-8") as f:
         manifest = json.load(f)
@@ -673,6 +683,7 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     """
     if compression not in CODECS:
         raise ValueError(f"unknown Parquet compression {compression!r}: one of {', '.join(CODECS)}")
+    _check_task_sizes(split_bytes=split_bytes, split_rows=split_rows, binpack_task_bytes=binpack_task_bytes)
     files = expand_inputs(inputs)
     for f in files:
         input_kind(f)  # unknown kinds fail before any work

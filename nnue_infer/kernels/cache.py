@@ -150,7 +150,7 @@ class KernelCacheLocator(caching._CacheLocator):
     def from_function(cls, py_func, py_file):
         if Path(py_file).resolve().parent != KERNELS:
             return None
-        for path in cache_dirs(py_file):
+        for path in cache_dirs(py_file) + [private_cache_dir()]:
             locator = cls(py_func, py_file, path)
             try:
                 locator.ensure_cache_path()
@@ -158,6 +158,22 @@ class KernelCacheLocator(caching._CacheLocator):
                 continue
             return locator
         return None
+
+
+@functools.cache
+def private_cache_dir() -> str:
+    """A new temporary directory of this process, removed at its exit: the cache of last resort
+    when no directory of :func:`cache_dirs` is writable (e.g. ``NUMBA_CACHE_DIR`` names a file).
+    Our locator must still answer then: Numba's own locators would cache in ``__pycache__``,
+    stamped by each file's time alone, and load stale code after an edit of another kernel file.
+    Every process then compiles again, as ``nnue-infer info --cache`` says."""
+    import atexit
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="nnue-infer-kernels-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 class _Notice(event.Listener):
@@ -182,6 +198,8 @@ class _Notice(event.Listener):
         if not _Notice.done:
             _Notice.done = True
             where = getattr(ev.data["dispatcher"]._cache, "_cache_path", None) or "memory only"
+            if where == private_cache_dir():
+                where += ", for this process only: no writable cache directory"
             log.info(NOTICE, where)
         log.debug("compile of %s started", ev.data["dispatcher"].py_func.__qualname__, extra={"compile": "start"})
 
