@@ -419,3 +419,25 @@ def test_cr_only_line_ends_are_named(capsys, tmp_path):
     path.write_bytes(f"{chess.STARTING_FEN}\r{AFTER_E4}\r".encode())
     status, out, err = run(capsys, "eval", *SF, "--epd", path)
     assert status == 1 and "lines end in CR only" in err
+
+
+def test_activations_of_an_epd_file_with_a_refused_line(tmp_path, capsys):
+    """One unrepresentable EPD line: reported as FILE:LINE, the other rows written, status 1 (the
+    whole file was refused with a 0-based row before); --keep-errors is refused, not ignored."""
+    import numpy as np
+
+    from nnue_infer.cli import main
+
+    epd = tmp_path / "p.epd"
+    epd.write_text(f"{chess.STARTING_FEN}\n8/8/8/8/8/8/8/4K3 w - - 0 1\n"
+                   "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3\n")
+    out = tmp_path / "a.npz"
+    assert main(["eval", "--epd", str(epd), "--activations", "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"{epd}:2: Black must have exactly one king" in err, err
+    with np.load(out) as acts:
+        assert [f.split()[0] for f in acts["fen"]] == [chess.STARTING_FEN.split()[0], "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R"]
+        assert acts["value"].shape == (2,)
+    assert main(["eval", "--epd", str(epd), "--activations", "--keep-errors", "-o", str(tmp_path / "b.npz")]) == 2
+    assert "--keep-errors does not go with --activations" in capsys.readouterr().err
+    assert not (tmp_path / "b.npz").exists()

@@ -157,6 +157,9 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
     if activations and (trace or each_move or pgn or scheduler or workers or as_json):
         raise click.UsageError("--activations works with positions and --epd, without --trace, --moves, --pgn, --json, "
                                "--scheduler or --workers")
+    if activations and keep_errors:
+        raise click.UsageError("--keep-errors does not go with --activations: its arrays have no row for a refused "
+                               "position (the refused ones are reported on stderr, the others written)")
     if activations and not (output or "").lower().endswith((".npz", ".parquet")):
         raise click.UsageError("--activations writes a file: give --output FILE.npz or FILE.parquet")
     if not (positions or fen_opts or epd or pgn):
@@ -271,8 +274,11 @@ def _parse_position_args(words, fen_opts, strict: bool) -> list:
 
 
 def _epd_boards(source: str, strict: bool) -> list:
-    """Positions of an EPD file, one by one (for --trace); bad rows are reported and give status 1."""
+    """Positions of an EPD file, one by one (for --trace and --activations); bad rows, and positions the
+    networks cannot represent (``features.check_position``), are reported as ``FILE:LINE: message``
+    and give status 1 after the others."""
     from ..errors import InputKindError
+    from ..features import check_position
     from ..inputs import input_label, open_input
     from ..io.files import epd_chunks
     from ..positions import Position, board_from_fen
@@ -289,6 +295,7 @@ def _epd_boards(source: str, strict: bool) -> list:
                         problem = rows.problem(i)
                         if problem:
                             raise ValueError(problem)
+                        check_position(board)
                         boards.append(Position(fen, board))
                     except ValueError as exc:
                         report(label, str(rows.line[i]), str(exc))
