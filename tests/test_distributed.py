@@ -429,3 +429,20 @@ def test_task_sizes_must_be_positive_integers(tmp_path, option, value):
     with pytest.raises(ValueError, match=f"{option} must be a positive integer, got {value!r}"):
         score_files(str(shard), str(tmp_path / "out"), **{option: value})
     assert not (tmp_path / "out").exists()
+
+
+def test_an_input_changed_since_it_was_scored_is_refused(tmp_path):
+    """A whole input (no ranges) that grew after its part was written: refused, naming it, and the
+    dataset untouched (it was skipped as finished, its new lines never scored)."""
+    from nnue_infer.io.distributed import score_files
+
+    shard = tmp_path / "s.epd"
+    shard.write_text(chess.STARTING_FEN + "\n")
+    out = tmp_path / "out"
+    assert score_files(str(shard), str(out)).rows == 1
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with shard.open("a") as f:
+        f.write("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3\n")
+    with pytest.raises(ValueError, match=rf"{shard}: changed since {out} planned it \(\d+ bytes, now \d+\)"):
+        score_files(str(shard), str(out))
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

@@ -328,22 +328,31 @@ def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BY
 
     An input's ranges are recorded in the manifest the first time (with the file's size) and
     reused by every later run, so a re-run skips exactly the finished ranges; an input whose part
-    exists whole (scored before in one task) stays one task.  Raises ``ValueError`` when a split
-    input changed size since its ranges were recorded, or a task size is not a positive integer.
+    exists whole (scored before in one task) stays one task.  Every regular file's size is recorded
+    too (``sizes``).  Raises ``ValueError`` when an input changed size since it was planned (its
+    part, or some of its ranges, would hold the old file's scores), or a task size is not a
+    positive integer.
     """
     _check_task_sizes(split_bytes=split_bytes, split_rows=split_rows, binpack_task_bytes=binpack_task_bytes)
     manifest_path = os.path.join(output, MANIFEST)
     with open(manifest_path, encoding="utf-8") as f:
         manifest = json.load(f)
     plans = manifest.setdefault("ranges", {})
+    sizes = manifest.setdefault("sizes", {})
     tasks, changed = [], False
     for path in files:
         key = os.path.abspath(path)
         kind = input_kind(path)
+        size = os.path.getsize(path) if os.path.isfile(path) else None
+        if size is not None and key not in sizes:
+            sizes[key] = size
+            changed = True
+        elif size is not None and sizes[key] != size:
+            raise ValueError(f"{path}: changed since {output} planned it ({sizes[key]} bytes, now {size}): its "
+                             "scores there are of the old file; use another output directory")
         if os.path.exists(os.path.join(output, part_name(path))):
             tasks.append(Task(path, kind))
             continue
-        size = os.path.getsize(path) if os.path.isfile(path) else None
         if key in plans:
             if plans[key]["size"] != size:
                 raise ValueError(f"{path}: changed since {output} recorded its ranges ({plans[key]['size']} bytes, "
