@@ -172,3 +172,21 @@ def test_cache_report_names_an_unwritable_cache_directory(tmp_path):
                           text=True, env=env, check=True)
     report = json.loads(proc.stdout)
     assert report["directory"] is None and report["candidates"][0].startswith(str(blocker)), report
+
+
+def test_a_damaged_cache_file_compiles_again_with_a_warning(tmp_path):
+    """Truncated cache files (a full disk, a killed process) gave an UnpicklingError traceback on every
+    run; now a warning names the kernel and the directory, the kernels compile again and the next run
+    is quiet and loads them."""
+    cache = tmp_path / "cache"
+    code = f"from nnue_infer.cli import main; main(['eval', '--quiet', {chess.STARTING_FEN!r}])"
+    _, want, _ = run(code, {"NUMBA_CACHE_DIR": str(cache)})
+    damaged = sorted(cache.rglob("*.nbc")) + sorted(cache.rglob("*.nbi"))
+    assert damaged
+    for path in damaged:
+        path.write_bytes(path.read_bytes()[:100])
+    compiled, out, err = run(code, {"NUMBA_CACHE_DIR": str(cache)})
+    assert out == want and "damaged kernel cache entry of" in err and str(cache) in err, err
+    assert "Traceback" not in err
+    compiled, out, err = run(code, {"NUMBA_CACHE_DIR": str(cache)})
+    assert out == want and "damaged" not in err and compiled == [ENTRY], (compiled, err)

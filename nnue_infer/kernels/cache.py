@@ -127,6 +127,39 @@ def _index_key(self, sig, codegen):
 _numba_index_key = caching.Cache._index_key
 
 
+def _load_overload(self, sig, target_context):
+    """Numba's ``Cache.load_overload``, but a damaged cache file of our kernels (truncated by a full
+    disk or a killed process, or garbage) is reported as a WARNING naming the kernel and the cache
+    directory and compiled again, instead of an unpickling traceback on every run."""
+    try:
+        return _numba_load_overload(self, sig, target_context)
+    except Exception as exc:
+        if not self._py_func.__module__.startswith("nnue_infer."):
+            raise
+        log.warning("damaged kernel cache entry of %s in %s (%s: %s): compiling it again",
+                    self._py_func.__qualname__, self._cache_path, type(exc).__name__, exc)
+        return None
+
+
+def _save_overload(self, sig, data):
+    """Numba's ``Cache.save_overload``; when our kernel's index file cannot be read (damaged), it is
+    started again (its other entries compile again when used) and the save retried once."""
+    try:
+        _numba_save_overload(self, sig, data)
+    except Exception:
+        if not self._py_func.__module__.startswith("nnue_infer."):
+            raise
+        try:
+            os.remove(self._cache_file._index_path)
+        except OSError:
+            pass
+        _numba_save_overload(self, sig, data)
+
+
+_numba_load_overload = caching.Cache.load_overload
+_numba_save_overload = caching.Cache.save_overload
+
+
 class KernelCacheLocator(caching._CacheLocator):
     """Numba cache locator of the ``nnue_infer/kernels`` files (see the module docstring); other
     files are left to Numba's own locators."""
@@ -215,11 +248,14 @@ class _Notice(event.Listener):
 
 def install() -> None:
     """Put :class:`KernelCacheLocator` first among Numba's locators, key our closures' cache entries
-    by :func:`closure_values` (:func:`_index_key`) and register the compile notice.
+    by :func:`closure_values` (:func:`_index_key`), compile again over a damaged cache file
+    (:func:`_load_overload`, :func:`_save_overload`) and register the compile notice.
 
     Called by ``nnue_infer.kernels`` before any kernel is defined (a kernel's locator is chosen
     when its ``@njit(cache=True)`` decorator runs)."""
     caching.Cache._index_key = _index_key
+    caching.Cache.load_overload = _load_overload
+    caching.Cache.save_overload = _save_overload
     impl = caching.CompileResultCacheImpl
     if KernelCacheLocator not in impl._locator_classes:
         impl._locator_classes = [KernelCacheLocator, *impl._locator_classes]
