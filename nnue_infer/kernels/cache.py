@@ -74,11 +74,11 @@ def cache_dirs(py_file: str) -> list[str]:
     return [os.path.join(os.path.dirname(py_file), "__pycache__"), str(user_cache_dir() / f"numba-{tag}")]
 
 
-def closure_values(py_func) -> tuple:
+def closure_values(py_func) -> tuple | None:
     """The closure variables of ``py_func`` as a stable value: integers and booleans as they are,
     a kernel (``Dispatcher``, e.g. a ``forward.Stages`` member called by an entry kernel) as its module,
-    qualified name and closure values, any other value as ``None`` (:func:`_index_key` then leaves
-    the key to Numba); ``()`` for a module-level kernel."""
+    qualified name and closure values; ``()`` for a module-level kernel, None when a variable (or a
+    called kernel's) is of another type (:func:`_index_key` then leaves the key to Numba)."""
     values = []
     for cell in py_func.__closure__ or ():
         try:
@@ -87,10 +87,11 @@ def closure_values(py_func) -> tuple:
             continue
         if isinstance(value, (bool, int)):
             values.append(value)
-        elif isinstance(value, Dispatcher):
-            values.append((value.py_func.__module__, value.py_func.__qualname__, closure_values(value.py_func)))
-        else:
-            values.append(None)
+            continue
+        inner = closure_values(value.py_func) if isinstance(value, Dispatcher) else None
+        if inner is None:
+            return None
+        values.append((value.py_func.__module__, value.py_func.__qualname__, inner))
     return tuple(values)
 
 
@@ -116,8 +117,8 @@ def _index_key(self, sig, codegen):
     random id, so a kernel calling another kernel made by a factory would miss the cache in
     every new process.  Other functions keep Numba's key."""
     py_func = self._py_func
-    values = closure_values(py_func) if py_func.__module__.startswith("nnue_infer.kernels") else ()
-    if not values or "None" in repr(values):  # a module-level kernel, or a closure value we do not know
+    values = closure_values(py_func) if py_func.__module__.startswith("nnue_infer.kernels") else None
+    if not values:  # a module-level kernel, or a closure value we do not know
         return _numba_index_key(self, sig, codegen)
     code = hashlib.sha256(py_func.__code__.co_code).hexdigest()
     cvars = hashlib.sha256(repr(values).encode()).hexdigest()
@@ -127,6 +128,12 @@ def _index_key(self, sig, codegen):
 _numba_index_key = caching.Cache._index_key
 
 
+def _ours(py_func) -> bool:
+    """Whether ``py_func`` is one of nnue-infer's kernels (the patched cache methods and the compile
+    notice leave other functions to Numba)."""
+    return py_func.__module__.startswith("nnue_infer.")
+
+
 def _load_overload(self, sig, target_context):
     """Numba's ``Cache.load_overload``, but a damaged cache file of our kernels (truncated by a full
     disk or a killed process, or garbage) is reported as a WARNING naming the kernel and the cache
@@ -134,7 +141,7 @@ def _load_overload(self, sig, target_context):
     try:
         return _numba_load_overload(self, sig, target_context)
     except Exception as exc:
-        if not self._py_func.__module__.startswith("nnue_infer."):
+        if not _ours(self._py_func):
             raise
         log.warning("damaged kernel cache entry of %s in %s (%s: %s): compiling it again",
                     self._py_func.__qualname__, self._cache_path, type(exc).__name__, exc)
@@ -147,7 +154,7 @@ def _save_overload(self, sig, data):
     try:
         _numba_save_overload(self, sig, data)
     except Exception:
-        if not self._py_func.__module__.startswith("nnue_infer."):
+        if not _ours(self._py_func):
             raise
         try:
             os.remove(self._cache_file._index_path)
@@ -219,7 +226,7 @@ class _Notice(event.Listener):
 
     @staticmethod
     def _ours(ev: event.Event) -> bool:
-        return ev.data["dispatcher"].py_func.__module__.startswith("nnue_infer.")
+        return _ours(ev.data["dispatcher"].py_func)
 
     def on_start(self, ev: event.Event) -> None:
         if not self._ours(ev):
