@@ -230,13 +230,18 @@ def fen_fields(buf, bitboards):
     :func:`parse_fen` refuses the text) and the side to move (0 White, 1 Black).  Used by
     ``kernels.arena``'s ``evaluate_fen`` (the string path of ``Evaluator.evaluate``).
     """
-    code, _, stm = parse_fen(buf, 0, len(buf), bitboards)
+    # copied into a uint8 array, the batch path's buffer type (``positions.fen_buffer``), so the parser
+    # compiles one signature for both callers (a FEN is ~60 bytes: the copy costs tens of ns)
+    text = np.empty(len(buf), np.uint8)
+    for pos in range(len(buf)):
+        text[pos] = buf[pos]
+    code, _, stm = parse_fen(text, np.int64(0), len(text), bitboards)  # int64, not Literal[int](0)
     if code != FEN_OK:
         return -1, stm
     fields = 0
     previous_space = True
-    for pos in range(len(buf)):
-        space = is_space(buf[pos])
+    for pos in range(len(text)):
+        space = is_space(text[pos])
         if previous_space and not space:
             fields += 1
         previous_space = space
