@@ -161,6 +161,13 @@ class Evaluator:
         The network, a network file (``.nnue`` / ``.safetensors``) or a name such as
         ``"default"`` or ``"stockfish"`` (:func:`nnue_infer.resources.network_from_spec`);
         defaults to :func:`nnue_infer.resources.default_network`.
+    isa : str, optional, keyword only
+        The instruction-set path of the kernels: ``"portable"``, ``"avx2"``, ``"avxvnni"`` or
+        ``"vnni512"`` (``nnue_infer.kernels.simd.ISA_NAMES``); by default ``NNUE_INFER_SIMD`` or the
+        best path this CPU has.  Every path gives the same numbers (the test suite checks each
+        against the others); another path is for checking that, or for timing the paths side by
+        side.  :class:`~nnue_infer.errors.SimdPathError` for an unknown name or a path whose
+        instructions this CPU lacks.
 
     Notes
     -----
@@ -186,7 +193,8 @@ class Evaluator:
     evaluator (the refresh cache and all accumulators are rebuilt, the board is kept).
     """
 
-    def __init__(self, network: Network | str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, network: Network | str | os.PathLike[str] | None = None, *, isa: str | None = None) -> None:
+        self._isa = simd.ISA if isa is None else simd.path_code(isa)
         self._free = [_TOKEN]  # the in-use token, taken while a method runs: concurrent use raises (see _busy)
         _ALL_EVALUATORS.add(self)
         self._board = chess.Board()
@@ -260,6 +268,11 @@ class Evaluator:
             "nnue_infer.evaluate, evaluate_batch and evaluate_game keep one per thread)")
 
     @property
+    def isa(self) -> str:
+        """The instruction-set path this evaluator's kernels run (a name of ``kernels.simd.ISA_NAMES``)."""
+        return simd.ISA_NAMES[self._isa]
+
+    @property
     def network(self) -> Network:
         """The network; assigning another one (a :class:`Network`, a file or a name such as ``"sf18"``)
         rebuilds every accumulator and the refresh cache (the board is kept).  The assignment
@@ -271,7 +284,7 @@ class Evaluator:
         if type(network).__name__ == "FloatNetwork":
             raise TypeError("expected a Network, got FloatNetwork (a float network: quantise it first, nnue_infer.quantise)")
         network = as_network(network)  # a name or file, as everywhere a network is expected
-        state = self._bind(network)  # everything built before anything is replaced
+        state = self._bind(network, self._isa)  # everything built before anything is replaced
         free = self._free
         try:
             free.pop()
@@ -283,8 +296,9 @@ class Evaluator:
             free.append(_TOKEN)
 
     @staticmethod
-    def _bind(network: Network) -> dict:
-        """Every attribute that depends on the network, freshly built (``self`` is not touched)."""
+    def _bind(network: Network, isa: int) -> dict:
+        """Every attribute that depends on the network and the instruction-set path ``isa``
+        (``simd.ISA_*``), freshly built (``self`` is not touched)."""
         arch = network.architecture
         fs = architecture_features(arch)
         params = np.zeros(K.N_PARAMS, np.int64)
@@ -309,8 +323,8 @@ class Evaluator:
         params[K.P_THREATS] = int8.threats
         params[K.P_PAIRS] = int8.pairs
         params[K.P_PAIR_OFFSET] = int8.pair_offset
-        params[K.P_SIMD] = simd.ISA
-        params[K.P_FC0_SIMD] = simd.first_layer_isa(simd.ISA, arch.first_layer_max_byte, network.first_layer_pair_sum,
+        params[K.P_SIMD] = isa
+        params[K.P_FC0_SIMD] = simd.first_layer_isa(isa, arch.first_layer_max_byte, network.first_layer_pair_sum,
                                                     network.first_layer_quad_sum)
         weights, biases, layers = network.compute_layout
         cfg = np.concatenate([

@@ -88,11 +88,12 @@ def compile_notice_already_said():
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The per-path runs (``test_simd_paths.py::test_suite_passes_on_every_path``, each a run of the
-    kernel and end-to-end tests compiling for another instruction set, the longest tests) go first:
-    pytest-xdist's work stealing then spreads the rest over the workers while they run, instead of
-    one worker finishing alone on one of them at the end."""
-    items.sort(key=lambda item: getattr(item, "originalname", "") != "test_suite_passes_on_every_path")
+    """The per-path checks (``test_simd_paths.py``: each compiles the kernels of another instruction set
+    for a network's configuration, the most compiling tests) go first: pytest-xdist's work stealing then
+    spreads the rest over the workers while they run, instead of one worker finishing alone on one of
+    them at the end."""
+    first = {"test_network_on_every_path", "test_suite_passes_on_every_path"}
+    items.sort(key=lambda item: getattr(item, "originalname", "") not in first)
 
 
 @pytest.fixture(scope="session")

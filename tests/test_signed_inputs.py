@@ -6,7 +6,7 @@ The kernels store those inputs as the bytes x + 128 and lower the first layer's 
 ``vpmaddubsw`` would saturate on large weights, so such networks take its non-saturating form
 (``simd.FC0_AVX2_WIDE``).  Each network here reaches both ends of its int8 range (checked) and
 comes with small first-layer weights (where ``vpmaddubsw`` is exact) or extreme ones (-128 and
-127, where it is not); ``tests/test_simd_paths.py`` runs this file under every path the CPU has.
+127, where it is not); ``tests/test_simd_paths.py`` compares every path the CPU has on such networks.
 """
 
 from __future__ import annotations

@@ -1,42 +1,118 @@
-"""Every instruction-set path gives the same numbers: the kernel tests and end-to-end checks
-run again in subprocesses with ``NNUE_INFER_SIMD`` forced to each path.
+"""Every instruction-set path gives the same numbers as this run's own path, on every kind of network.
 
-Paths the CPU lacks are skipped (the kernels do not compile them there; the emulation of
-their instructions is checked in ``tests/kernels/test_simd.py``).  The default run covers the
-kernel tests, the incremental and batch checks, the int8 threat / pawn-pair rows, the gated and
-signed activations against their NumPy reference, and the Stockfish 19 layer stack (lite net:
-worked examples and corpus; big net with threat inputs: worked examples and corpus), and the
-Stockfish 16 / 17.1 / 18 stacks against the live npm engines on a few positions;
-``NNUE_INFER_TEST_ALL_PATHS=1`` runs the whole suite under every path (slow: one full run per
-path).  Left out of the default run: ``tests/test_architecture_eval.py``, whose checks compare the
-entry paths (board, string, push/pop, game, batch) with each other: they share one compiled
-layer stack and refresh (``kernels.forward.Stages``), so under another instruction set they agree
-whatever that set computes, and every path's own kernels are checked against NumPy on every
-instruction set by ``tests/kernels`` (``ALL_PATHS``) in each run.
+``Evaluator(network, isa=NAME)`` runs the kernels of another path in this process (the path is part
+of the kernels' compile-time configuration, ``kernels.forward.Config``), so each path this CPU has
+is checked end to end here, against this run's own path, on the networks whose configurations the
+suite knows: Stockfish 15.1-19 (threat and pawn-pair inputs, the lite nets), the default network,
+the gated and signed first layers at small and extreme fc_0 weights (the AVX2 first-layer variants
+are chosen by the weights' size), networks whose int32 sums wrap, and random threat networks: single
+positions on each (the refresh and the layer stack), every ply of three dev games on those that differ in
+the rows the incremental update adds (king moves through the refresh cache), and every child of a
+position on two (``evaluate_moves``: the children's own delta kernel).  This run's own path is
+checked against the engines and NumPy by the rest of the suite; every path's kernels are checked against NumPy one by one in
+``tests/kernels`` (``ALL_PATHS``).  Paths the CPU lacks are skipped (the kernels do not compile
+them there; the emulation of their instructions is checked in ``tests/kernels/test_simd.py``).
+
+``NNUE_INFER_TEST_ALL_PATHS=1`` also runs the whole suite again in a subprocess under each path
+(``NNUE_INFER_SIMD``; slow: one full run per path).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import chess
+import numpy as np
 import pytest
 
+import nnue_infer
+from nnue_infer import Evaluator
 from nnue_infer.kernels import simd
 
 ROOT = Path(__file__).resolve().parent.parent
-QUICK = [
-    "tests/kernels", "tests/test_incremental.py", "tests/test_batch.py", "tests/test_threat_inputs.py",
-    "tests/test_int32_semantics.py", "tests/test_signed_inputs.py",
-    "tests/test_stockfish_nets.py::test_worked_examples_of_the_lite_spec",
-    "tests/test_stockfish_nets.py::test_lite_corpus_positions_and_extra",
-    "tests/test_sf19.py::test_worked_examples", "tests/test_sf19.py::test_dev_positions",
-    "tests/test_live_node_engines.py::test_eval_text_matches_engine",
-]
-#: Positions per engine of the live npm comparisons in the per-path runs.
-LIVE_POSITIONS = "40"
+
+#: Networks checked on every path (ids for :func:`make_network`).
+NETWORKS = ["sf15.1", "sf16", "sf17.1", "sf17.1-small", "sf18", "sf19", "sf19-lite", "default",
+            "glu-127-7-small", "glu-127-7-extreme", "bilinear-255-9-small", "bilinear-255-9-extreme",
+            "hswish_glu-127-14-extreme", "lut_glu-127-7-extreme", "int32-psqt", "int32-extreme", "threats"]
+#: The networks whose game plies are checked too: the incremental update adds and subtracts weight
+#: rows on the path (int16 rows, and the int8 threat and pawn-pair rows), whatever the activation and
+#: layer stack after them, which the positions check on every network; one more kernel per path.
+INCREMENTAL = {"sf15.1", "sf18", "sf19", "int32-extreme", "threats"}
+#: The networks whose children are checked too (the children's own delta kernel; one network without,
+#: one with threat and pawn-pair rows).
+CHILDREN = {"sf15.1", "sf19"}
+
+
+def make_network(name: str, sf15: nnue_infer.Network) -> nnue_infer.Network:
+    """The network called ``name`` in :data:`NETWORKS` (skips when an npm network is not cached)."""
+    if name == "sf15.1":
+        return sf15
+    if name == "default":
+        return nnue_infer.default_network()
+    if name.startswith("sf"):
+        from nnue_infer.errors import NetworkNotFoundError
+        from nnue_infer.resources import known_network
+        try:
+            return known_network(name)
+        except NetworkNotFoundError as exc:  # no npm tarball in the cache: CI fetches it (.ci/run)
+            pytest.skip(str(exc))
+    if name.startswith("int32"):
+        from test_int32_semantics import crafted, extreme
+        return crafted(sf15, 1, 2**30, 2**31 - 3000) if name == "int32-psqt" else extreme(sf15, 4)
+    if name == "threats":
+        from test_threat_inputs import threat_network
+        return threat_network(1)
+    from test_signed_inputs import make
+    activation, qa, shift, size = name.split("-")
+    return make(activation, int(qa), int(shift), size == "extreme")
+
+
+@pytest.fixture(scope="module")
+def positions(sample_boards, corpus) -> list[chess.Board]:
+    """Random playouts (some Chess960), random placements and every 40th dev position."""
+    return sample_boards[::2] + [chess.Board(r["fen"]) for r in corpus[::40]]
+
+
+@pytest.fixture(scope="module")
+def dev_games(data_dir) -> list[dict]:
+    """Three dev games (castling, captures, promotions, king walks)."""
+    with open(data_dir / "games-dev.jsonl") as f:
+        return [json.loads(line) for line in f if line.strip()][:3]
+
+
+@pytest.mark.parametrize("name", NETWORKS)
+@pytest.mark.parametrize("path", simd.ISA_NAMES)
+def test_network_on_every_path(path, name, network, positions, dev_games):
+    """``Evaluator(net, isa=path)`` equals this run's own path on positions, on game plies for the
+    :data:`INCREMENTAL` networks and on children for the :data:`CHILDREN` ones."""
+    code = simd.ISA_NAMES.index(path)
+    if code not in simd.native_isas():
+        pytest.skip(f"this CPU lacks the {path} instructions")
+    if code == simd.ISA:
+        pytest.skip(f"{path} is this run's own path")
+    net = make_network(name, network)
+    own, other = Evaluator(net), Evaluator(net, isa=path)
+    assert (own.isa, other.isa) == (simd.ISA_NAMES[simd.ISA], path)
+    boards = positions
+    want = [own.evaluate(b) for b in boards]
+    assert [other.evaluate(b) for b in boards] == want
+    assert len(set(want)) > len(want) // 2  # a real spread of values, not one constant
+    if name not in INCREMENTAL:
+        return
+    for game in dev_games:
+        moves = game["moves"]
+        assert np.array_equal(other.evaluate_game(game["start_fen"], moves, validate=False),
+                              own.evaluate_game(game["start_fen"], moves, validate=False)), game["id"]
+    if name not in CHILDREN:
+        return
+    for board in boards[::6]:
+        if any(board.legal_moves):
+            assert np.array_equal(other.evaluate_moves(board), own.evaluate_moves(board)), board.fen()
 
 
 def test_select_isa_reads_the_environment():
@@ -51,6 +127,20 @@ def test_select_isa_reads_the_environment():
                 simd.select_isa({simd.ENV_VAR: name})
     with pytest.raises(ValueError, match=r"NNUE_INFER_SIMD='sse9': expected one of portable, avx2, avxvnni, vnni512"):
         simd.select_isa({simd.ENV_VAR: "sse9"})
+
+
+def test_evaluator_isa_keyword():
+    """``Evaluator(isa=...)``: any path the CPU has; an unknown one or one it lacks is a SimdPathError."""
+    from nnue_infer.errors import SimdPathError
+
+    assert Evaluator(isa=None).isa == simd.ISA_NAMES[simd.ISA]
+    for code in simd.native_isas():
+        assert Evaluator(isa=f" {simd.ISA_NAMES[code].upper()}").isa == simd.ISA_NAMES[code]
+    with pytest.raises(SimdPathError, match=r"isa='sse9': expected one of portable, avx2, avxvnni, vnni512 "
+                                            r"\(this CPU runs .*; leave it out for the best\)"):
+        Evaluator(isa="sse9")
+    with pytest.raises(SimdPathError, match=r"isa='avx2': this CPU lacks avx2 \(it runs portable; leave it out"):
+        simd.path_code("avx2", frozenset())
 
 
 def test_native_isas_from_features():
@@ -76,20 +166,14 @@ def test_first_layer_isa():
     assert simd.first_layer_isa(simd.ISA_AVX2, 255, 200, 261) == simd.FC0_AVX2_WIDE
 
 
+@pytest.mark.skipif(not os.environ.get("NNUE_INFER_TEST_ALL_PATHS"), reason="NNUE_INFER_TEST_ALL_PATHS=1 runs it")
 @pytest.mark.parametrize("name", simd.ISA_NAMES)
 def test_suite_passes_on_every_path(name):
-    """The tests (kernels and end-to-end, or all with NNUE_INFER_TEST_ALL_PATHS=1) under ``name``."""
+    """The whole suite in a subprocess under ``NNUE_INFER_SIMD=name`` (``NNUE_INFER_TEST_ALL_PATHS=1``)."""
     if simd.ISA_NAMES.index(name) not in simd.native_isas():
         pytest.skip(f"this CPU lacks the {name} instructions")
-    if name == simd.ISA_NAMES[simd.ISA] and not os.environ.get("NNUE_INFER_TEST_ALL_PATHS"):
-        pytest.skip(f"{name} is this run's own path")
-    targets = ["tests"] if os.environ.get("NNUE_INFER_TEST_ALL_PATHS") else QUICK
     env = dict(os.environ, NNUE_INFER_SIMD=name, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     env.pop("NNUE_INFER_TEST_ALL_PATHS", None)  # no recursion
-    env.setdefault("NNUE_INFER_LIVE_POSITIONS", LIVE_POSITIONS)
-    # two worker processes of its own (pyproject's addopts): a per-path run keeps both cores busy even
-    # when it is the last test left of the outer run
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *targets,
-           "--deselect", "tests/test_simd_paths.py::test_suite_passes_on_every_path"]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "tests"]
     run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     assert run.returncode == 0, f"NNUE_INFER_SIMD={name}: {' '.join(cmd)}\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}"

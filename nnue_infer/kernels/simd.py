@@ -89,7 +89,22 @@ def select_isa(environ=os.environ, features: frozenset[str] | None = None) -> in
         For an unknown name (the valid values are listed) or a path this CPU lacks (the missing
         features are named).
     """
-    forced = environ.get(ENV_VAR, "").strip().lower()
+    return path_code(environ.get(ENV_VAR, ""), features, ENV_VAR, "unset it for the best")
+
+
+def path_code(name: str | None, features: frozenset[str] | None = None, label: str = "isa",
+              hint: str = "leave it out for the best") -> int:
+    """The code (``ISA_*``) of the path called ``name`` (one of :data:`ISA_NAMES`, any case, white
+    space around it ignored), or of the best native path when ``name`` is ``None`` or empty;
+    ``ISA_PORTABLE`` under ``NUMBA_DISABLE_JIT`` (the intrinsics exist only compiled).
+
+    Raises
+    ------
+    SimdPathError
+        For an unknown name (the valid values are listed) or a path this CPU lacks (the missing
+        features are named), the message starting ``{label}='{name}'`` and ending with ``hint``.
+    """
+    forced = (name or "").strip().lower()
     if numba_config.DISABLE_JIT:  # the kernels run as Python: intrinsics do not exist then
         return ISA_PORTABLE
     features = target_features() if features is None else features
@@ -98,13 +113,12 @@ def select_isa(environ=os.environ, features: frozenset[str] | None = None) -> in
         return native[-1]
     runs = ", ".join(ISA_NAMES[i] for i in native)
     if forced not in ISA_NAMES:
-        raise SimdPathError(f"{ENV_VAR}={quote(forced)}: expected one of {', '.join(ISA_NAMES)} "
-                            f"(this CPU runs {runs}; unset it for the best)")
+        raise SimdPathError(f"{label}={quote(forced)}: expected one of {', '.join(ISA_NAMES)} "
+                            f"(this CPU runs {runs}; {hint})")
     isa = ISA_NAMES.index(forced)
     if isa not in native:
         missing = ", ".join(f for f in _NEEDS[isa] if f not in features)
-        raise SimdPathError(f"{ENV_VAR}={quote(forced)}: this CPU lacks {missing} (it runs {runs}; "
-                            f"unset it for the best)")
+        raise SimdPathError(f"{label}={quote(forced)}: this CPU lacks {missing} (it runs {runs}; {hint})")
     return isa
 
 
