@@ -151,6 +151,43 @@ def test_the_command_lines_compile_counter_on_a_terminal(monkeypatch):
     assert "\rnnue-infer: compiling 00:01" in shown and shown.endswith("\r"), repr(shown)
 
 
+def test_the_compile_counter_on_a_terminal_that_reports_no_size():
+    """A pty reporting 0 x 0 (``script``, an editor's shell: a new pty's size) shows the counter too
+    (tqdm cut the line to nothing there: a fresh-user trial saw only the notice)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    assert struct.unpack("HHHH", fcntl.ioctl(slave, termios.TIOCGWINSZ, b"\0" * 8))[:2] == (0, 0)
+    code = """if True:
+        import logging, time
+        from nnue_infer.cli.common import compile_notice
+        log = logging.getLogger("nnue_infer.test")
+        log.propagate = False
+        log.addHandler(compile_notice)
+        log.setLevel(logging.DEBUG)
+        log.debug("start", extra={"compile": "start"})
+        time.sleep(1.7)
+        log.debug("end", extra={"compile": "end", "cpu_seconds": 1.7})
+    """
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], stderr=slave, stdout=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(slave)
+    shown = b""
+    try:
+        while chunk := os.read(master, 4096):
+            shown += chunk
+    except OSError:  # EIO: the terminal's other side is closed
+        pass
+    finally:
+        os.close(master)
+    assert proc.returncode == 0, shown
+    assert b"\rnnue-infer: compiling 00:01" in shown, shown
+
+
 def test_warmup_without_a_path_is_a_usage_error(capsys):
     """``warmup --paths ''`` compiled nothing and said nothing, status 0."""
     from nnue_infer.cli import main

@@ -84,8 +84,10 @@ class CompileNotice(logging.Handler):
         if phase == "start" and self._bar is None and sys.stderr.isatty():
             from tqdm import tqdm
 
+            # ncols, nrows: the line's own size (tqdm takes the terminal's reported size, and draws nothing
+            # on a pty that reports none, 0 x 0, e.g. under `script` or an editor's shell)
             self._bar = tqdm(desc="nnue-infer: compiling", bar_format="{desc} {elapsed}", file=sys.stderr,
-                             leave=False, delay=1.0)
+                             leave=False, delay=1.0, ncols=40, nrows=2)
             self._stop.clear()
             self._ticker = threading.Thread(target=self._tick, args=(self._bar,), daemon=True)
             self._ticker.start()
