@@ -446,3 +446,52 @@ def test_an_input_changed_since_it_was_scored_is_refused(tmp_path):
     with pytest.raises(ValueError, match=rf"{shard}: changed since {out} planned it \(\d+ bytes, now \d+\)"):
         score_files(str(shard), str(out))
     assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_a_fixed_input_leaves_no_stale_errors(tmp_path, fens):
+    """An input whose bad row was fixed (same size), its part deleted to score it again: the errors table
+    no longer lists the row (the part's old ``_errors`` file was kept, naming a row that is now good)."""
+    shard = tmp_path / "s.epd"
+    shard.write_text("\n".join(fens[:3] + ["not a fen"]) + "\n")
+    out = tmp_path / "out"
+    assert D.score_files(str(shard), str(out), "default").errors == 1
+    shard.write_text("\n".join(fens[:3] + ["#ot a fen"]) + "\n")  # now a comment, skipped
+    (out / D.part_name(str(shard))).unlink()
+    report = D.score_files(str(shard), str(out), "default")
+    assert (report.rows, report.errors, report.skipped) == (3, 0, 0)
+    assert not list((out / D.ERRORS_DIR).glob("*.parquet"))
+
+
+def test_concurrent_runs_with_other_task_sizes_write_each_row_once(tmp_path, fens, monkeypatch):
+    """A second ``score_files`` into the same output while the first plans its tasks, with a task size that
+    splits an input the first scores whole: it waits for the first run's plan and follows it (the manifest
+    was read and written unlocked, each run planned its own ranges: every row of the input twice)."""
+    big = tmp_path / "big.epd"
+    big.write_text("\n".join(fens) + "\n")
+    out = tmp_path / "out"
+    second: list = []
+    planning = D.tasks_of
+
+    def tasks_of(path, *args, **kwargs):  # the first run, in the middle of its plan, starts the second
+        if not second:
+            run = threading.Thread(target=lambda: second.append(
+                D.score_files(str(big), str(out), "default", split_bytes=big.stat().st_size // 4)))
+            second.append(run)
+            run.start()
+            run.join(1.0)  # the second run finishes (unlocked) or waits for this one's plan
+        return planning(path, *args, **kwargs)
+
+    monkeypatch.setattr(D, "tasks_of", tasks_of)
+    first = D.score_files(str(big), str(out), "default")
+    second[0].join()
+    assert first.rows == second[1].rows == len(fens)
+    assert pq.read_table(out).num_rows == len(fens)
+    assert [p.name for p in out.glob("part-*")] == [D.part_name(str(big))]
+
+
+def test_an_unknown_network_leaves_no_output(tmp_path):
+    shard = tmp_path / "s.epd"
+    shard.write_text(chess.STARTING_FEN + "\n")
+    with pytest.raises(nnue_infer.errors.NetworkNotFoundError, match="no-such.nnue"):
+        D.score_files(str(shard), str(tmp_path / "out"), str(tmp_path / "no-such.nnue"))
+    assert not (tmp_path / "out").exists()

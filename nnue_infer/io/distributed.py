@@ -12,8 +12,9 @@ Needs the ``dask`` extra (``pip install 'nnue-infer[dask]'``: ``dask[distributed
   row never stops the job.  Each part is written to a temporary name and renamed, so a part
   that exists is complete: a re-run skips the tasks whose part exists (ranges are recorded in
   the manifest and reused), and a task re-run after a worker died rewrites the same name (no
-  duplicated or missing rows).  ``_nnue_infer.json`` records the network; a re-run with
-  another network is refused.
+  duplicated or missing rows).  ``_nnue_infer.json`` records the network and each input's plan; a re-run
+  with another network is refused, and runs into one output plan one at a time (``_nnue_infer.lock``),
+  so a concurrent run with other task sizes follows the first run's plan.
 * :func:`evaluate_dataframe` adds ``value``, ``cp`` and ``cp_white`` columns to a Dask
   DataFrame of FENs.
 
@@ -27,12 +28,14 @@ from the Numba cache that the worker processes of a machine share).  Dask retrie
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import io
 import json
 import numbers
 import os
+import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -326,9 +329,10 @@ def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BY
                binpack_task_bytes: int = BINPACK_TASK_BYTES) -> list[Task]:
     """The tasks of ``files`` for the dataset ``output``: one per input, or per range of a large one.
 
-    An input's ranges are recorded in the manifest the first time (with the file's size) and
-    reused by every later run, so a re-run skips exactly the finished ranges; an input whose part
-    exists whole (scored before in one task) stays one task.  Every regular file's size is recorded
+    An input's plan (its ranges, or the whole input as one task) is recorded in the manifest the first
+    time (with the file's size) and reused by every later run, so a re-run skips exactly the finished
+    ranges, whatever its own task sizes; an input whose part exists whole (scored before in one task)
+    stays one task.  :func:`score_files` plans under the output's lock (:func:`planning`).  Every regular file's size is recorded
     too (``sizes``).  Raises ``ValueError`` when an input changed size since it was planned (its
     part, or some of its ranges, would hold the old file's scores), or a task size is not a
     positive integer.
@@ -360,17 +364,14 @@ def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BY
             ranges = [tuple(r) for r in plans[key]["ranges"]]
         else:
             planned = tasks_of(path, binpack_task_bytes, split_bytes=split_bytes, split_rows=split_rows)
-            if len(planned) > 1:
+            if size is not None:  # whole inputs too: a later run with another split size follows this plan
                 plans[key] = {"size": size, "ranges": [(t.start, t.end, t.first, t.game) for t in planned]}
                 changed = True
             tasks += planned
             continue
         tasks += [Task(path, kind, k, len(ranges), *r) for k, r in enumerate(ranges)]
     if changed:
-        tmp = f"{manifest_path}.tmp-{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(manifest, f)
-        os.replace(tmp, manifest_path)
+        _write_manifest(manifest_path, manifest)
     return tasks
 
 
@@ -551,6 +552,8 @@ def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = 
     if errors.num_rows:
         os.makedirs(os.path.join(out_dir, ERRORS_DIR), exist_ok=True)
         write_table(errors, errors_path, **_parquet(compression))
+    elif os.path.exists(errors_path):  # of an earlier run of an input fixed since (its part deleted to redo it)
+        os.remove(errors_path)
     write_table(table, out, **_parquet(compression))  # last: its existence marks the task as done
     return summary | {"rows": table.num_rows, "errors": errors.num_rows, "skipped": False,
                       "seconds": time.perf_counter() - wall, "thread_cpu_seconds": time.thread_time() - cpu,
@@ -604,13 +607,13 @@ def batches(tasks: Sequence[Task], threads: int, split_bytes: int = SPLIT_BYTES)
 
 
 def _check_manifest(out_dir: str, network: str) -> None:
-    """Create ``out_dir`` and its manifest, or check that an existing one names the same network."""
+    """Create ``out_dir`` and its manifest (written atomically), or check that an existing one names the same
+    network.  The network is read first: a network that cannot be read creates nothing."""
     from ..resources import network_from_spec
 
+    identity = {"network": network, "network_repr": repr(network_from_spec(network))}
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, MANIFEST)
-    net = network_from_spec(network)
-    identity = {"network": network, "network_repr": repr(net)}
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             old = json.load(f)
@@ -618,8 +621,53 @@ def _check_manifest(out_dir: str, network: str) -> None:
             raise ValueError(f"{out_dir} holds results of network {old.get('network')!r}, not {network!r}: "
                              "use another output directory")
         return
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(identity | {"schema": "nnue_infer.parquet.schema"}, f)
+    _write_manifest(path, identity | {"schema": "nnue_infer.parquet.schema"})
+
+
+def _write_manifest(path: str, manifest: dict) -> None:
+    """Write the manifest ``path`` atomically (a temporary file of this process, then a rename)."""
+    tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(manifest, f)
+    os.replace(tmp, path)
+
+
+#: The lock file of an output directory: held while a run checks and plans (:func:`planning`).
+LOCK = "_nnue_infer.lock"
+
+
+@contextlib.contextmanager
+def planning(out_dir: str) -> Iterator[None]:
+    """Hold ``out_dir``'s lock (:data:`LOCK`, created with the directory) while the block reads and writes the
+    manifest: runs into one output plan one after another, so a second run follows the first one's plan
+    (ranges and whole inputs recorded in the manifest) instead of planning other tasks for the same rows.
+    ``flock`` where there is one (every open of the lock file excludes the others, threads too), else
+    ``msvcrt.locking``."""
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, LOCK), "a+b") as f:
+        try:
+            import fcntl
+        except ImportError:  # Windows
+            import msvcrt
+
+            f.seek(0)
+            while True:
+                try:
+                    msvcrt.locking(f.fileno(), msvcrt.LK_LOCK, 1)
+                    break
+                except OSError:  # LK_LOCK gives up after 10 s
+                    continue
+            try:
+                yield
+            finally:
+                f.seek(0)
+                msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)
+            return
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 @dataclass
@@ -696,9 +744,19 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     files = expand_inputs(inputs)
     for f in files:
         input_kind(f)  # unknown kinds fail before any work
-    _check_manifest(output, network)
-    tasks = plan_tasks(files, output, split_bytes=split_bytes, split_rows=split_rows,
-                       binpack_task_bytes=binpack_task_bytes)
+    from ..resources import network_from_spec
+
+    network_from_spec(network)  # a network that cannot be read fails before anything is created
+    created = not os.path.exists(output)
+    try:
+        with planning(output):
+            _check_manifest(output, network)
+            tasks = plan_tasks(files, output, split_bytes=split_bytes, split_rows=split_rows,
+                               binpack_task_bytes=binpack_task_bytes)
+    except BaseException:
+        if created:  # a refused plan changes nothing
+            shutil.rmtree(output, ignore_errors=True)
+        raise
     report = ScoreReport(output)
 
     def done(summary: dict) -> None:
