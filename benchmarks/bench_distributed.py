@@ -19,8 +19,8 @@ to fill the shards), written to a temporary directory.  Figures, all in one run:
   (the scheduler's threads included);
 * the cost per input from many tiny shards, in process and on 2 workers;
 * the profile of one in-process ``score_files`` (thread CPU time under cProfile with
-  ``time.thread_time`` as its clock): by stage (reading and splitting lines, FEN parsing, evaluation,
-  check/outcome flags, Arrow tables, Parquet writing) and the functions with the most own time.
+  ``time.thread_time`` as its clock): by stage (reading and splitting lines, FEN parsing with the
+  check/outcome flags, evaluation, Arrow tables, Parquet writing) and the functions with the most own time.
 
 The machine may be shared: the load average is printed with every figure.  Wall clock measures
 the machine's load as much as this code; thread and process CPU times are this code's (less
@@ -54,10 +54,9 @@ from nnue_infer.resources import network_from_spec  # noqa: E402
 #: Stages of a task: (label, (source file, function) pairs whose cumulative thread CPU time it is).
 STAGES = (
     ("reading, splitting lines (io.epd, kernels.epd)", (("io/epd.py", "iter_epd"),)),
-    ("FEN parsing (kernels.fen)", (("positions.py", "parse_fen_buffer"),)),
+    ("FEN parsing, in-check and outcome flags (kernels.status)", (("io/score.py", "parse_and_flag"),)),
     ("evaluation (Evaluator.evaluate_bitboards)", (("nnue_infer/evaluator.py", "evaluate_bitboards"),)),
-    ("in-check flags (kernels.status.status_batch)", (("kernels/status.py", "status_batch"),)),
-    ("checkmate / stalemate verdicts (io.score.outcomes)", (("io/score.py", "outcomes"),)),
+    ("outcomes python-chess decides (io.score.outcomes)", (("io/score.py", "outcomes"),)),
     ("result columns (io.score: values, text, errors)", (("io/score.py", "value_columns"),
                                                           ("io/score.py", "error_column"))),
     ("Arrow tables (io.parquet.dataset_table)", (("io/parquet.py", "dataset_table"),)),

@@ -570,8 +570,9 @@ def score_batch(tasks: Sequence[Task], network: str, out_dir: str, *, threads: i
 
 
 #: Dask tasks per worker thread that :func:`batches` leaves at least (when there are inputs enough), so
-#: that the cluster still balances (a thread that falls behind hands on a quarter of its share).
-TASKS_PER_THREAD = 4
+#: that the cluster still balances (a thread that falls behind hands on half of its share).  Fewer, larger
+#: Dask tasks: each costs a worker 4.5-6.4 ms of CPU and the scheduler some more (benchmarks/bench_distributed.py).
+TASKS_PER_THREAD = 2
 
 
 def batches(tasks: Sequence[Task], threads: int, split_bytes: int = SPLIT_BYTES) -> list[list[Task]]:

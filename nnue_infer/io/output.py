@@ -72,7 +72,7 @@ class TextColumn:
     def from_codes(cls, codes: np.ndarray, labels: Sequence[str]) -> TextColumn:
         """A categorical column: cell ``i`` is ``labels[codes[i]]`` (codes: ints in ``range(len(labels))``)."""
         encoded = [label.encode() for label in labels]
-        buf = np.frombuffer(b"".join(encoded), np.uint8)
+        buf = np.frombuffer(bytearray(b"".join(encoded)), np.uint8)  # writeable, as every other column's
         lengths = np.array([len(e) for e in encoded], np.int64)
         label_ends = np.cumsum(lengths)
         codes = np.asarray(codes, np.int64)

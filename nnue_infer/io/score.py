@@ -26,7 +26,8 @@ import numpy as np
 
 from ..batch import _POSITION_PROBLEMS
 from ..kernels.threads import PARALLEL_LOCK
-from ..positions import fen_problem, parse_fen_buffer
+from ..features import MAX_PIECES
+from ..positions import fen_problem
 from .epd import CHUNK_BYTES, EpdRows
 from ..errors import PositionError
 from ..evaluator import Evaluator
@@ -46,7 +47,7 @@ PGN_TAGS = ("Event", "Site", "Date", "Round", "White", "Black", "Result")
 
 
 #: ``outcome`` codes and their labels.
-NONE, CHECKMATE, STALEMATE = 0, 1, 2
+NONE, CHECKMATE, STALEMATE = KS.OUTCOME_NONE, KS.OUTCOME_CHECKMATE, KS.OUTCOME_STALEMATE
 OUTCOMES = ("none", "checkmate", "stalemate")
 
 
@@ -59,27 +60,30 @@ def outcome_code(board: chess.Board) -> int:
     return NONE
 
 
-def outcomes(in_check: np.ndarray, cleared: np.ndarray, ok: np.ndarray, fens, chess960=None, *,
-             parsed: tuple | None = None) -> np.ndarray:
-    """int8[n] outcome codes: :data:`NONE` where ``kernels.status`` cleared the row, else python-chess's verdict.
+def parse_and_flag(buf: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Parse the FENs in ``buf`` (layout of :func:`nnue_infer.positions.fen_buffer`) and flag each position,
+    in one compiled pass on all cores (:func:`nnue_infer.kernels.status.parse_fens_status`), raising nothing.
 
-    ``fens[i]`` (indexable) gives the position of row ``i``; ``chess960`` (bool[n] or None) how
-    to read its castling rights.  Rows with ``ok`` false get :data:`NONE` (they are nulled).
-    ``parsed`` = ``(buf, offsets, bitboards, stm)``, the FENs as
-    :func:`nnue_infer.positions.parse_fen_buffer` read them: the rows not cleared get their legal
-    moves counted in compiled code (:func:`nnue_infer.kernels.status.legal_move_counts`, the
-    same rules), python-chess only those where castling could matter.
+    Returns ``bitboards`` int64[n, 8], ``stm`` uint8[n], ``fen_codes`` int32[n], ``fen_offsets`` int64[n] (as
+    :func:`nnue_infer.positions.parse_fen_buffer`), ``in_check`` bool[n] and ``outcome`` int8[n]
+    (:data:`OUTCOMES` codes, ``kernels.status.OUTCOME_ASK`` where python-chess decides: :func:`outcomes`).
     """
-    result = np.zeros(len(ok), np.int8)
-    rows = np.flatnonzero(ok & (cleared == KS.NOT_CLEARED))
-    if parsed is not None and rows.size:
-        buf, offsets, bitboards, stm = parsed
-        counts = np.empty(rows.size, np.int64)
-        KS.legal_move_counts(buf, offsets, rows, bitboards, stm, in_check, counts)
-        done = counts >= 0
-        result[rows[done & (counts == 0)]] = np.where(in_check[rows[done & (counts == 0)]], CHECKMATE, STALEMATE)
-        rows = rows[~done]
-    for i in rows.tolist():
+    n = offsets.shape[0] - 1
+    bitboards, stm = np.empty((n, 8), np.int64), np.empty(n, np.uint8)
+    fen_codes, fen_offsets = np.empty(n, np.int32), np.empty(n, np.int64)
+    in_check, outcome = np.empty(n, bool), np.empty(n, np.int8)
+    with PARALLEL_LOCK:
+        KS.parse_fens_status(buf, offsets, MAX_PIECES, bitboards, stm, fen_codes, fen_offsets, in_check, outcome)
+    return bitboards, stm, fen_codes, fen_offsets, in_check, outcome
+
+
+def outcomes(outcome: np.ndarray, ok: np.ndarray, fens, chess960=None) -> np.ndarray:
+    """int8[n] outcome codes: :func:`parse_and_flag`'s ``outcome`` with python-chess's verdict
+    (:func:`outcome_code`) on its ``OUTCOME_ASK`` rows (castling could matter), :data:`NONE` on rows with
+    ``ok`` false (they are nulled).  ``fens[i]`` (indexable) gives the position of row ``i``; ``chess960``
+    (bool[n] or None) how to read its castling rights."""
+    result = np.where(ok, outcome, np.int8(NONE)).astype(np.int8)
+    for i in np.flatnonzero(result == KS.OUTCOME_ASK).tolist():
         result[i] = outcome_code(chess.Board(fens[i], chess960=bool(chess960[i]) if chess960 is not None else False))
     return result
 
@@ -141,9 +145,8 @@ def score_epd(ev: Evaluator, chunks: EpdRows | Iterable[EpdRows], *, strict: boo
     """Tables of ``chunks`` (one :class:`EpdRows`, or the chunks of :func:`nnue_infer.io.epd.iter_epd`)
     scored with ``ev``: ``line``, ``fen``, :data:`VALUE_COLUMNS`, the EPD operations, ``error``.
 
-    FENs are parsed, checked and evaluated in compiled code on all cores
-    (:func:`nnue_infer.positions.parse_fen_buffer`, :meth:`Evaluator.evaluate_bitboards`,
-    :func:`nnue_infer.kernels.status.status_batch`); rows the parser refuses get python-chess's
+    FENs are parsed, flagged and evaluated in compiled code on all cores (:func:`parse_and_flag`,
+    :meth:`Evaluator.evaluate_bitboards`); rows the parser refuses get python-chess's
     reading (so exactly the FENs ``chess.Board`` accepts are scored).  With ``strict``, a row
     lacking a FEN field is an error naming the field.
 
@@ -188,13 +191,10 @@ def _score_rows(ev: Evaluator, rows: EpdRows, strict: bool, chunk_rows: int) -> 
     for lo in range(0, n, chunk_rows):
         hi = min(n, lo + chunk_rows)
         sub = offsets[lo:hi + 1]
-        bitboards, stm, fen_codes, fen_offsets = parse_fen_buffer(buf, sub)
+        bitboards, stm, fen_codes, fen_offsets, in_check, outcome = parse_and_flag(buf, sub)
         values, codes = ev.evaluate_bitboards(bitboards, stm)
         ok = (fen_codes | codes) == 0
-        in_check, cleared = np.empty(hi - lo, bool), np.empty(hi - lo, np.uint8)
-        with PARALLEL_LOCK:
-            KS.status_batch(bitboards, stm, ok, in_check, cleared)
-        outcome = outcomes(in_check, cleared, ok, _Offset(rows.fen, lo), parsed=(buf, sub, bitboards, stm))
+        outcome = outcomes(outcome, ok, _Offset(rows.fen, lo))
         errors: dict[int, str] = {}
         for i in np.flatnonzero(~ok).tolist():
             fen = rows.fen[lo + i] or ""

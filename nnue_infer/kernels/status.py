@@ -3,9 +3,10 @@
 Stockfish prints no NNUE evaluation when the side to move is in check, and a network's number
 for a finished game means nothing; the file mode flags such rows.  Only attack arithmetic
 runs here (:mod:`nnue_infer.kernels.attacks`): rows this filter cannot clear get their legal
-moves counted by :func:`legal_move_counts` (python-chess's rules, compiled in
-:mod:`nnue_infer.kernels.movegen`), or, where castling could matter, go to python-chess's
-``Board.is_checkmate`` / ``is_stalemate`` (:func:`nnue_infer.io.score.outcome_code`).
+moves counted (python-chess's rules, compiled in :mod:`nnue_infer.kernels.movegen`), or, where
+castling could matter, go to python-chess's ``Board.is_checkmate`` / ``is_stalemate``
+(:func:`nnue_infer.io.score.outcome_code`).  :func:`parse_fens_status` does it all in the pass
+that parses the FENs (one walk over the rows, the bitboards still in cache).
 
 The filter is sound (it never clears a mate or a stalemate).  A position is cleared when
 
@@ -27,12 +28,16 @@ import numpy as np
 from numba import njit, prange
 
 from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks, piece_reach
-from .features import BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, lowest_square, \
-    without_lowest
+from .features import BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, POS_OK, \
+    check_bitboards, lowest_square, without_lowest
+from .fen import FEN_OK, parse_fen
 from .movegen import MAX_MOVES, legal_moves
 
 #: ``status`` results: in check or not, and whether the filter cleared the position.
 NOT_CLEARED, CLEARED = 0, 1
+#: :func:`parse_fens_status`' ``outcome`` codes (``nnue_infer.io.score.OUTCOMES`` by index); ``OUTCOME_ASK``:
+#: castling could matter, python-chess decides.
+OUTCOME_NONE, OUTCOME_CHECKMATE, OUTCOME_STALEMATE, OUTCOME_ASK = 0, 1, 2, -1
 #: Every square (``targets`` of :func:`_free_piece_reaches` asking for any move).
 ALL_SQUARES = -1
 
@@ -122,24 +127,6 @@ def position_status(bitboards, stm):
     return check, NOT_CLEARED
 
 
-@njit(parallel=True, cache=True)
-def status_batch(bitboards, stm, valid, in_check, cleared):
-    """:func:`position_status` of ``n`` positions (``bitboards`` int64[n, 8], ``stm`` uint8[n]) on all cores.
-
-    Rows with ``valid[i]`` false (unparsed or unrepresentable) get ``in_check`` false and
-    ``cleared`` :data:`NOT_CLEARED`.  Fills ``in_check`` bool[n] and ``cleared`` uint8[n].
-    """
-    n = bitboards.shape[0]
-    n_chunks = max(1, min(n, 64))
-    for c in prange(n_chunks):
-        for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
-            if valid[i]:
-                in_check[i], cleared[i] = position_status(bitboards[i], stm[i])
-            else:
-                in_check[i], cleared[i] = False, NOT_CLEARED
-
-
-
 @njit(cache=True)
 def _field(buf, start, end, k):
     """Byte range ``(first, last)`` of the ``k``-th (0-based) white-space separated field of ``buf[start:end]``,
@@ -160,27 +147,55 @@ def _field(buf, start, end, k):
 
 
 @njit(cache=True)
-def legal_move_counts(buf, offsets, rows, bitboards, stm, in_check, counts):
-    """Legal moves of the positions ``rows`` (int64[m]) of parsed FENs (``buf`` / ``offsets`` as
-    :func:`nnue_infer.kernels.fen.parse_fens` reads them, ``bitboards`` int64[n, 8], ``stm`` uint8[n],
-    ``in_check`` bool[n]), for the checkmate / stalemate verdict of the rows :func:`status_batch` did not clear.
+def _outcome(buf, start, end, bitboards, stm, in_check, moves):
+    """The outcome code of a position the filter did not clear (``buf[start:end]`` its FEN, parsed into
+    ``bitboards`` int64[8] with side to move ``stm``; exactly one king per side): its legal moves counted
+    with the FEN's en passant square (``moves`` uint16[MAX_MOVES] scratch), or :data:`OUTCOME_ASK` when
+    castling could matter (not in check, a castling field other than ``-``)."""
+    if not in_check:
+        first, last = _field(buf, start, end, 2)
+        if first >= 0 and not (last - first == 1 and buf[first] == 45):  # '-'
+            return OUTCOME_ASK
+    ep = 0
+    first, last = _field(buf, start, end, 3)
+    if first >= 0 and last - first == 2:  # parse_fen checked the square's form
+        ep = (buf[first] - 97) + 8 * (buf[first + 1] - 49)
+    if legal_moves(bitboards, np.int64(stm), np.int64(0), np.int64(ep), np.bool_(False), moves) > 0:
+        return OUTCOME_NONE
+    return OUTCOME_CHECKMATE if in_check else OUTCOME_STALEMATE
 
-    Fills ``counts`` int64[m]: the number of legal moves (:func:`nnue_infer.kernels.movegen.legal_moves`
-    with the FEN's en passant square), or -1 when castling could matter (not in check and a
-    castling field other than ``-``): the caller asks python-chess then.  Each row must hold
-    exactly one king per side (rows the network evaluated do).
+
+@njit(parallel=True, cache=True)
+def parse_fens_status(buf, offsets, max_pieces, bitboards, stm, codes, problem_offsets, in_check, outcome):
+    """Parse ``n`` FENs and flag each position, in one parallel pass (``buf`` uint8 / ``offsets`` int64[n + 1]
+    as :func:`nnue_infer.kernels.fen.parse_fens` reads them).
+
+    Fills what :func:`~nnue_infer.kernels.fen.parse_fens` fills (``bitboards`` int64[n, 8], ``stm`` uint8[n],
+    ``codes`` int32[n], ``problem_offsets`` int64[n]) and, for a row that parses and that a feature set of
+    ``max_pieces`` (int64) can represent (:func:`~nnue_infer.kernels.features.check_bitboards`),
+    ``in_check`` bool[n] (:func:`position_status`) and ``outcome`` int8[n]: :data:`OUTCOME_NONE` where the
+    filter clears it, else from its legal moves (:func:`_outcome`: :data:`OUTCOME_CHECKMATE`,
+    :data:`OUTCOME_STALEMATE`, or :data:`OUTCOME_ASK`).  Other rows get ``in_check`` false and
+    :data:`OUTCOME_NONE`.
     """
-    moves = np.empty(MAX_MOVES, np.uint16)
-    for j in range(rows.shape[0]):
-        i = rows[j]
-        start, end = offsets[i], offsets[i + 1]
-        if not in_check[i]:
-            first, last = _field(buf, start, end, 2)
-            if first >= 0 and not (last - first == 1 and buf[first] == 45):  # '-'
-                counts[j] = -1
+    n = offsets.shape[0] - 1
+    n_chunks = max(1, min(n, 64))
+    for c in prange(n_chunks):
+        moves = np.empty(MAX_MOVES, np.uint16)
+        for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            start, end = offsets[i], offsets[i + 1]
+            code, where, side = parse_fen(buf, start, end, bitboards[i])
+            codes[i] = code
+            stm[i] = side
+            problem_offsets[i] = where - start if where >= 0 else -1
+            in_check[i] = False
+            outcome[i] = OUTCOME_NONE
+            if code != FEN_OK:
+                bitboards[i, :] = 0
                 continue
-        ep = 0
-        first, last = _field(buf, start, end, 3)
-        if first >= 0 and last - first == 2:  # parse_fen checked the square's form
-            ep = (buf[first] - 97) + 8 * (buf[first + 1] - 49)
-        counts[j] = legal_moves(bitboards[i], stm[i], 0, ep, False, moves)
+            if check_bitboards(bitboards[i], max_pieces) != POS_OK:
+                continue
+            check, cleared = position_status(bitboards[i], side)
+            in_check[i] = check
+            if cleared == NOT_CLEARED:
+                outcome[i] = _outcome(buf, start, end, bitboards[i], side, check, moves)
