@@ -216,7 +216,9 @@ def main() -> None:
                         runs[codec].append({"wall": wall, "client": client_cpu, "load": load, "base": paired,
                                             "workers": [after[w] - before[w] for w in after],
                                             "tasks": sum(p["thread_cpu_seconds"] for p in parts),
-                                            "scoring": sum(p["positions_seconds"] for p in parts)})
+                                            "scoring": sum(p["positions_seconds"] for p in parts),
+                                            "dask_tasks": len(D.batches([D.Task(p["input"], "epd") for p in parts],
+                                                                        workers))})
                 if workers == 2:  # per-task cost on the cluster: worker time per tiny task
                     tiny_cluster, _, _ = timed(lambda: job(client, tiny))
             for codec, codec_runs in runs.items():
@@ -271,6 +273,11 @@ def main() -> None:
             "rounds of that ratio with the mean of the evaluate_batch runs just before and after each job (the same load); "
             "'client+scheduler': "
             "process CPU of this process during a job (the LocalCluster's scheduler runs in it)")
+        for (workers, codec), runs in clusters.items():
+            extra = [(sum(r["workers"]) - r["tasks"]) / r["dask_tasks"] for r in runs]
+            say(f"{workers} worker(s), {codec}: {runs[0]['dask_tasks']} Dask tasks a job; the workers' process CPU beyond "
+                f"their tasks' threads (Dask's work, idle monitors included) per Dask task: "
+                f"{1e3 * float(np.median(extra)):.1f} ms median ({1e3 * min(extra):.1f}-{1e3 * max(extra):.1f})")
         say(f"per-input cost, {args.tiny} shards of 5 positions: in process {tiny_wall / args.tiny * 1e3:.1f} ms per "
             f"shard, LocalCluster 2 workers {tiny_cluster * 2 / args.tiny * 1e3:.1f} ms of worker time per shard (wall "
             "clock; small shards run several to a Dask task)")

@@ -21,6 +21,7 @@ gets every row decoded before the damage, then the error.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import stat
 import sys
@@ -346,11 +347,17 @@ def numbered_lines(source: str | os.PathLike[str]) -> Iterator[tuple[str, int, s
                 yield label, lineno, line
 
 
+#: Numbers of :func:`replacing`'s temporary files in this process (``next`` is atomic under the GIL).
+_REPLACING = itertools.count()
+
+
 @contextmanager
 def replacing(path: str | os.PathLike[str]) -> Iterator[str]:
     """Write a whole output file so that it exists complete or not at all.
 
-    Yields the name to write to: a hidden temporary file beside ``path`` (``.NAME.tmp-PID``),
+    Yields the name to write to: a hidden temporary file beside ``path`` (``.NAME.tmp-PID-K``, ``K`` counting
+    this process's calls: two writers of one path in one process, such as two threads of a Dask worker
+    running one part for two jobs, each write their own file),
     renamed over ``path`` when the block ends without an exception and removed when it raises,
     leaving an existing ``path`` as it was.  A ``path`` that exists and is not a regular file (a
     device such as ``/dev/full``, a named pipe) is written in place: renaming over it would
@@ -361,7 +368,7 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[str]:
         yield path
         return
     head, name = os.path.split(path)
-    tmp = os.path.join(head, f".{name}.tmp-{os.getpid()}")  # dataset readers skip names starting with "."
+    tmp = os.path.join(head, f".{name}.tmp-{os.getpid()}-{next(_REPLACING)}")  # readers skip names starting with "."
     try:
         try:
             yield tmp

@@ -495,3 +495,18 @@ def test_an_unknown_network_leaves_no_output(tmp_path):
     with pytest.raises(nnue_infer.errors.NetworkNotFoundError, match="no-such.nnue"):
         D.score_files(str(shard), str(tmp_path / "out"), str(tmp_path / "no-such.nnue"))
     assert not (tmp_path / "out").exists()
+
+
+def test_two_writers_of_one_part_in_one_process(tmp_path):
+    """Two writers of one part in one process (two threads of a worker running the part for two jobs) each
+    write their own temporary file (one name per process before: the second truncated the first's file,
+    and the first's rename then failed or moved a half-written file into place)."""
+    from nnue_infer.inputs import replacing
+
+    part = tmp_path / "part.parquet"
+    with replacing(part) as first, replacing(part) as second:
+        assert first != second
+        pathlib.Path(first).write_bytes(b"first")
+        pathlib.Path(second).write_bytes(b"second")
+    assert part.read_bytes() == b"first"  # the last rename wins, whole
+    assert [p.name for p in tmp_path.iterdir()] == ["part.parquet"]
