@@ -275,8 +275,8 @@ def main() -> None:
             "process CPU of this process during a job (the LocalCluster's scheduler runs in it)")
         for (workers, codec), runs in clusters.items():
             extra = [(sum(r["workers"]) - r["tasks"]) / r["dask_tasks"] for r in runs]
-            say(f"{workers} worker(s), {codec}: {runs[0]['dask_tasks']} Dask tasks a job; the workers' process CPU beyond "
-                f"their tasks' threads (Dask's work, idle monitors included) per Dask task: "
+            say(f"{workers} worker(s), {codec}: {runs[0]['dask_tasks']} Dask tasks a job; the workers' process CPU "
+                f"beyond their tasks' threads (Dask's work, idle monitors included) per Dask task: "
                 f"{1e3 * float(np.median(extra)):.1f} ms median ({1e3 * min(extra):.1f}-{1e3 * max(extra):.1f})")
         say(f"per-input cost, {args.tiny} shards of 5 positions: in process {tiny_wall / args.tiny * 1e3:.1f} ms per "
             f"shard, LocalCluster 2 workers {tiny_cluster * 2 / args.tiny * 1e3:.1f} ms of worker time per shard (wall "
