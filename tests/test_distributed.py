@@ -510,3 +510,17 @@ def test_two_writers_of_one_part_in_one_process(tmp_path):
         pathlib.Path(second).write_bytes(b"second")
     assert part.read_bytes() == b"first"  # the last rename wins, whole
     assert [p.name for p in tmp_path.iterdir()] == ["part.parquet"]
+
+
+def test_an_output_that_cannot_be_locked_is_still_written(tmp_path, monkeypatch):
+    """A file system without locks (flock: ENOLCK on some network file systems): the run goes unlocked."""
+    import errno
+    import fcntl
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    shard = tmp_path / "s.epd"
+    shard.write_text(chess.STARTING_FEN + "\n")
+    assert D.score_files(str(shard), str(tmp_path / "out"), "default").rows == 1

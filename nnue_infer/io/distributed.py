@@ -29,6 +29,7 @@ from the Numba cache that the worker processes of a machine share).  Dask retrie
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import hashlib
 import io
@@ -643,7 +644,8 @@ def planning(out_dir: str) -> Iterator[None]:
     manifest: runs into one output plan one after another, so a second run follows the first one's plan
     (ranges and whole inputs recorded in the manifest) instead of planning other tasks for the same rows.
     ``flock`` where there is one (every open of the lock file excludes the others, threads too), else
-    ``msvcrt.locking``."""
+    ``msvcrt.locking``; on a file system that cannot lock (``ENOLCK``, ``EOPNOTSUPP``: some network file
+    systems) runs go unlocked, as before there was a lock."""
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, LOCK), "a+b") as f:
         try:
@@ -664,7 +666,13 @@ def planning(out_dir: str) -> Iterator[None]:
                 f.seek(0)
                 msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)
             return
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP):
+                raise
+            yield
+            return
         try:
             yield
         finally:
