@@ -12,7 +12,8 @@ import re
 import sys
 
 PAIRED = re.compile(r"paired CPU ratio, (\w+)\s+([\d.]+x) median \(([\d.]+)-([\d.]+)\)")
-CLUSTER = re.compile(r"^2 worker\(s\), (\w+)\s.*?([\d.]+x)\s.*?([\d.]+x)\s+([\d.]+x) \(([\d.]+)-([\d.]+)\)\s+([\d.]+)\s")
+CLUSTER = re.compile(r"^2 worker\(s\), (\w+)\s.*?([\d.]+x)\s.*?([\d.]+x)\s+"
+                     r"([\d.]+x) \(([\d.]+)-([\d.]+)\)\s+([\d.]+)\s")
 LOAD = re.compile(r"load average \(1 min\) during the runs: ([\d.]+-[\d.]+)")
 
 

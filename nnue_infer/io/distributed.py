@@ -333,10 +333,10 @@ def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BY
     An input's plan (its ranges, or the whole input as one task) is recorded in the manifest the first
     time (with the file's size) and reused by every later run, so a re-run skips exactly the finished
     ranges, whatever its own task sizes; an input whose part exists whole (scored before in one task)
-    stays one task.  :func:`score_files` plans under the output's lock (:func:`planning`).  Every regular file's size is recorded
-    too (``sizes``).  Raises ``ValueError`` when an input changed size since it was planned (its
-    part, or some of its ranges, would hold the old file's scores), or a task size is not a
-    positive integer.
+    stays one task.  :func:`score_files` plans under the output's lock (:func:`planning`).  Every
+    regular file's size is recorded too (``sizes``).  Raises ``ValueError`` when an input changed size
+    since it was planned (its part, or some of its ranges, would hold the old file's scores), or a task
+    size is not a positive integer.
     """
     _check_task_sizes(split_bytes=split_bytes, split_rows=split_rows, binpack_task_bytes=binpack_task_bytes)
     manifest_path = os.path.join(output, MANIFEST)
