@@ -12,7 +12,8 @@ callees' compiles excluded); ``--warm`` repeats each case on the cache the first
 
 The cases: the README's one-FEN ``nnue-infer eval`` with the default network (in-process
 ``cli.main``), a first Python session with Stockfish 15.1's network (``evaluate(board)``, push +
-``evaluate()`` + pop, ``evaluate_batch``, ``evaluate_game``, ``trace``), the same calls alone, and
+``evaluate()`` + pop, ``evaluate_batch``, ``evaluate_game``, ``trace``), the same calls alone, every
+child of a position (``evaluate_moves``), ``activations_batch``, and
 ``evaluate(board)`` / ``evaluate_batch`` with Stockfish 19's network (when its npm tarball is cached).
 """
 
@@ -50,6 +51,8 @@ CASES = {
     "sf15-batch": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).evaluate_batch([FEN])",
     "sf15-game": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).evaluate_game(chess.Board(), ['e2e4'])",
     "sf15-trace": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).trace(chess.Board(FEN))",
+    "sf15-children": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).evaluate_moves(chess.Board(FEN))",
+    "sf15-activations": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).activations_batch([FEN])",
     "sf19-board": "nnue_infer.Evaluator(nnue_infer.network_from_spec('sf19')).evaluate(chess.Board(FEN))",
     "sf19-batch": "nnue_infer.Evaluator(nnue_infer.network_from_spec('sf19')).evaluate_batch([FEN])",
 }

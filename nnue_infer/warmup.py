@@ -54,13 +54,19 @@ def _children(ev: Evaluator) -> None:
     ev.evaluate_children_batch([_FEN])
 
 
+def _activations(ev: Evaluator) -> None:
+    ev.activations(chess.Board(_FEN))
+    ev.activations_batch([_FEN])
+
+
 #: The paths :func:`warmup` compiles, by name: ``board`` (``evaluate(board)``, the one-FEN command
 #: line), ``incremental`` (push + ``evaluate()`` + pop), ``batch`` (``evaluate_batch``, EPD and
 #: multi-FEN command lines), ``game`` (``evaluate_game``, PGN scoring), ``trace``, ``children``
-#: (``evaluate_moves``, ``evaluate_children_batch``, ``eval --moves``).
+#: (``evaluate_moves``, ``evaluate_children_batch``, ``eval --moves``), ``activations``
+#: (``activations``, ``activations_batch``, ``eval --activations``).
 PATHS: dict[str, Callable[[Evaluator], None]] = {
     "board": _board, "incremental": _incremental, "batch": _batch, "game": _game, "trace": _trace,
-    "children": _children,
+    "children": _children, "activations": _activations,
 }
 
 

@@ -200,7 +200,8 @@ def kind_of(path: str | os.PathLike[str]) -> str:
     ext = os.path.splitext(name)[1].lstrip(".")
     if ext not in KINDS:
         raise ValueError(f"{input_label(path)}: cannot tell the training-data kind from the extension "
-                         f"{ext or '(none)'!r}; use one of .binpack, .bin, .plain, .parquet (or pass the kind)")
+                         f"{ext or '(none)'!r}; use one of .binpack, .bin, .plain, .parquet, or name the kind "
+                         "(--from / --to on the command line, kind= in Python)")
     return ext
 
 
