@@ -27,11 +27,14 @@ from .common import (check_output_dir, example, json_option, progress_option, qu
               help="Share of games (by a hash of the game id) never used as starting points.")
 @click.option("--perturbation-fraction", type=float, default=0.5, show_default=True,
               help="Share of positions from perturbations of game positions (the rest: playouts).")
+@click.option("--selfplay", is_flag=True,
+              help="Positions from the teacher's own games (one-ply softmax policy, nnue_infer.training.selfplay) "
+                   "instead of perturbations and playouts; --games and --perturbation-fraction do not apply.")
 @threads_option
 @progress_option
 @quiet_option
-def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_fraction, perturbation_fraction, threads,
-            progress, quiet):
+def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_fraction, perturbation_fraction, selfplay,
+            threads, progress, quiet):
     """Generate labelled training positions for distillation (see nnue_infer.training.datagen for the file format).
 
     Labels are the teacher's values in internal units, side to move's point of view (Stockfish
@@ -47,6 +50,8 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
     from ..resources import stockfish_15_1_network_path
 
     check_output_dir(output, "-o")
+    if selfplay and games:
+        raise click.UsageError("--selfplay plays its own games: it takes no --games")
     if games == "-" and exclude == "-":
         raise click.UsageError("--games and --exclude cannot both read standard input ('-')")
     try:
@@ -56,11 +61,18 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
         if not isinstance(net, Network):
             raise click.ClickException(f"--teacher {teacher} holds a float network; the teacher must be quantised "
                                        "(nnue-infer quantise)")
-        data = D.generate(n, seed, net, D.read_games(games) if games else None,
-                          D.read_exclude(exclude) if exclude else None,
-                          D.GenerationSettings(holdout_fraction=holdout_fraction,
-                                               perturbation_fraction=perturbation_fraction),
-                          progress=show_progress(progress, quiet))
+        if selfplay:
+            from ..training import selfplay as SP
+
+            data = SP.generate(n, seed, net, D.read_exclude(exclude) if exclude else None,
+                               SP.SelfPlaySettings(holdout_fraction=holdout_fraction),
+                               progress=show_progress(progress, quiet))
+        else:
+            data = D.generate(n, seed, net, D.read_games(games) if games else None,
+                              D.read_exclude(exclude) if exclude else None,
+                              D.GenerationSettings(holdout_fraction=holdout_fraction,
+                                                   perturbation_fraction=perturbation_fraction),
+                              progress=show_progress(progress, quiet))
         D.save(output, data)
     except (NnueError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc

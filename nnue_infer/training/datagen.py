@@ -49,7 +49,8 @@ key             dtype, shape  meaning
 ``ep_square``   int8 [n]      square of a legal en-passant capture, -1 if none
 ``value``       int32 [n]     teacher's value, internal units (Stockfish 15.1: 361 = one
                               pawn), **side to move's** point of view
-``source``      uint8 [n]     0 perturbation of a game position, 1 playout
+``source``      uint8 [n]     0 perturbation of a game position, 1 playout, 2 the
+                              teacher's self-play (:mod:`nnue_infer.training.selfplay`)
 ``meta``        str, ()       JSON: format version, seed, generator settings, teacher
                               (``teacher_sha256``: SHA-256 of the teacher's integer
                               parameters, not of its file), counts
@@ -463,7 +464,8 @@ def summary(data: dict[str, np.ndarray]) -> dict:
     v = data["value"].astype(np.int64)
     return {
         "positions": int(len(v)),
-        "by_source": {"perturbation": int((data["source"] == 0).sum()), "playout": int((data["source"] == 1).sum())},
+        "by_source": {"perturbation": int((data["source"] == 0).sum()), "playout": int((data["source"] == 1).sum()),
+                      "selfplay": int((data["source"] == 2).sum())},
         "black_to_move": int(data["stm"].sum()),
         "with_castling_rights": int((data["castling"] != 0).sum()),
         "with_legal_en_passant": int((data["ep_square"] >= 0).sum()),

@@ -337,3 +337,93 @@ def walk(kind, target, max_episodes, starts, start_stm, start_castling, start_ep
             stm = 1 - stm
             ply += 1
             n = legal_moves(board, stm, castling, ep, False, moves)
+
+
+@njit(cache=True)
+def expand(bitboards, stm, castling, ep, halfmove, offsets, c_bb, c_stm, c_castling, c_ep, c_halfmove, c_legal_ep):
+    """Every legal child of every state of a batch (the self-play generator's move choice).
+
+    Row g of ``bitboards`` int64[G, 8] / ``stm`` uint8[G] / ``castling`` int64[G] / ``ep`` int64[G] /
+    ``halfmove`` int64[G] is a state; its children go to rows ``offsets[g] .. offsets[g + 1] - 1``
+    (``offsets`` int64[G + 1]) of ``c_bb`` int64[M, 8], ``c_stm`` uint8[M], ``c_castling`` int64[M],
+    ``c_ep`` int64[M], ``c_halfmove`` int64[M] and ``c_legal_ep`` uint8[M] (1 where the child has a
+    legal en passant capture), in ``Board.legal_moves`` order; M >= G * MAX_MOVES.  Returns the
+    number of children written.
+    """
+    moves = np.empty(MAX_MOVES, np.uint16)
+    child_moves = np.empty(MAX_MOVES, np.uint16)
+    r = 0
+    for g in range(bitboards.shape[0]):
+        offsets[g] = r
+        n = legal_moves(bitboards[g], int(stm[g]), castling[g], ep[g], False, moves)
+        for i in range(n):
+            c_castling[r], c_ep[r], c_halfmove[r] = step(bitboards[g], int(stm[g]), castling[g], ep[g], halfmove[g],
+                                                         np.int64(moves[i]), c_bb[r])
+            c_stm[r] = 1 - stm[g]
+            legal = False
+            if c_ep[r]:
+                legal = has_legal_ep(c_bb[r], c_ep[r], child_moves,
+                                     legal_moves(c_bb[r], 1 - int(stm[g]), c_castling[r], c_ep[r], False, child_moves))
+            c_legal_ep[r] = legal
+            r += 1
+    offsets[bitboards.shape[0]] = r
+    return r
+
+
+@njit(cache=True)
+def choose(values, offsets, temperature, rng, picks):
+    """One child per state of :func:`expand` by a softmax policy of the teacher's values.
+
+    ``values`` float64[M]: each child's value from its own side to move's point of view (so the mover
+    prefers low values; rows it must never pick are +inf); ``temperature`` float64[G] (same units, > 0);
+    child j of state g is drawn with probability proportional to ``exp(-values[j] / temperature[g])``.
+    ``picks`` int64[G] receives the chosen row, or -1 for a state without children.
+    """
+    for g in range(offsets.shape[0] - 1):
+        lo, hi = offsets[g], offsets[g + 1]
+        best = np.inf
+        for j in range(lo, hi):
+            best = min(best, values[j])
+        if hi == lo or best == np.inf:
+            picks[g] = -1
+            continue
+        total = 0.0
+        for j in range(lo, hi):
+            total += np.exp(-(values[j] - best) / temperature[g])
+        u = uniform(rng) * total
+        picks[g] = hi - 1
+        acc = 0.0
+        for j in range(lo, hi):
+            acc += np.exp(-(values[j] - best) / temperature[g])
+            if acc > u:
+                picks[g] = j
+                break
+
+
+@njit(cache=True)
+def insert_rows(table, bitboards, stm, rows, new):
+    """:func:`insert` the positions ``rows`` (int64[k]) of ``bitboards`` int64[M, 8] / ``stm`` uint8[M];
+    ``new`` uint8[k] receives 1 where the key was not in ``table`` yet."""
+    for i in range(rows.shape[0]):
+        new[i] = insert(table, bitboards[rows[i]], stm[rows[i]])
+
+
+@njit(cache=True)
+def sample_children(offsets, picks, children, rng, out):
+    """Up to ``children`` distinct random rows of each state's children other than its pick (a partial
+    Fisher-Yates shuffle per state); writes them to ``out`` int64[>= G * children] and returns how many."""
+    k = 0
+    pool = np.empty(MAX_MOVES, np.int64)
+    for g in range(offsets.shape[0] - 1):
+        lo, hi = offsets[g], offsets[g + 1]
+        m = 0
+        for j in range(lo, hi):
+            if j != picks[g]:
+                pool[m] = j
+                m += 1
+        for j in range(min(children, m)):
+            pick = j + below(rng, m - j)
+            pool[j], pool[pick] = pool[pick], pool[j]
+            out[k] = pool[j]
+            k += 1
+    return k
