@@ -120,4 +120,41 @@ def test_bad_settings_and_cli(network, tmp_path, capsys):
     assert report["positions"] == 200 and report["by_source"]["selfplay"] == 200
     both = datagen.concatenate([datagen.load_positions(out), datagen.load_positions(out)])
     assert len(both["value"]) == 400
-    assert main(["datagen", "--selfplay", "--games", str(out), "-o", str(out), "-n", "20"]) != 0
+    assert main(["datagen", "--selfplay", "-o", str(out), "-n", "0"]) != 0
+
+
+def test_games_start_a_share_of_the_games(network, data_dir):
+    """With games, about ``start_fraction`` of the games begin at one of their positions: with 1.0 and
+    no opening, every game's first recorded position is a child of a game position."""
+    games = datagen.read_games(data_dir / "games-dev.jsonl")[:3]
+    settings = selfplay.SelfPlaySettings(games=8, start_fraction=1.0, opening_plies=0, children=0,
+                                         keep_decay_cp=float("inf"), holdout_fraction=0.0)
+    data = selfplay.generate(8, 3, network, settings=settings, progress=False, games=games)
+    children = set()
+    for board in datagen.game_positions(games, 0.0):
+        for move in board.legal_moves:
+            child = board.copy(stack=False)
+            child.push(move)
+            children.add(datagen.position_key(child))
+    assert all(datagen.position_key(datagen.to_board(data, i)) in children for i in range(8))
+    with pytest.raises(ValueError, match="held out"):
+        selfplay.generate(8, 3, network, settings=selfplay.SelfPlaySettings(holdout_fraction=0.99999),
+                          progress=False, games=games[:1])
+
+
+def test_random_endgames_are_valid_and_varied(network):
+    rng = np.random.SeedSequence([2, 3]).generate_state(1, np.uint64)
+    boards = [selfplay.random_endgame(rng, 4) for _ in range(300)]
+    assert all(b.is_valid() and not b.castling_rights and b.ep_square is None for b in boards)
+    counts = {len(b.piece_map()) for b in boards}
+    assert counts == {3, 4, 5, 6}
+    assert {b.turn for b in boards} == {chess.WHITE, chess.BLACK}
+    assert any(b.pawns for b in boards) and any(b.queens for b in boards)
+    settings = selfplay.SelfPlaySettings(games=16, start_fraction=0.0, endgame_fraction=1.0, endgame_pieces=4,
+                                         keep_decay_cp=float("inf"))
+    data = selfplay.generate(200, 1, network, settings=settings, progress=False)
+    pieces = [len(datagen.to_board(data, i).piece_map()) for i in range(200)]
+    assert max(pieces) <= 6
+    with pytest.raises(ValueError, match="endgame_fraction"):
+        selfplay.generate(10, 1, network, settings=selfplay.SelfPlaySettings(endgame_fraction=0.6), progress=False,
+                          games=[{"id": "x", "start_fen": chess.STARTING_FEN, "moves": []}])

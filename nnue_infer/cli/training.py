@@ -29,12 +29,14 @@ from .common import (check_output_dir, example, json_option, progress_option, qu
               help="Share of positions from perturbations of game positions (the rest: playouts).")
 @click.option("--selfplay", is_flag=True,
               help="Positions from the teacher's own games (one-ply softmax policy, nnue_infer.training.selfplay) "
-                   "instead of perturbations and playouts; --games and --perturbation-fraction do not apply.")
+                   "instead of perturbations and playouts; with --games, half the games start from their positions.")
+@click.option("--endgame-fraction", type=click.FloatRange(0, 0.5), default=0.0, show_default=True,
+              help="With --selfplay: share of games that start from a random endgame (2 kings and 1-6 other pieces).")
 @threads_option
 @progress_option
 @quiet_option
 def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_fraction, perturbation_fraction, selfplay,
-            threads, progress, quiet):
+            endgame_fraction, threads, progress, quiet):
     """Generate labelled training positions for distillation (see nnue_infer.training.datagen for the file format).
 
     Labels are the teacher's values in internal units, side to move's point of view (Stockfish
@@ -50,8 +52,8 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
     from ..resources import stockfish_15_1_network_path
 
     check_output_dir(output, "-o")
-    if selfplay and games:
-        raise click.UsageError("--selfplay plays its own games: it takes no --games")
+    if endgame_fraction and not selfplay:
+        raise click.UsageError("--endgame-fraction applies to --selfplay only")
     if games == "-" and exclude == "-":
         raise click.UsageError("--games and --exclude cannot both read standard input ('-')")
     try:
@@ -65,8 +67,8 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
             from ..training import selfplay as SP
 
             data = SP.generate(n, seed, net, D.read_exclude(exclude) if exclude else None,
-                               SP.SelfPlaySettings(holdout_fraction=holdout_fraction),
-                               progress=show_progress(progress, quiet))
+                               SP.SelfPlaySettings(holdout_fraction=holdout_fraction, endgame_fraction=endgame_fraction),
+                               progress=show_progress(progress, quiet), games=D.read_games(games) if games else None)
         else:
             data = D.generate(n, seed, net, D.read_games(games) if games else None,
                               D.read_exclude(exclude) if exclude else None,

@@ -1,6 +1,7 @@
 """Training positions from the teacher's own games: self-play with a one-ply softmax policy.
 
-:func:`generate` plays many games at once from the standard position.  At every move the
+:func:`generate` plays many games at once from the standard position (or, for a share
+``start_fraction`` of them, from a random position of given games).  At every move the
 teacher (normally Stockfish 15.1's network) values every legal child of every game in one batch
 (``Evaluator.evaluate_bitboards``), and each game plays a child drawn with probability
 proportional to ``exp(-v / T)`` (``v`` the child's value in centipawns from the opponent's point of
@@ -26,9 +27,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+import chess
 import numpy as np
 
-from .datagen import FORMAT, _exclude_arrays, _KeyTable, _network_digest
+from .datagen import FORMAT, _exclude_arrays, _KeyTable, _network_digest, _start_arrays, game_positions
 
 GENERATOR = "selfplay-1"
 SOURCE_SELFPLAY = 2
@@ -55,8 +57,15 @@ class SelfPlaySettings:
     keep_below_cp, keep_decay_cp : float
         Balance filter, as :class:`nnue_infer.training.datagen.GenerationSettings`.
     holdout_fraction : float
-        Not used (no game file is read); recorded so that the file concatenates with datagen's
-        files of the same hold-out and the training summary reports the held-out positions.
+        Share of ``games`` (by :func:`nnue_infer.training.datagen.is_held_out`) never used as
+        starting points; also recorded so that the file concatenates with datagen's files of the
+        same hold-out and the training summary reports the held-out positions.
+    start_fraction : float
+        With ``games``: share of games that start from a uniformly drawn position of those games
+        (halfmove clock 0) instead of the standard position.
+    endgame_fraction, endgame_pieces : float, int
+        Share of games that start from a random endgame (:func:`random_endgame`: the two kings
+        and 1 .. endgame_pieces other pieces); ``start_fraction + endgame_fraction <= 1``.
     """
 
     games: int = 1024
@@ -69,10 +78,41 @@ class SelfPlaySettings:
     keep_below_cp: float = 200.0
     keep_decay_cp: float = 500.0
     holdout_fraction: float = 0.25
+    start_fraction: float = 0.5
+    endgame_fraction: float = 0.0
+    endgame_pieces: int = 6
+
+
+#: Piece types of :func:`random_endgame` and their weights (pawns and rooks commonest, as in real endings).
+ENDGAME_TYPES = (chess.PAWN, chess.PAWN, chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.ROOK, chess.QUEEN)
+
+
+def random_endgame(rng, pieces: int) -> chess.Board:
+    """A random legal endgame (``chess.Board.is_valid``): both kings and 1 .. ``pieces`` other pieces
+    (types drawn from :data:`ENDGAME_TYPES`, colours at random) on random empty squares, pawns not on
+    the first or last rank, a random side to move, no castling rights or en passant square.  Draws
+    from the SplitMix64 stream ``rng`` (uint64[1]) of :mod:`nnue_infer.training.walk`."""
+    from . import walk as W
+
+    while True:
+        board = chess.Board.empty()
+        squares = [W.below(rng, 64), W.below(rng, 64)]
+        for _ in range(1 + W.below(rng, pieces)):
+            squares.append(W.below(rng, 64))
+        if len(set(squares)) < len(squares):
+            continue
+        board.set_piece_at(squares[0], chess.Piece(chess.KING, chess.WHITE))
+        board.set_piece_at(squares[1], chess.Piece(chess.KING, chess.BLACK))
+        for sq in squares[2:]:
+            board.set_piece_at(sq, chess.Piece(ENDGAME_TYPES[W.below(rng, len(ENDGAME_TYPES))], bool(W.below(rng, 2))))
+        board.turn = bool(W.below(rng, 2))
+        if board.is_valid():
+            return board
 
 
 def generate(n: int, seed: int, teacher, exclude: set[tuple[int, ...]] | None = None,
-             settings: SelfPlaySettings = SelfPlaySettings(), progress: bool = True) -> dict[str, np.ndarray]:
+             settings: SelfPlaySettings = SelfPlaySettings(), progress: bool = True,
+             games: list[dict] | None = None) -> dict[str, np.ndarray]:
     """Generate ``n`` distinct labelled positions from the teacher's self-play (module docstring).
 
     Parameters
@@ -88,6 +128,9 @@ def generate(n: int, seed: int, teacher, exclude: set[tuple[int, ...]] | None = 
     settings : SelfPlaySettings
     progress : bool
         Show a tqdm progress bar on stderr.
+    games : list of dict, optional
+        Games (:func:`nnue_infer.training.datagen.read_games`) whose positions (those of games not
+        held out) start a share ``start_fraction`` of the games.
 
     Returns
     -------
@@ -97,7 +140,7 @@ def generate(n: int, seed: int, teacher, exclude: set[tuple[int, ...]] | None = 
     Raises
     ------
     ValueError
-        ``n`` not positive, a bad setting, or 1,000 moves of all games in a row without a new position.
+        ``n`` not positive, a bad setting, every game held out, or 1,000 moves of all games in a row without a new position.
     """
     from tqdm import tqdm
 
@@ -114,6 +157,15 @@ def generate(n: int, seed: int, teacher, exclude: set[tuple[int, ...]] | None = 
         raise ValueError(f"settings: temperatures and adjudicate_cp must be positive: {s}")
     if not s.keep_below_cp >= 0 or not s.keep_decay_cp > 0:
         raise ValueError(f"settings: need keep_below_cp >= 0 and keep_decay_cp > 0: {s}")
+    if (not 0 <= s.start_fraction <= 1 or not 0 <= s.endgame_fraction <= 1 - s.start_fraction
+            or not 0 <= s.holdout_fraction < 1 or s.endgame_pieces < 1):
+        raise ValueError("settings: need 0 <= start_fraction, endgame_fraction, start_fraction + endgame_fraction <= 1, "
+                         f"0 <= holdout_fraction < 1 and endgame_pieces >= 1: {s}")
+    boards = game_positions(games, s.holdout_fraction) if games else []
+    if games and not boards:
+        raise ValueError("games: every game is held out; lower holdout_fraction")
+    start_bb, start_stm, start_castling, start_ep = _start_arrays(boards)
+    start_fraction = s.start_fraction if boards else 0.0
     upp = float(teacher.architecture.units_per_pawn)
     rng = np.random.SeedSequence([seed, 3]).generate_state(1, np.uint64)
     keep_rng = np.random.default_rng([seed, 4])
@@ -131,8 +183,22 @@ def generate(n: int, seed: int, teacher, exclude: set[tuple[int, ...]] | None = 
     halfmove = np.zeros(G, np.int64)
     ply = np.zeros(G, np.int64)
     opening = np.empty(G, np.int64)
-    for g in range(G):
+
+    def restart(g):
+        u = W.uniform(rng) if start_fraction or s.endgame_fraction else 1.0
+        if u < s.endgame_fraction:
+            e_bb, e_stm, e_castling, e_ep = _start_arrays([random_endgame(rng, s.endgame_pieces)])
+            bb[g], stm[g], castling[g], ep[g] = e_bb[0], e_stm[0], e_castling[0], e_ep[0]
+        elif u < s.endgame_fraction + start_fraction:
+            i = W.below(rng, len(boards))
+            bb[g], stm[g], castling[g], ep[g] = start_bb[i], start_stm[i], start_castling[i], start_ep[i]
+        else:
+            bb[g], stm[g], castling[g], ep[g] = W.START, 0, W.START_CASTLING, 0
+        halfmove[g] = ply[g] = 0
         opening[g] = W.below(rng, s.opening_plies + 1)
+
+    for g in range(G):
+        restart(g)
     M = G * MAX_MOVES
     c_bb, c_stm = np.empty((M, 8), np.int64), np.empty(M, np.uint8)
     c_castling, c_ep, c_halfmove, c_legal_ep = (np.empty(M, np.int64), np.empty(M, np.int64), np.empty(M, np.int64),
@@ -191,8 +257,7 @@ def generate(n: int, seed: int, teacher, exclude: set[tuple[int, ...]] | None = 
             for g in range(G):
                 if (not alive[g] or halfmove[g] >= 100 or ply[g] >= s.max_game_plies or abs(value[g]) > s.adjudicate_cp
                         or W.insufficient_material(bb[g])):
-                    bb[g], stm[g], castling[g], ep[g], halfmove[g], ply[g] = W.START, 0, W.START_CASTLING, 0, 0, 0
-                    opening[g] = W.below(rng, s.opening_plies + 1)
+                    restart(g)
                     games_done += 1
     finally:
         bar.close()
@@ -206,7 +271,8 @@ def generate(n: int, seed: int, teacher, exclude: set[tuple[int, ...]] | None = 
         "settings": asdict(s),
         "teacher": teacher.description or repr(teacher),
         "teacher_sha256": _network_digest(teacher),
-        "games": 0,
+        "games": len(games or []),
+        "start_positions": len(boards),
         "games_finished": games_done,
         "moves_played": moves_played,
         "positions_by_source": {"selfplay": int(len(value_o))},
