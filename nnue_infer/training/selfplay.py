@@ -224,9 +224,9 @@ def generate(n: int, seed: int, teacher, exclude: set[tuple[int, ...]] | None = 
             rows = np.concatenate([picks[picks >= 0], sampled[:k]])
             rows = rows[codes[rows] == 0]
             new = np.empty(len(rows), np.uint8)
+            table.room(len(rows))
             W.insert_rows(table.table, c_bb, c_stm, rows, new)
             table.count += int(new.sum())
-            table.room(M)
             skipped["duplicate"] += int(len(rows) - new.sum())
             rows = rows[new.astype(bool)]
             excess = np.abs(values[rows].astype(np.float64)) - keep_below
