@@ -11,7 +11,7 @@ without a run, e.g. the shipped one).  For every network, the mean absolute erro
 all 3,298 positions, the 1,248 not derived from training data (held-out games and suites, hold-out
 fraction 0.25) and, among those, by source (held-out human games, held-out Stockfish self-play games,
 test suites) and by piece count.  Writes the JSON file and prints a Markdown table; with
-``--card``, also the model card's accuracy table of the first network (:func:`agreement` figures:
+``--card``, also the model card's accuracy table of the last network (:func:`agreement` figures:
 MAE, correlation, sign agreement, for the whole corpus and its parts).
 """
 
@@ -72,7 +72,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("runs", nargs="+", help="NAME=RUN_DIR or NAME=NETWORK_FILE")
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--card", action="store_true", help="also print the model card's accuracy table of the first network")
+    ap.add_argument("--card", action="store_true", help="also print the model card's accuracy table of the last network")
     args = ap.parse_args()
     shared = Path(os.environ.get("NNUE_INFER_SHARED", "../shared"))
     boards, teacher, masks = corpus(shared / "data" / "positions-dev.jsonl")
@@ -84,8 +84,7 @@ def main() -> None:
         net_path = path / "network.safetensors" if path.is_dir() else path
         net = load(net_path)
         student = Evaluator(net).evaluate_batch(boards).astype(np.float64) * 100 / net.architecture.units_per_pawn
-        if args.card and not results:
-            card = student
+        card = student
         err = np.abs(student - teacher)
         rec = {"network": str(net_path), "bytes": net_path.stat().st_size}
         rec["mae_cp"] = {g: float(err[masks[g] & window].mean()) for g in GROUPS}

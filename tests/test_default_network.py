@@ -61,15 +61,15 @@ def test_missing_default_network_says_what_to_do(monkeypatch):
 
 
 #: Issue 5's targets on the whole dev corpus, stated here rather than read from the code under test
-#: (measured: 43.9 cp, 99.2 %; weights/README.md): mean absolute error at most 50 cp over positions
+#: (measured: 37.1 cp, 99.1 %; weights/README.md): mean absolute error at most 50 cp over positions
 #: with |Stockfish| <= 1000 cp, sign agreement at least 95 % over positions with |Stockfish| >= 100 cp.
 MAE_BOUND_CP = 50.0
 MAE_WINDOW_CP = 1000.0
 SIGN_BOUND = 0.95
 SIGN_MIN_CP = 100.0
-#: Positions not derived from training data miss the MAE target (measured 75.2 cp, 97.5 %):
+#: Positions not derived from training data miss the MAE target (measured 61.8 cp, 97.3 %):
 #: this bound only guards against regressions of the shipped network.
-HELD_OUT_MAE_BOUND_CP = 80.0
+HELD_OUT_MAE_BOUND_CP = 65.0
 
 
 def test_accuracy_against_stockfish_on_the_dev_corpus(default, data_dir):

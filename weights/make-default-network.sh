@@ -13,15 +13,23 @@ SHARED=${NNUE_INFER_SHARED:-../shared}
 WORK=${1:-distil-run}
 mkdir -p "$WORK"
 GAMES=(--games "$SHARED/data/games-dev.jsonl" --exclude "$SHARED/data/positions-dev.jsonl")
+export NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1
 
-# 5M positions, half perturbations of the dev games, half playouts; then 4M more, 3/4 playouts.
-time nnue-infer datagen -o "$WORK/positions-1.npz" -n 5000000 --seed 1 "${GAMES[@]}" --quiet > "$WORK/datagen-1.json"
-time nnue-infer datagen -o "$WORK/positions-2.npz" -n 4000000 --seed 2 --perturbation-fraction 0.25 "${GAMES[@]}" \
-    --quiet > "$WORK/datagen-2.json"
+# 15M positions of datagen's perturbations of the dev games and playouts (3 x 5M, half each) ...
+for seed in 1 2 3; do
+    time nnue-infer datagen -o "$WORK/positions-$seed.npz" -n 5000000 --seed $seed "${GAMES[@]}" --threads 1 --quiet \
+        > "$WORK/datagen-$seed.json"
+done
+# ... and 15M from the teacher's own games (3 x 5M): half of them start at a dev-game position, a
+# fifth at a random endgame, the rest at the standard position.
+for seed in 12 13 14; do
+    time nnue-infer datagen --selfplay --endgame-fraction 0.2 -o "$WORK/selfplay-$seed.npz" -n 5000000 --seed $seed \
+        "${GAMES[@]}" --threads 1 --quiet > "$WORK/selfplay-$seed.json"
+done
 
-time nnue-infer train "$WORK/positions-1.npz" "$WORK/positions-2.npz" -o "$WORK/train" --arch default --epochs 10 \
-    --batch-size 4096 --lr 5e-3 --lr-final 0.02 --val-fraction 0.01 --sigmoid-scale 600 --seed 1 --threads 1 \
-    --eval-positions "$SHARED/data/positions-dev.jsonl" --quiet > "$WORK/train.json"
+time nnue-infer train "$WORK"/positions-{1,2,3}.npz "$WORK"/selfplay-{12,13,14}.npz -o "$WORK/train" --arch default \
+    --epochs 6 --batch-size 16384 --lr 8e-3 --lr-final 0.05 --val-fraction 0.01 --sigmoid-scale 600 --seed 1 \
+    --threads 1 --eval-positions "$SHARED/data/positions-dev.jsonl" --quiet > "$WORK/train.json"
 
 cp "$WORK/train/network.safetensors" weights/nnue-infer-default.safetensors
 cat "$WORK/train.json"
