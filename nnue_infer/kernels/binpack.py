@@ -547,7 +547,7 @@ def continuations(bitboards, stm, castling, ep, rule50, move, ply, result, cont)
         bb = bitboards[j].copy()
         c, e, _, ok = do_move(bb, np.int64(stm[j]), np.int64(castling[j]), np.int64(ep[j]), np.int64(rule50[j]),
                               np.int64(move[j]))
-        cont[i] = ok and same_position(bb, 1 - np.int64(stm[j]), c, e, bitboards, i, np.int64(stm[i]),
+        cont[i] = ok and same_position(bb, 1 - np.int64(stm[j]), c, e, bitboards, np.int64(i), np.int64(stm[i]),
                                        np.int64(castling[i]), np.int64(ep[i]))
 
 
@@ -975,7 +975,7 @@ def write_plain_slots(bitboards, stm, castling, ep, rule50, fullmove, move, scor
         base = i * PLAIN_SLOT
         pos = put_text(out, base, _FEN)
         s = np.int64(stm[i])
-        pos = write_row_fen(bitboards, i, s, np.int64(castling[i]), np.int64(ep[i]), np.int64(rule50[i]),
+        pos = write_row_fen(bitboards, np.int64(i), s, np.int64(castling[i]), np.int64(ep[i]), np.int64(rule50[i]),
                             np.int64(fullmove[i]), board, flags, out, pos)
         pos = put_text(out, pos, _MOVE)
         pos = write_move_uci(np.int64(move[i]), s, out, pos)
@@ -1005,7 +1005,7 @@ def write_fens(bitboards, stm, castling, ep, rule50, fullmove, out, lengths):
     for i in prange(stm.shape[0]):
         board = np.empty(64, np.uint8)
         flags = np.empty(4, np.bool_)
-        end = write_row_fen(bitboards, i, np.int64(stm[i]), np.int64(castling[i]), np.int64(ep[i]),
+        end = write_row_fen(bitboards, np.int64(i), np.int64(stm[i]), np.int64(castling[i]), np.int64(ep[i]),
                             np.int64(rule50[i]), np.int64(fullmove[i]), board, flags, out, i * 100)
         lengths[i] = end - i * 100
 

@@ -35,7 +35,7 @@ import os
 import time
 from pathlib import Path
 
-from numba.core import caching, event
+from numba.core import caching, event, types
 from numba.core.dispatcher import Dispatcher
 from numba.core import config as numba_config
 
@@ -167,6 +167,23 @@ _numba_load_overload = caching.Cache.load_overload
 _numba_save_overload = caching.Cache.save_overload
 
 
+def _get_call_template(self, args, kws):
+    """Numba's ``Dispatcher.get_call_template`` (how a kernel called from another kernel is typed and
+    compiled), but our kernels are compiled for the plain types of constant arguments: a call such as
+    ``line_attacks(sq, occupied, 0, 4)`` compiled a ``Literal[int](0), Literal[int](4)`` version of its
+    own beside the ``int64`` one, one more compile per distinct constant (``read_bin_bits``: nine), and
+    which versions existed depended on the order the tests ran (``test_one_signature_per_kernel``).
+    No kernel of ours uses ``numba.literally``; branches on a constant argument are folded by LLVM
+    after inlining, as for any other call."""
+    if _ours(self.py_func):
+        args = tuple(types.unliteral(a) for a in args)
+        kws = {k: types.unliteral(v) for k, v in kws.items()}
+    return _numba_get_call_template(self, args, kws)
+
+
+_numba_get_call_template = Dispatcher.get_call_template
+
+
 class KernelCacheLocator(caching._CacheLocator):
     """Numba cache locator of the ``nnue_infer/kernels`` files (see the module docstring); other
     files are left to Numba's own locators."""
@@ -256,12 +273,14 @@ class _Notice(event.Listener):
 def install() -> None:
     """Put :class:`KernelCacheLocator` first among Numba's locators, key our closures' cache entries
     by :func:`closure_values` (:func:`_index_key`), compile again over a damaged cache file
-    (:func:`_load_overload`, :func:`_save_overload`) and register the compile notice.
+    (:func:`_load_overload`, :func:`_save_overload`), type our kernels' constant arguments by
+    their plain types (:func:`_get_call_template`) and register the compile notice.
 
     Called by ``nnue_infer.kernels`` before any kernel is defined (a kernel's locator is chosen
     when its ``@njit(cache=True)`` decorator runs)."""
     caching.Cache._index_key = _index_key
     caching.Cache.load_overload = _load_overload
+    Dispatcher.get_call_template = _get_call_template
     caching.Cache.save_overload = _save_overload
     impl = caching.CompileResultCacheImpl
     if KernelCacheLocator not in impl._locator_classes:

@@ -40,6 +40,25 @@ def kernel_modules():
         yield info.name, importlib.import_module(f"nnue_infer.kernels.{info.name}")
 
 
+def test_constant_arguments_compile_no_literal_versions():
+    """A kernel called with constants from other kernels compiles one plain version (was one
+    ``Literal[int]`` version per distinct constant: ``movegen.line_attacks`` 2, ``binpack.read_bin_bits``
+    9, and test_one_signature_per_kernel failed or passed by the order the tests ran)."""
+    import numpy as np
+    from numba import njit
+
+    if not isinstance(nnue_infer.kernels.dense.tdiv, CPUDispatcher):
+        pytest.skip("NUMBA_DISABLE_JIT is set: no compiled signatures to check")
+    from nnue_infer.kernels import movegen
+
+    @njit
+    def rook_then_bishop(sq):  # a caller outside the package, calling one of our kernels with constants
+        return movegen.line_attacks(sq, np.int64(0), 0, 4) | movegen.line_attacks(sq, np.int64(0), 4, 8)
+
+    rook_then_bishop(np.int64(27))
+    assert all("Literal" not in str(sig) for sig in movegen.line_attacks.signatures), movegen.line_attacks.signatures
+
+
 def test_one_signature_per_kernel(evaluator, sample_boards, kernel_test_files_run):
     if not isinstance(nnue_infer.kernels.dense.tdiv, CPUDispatcher):
         pytest.skip("NUMBA_DISABLE_JIT is set: no compiled signatures to check")
@@ -68,8 +87,9 @@ def test_one_signature_per_kernel(evaluator, sample_boards, kernel_test_files_ru
         for attr, obj in vars(module).items():
             if not isinstance(obj, CPUDispatcher) or obj.py_func.__module__ != module.__name__:
                 continue
-            # A kernel called from another kernel with an int literal argument compiles an extra
-            # Literal[int] specialisation (cold cache only): those count too, pass np.int64(...).
+            # A kernel called from another kernel with a constant argument is compiled for its plain type
+            # (kernels.cache._get_call_template: no Literal[int] versions); an index of a prange loop can
+            # be uint64 in one caller and int64 in another: pass np.int64(i).
             sigs = obj.signatures
             n = len(sigs)
             if n > 1 or (attr in TESTED.get(name, ()) and TEST_FILES[name] in ran and n != 1):
