@@ -46,7 +46,7 @@ from nnue_infer.kernels import forward as K  # noqa: E402
 from nnue_infer.kernels import simd  # noqa: E402
 from nnue_infer.kernels.accumulator import refresh_accumulator, update_accumulator  # noqa: E402
 from nnue_infer.kernels.activation import ft_transform  # noqa: E402
-from nnue_infer.kernels.dense import affine, ft_input, propagate_layer_stack  # noqa: E402
+from nnue_infer.kernels.dense import COL_ROWS, first_layer, ft_input, propagate_layer_stack  # noqa: E402
 from nnue_infer.kernels.features import active_features  # noqa: E402
 
 #: 30 pieces, as the C bench's positions (30 active features per perspective).
@@ -149,8 +149,9 @@ def loop_pairwise(acc, params, biases, scratch, layers, n):
 @njit
 def loop_fc0(scratch, weights, biases, layers, params, z, n):
     x = ft_input(scratch, layers)
-    for _ in range(n):
-        affine(x, 0, layers[0, 0], weights, layers[0, 4], biases, layers[0, 6], layers[0, 1], z, 0, params[K.P_FC0_SIMD])
+    for _ in range(n):  # bucket 0, as propagate_layer_stack runs it (the row-major copy on vnni512)
+        first_layer(x, 0, layers[0, 0], weights, layers[0, 4], layers[0, COL_ROWS], biases, layers[0, 6], layers[0, 1],
+                    z, 0, params[K.P_FC0_SIMD])
 
 
 @njit

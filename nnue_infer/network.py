@@ -21,7 +21,7 @@ from .errors import NetworkFormatError
 from .kernels import activation as A
 from .kernels import simd
 from .kernels.activation import ACT_CRELU, ACT_NONE, ACT_SQR_CRELU, ACT_SQR_CRELU_AND_CRELU
-from .kernels.dense import COL_SHIFT, COL_X_IN, COL_X_OUT, LAYER_TABLE_COLUMNS
+from .kernels.dense import COL_ROWS, COL_SHIFT, COL_X_IN, COL_X_OUT, LAYER_TABLE_COLUMNS
 
 #: Hidden-layer activation names and their kernel codes (integer layers).
 HIDDEN_ACTIVATIONS = {
@@ -708,7 +708,9 @@ class Network:
         Returns ``(weights int8[total], biases int32[total], layers int64[n_layers, LAYER_TABLE_COLUMNS])``
         (columns ``kernels.dense.COL_*``); integer weights are permuted, once, from the file's
         ``[bucket][output][input]`` to the SIMD block layout ``[bucket][input / 4][output][4]``
-        (:func:`block_layout`).  Activations go to offset 0 of the kernel's uint8 buffer,
+        (:func:`block_layout`); the first layer's are also kept row-major (``[bucket][output][input]``,
+        inputs padded as the blocks, at ``COL_ROWS``: the ``vnni512`` path reads them, one load per
+        ``vpdpbusd``).  Activations go to offset 0 of the kernel's uint8 buffer,
         unless a layer reads the concatenation of all earlier activations: then each layer's
         activation has its own block (offsets padded to 32) and every layer reads its input block.
         Float32 layers are appended to ``biases`` as bit patterns (weights ``[bucket][out][in]``,
@@ -750,12 +752,20 @@ class Network:
             b_parts.append(b.reshape(-1))
             w_off += blocks.size
             b_off += b.size
+            table[i, COL_ROWS] = -1
+            if i == 0:  # a row-major copy too (inputs padded as the blocks): dense.affine_rows_zmm
+                rows = np.zeros((B, n_out, n_in), np.int8)
+                rows[:, :, :w.shape[2]] = w
+                table[i, COL_ROWS] = w_off
+                w_parts.append(rows.reshape(-1))
+                w_off += rows.size
         for i, (layer, w, b) in enumerate(zip(arch.layers, self.layer_weights, self.layer_biases)):
             if not layer.is_float:
                 continue
             B, n_out, n_in = w.shape
             table[i, :8] = (n_in, n_out, FLOAT_ACTIVATIONS[layer.activation], layer.n_activated,
                             b_off, n_out * n_in, b_off + w.size, n_out)
+            table[i, COL_ROWS] = -1
             b_parts.append(w.reshape(-1).view(np.int32))
             b_parts.append(b.reshape(-1).view(np.int32))
             b_off += w.size + b.size

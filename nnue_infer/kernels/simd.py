@@ -350,6 +350,71 @@ def dot4_vnni512(typingctx, acc, x, xi, w, wi):
 
 
 @intrinsic
+def dot64_vnni512(typingctx, acc, x, xi, w, wi):
+    """``acc[i] += sum_k x[xi + 4*i + k] * w[wi + 4*i + k]`` for 16 int32 lanes i (k < 4): 64
+    input bytes against 64 weight bytes, lane by lane (no broadcast; a row-major weight row, see
+    ``dense.affine_rows_zmm``).  x uint8, w int8; int32 sums wrap.  One ``vpdpbusd zmm`` where
+    the target has AVX-512 VNNI, the same arithmetic otherwise."""
+    if not _check_dot4(acc, x, xi, w, wi, I32x16):
+        return None
+
+    def codegen(context, builder, sig, args):
+        _, xty, _, wty, _ = sig.args
+        v8 = _vec(8, 64)
+        xb = builder.load(_element_ptr(context, builder, xty, args[1], args[2], v8), align=1)
+        wb = builder.load(_element_ptr(context, builder, wty, args[3], args[4], v8), align=1)
+        if _has(context, "avx512f", "avx512vnni"):
+            v32 = _vec(32, 16)
+            return _call(builder, "llvm.x86.avx512.vpdpbusd.512", v32,
+                         [args[0], builder.bitcast(xb, v32), builder.bitcast(wb, v32)])
+        return _dot4_generic(builder, args[0], xb, wb)
+
+    return I32x16(acc, x, xi, w, wi), codegen
+
+
+@intrinsic
+def hsum16_i32x16(typingctx, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15):
+    """The 16 lane sums of 16 ``I32x16`` vectors, lane o of the result = sum of the lanes of ``a_o``
+    (wrapping int32): a transposing tree of shuffles and adds (pairs of vectors, then pairs of
+    those, ...: 15 steps of two shuffles and an add), generic vector IR on every target."""
+    if not all(a == I32x16 for a in (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        vs = list(args)
+        size = 1
+        while len(vs) > 1:  # blocks of ``size`` lanes: [v.b0, w.b0, v.b2, w.b2, ..] + [v.b1, w.b1, v.b3, w.b3, ..]
+            lo, hi = [], []
+            for b in range(0, 16 // size, 2):
+                lo += [b * size + i for i in range(size)] + [16 + b * size + i for i in range(size)]
+                hi += [(b + 1) * size + i for i in range(size)] + [16 + (b + 1) * size + i for i in range(size)]
+            mask_lo, mask_hi = ir.Constant(_vec(32, 16), lo), ir.Constant(_vec(32, 16), hi)
+            vs = [builder.add(builder.shuffle_vector(v, w, mask_lo), builder.shuffle_vector(v, w, mask_hi))
+                  for v, w in zip(vs[0::2], vs[1::2])]
+            size *= 2
+        return vs[0]
+
+    return I32x16(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15), codegen
+
+
+@intrinsic
+def dot_u8i8x32(typingctx, x, xi, w, wi):
+    """``sum_k x[xi + k] * w[wi + k]`` over 32 bytes (x uint8, w int8) as a wrapping int32: a
+    32-lane product and a vector sum (generic IR on every target: LLVM picks the instructions)."""
+    if not (_is_array(x, 8) and _is_array(w, 8) and isinstance(xi, types.Integer) and isinstance(wi, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        xty, _, wty, _ = sig.args
+        xb = builder.load(_element_ptr(context, builder, xty, args[0], args[1], _vec(8, 32)), align=1)
+        wb = builder.load(_element_ptr(context, builder, wty, args[2], args[3], _vec(8, 32)), align=1)
+        p = builder.mul(builder.zext(xb, _vec(32, 32)), builder.sext(wb, _vec(32, 32)))
+        return _call(builder, "llvm.vector.reduce.add.v32i32", _I32, [p])
+
+    return types.int32(x, xi, w, wi), codegen
+
+
+@intrinsic
 def dot4_avxvnni(typingctx, acc, x, xi, w, wi):
     """As :func:`dot4_vnni512` for 8 int32 lanes (32 weight bytes): one ``vpdpbusd ymm``
     (AVX-VNNI, or AVX-512 VNNI + VL) where the target has it, the same arithmetic otherwise."""

@@ -11,7 +11,10 @@ import pytest
 import reference as R
 from nnue_infer.kernels import simd
 from nnue_infer.kernels.dense import (
+    COL_ROWS,
+    COL_W_STRIDE,
     affine,
+    affine_rows_zmm,
     ft_input,
     propagate_layer_stack,
     psqt_term,
@@ -171,6 +174,48 @@ def test_affine_extremes_wrap_int32(isa):
         want = [R.wrap32(int(b[i]) + int(w[i * n_in : (i + 1) * n_in].astype(np.int64).sum()) * top)
                 for i in range(n_out)]
         np.testing.assert_array_equal(z, want)
+
+
+@pytest.mark.parametrize("n_in, n_out", [(64, 16), (1024, 16), (1024, 32), (192, 48)])
+def test_affine_rows_zmm_random(rng, n_in, n_out):
+    """The row-major first-layer form (vnni512; VNNI emulated where the CPU lacks it): biases + W x
+    for bytes up to 255, at offsets into longer arrays, wrapping int32 at the edges."""
+    for top in (126, 255):
+        w = rng.integers(-128, 128, size=2 * n_in * n_out, dtype=np.int8)
+        b = rng.integers(-(2**31), 2**31, size=2 * n_out, dtype=np.int64).astype(np.int32)
+        x = np.zeros(n_in + 64, np.uint8)
+        x[64:] = rng.integers(0, top + 1, size=n_in)
+        x[64:][rng.random(n_in) < 0.5] = 0
+        z = np.zeros(n_out + 16, np.int32)
+        for k in range(2):
+            affine_rows_zmm(x, 64, n_in, w, k * n_in * n_out, b, k * n_out, n_out, z, 16)
+            W = w[k * n_in * n_out : (k + 1) * n_in * n_out].reshape(n_out, n_in).astype(np.int64)
+            want = R.wrap32_array(b[k * n_out : (k + 1) * n_out].astype(np.int64) + W @ x[64:].astype(np.int64))
+            np.testing.assert_array_equal(z[16:], want)
+
+
+def test_layout_keeps_first_layer_rows(network, layout):
+    """compute_layout's row-major copy of fc_0 (``COL_ROWS``, what the vnni512 path reads) holds the
+    file's weights, bucket by bucket; the other layers have none."""
+    weights, _, layers = layout
+    w0 = network.layer_weights[0]
+    B, n_out, n_in = w0.shape
+    rows = weights[layers[0, COL_ROWS]:layers[0, COL_ROWS] + B * layers[0, COL_W_STRIDE]].reshape(B, n_out, -1)
+    np.testing.assert_array_equal(rows[:, :, :n_in], w0)
+    assert (layers[1:, COL_ROWS] == -1).all()
+
+
+def test_layer_stack_equal_on_every_first_layer_path(network, layout, sample_boards):
+    """The layer stack gives the same numbers whichever first-layer path runs (the row-major
+    vnni512 form, the block forms, the plain loops) on real transformed features."""
+    weights, biases, layers = layout
+    paths = [simd.ISA_PORTABLE, simd.ISA_VNNI512, simd.ISA_AVXVNNI, simd.FC0_AVX2_PAIRED]
+    for board in sample_boards[::7]:
+        x = R.evaluate(network, board).transformed.astype(np.int16)
+        for k in (0, 7):
+            got = {propagate_layer_stack(with_scratch(x, layers), k, weights, biases, layers, 6, *SKIP, 9600, ISA, fc0,
+                                         False) for fc0 in paths}
+            assert len(got) == 1, (board.fen(), k, got)
 
 
 def test_psqt_term():

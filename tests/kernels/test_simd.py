@@ -59,6 +59,38 @@ def pairwise(acc, out, clamp_max, shift):
 
 
 @njit(cache=True)
+def dense_rows_vnni512(x, w, n_in, n_out, z):
+    """16 outputs at a time from row-major weights: dot64_vnni512 per 64-byte chunk, hsum16_i32x16."""
+    for g in range(0, n_out, 16):
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = a8 = a9 = a10 = a11 = a12 = a13 = a14 = a15 = S.zero_i32x16()
+        for j in range(0, n_in, 64):
+            r = g * n_in + j
+            a0 = S.dot64_vnni512(a0, x, j, w, r)
+            a1 = S.dot64_vnni512(a1, x, j, w, r + n_in)
+            a2 = S.dot64_vnni512(a2, x, j, w, r + 2 * n_in)
+            a3 = S.dot64_vnni512(a3, x, j, w, r + 3 * n_in)
+            a4 = S.dot64_vnni512(a4, x, j, w, r + 4 * n_in)
+            a5 = S.dot64_vnni512(a5, x, j, w, r + 5 * n_in)
+            a6 = S.dot64_vnni512(a6, x, j, w, r + 6 * n_in)
+            a7 = S.dot64_vnni512(a7, x, j, w, r + 7 * n_in)
+            a8 = S.dot64_vnni512(a8, x, j, w, r + 8 * n_in)
+            a9 = S.dot64_vnni512(a9, x, j, w, r + 9 * n_in)
+            a10 = S.dot64_vnni512(a10, x, j, w, r + 10 * n_in)
+            a11 = S.dot64_vnni512(a11, x, j, w, r + 11 * n_in)
+            a12 = S.dot64_vnni512(a12, x, j, w, r + 12 * n_in)
+            a13 = S.dot64_vnni512(a13, x, j, w, r + 13 * n_in)
+            a14 = S.dot64_vnni512(a14, x, j, w, r + 14 * n_in)
+            a15 = S.dot64_vnni512(a15, x, j, w, r + 15 * n_in)
+        S.store_i32x16(z, g, S.hsum16_i32x16(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15))
+
+
+@njit(cache=True)
+def dots32(x, w, out):
+    for i in range(out.shape[0]):
+        out[i] = S.dot_u8i8x32(x, 32 * i, w, 32 * i)
+
+
+@njit(cache=True)
 def add_sub_rows(a, b, out):
     for j in range(0, a.shape[0], 64):
         S.store_i16x64(out, j, S.sub_i16x64(S.add_i16x64(S.load_i16x64(a, j), S.load_i16x64(b, j)),
@@ -92,6 +124,33 @@ def test_dot4_intrinsics_equal_numpy(rng, top):
         if top == 127:  # vpmaddubsw is exact there
             dense_ymm(x, blocked(W), n_in, n_out, z, False)
             np.testing.assert_array_equal(z, want)
+
+
+@pytest.mark.parametrize("n_in, n_out", [(64, 16), (1024, 16), (128, 32)])
+def test_row_major_dot64_and_lane_sums_equal_numpy(rng, n_in, n_out):
+    """dot64_vnni512 (lane by lane, VNNI emulated where the CPU lacks it) and hsum16_i32x16 (each
+    vector's lane sum into its own output lane) give W x for bytes up to 255 and int8 weights at
+    their extremes, the int32 sums wrapping."""
+    for extreme in (False, True):
+        x = rng.integers(0, 256, n_in).astype(np.uint8)
+        if extreme:
+            x[:] = 255
+            W = rng.choice(np.array([-128, 127], np.int8), size=(n_out, n_in))
+        else:
+            W = rng.integers(-128, 128, (n_out, n_in)).astype(np.int8)
+        z = np.zeros(n_out, np.int32)
+        dense_rows_vnni512(x, np.ascontiguousarray(W).reshape(-1), n_in, n_out, z)
+        want = (W.astype(np.int64) @ x.astype(np.int64) + 2**31) % 2**32 - 2**31
+        np.testing.assert_array_equal(z, want)
+
+
+def test_dot_u8i8x32_equals_numpy(rng):
+    x = rng.integers(0, 256, 32 * 6).astype(np.uint8)
+    w = rng.integers(-128, 128, 32 * 6).astype(np.int8)
+    x[:32], w[:32] = 255, -128  # the extremes
+    out = np.empty(6, np.int32)
+    dots32(x, w, out)
+    np.testing.assert_array_equal(out, (x.astype(np.int64) * w).reshape(6, 32).sum(axis=1))
 
 
 def test_signed_inputs_offset_through_every_dot4(rng):
