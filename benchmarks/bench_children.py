@@ -16,7 +16,16 @@ network, over the same positions (dev corpus, every ``--step``-th):
   on the position set with ``set_position``, per child (python-chess's move generation included);
 * ``batch``: ``evaluate_children_batch`` on one thread over all the positions (boards), per child;
 * ``hot``: ``ev.evaluate_moves(board)`` ``REPEAT`` times in a row per position, per child (the
-  parent's and the children's weight rows in the caches, as in C's hot figure).
+  parent's and the children's weight rows in the caches, as in C's hot figure);
+* ``game walk``: ``ev.evaluate_moves()`` on the followed position before each move of dev games
+  (``games-dev.jsonl``, every ``--games-step``-th), less the same walk with ``push`` alone, per
+  child: the analysis / search use, where the parent is one incremental update from the position
+  before and the children of consecutive positions share most weight rows.
+
+Once after the rounds, C's cost of weight rows from memory: one random 2 KB row of the 46 MB
+matrix (``memory`` case; the rows a child of a new position brings in are such rows) and a
+position evaluated from scratch over 4,096 positions (``eval_scratch big cold``: what the parent
+of a new position costs C).
 
 A breakdown for the first network splits the compiled call's time per child (thread CPU): legal
 moves and ``play`` alone (a compiled loop); the compiled call on given moves (standard-chess
@@ -60,25 +69,30 @@ from nnue_infer.kernels.movegen import MAX_MOVES, legal_moves, play  # noqa: E40
 
 C_CASE = "eval_incremental\tbig hot"
 C_COLD = "eval_incremental\tbig cold(4096 pos)"
+#: What a position's weight rows cost C from memory (run once, after the rounds): one 2 KB row
+#: (an accumulator row of Stockfish 15.1's net) from the 46 MB matrix, and a parent from scratch
+#: (both perspectives refreshed, 30 rows each, and evaluated) over 4,096 positions.
+C_ROW = "memory\trandom 2KB row of 46MB matrix, independent"
+C_SCRATCH = "eval_scratch\tbig cold(4096 pos)"
 #: Calls per position of the ``hot`` measurement.
 REPEAT = 8
 
 
-def run_c(bench: Path) -> dict[str, tuple[float, str]]:
-    """One C process (2 interleaved rounds, thread CPU time): per case (C_CASE, C_COLD) the best
-    implementation's median (ns) and its name."""
+def run_c(bench: Path, cases: tuple[str, ...] = (C_CASE, C_COLD)) -> dict[str, tuple[float, str]]:
+    """One C process (2 interleaved rounds, thread CPU time): per case the best implementation's
+    median (ns) and its name."""
     import subprocess
 
     env = dict(os.environ, ROUNDS="2", CPUCLOCK="1")
-    out = subprocess.run([str(bench), "eval_incremental/big hot/|eval_incremental/big cold"], env=env, capture_output=True, text=True,
-                         check=True).stdout
+    pattern = "|".join(c.replace("\t", "/") + "/" for c in cases)
+    out = subprocess.run([str(bench), pattern], env=env, capture_output=True, text=True, check=True).stdout
     best = {}
     for line in out.splitlines():
         f = line.split("\t")
         case = f"{f[1]}\t{f[2]}" if f[0] == "R" else None
-        if case in (C_CASE, C_COLD) and f[3] != "novec" and (case not in best or float(f[4]) < best[case][0]):
+        if case in cases and f[3] != "novec" and (case not in best or float(f[4]) < best[case][0]):
             best[case] = (float(f[4]), f[3])
-    assert len(best) == 2, out
+    assert len(best) == len(cases), out
     return best
 
 
@@ -156,10 +170,17 @@ def thread_ns(fn) -> int:
 class Net:
     """The measurements of one network over the position set."""
 
-    def __init__(self, spec: str, boards: list[chess.Board]) -> None:
+    def __init__(self, spec: str, boards: list[chess.Board], games: list[tuple[chess.Board, list[chess.Move]]]) -> None:
         self.spec = spec
         self.ev = nnue_infer.Evaluator(spec)
         self.boards = boards
+        self.games = games
+        self.game_children = 0
+        for start, moves in games:
+            b = start.copy()
+            for m in moves:
+                self.game_children += b.legal_moves.count()
+                b.push(m)
         self.fens = [b.fen() for b in boards]
         self.children = sum(b.legal_moves.count() for b in boards)
         ev = self.ev
@@ -202,6 +223,23 @@ class Net:
             for _ in range(REPEAT):
                 evaluate_moves(b)
 
+    def game_walk(self) -> None:
+        ev = self.ev
+        evaluate_moves, push = ev.evaluate_moves, ev.push
+        for start, moves in self.games:
+            ev.set_position(start)
+            for m in moves:
+                evaluate_moves()
+                push(m, validate=False)
+
+    def game_pushes(self) -> None:
+        ev = self.ev
+        push = ev.push
+        for start, moves in self.games:
+            ev.set_position(start)
+            for m in moves:
+                push(m, validate=False)
+
     def fen_string(self) -> None:
         evaluate = self.ev.evaluate
         for fen in self.fens:
@@ -221,6 +259,7 @@ class Net:
         out = {name: thread_ns(getattr(self, name)) / self.children
                for name in ("evaluate_moves", "kernel", "loop", "batch")}
         out["hot"] = thread_ns(self.hot) / (REPEAT * self.children)
+        out["game"] = (thread_ns(self.game_walk) - thread_ns(self.game_pushes)) / self.game_children
         out.update({name: thread_ns(getattr(self, name)) / len(self.boards)
                     for name in ("fen_string", "board", "python_chess_fen")})
         return out
@@ -231,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", "3")))
     ap.add_argument("--nets", nargs="+", default=["sf15.1", "sf19", "default"])
     ap.add_argument("--step", type=int, default=20, help="every STEP-th dev position (3,298 in all)")
+    ap.add_argument("--games-step", type=int, default=16, help="every STEP-th dev game (264 in all) for the game walk")
     ap.add_argument("--limits", type=Path, default=shared_dir() / "limits", help="the shared/limits directory")
     args = ap.parse_args(argv)
     numba.set_num_threads(1)
@@ -238,10 +278,14 @@ def main(argv: list[str] | None = None) -> int:
         rows = [json.loads(line) for line in f if line.strip()][::args.step]
     boards = [chess.Board(r["fen"], chess960=r["chess960"]) for r in rows]
     boards = [b for b in boards if b.legal_moves.count()]
+    with open(shared_dir() / "data" / "games-dev.jsonl") as f:
+        game_rows = [json.loads(line) for line in f if line.strip()][::args.games_step]
+    games = [(chess.Board(g["start_fen"]), [chess.Move.from_uci(u) for u in g["moves"]])
+             for g in game_rows]
     with tempfile.TemporaryDirectory(prefix="nnue-limits-") as tmp:
         print(f"building the C floors from {args.limits} in {tmp} ...", file=sys.stderr)
         bench = build_c(args.limits, Path(tmp))
-        nets = [Net(spec, boards) for spec in args.nets]
+        nets = [Net(spec, boards, games) for spec in args.nets]
         for net in nets:
             net.measure()  # warm up
         c_rounds, py_rounds = [], []
@@ -250,27 +294,33 @@ def main(argv: list[str] | None = None) -> int:
             c_rounds.append(run_c(bench))
             py_rounds.append({net.spec: net.measure() for net in nets})
             py_rounds[-1]["breakdown"] = breakdown(nets[0])
+        memory = run_c(bench, (C_ROW, C_SCRATCH))
     c_ns = statistics.median(r[C_CASE][0] for r in c_rounds)
     c_cold = statistics.median(r[C_COLD][0] for r in c_rounds)
     print(f"nnue-infer {nnue_infer.__version__}, every child of {len(boards)} dev positions "
-          f"({nets[0].children} children): median of {args.rounds} rounds, thread CPU time, 1 thread; "
+          f"({nets[0].children} children; game walk: {len(games)} dev games, {nets[0].game_children} children): "
+          f"median of {args.rounds} rounds, thread CPU time, 1 thread; "
           f"C {C_CASE.replace(chr(9), ' ')} [{c_rounds[-1][C_CASE][1]}] {c_ns:.0f} ns, "
           f"{C_COLD.replace(chr(9), ' ')} [{c_rounds[-1][C_COLD][1]}] {c_cold:.0f} ns; load average "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"C from memory (once): {C_ROW.replace(chr(9), ' ')} [{memory[C_ROW][1]}] {memory[C_ROW][0]:.0f} ns, "
+          f"{C_SCRATCH.replace(chr(9), ' ')} [{memory[C_SCRATCH][1]}] {memory[C_SCRATCH][0]:,.0f} ns")
     print()
     print("| network | evaluate_moves ns/child | kernel ns/child | batch (1 thread) ns/child | "
           f"push/evaluate/pop loop ns/child | evaluate_moves / C hot | evaluate_moves / C cold | "
-          f"loop / evaluate_moves | hot ({REPEAT} calls a position) ns/child | hot / C hot |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          f"loop / evaluate_moves | hot ({REPEAT} calls a position) ns/child | hot / C hot | "
+          f"game walk ns/child | game walk / C hot |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for net in nets:
         cell = {k: statistics.median(r[net.spec][k] for r in py_rounds) for k in py_rounds[0][net.spec]}
         c = net.spec in ("sf15.1", "stockfish")
         to_c = f"{cell['evaluate_moves'] / c_ns:.2f}x" if c else "(no C floor)"
         to_cold = f"{cell['evaluate_moves'] / c_cold:.2f}x" if c else "(no C floor)"
         hot = f"{cell['hot'] / c_ns:.2f}x" if c else "(no C floor)"
+        game = f"{cell['game'] / c_ns:.2f}x" if c else "(no C floor)"
         print(f"| {net.spec} | {cell['evaluate_moves']:,.0f} | {cell['kernel']:,.0f} | {cell['batch']:,.0f} | "
               f"{cell['loop']:,.0f} | {to_c} | {to_cold} | {cell['loop'] / cell['evaluate_moves']:.1f}x | "
-              f"{cell['hot']:,.0f} | {hot} |")
+              f"{cell['hot']:,.0f} | {hot} | {cell['game']:,.0f} | {game} |")
     print()
     print(f"Breakdown on {nets[0].spec} (compiled loops, ns; per child unless said):")
     print()
