@@ -194,6 +194,8 @@ class Evaluator:
     """
 
     def __init__(self, network: Network | str | os.PathLike[str] | None = None, *, isa: str | None = None) -> None:
+        if isa is not None and not isinstance(isa, str):
+            raise TypeError(f"isa: expected a path name ({', '.join(simd.ISA_NAMES)}) or None, got {type(isa).__name__}")
         self._isa = simd.ISA if isa is None else simd.path_code(isa)
         self._free = [_TOKEN]  # the in-use token, taken while a method runs: concurrent use raises (see _busy)
         _ALL_EVALUATORS.add(self)

@@ -524,3 +524,93 @@ def test_an_output_that_cannot_be_locked_is_still_written(tmp_path, monkeypatch)
     shard = tmp_path / "s.epd"
     shard.write_text(chess.STARTING_FEN + "\n")
     assert D.score_files(str(shard), str(tmp_path / "out"), "default").rows == 1
+
+
+def test_a_replaced_network_file_is_refused(tmp_path, fens):
+    """The manifest records the network's SHA-256: another network copied over the same file name (or an
+    updated package's default network) cannot add its rows to a dataset of the first (a hostile pass got
+    1,823 rows of one network and 1,188 of the other in one dataset, no warning)."""
+    import dataclasses
+
+    shard = tmp_path / "s.epd"
+    shard.write_text("\n".join(fens[:20]) + "\n")
+    net = nnue_infer.default_network()
+    path = tmp_path / "net.safetensors"
+    nnue_infer.save(net, path)
+    out = tmp_path / "out"
+    assert D.score_files(str(shard), str(out), str(path)).rows == 20
+    other = dataclasses.replace(net, ft_biases=net.ft_biases + 1)
+    nnue_infer.save(other, path)
+    (out / D.part_name(str(shard))).unlink()
+    with pytest.raises(ValueError, match=r"holds results of '.*net.safetensors' with other parameters \(SHA-256 "):
+        D.score_files(str(shard), str(out), str(path))
+    manifest = json.loads((out / D.MANIFEST).read_text())
+    assert manifest["network_sha256"] == D.network_digest(net) != D.network_digest(other)
+
+
+def test_a_link_in_a_later_run_is_the_same_input(tmp_path, fens):
+    """Parts are named by the input's real path: the same file through a link, in a later run, is a part
+    already done (it was scored again: every row twice in the dataset)."""
+    shard = tmp_path / "s.epd"
+    shard.write_text("\n".join(fens[:20]) + "\n")
+    (tmp_path / "link.epd").symlink_to(shard)
+    out = tmp_path / "out"
+    assert D.score_files(str(shard), str(out), "default").rows == 20
+    again = D.score_files(str(tmp_path / "link.epd"), str(out), "default")
+    assert (again.rows, again.skipped) == (20, 1) and again.parts[0]["skipped"]
+    assert pq.read_table(out, columns=["fen"]).num_rows == 20
+
+
+def test_an_input_edited_at_the_same_size(tmp_path, fens):
+    """An input edited in place at the same size while its part exists: refused, naming the part (it was
+    skipped as finished, its old values kept); with the part deleted, the new file is scored."""
+    shard = tmp_path / "s.epd"
+    lines = [f for f in fens if f.split()[3] == "-" and chess.Board(f.replace(" w ", " b ")).is_valid()][:10]
+    shard.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    first = D.score_files(str(shard), str(out), "default")
+    assert first.rows == 10
+    flipped = lines[0].replace(" w ", " b ")
+    assert len(flipped) == len(lines[0]) and chess.Board(flipped).is_valid()
+    shard.write_text("\n".join([flipped, *lines[1:]]) + "\n")
+    os.utime(shard, ns=(shard.stat().st_atime_ns, shard.stat().st_mtime_ns + 10**9))  # a later modification
+    part = D.part_name(str(shard))
+    with pytest.raises(ValueError, match=rf"{shard}: changed since {out} planned it \(\d+ bytes, \d+ and "
+                                         rf"modified since\): its parts there \({part}\)"):
+        D.score_files(str(shard), str(out), "default")
+    (out / part).unlink()
+    assert D.score_files(str(shard), str(out), "default").rows == 10
+    table = pq.read_table(out, columns=["fen", "value"]).to_pydict()
+    assert table["value"][table["fen"].index(flipped)] == nnue_infer.evaluate(chess.Board(flipped))
+
+
+def test_a_range_that_ends_early_fails_its_task(tmp_path):
+    """A file truncated while it is scored: the task reading a range past the new end fails, naming the file
+    and byte (it ended quietly: a run reported success with most rows missing)."""
+    path = tmp_path / "t.epd"
+    path.write_bytes(b"x" * 100)
+    with open(path, "rb", buffering=0) as f:
+        part = D._Range(f, 40, 150)
+        assert len(part.read(50)) == 50
+        assert part.read() == b"x" * 10  # what there is
+        with pytest.raises(ValueError, match=rf"{path}: ended at byte 100, 50 bytes before the end planned"):
+            part.read()
+
+
+def test_a_run_waiting_for_another_says_so(tmp_path, fens, caplog):
+    """A run that finds the output's lock held waits and says so (it waited silently, forever for a hung
+    planner), then goes on when the lock is released."""
+    import fcntl
+
+    shard = tmp_path / "s.epd"
+    shard.write_text("\n".join(fens[:5]) + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = open(out / D.LOCK, "a+b")
+    fcntl.flock(holder.fileno(), fcntl.LOCK_EX)
+    release = threading.Timer(1.0, holder.close)
+    release.start()
+    with caplog.at_level("WARNING", logger="nnue_infer"):
+        assert D.score_files(str(shard), str(out), "default").rows == 5
+    release.join()
+    assert f"waiting for another run planning into {out}" in caplog.text

@@ -139,6 +139,8 @@ def test_evaluator_isa_keyword():
     with pytest.raises(SimdPathError, match=r"isa='sse9': expected one of portable, avx2, avxvnni, vnni512 "
                                             r"\(this CPU runs .*; leave it out for the best\)"):
         Evaluator(isa="sse9")
+    with pytest.raises(TypeError, match=r"isa: expected a path name \(portable, avx2, avxvnni, vnni512\) or None, got int"):
+        Evaluator(isa=3)
     with pytest.raises(SimdPathError, match=r"isa='avx2': this CPU lacks avx2 \(it runs portable; leave it out"):
         simd.path_code("avx2", frozenset())
 

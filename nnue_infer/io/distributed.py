@@ -29,11 +29,13 @@ from the Numba cache that the worker processes of a machine share).  Dask retrie
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import glob
 import hashlib
 import io
 import json
+import logging
 import numbers
 import os
 import shutil
@@ -47,6 +49,7 @@ import numpy as np
 KINDS = {".epd": "epd", ".fen": "epd", ".txt": "epd", ".pgn": "pgn", ".parquet": "parquet", ".binpack": "binpack"}
 _COMPRESSED = (".gz", ".zst", ".zstd")
 MANIFEST = "_nnue_infer.json"
+log = logging.getLogger("nnue_infer.io")
 #: Sub-directory of the errors table (a leading "_": dataset readers skip it when reading the positions).
 ERRORS_DIR = "_errors"
 
@@ -157,10 +160,12 @@ def _set_threads(threads: int | None) -> None:
 
 
 def part_name(path: str, byte_range: tuple[int, int] | None = None) -> str:
-    """Stable name of an input's part: its base name and a hash of its absolute path (and, for a task
+    """Stable name of an input's part: its base name and a hash of its real path (links and other names
+    of one file give one part, in any run) (and, for a task
     that reads a range of a split input, the range's start: byte, or Parquet row group)."""
-    digest = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:12]
-    base = os.path.basename(path).replace(".", "_")[:60]
+    real = os.path.realpath(path)
+    digest = hashlib.sha1(real.encode()).hexdigest()[:12]
+    base = os.path.basename(real).replace(".", "_")[:60]
     at = f"-b{byte_range[0]}" if byte_range is not None else ""
     return f"part-{base}-{digest}{at}.parquet"
 
@@ -334,9 +339,11 @@ def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BY
     time (with the file's size) and reused by every later run, so a re-run skips exactly the finished
     ranges, whatever its own task sizes; an input whose part exists whole (scored before in one task)
     stays one task.  :func:`score_files` plans under the output's lock (:func:`planning`).  Every
-    regular file's size is recorded too (``sizes``).  Raises ``ValueError`` when an input changed size
-    since it was planned (its part, or some of its ranges, would hold the old file's scores), or a task
-    size is not a positive integer.
+    regular file's size and modification time are recorded too (``sizes``, ``mtimes``); an input that
+    changed since (edited, replaced, even at the same size) is planned afresh when none of its parts
+    exist (deleted to score it again), and its old errors tables are dropped.  Raises ``ValueError``
+    when an input changed while parts of it exist (they hold the old file's scores: the message names
+    them), or a task size is not a positive integer.
     """
     _check_task_sizes(split_bytes=split_bytes, split_rows=split_rows, binpack_task_bytes=binpack_task_bytes)
     manifest_path = os.path.join(output, MANIFEST)
@@ -345,23 +352,35 @@ def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BY
     plans = manifest.setdefault("ranges", {})
     sizes = manifest.setdefault("sizes", {})
     tasks, changed = [], False
+    stamps = manifest.setdefault("mtimes", {})
+    names = set(os.listdir(output))
     for path in files:
-        key = os.path.abspath(path)
+        key = os.path.realpath(path)
         kind = input_kind(path)
         size = os.path.getsize(path) if os.path.isfile(path) else None
+        mtime = os.stat(path).st_mtime_ns if size is not None else None
+        if size is not None and key in sizes and (sizes[key] != size or stamps.get(key, mtime) != mtime):
+            stem = part_name(path)[:-len(".parquet")]
+            parts = sorted(n for n in names if n == f"{stem}.parquet" or n.startswith(f"{stem}-b"))
+            if parts:
+                now = f"now {size}" if sizes[key] != size else f"{size} and modified since"
+                raise ValueError(f"{path}: changed since {output} planned it ({sizes[key]} bytes, {now}): its "
+                                 f"parts there ({', '.join(parts[:3])}{', ...' if len(parts) > 3 else ''}) hold "
+                                 "the old file's scores; delete them to score it again, or use another output "
+                                 "directory")
+            del sizes[key]  # nothing of the old file is kept: planned afresh, its old errors tables dropped
+            plans.pop(key, None)
+            errors_dir = os.path.join(output, ERRORS_DIR)
+            for name in os.listdir(errors_dir) if os.path.isdir(errors_dir) else ():
+                if name == f"{stem}.parquet" or name.startswith(f"{stem}-b"):
+                    os.unlink(os.path.join(errors_dir, name))
         if size is not None and key not in sizes:
-            sizes[key] = size
+            sizes[key], stamps[key] = size, mtime
             changed = True
-        elif size is not None and sizes[key] != size:
-            raise ValueError(f"{path}: changed since {output} planned it ({sizes[key]} bytes, now {size}): its "
-                             "scores there are of the old file; use another output directory")
         if os.path.exists(os.path.join(output, part_name(path))):
             tasks.append(Task(path, kind))
             continue
         if key in plans:
-            if plans[key]["size"] != size:
-                raise ValueError(f"{path}: changed since {output} recorded its ranges ({plans[key]['size']} bytes, "
-                                 f"now {size}): use another output directory")
             ranges = [tuple(r) for r in plans[key]["ranges"]]
         else:
             planned = tasks_of(path, binpack_task_bytes, split_bytes=split_bytes, split_rows=split_rows)
@@ -392,8 +411,15 @@ class _Range(io.RawIOBase):
         return len(data)
 
     def read(self, size: int = -1) -> bytes:  # type: ignore[override]
-        """Up to ``size`` bytes (all that is left for ``-1``) with one read of the file (no buffer to fill)."""
-        data = self.f.read(self.left if size < 0 else min(size, self.left))
+        """Up to ``size`` bytes (all that is left for ``-1``) with one read of the file (no buffer to fill).
+
+        Raises ``ValueError`` naming the file and the byte where it ended when it ends before ``end``
+        (truncated while it was scored: the range's last rows would be missing, silently)."""
+        want = self.left if size < 0 else min(size, self.left)
+        data = self.f.read(want)
+        if not data and want > 0:
+            raise ValueError(f"{self.f.name}: ended at byte {self.f.tell()}, {self.left} bytes before the end "
+                             "planned for this task: the file changed while it was scored")
         self.left -= len(data)
         return data
 
@@ -613,7 +639,8 @@ def _check_manifest(out_dir: str, network: str) -> None:
     network.  The network is read first: a network that cannot be read creates nothing."""
     from ..resources import network_from_spec
 
-    identity = {"network": network, "network_repr": repr(network_from_spec(network))}
+    net = network_from_spec(network)
+    identity = {"network": network, "network_repr": repr(net), "network_sha256": network_digest(net)}
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, MANIFEST)
     if os.path.exists(path):
@@ -622,8 +649,26 @@ def _check_manifest(out_dir: str, network: str) -> None:
         if old.get("network") != network:
             raise ValueError(f"{out_dir} holds results of network {old.get('network')!r}, not {network!r}: "
                              "use another output directory")
+        if old.get("network_sha256") != identity["network_sha256"]:
+            was = ("an unrecorded version of it (a manifest of an older nnue-infer)" if "network_sha256" not in old
+                   else f"other parameters (SHA-256 {old['network_sha256'][:12]}..., now "
+                        f"{identity['network_sha256'][:12]}...: the file was replaced, or the package updated)")
+            raise ValueError(f"{out_dir} holds results of {network!r} with {was}: use another output directory")
         return
     _write_manifest(path, identity | {"schema": "nnue_infer.parquet.schema"})
+
+
+def network_digest(network) -> str:
+    """SHA-256 (hex) of a network's architecture and every parameter array: the identity a dataset's
+    manifest records, so rows of two networks that share a name or a file path never mix."""
+    h = hashlib.sha256(repr(network.architecture).encode())
+    for f in dataclasses.fields(network):  # the parameters, not the cached layouts made from them
+        value = getattr(network, f.name)
+        for arr in value if isinstance(value, tuple) else (value,):
+            if isinstance(arr, np.ndarray):
+                h.update(f.name.encode() + str(arr.dtype).encode() + str(arr.shape).encode())
+                h.update(np.ascontiguousarray(arr).data)
+    return h.hexdigest()
 
 
 def _write_manifest(path: str, manifest: dict) -> None:
@@ -667,7 +712,11 @@ def planning(out_dir: str) -> Iterator[None]:
                 msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)
             return
         try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log.warning("waiting for another run planning into %s (it holds %s)", out_dir, LOCK)
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX)
         except OSError as exc:
             if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP):
                 raise
