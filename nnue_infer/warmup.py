@@ -92,7 +92,7 @@ def warmup(networks: Iterable = (None,), paths: Iterable[str] = tuple(PATHS), pr
     ValueError
         An unknown path name (the known ones are listed); network errors as ``Evaluator``.
     """
-    paths = list(paths)
+    paths = list(dict.fromkeys(paths))  # each once, in the order given
     unknown = [p for p in paths if p not in PATHS]
     if unknown:
         raise ValueError(f"unknown path(s) {', '.join(unknown)}; known: {', '.join(PATHS)}")

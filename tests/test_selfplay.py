@@ -158,3 +158,18 @@ def test_random_endgames_are_valid_and_varied(network):
     with pytest.raises(ValueError, match="endgame_fraction"):
         selfplay.generate(10, 1, network, settings=selfplay.SelfPlaySettings(endgame_fraction=0.6), progress=False,
                           games=[{"id": "x", "start_fen": chess.STARTING_FEN, "moves": []}])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--selfplay", "--endgame-fraction", "nan"], "Invalid value for --endgame-fraction: nan is not in the range"),
+    (["--selfplay", "--perturbation-fraction", "0.7"], "--perturbation-fraction applies without --selfplay only"),
+])
+def test_datagen_options_refused_before_any_work(tmp_path, capsys, args, message):
+    """A NaN endgame share printed the settings' repr (status 1); a perturbation share with --selfplay was
+    ignored silently: both are usage errors now, and no file is written."""
+    from nnue_infer.cli import main
+
+    out = tmp_path / "x.npz"
+    assert main(["datagen", "-o", str(out), "-n", "10", *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not out.exists()

@@ -54,6 +54,11 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
     check_output_dir(output, "-o")
     if endgame_fraction and not selfplay:
         raise click.UsageError("--endgame-fraction applies to --selfplay only")
+    if not 0 <= endgame_fraction <= 0.5:  # NaN passes click's range check
+        raise click.BadParameter(f"{endgame_fraction} is not in the range 0<=x<=0.5", param_hint="--endgame-fraction")
+    source = click.get_current_context().get_parameter_source("perturbation_fraction")
+    if selfplay and source is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--perturbation-fraction applies without --selfplay only (self-play has no perturbations)")
     if games == "-" and exclude == "-":
         raise click.UsageError("--games and --exclude cannot both read standard input ('-')")
     try:
@@ -76,6 +81,8 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
                                                    perturbation_fraction=perturbation_fraction),
                               progress=show_progress(progress, quiet))
         D.save(output, data)
+    except MemoryError as exc:
+        raise click.ClickException(f"-n {n}: not enough memory for that many positions ({exc})") from exc
     except (NnueError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(json.dumps({"output": output, **D.summary(data), "meta": json.loads(str(data["meta"]))}, indent=1))
