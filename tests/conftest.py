@@ -88,11 +88,12 @@ def compile_notice_already_said():
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The per-path checks (``test_simd_paths.py``: each compiles the kernels of another instruction set
-    for a network's configuration, the most compiling tests) go first: pytest-xdist's work stealing then
-    spreads the rest over the workers while they run, instead of one worker finishing alone on one of
-    them at the end."""
-    first = {"test_network_on_every_path", "test_suite_passes_on_every_path"}
+    """The longest tests go first: the per-path checks (``test_simd_paths.py``: each compiles the kernels
+    of another instruction set for a network's configuration) and Stockfish 19 in pure Python
+    (``test_hostile_pass.py`` item 4); pytest-xdist's work stealing then spreads the rest over the
+    workers while they run, instead of one worker finishing alone on one of them at the end."""
+    first = {"test_network_on_every_path", "test_suite_passes_on_every_path",
+             "test_item4_every_path_runs_without_jit_stockfish_19"}
     items.sort(key=lambda item: getattr(item, "originalname", "") not in first)
 
 

@@ -43,7 +43,7 @@ ENTRY = "nnue_infer.kernels.arena.kernels.<locals>.evaluate_board"
 ONE_FEN_KERNELS = {ENTRY} | {f"nnue_infer.kernels.forward.stages.<locals>.{name}" for name in ("value", "refresh")} | {
     f"nnue_infer.kernels.{name}" for name in (
     "accumulator.refresh_accumulator", "accumulator.update_accumulator", "activation.ft_transform",
-    "activation.ft_activate", "activation.activate_lanes", "activation.activate", "dense.affine_zmm",
+    "activation.ft_activate", "activation.activate_lanes", "activation.activate", "dense.affine_zmm", "dense.affine_rows_zmm",
     "dense.affine_ymm", "dense.affine_ymm_paired", "dense.affine_portable", "features.active_features",
     "features.check_bitboards")}
 

@@ -129,9 +129,9 @@ def test_item4_every_path_runs_without_jit_stockfish_19(data_dir):
     _known("sf19")
     sf19 = data_dir / "sf19"
     rows = [json.loads(line) for line in (sf19 / "positions-dev-sf19.jsonl").read_text().splitlines()[:40]]
-    rows = [r for r in rows if not r["in_check"]][:2]
+    rows = [r for r in rows if not r["in_check"]][:1]
     game = json.loads((sf19 / "games-dev-sf19.jsonl").read_text().splitlines()[0])
-    plies = 3  # every path in pure Python with threat inputs: about 20 s a ply (children included)
+    plies = 2  # every path in pure Python with threat inputs: about 20 s a ply (children included)
     want_game = {ply: game["values"][ply] for ply in range(plies + 1) if not game["in_check"][ply]}
     got = _run_without_jit("sf19", [r["fen"] for r in rows], game["start_fen"], game["moves"][:plies])
     _check_paths(got, [r["fen"] for r in rows], [r["value"] for r in rows], want_game)
