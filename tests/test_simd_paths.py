@@ -4,11 +4,11 @@
 of the kernels' compile-time configuration, ``kernels.forward.Config``), so each path this CPU has
 is checked end to end here, against this run's own path, on the networks whose configurations the
 suite knows: Stockfish 15.1-19 (threat and pawn-pair inputs, the lite nets), the default network,
-the gated and signed first layers at small and extreme fc_0 weights (the AVX2 first-layer variants
-are chosen by the weights' size), networks whose int32 sums wrap, and random threat networks: single
-positions on each (the refresh and the layer stack), every ply of three dev games on those that differ in
-the rows the incremental update adds (king moves through the refresh cache), and every child of a
-position on two (``evaluate_moves``: the children's own delta kernel).  This run's own path is
+the signed first layers at small and extreme fc_0 weights (the AVX2 first-layer variants are chosen
+by the weights' size), networks whose int32 sums wrap, and random threat networks: single positions
+on each (the refresh and the layer stack), every ply of three dev games on those that differ in the
+rows the incremental update adds (king moves through the refresh cache), and every child of a
+position on Stockfish 15.1's (``evaluate_moves``: the children's own kernel).  This run's own path is
 checked against the engines and NumPy by the rest of the suite; every path's kernels are checked against NumPy one by one in
 ``tests/kernels`` (``ALL_PATHS``).  Paths the CPU lacks are skipped (the kernels do not compile
 them there; the emulation of their instructions is checked in ``tests/kernels/test_simd.py``).
@@ -35,17 +35,22 @@ from nnue_infer.kernels import simd
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: Networks checked on every path (ids for :func:`make_network`).
+#: Networks checked on every path (ids for :func:`make_network`).  The signed first layers' int8
+#: inputs (stored as x + 128 with offset biases) and the AVX2 first-layer variants chosen by the weights'
+#: size are covered by glu and bilinear at small and extreme fc_0 weights; hswish_glu's and lut_glu's
+#: own arithmetic, the feature transformer's, is checked on the portable and SIMD code of
+#: ``kernels.activation.ft_transform`` by tests/kernels/test_ft_activations.py.
 NETWORKS = ["sf15.1", "sf16", "sf17.1", "sf17.1-small", "sf18", "sf19", "sf19-lite", "default",
             "glu-127-7-small", "glu-127-7-extreme", "bilinear-255-9-small", "bilinear-255-9-extreme",
-            "hswish_glu-127-14-extreme", "lut_glu-127-7-extreme", "int32-psqt", "int32-extreme", "threats"]
+            "int32-psqt", "int32-extreme", "threats"]
 #: The networks whose game plies are checked too: the incremental update adds and subtracts weight
 #: rows on the path (int16 rows, and the int8 threat and pawn-pair rows), whatever the activation and
 #: layer stack after them, which the positions check on every network; one more kernel per path.
 INCREMENTAL = {"sf15.1", "sf18", "sf19", "int32-extreme", "threats"}
-#: The networks whose children are checked too (the children's own delta kernel; one network without,
-#: one with threat and pawn-pair rows).
-CHILDREN = {"sf15.1", "sf19"}
+#: The networks whose children are checked too (the children's own kernel: a child is the parent's
+#: accumulator plus its feature delta, added on the path by the accumulator kernels that the game
+#: plies of the :data:`INCREMENTAL` networks check with threat and pawn-pair rows too).
+CHILDREN = {"sf15.1"}
 
 
 def make_network(name: str, sf15: nnue_infer.Network) -> nnue_infer.Network:
