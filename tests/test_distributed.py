@@ -614,3 +614,14 @@ def test_a_run_waiting_for_another_says_so(tmp_path, fens, caplog):
         assert D.score_files(str(shard), str(out), "default").rows == 5
     release.join()
     assert f"waiting for another run planning into {out}" in caplog.text
+
+
+def test_an_output_that_is_a_file_is_named(tmp_path, fens):
+    """An output path that is a file (or the input itself): one clear error, the file untouched (was a raw
+    FileExistsError from makedirs)."""
+    shard = tmp_path / "s.epd"
+    shard.write_text("\n".join(fens[:3]) + "\n")
+    before = shard.read_bytes()
+    with pytest.raises(NotADirectoryError, match=rf"{shard}: exists and is not a directory"):
+        D.score_files(str(shard), str(shard), "default")
+    assert shard.read_bytes() == before

@@ -799,6 +799,9 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     if compression not in CODECS:
         raise ValueError(f"unknown Parquet compression {compression!r}: one of {', '.join(CODECS)}")
     _check_task_sizes(split_bytes=split_bytes, split_rows=split_rows, binpack_task_bytes=binpack_task_bytes)
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise NotADirectoryError(f"{output}: exists and is not a directory (score_files writes a dataset directory "
+                                 "of Parquet parts there)")
     files = expand_inputs(inputs)
     for f in files:
         input_kind(f)  # unknown kinds fail before any work
