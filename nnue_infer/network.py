@@ -9,6 +9,7 @@ Stockfish 15.1's network is one instance: :func:`stockfish_15_1_architecture`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from dataclasses import dataclass
 from functools import cached_property
@@ -770,3 +771,17 @@ class Network:
             b_parts.append(b.reshape(-1).view(np.int32))
             b_off += w.size + b.size
         return np.concatenate(w_parts), np.concatenate(b_parts).astype(np.int32), table
+
+
+def network_digest(network: Network) -> str:
+    """SHA-256 (hex) of a network's architecture and every parameter array (the dataclass fields, not
+    the layouts cached from them): its identity where results are recorded, a dataset's manifest
+    (``io.distributed``) and a training-data file's teacher (``training.datagen``)."""
+    h = hashlib.sha256(repr(network.architecture).encode())
+    for f in dataclasses.fields(network):
+        value = getattr(network, f.name)
+        for arr in value if isinstance(value, tuple) else (value,):
+            if isinstance(arr, np.ndarray):
+                h.update(f.name.encode() + str(arr.dtype).encode() + str(arr.shape).encode())
+                h.update(np.ascontiguousarray(arr).data)
+    return h.hexdigest()

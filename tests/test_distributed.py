@@ -532,6 +532,8 @@ def test_a_replaced_network_file_is_refused(tmp_path, fens):
     1,823 rows of one network and 1,188 of the other in one dataset, no warning)."""
     import dataclasses
 
+    from nnue_infer.network import network_digest
+
     shard = tmp_path / "s.epd"
     shard.write_text("\n".join(fens[:20]) + "\n")
     net = nnue_infer.default_network()
@@ -545,7 +547,7 @@ def test_a_replaced_network_file_is_refused(tmp_path, fens):
     with pytest.raises(ValueError, match=r"holds results of '.*net.safetensors' with other parameters \(SHA-256 "):
         D.score_files(str(shard), str(out), str(path))
     manifest = json.loads((out / D.MANIFEST).read_text())
-    assert manifest["network_sha256"] == D.network_digest(net) != D.network_digest(other)
+    assert manifest["network_sha256"] == network_digest(net) != network_digest(other)
 
 
 def test_a_link_in_a_later_run_is_the_same_input(tmp_path, fens):

@@ -29,7 +29,6 @@ from the Numba cache that the worker processes of a machine share).  Dask retrie
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import glob
 import hashlib
@@ -637,6 +636,7 @@ def batches(tasks: Sequence[Task], threads: int, split_bytes: int = SPLIT_BYTES)
 def _check_manifest(out_dir: str, network: str) -> None:
     """Create ``out_dir`` and its manifest (written atomically), or check that an existing one names the same
     network.  The network is read first: a network that cannot be read creates nothing."""
+    from ..network import network_digest
     from ..resources import network_from_spec
 
     net = network_from_spec(network)
@@ -656,19 +656,6 @@ def _check_manifest(out_dir: str, network: str) -> None:
             raise ValueError(f"{out_dir} holds results of {network!r} with {was}: use another output directory")
         return
     _write_manifest(path, identity | {"schema": "nnue_infer.parquet.schema"})
-
-
-def network_digest(network) -> str:
-    """SHA-256 (hex) of a network's architecture and every parameter array: the identity a dataset's
-    manifest records, so rows of two networks that share a name or a file path never mix."""
-    h = hashlib.sha256(repr(network.architecture).encode())
-    for f in dataclasses.fields(network):  # the parameters, not the cached layouts made from them
-        value = getattr(network, f.name)
-        for arr in value if isinstance(value, tuple) else (value,):
-            if isinstance(arr, np.ndarray):
-                h.update(f.name.encode() + str(arr.dtype).encode() + str(arr.shape).encode())
-                h.update(np.ascontiguousarray(arr).data)
-    return h.hexdigest()
 
 
 def _write_manifest(path: str, manifest: dict) -> None:

@@ -321,6 +321,16 @@ def _dot4_operands(context, builder, sig, args, lanes):
     return xb, wb
 
 
+def _dpbusd_zmm(context, builder, acc, xb, wb):
+    """``acc`` (16 int32 lanes) plus, per lane, the sum of its 4 u8 x i8 products of ``xb`` and ``wb``
+    (64 bytes each): one ``vpdpbusd zmm`` where the target has AVX-512 VNNI, generic IR otherwise."""
+    if _has(context, "avx512f", "avx512vnni"):
+        v32 = _vec(32, 16)
+        return _call(builder, "llvm.x86.avx512.vpdpbusd.512", v32,
+                     [acc, builder.bitcast(xb, v32), builder.bitcast(wb, v32)])
+    return _dot4_generic(builder, acc, xb, wb)
+
+
 def _check_dot4(acc, x, xi, w, wi, vt):
     return (acc == vt and _is_array(x, 8) and isinstance(xi, types.Integer) and _is_array(w, 8)
             and isinstance(wi, types.Integer))
@@ -340,11 +350,7 @@ def dot4_vnni512(typingctx, acc, x, xi, w, wi):
 
     def codegen(context, builder, sig, args):
         xb, wb = _dot4_operands(context, builder, sig, args, 16)
-        if _has(context, "avx512f", "avx512vnni"):
-            v32 = _vec(32, 16)
-            return _call(builder, "llvm.x86.avx512.vpdpbusd.512", v32,
-                         [args[0], builder.bitcast(xb, v32), builder.bitcast(wb, v32)])
-        return _dot4_generic(builder, args[0], xb, wb)
+        return _dpbusd_zmm(context, builder, args[0], xb, wb)
 
     return I32x16(acc, x, xi, w, wi), codegen
 
@@ -363,11 +369,7 @@ def dot64_vnni512(typingctx, acc, x, xi, w, wi):
         v8 = _vec(8, 64)
         xb = builder.load(_element_ptr(context, builder, xty, args[1], args[2], v8), align=1)
         wb = builder.load(_element_ptr(context, builder, wty, args[3], args[4], v8), align=1)
-        if _has(context, "avx512f", "avx512vnni"):
-            v32 = _vec(32, 16)
-            return _call(builder, "llvm.x86.avx512.vpdpbusd.512", v32,
-                         [args[0], builder.bitcast(xb, v32), builder.bitcast(wb, v32)])
-        return _dot4_generic(builder, args[0], xb, wb)
+        return _dpbusd_zmm(context, builder, args[0], xb, wb)
 
     return I32x16(acc, x, xi, w, wi), codegen
 

@@ -71,6 +71,7 @@ import numpy as np
 
 from ..errors import NnueError
 from ..inputs import numbered_lines
+from ..network import network_digest
 
 FORMAT = "nnue-infer-positions-1"
 #: ``meta["generator"]`` of files made by this version (compiled walk, SplitMix64 streams).
@@ -334,7 +335,7 @@ def generate(n: int, seed: int, teacher, games: list[dict] | None = None,
         "n": n,
         "settings": asdict(s),
         "teacher": teacher.description or repr(teacher),
-        "teacher_sha256": _network_digest(teacher),
+        "teacher_sha256": network_digest(teacher),
         "games": len(games or []),
         "start_positions": len(starts),
         "excluded_positions": len(exclude or ()),
@@ -345,15 +346,6 @@ def generate(n: int, seed: int, teacher, games: list[dict] | None = None,
     }
     return {"format": np.array(FORMAT), "bitboards": bitboards, "stm": stm, "castling": castling,
             "ep_square": ep, "value": value.astype(np.int32), "source": source, "meta": np.array(json.dumps(meta))}
-
-
-def _network_digest(network) -> str:
-    """SHA-256 over a network's integer parameters (identifies the teacher in ``meta``)."""
-    h = hashlib.sha256()
-    for arr in (network.ft_biases, network.ft_weights, network.psqt_weights, *network.layer_weights,
-                *network.layer_biases):
-        h.update(np.ascontiguousarray(arr).tobytes())
-    return h.hexdigest()
 
 
 _SCHEMA = {

@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass
 import chess
 import numpy as np
 
-from .datagen import FORMAT, _exclude_arrays, _KeyTable, _network_digest, _start_arrays, game_positions
+from ..network import network_digest
+from .datagen import FORMAT, _exclude_arrays, _KeyTable, _start_arrays, game_positions
 
 GENERATOR = "selfplay-1"
 SOURCE_SELFPLAY = 2
@@ -270,7 +271,7 @@ def generate(n: int, seed: int, teacher, exclude: set[tuple[int, ...]] | None = 
         "n": n,
         "settings": asdict(s),
         "teacher": teacher.description or repr(teacher),
-        "teacher_sha256": _network_digest(teacher),
+        "teacher_sha256": network_digest(teacher),
         "games": len(games or []),
         "start_positions": len(boards),
         "games_finished": games_done,
