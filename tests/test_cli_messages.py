@@ -89,6 +89,16 @@ def test_output_directory_without_workers_names_the_path(capsys, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_second_epd_or_pgn_file_is_refused_in_process(capsys, tmp_path):
+    """click keeps only the last value of an option given twice: in process, a second --epd / --pgn is
+    an error naming both files (it scored the last one only, silently); a Dask job takes them all."""
+    for option in ("--epd", "--pgn"):
+        status, out, err = run(capsys, "eval", *SF, option, "examples/demo.epd", option, "examples/demo.epd")
+        assert status == 2 and out == "" and "Traceback" not in err
+        assert f"{option} given 2 times (examples/demo.epd, examples/demo.epd): one file at a time" in err
+        assert "--workers" in err
+
+
 def test_pgn_and_epd_files_given_to_the_wrong_option_are_named(capsys, tmp_path):
     fens = tmp_path / "p.epd"
     fens.write_text("\n# positions\n" + AFTER_E4 + "\n")

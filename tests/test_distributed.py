@@ -226,8 +226,8 @@ def test_pgn_and_parquet_inputs_in_process(tmp_path, fens, data_dir):
 
 
 def test_cli_parquet_output_and_workers(tmp_path, fens, capsys):
-    """``eval --pgn ... -o x.parquet`` holds the CSV's rows; ``eval --epd 'glob' --output DIR --workers 1``
-    writes the dataset (exit status 1: the shards' two bad rows, listed in _errors)."""
+    """``eval --pgn ... -o x.parquet`` holds the CSV's rows; ``eval --epd 'glob' --epd 'glob' --output DIR --workers 1``
+    writes the dataset of both patterns' files (exit status 1: the shards' two bad rows, listed in _errors)."""
     import csv
     import io
 
@@ -244,7 +244,8 @@ def test_cli_parquet_output_and_workers(tmp_path, fens, capsys):
     assert t[7]["san"] == "Bxc6" and t[7]["white"] == "w" and t[-1]["event"] is None
     expected = write_shards(tmp_path / "in", fens[:90], n=3)
     out = tmp_path / "ds"
-    status = main(["eval", "--epd", str(tmp_path / "in" / "s*"), "--output", str(out), "--workers", "1"])
+    status = main(["eval", "--epd", str(tmp_path / "in" / "s[01]*"), "--epd", str(tmp_path / "in" / "s2*"),
+                   "--output", str(out), "--workers", "1"])  # every --epd pattern (click kept the last one only)
     assert status == 1
     check_complete(out, expected, nnue_infer.default_network())
     assert pq.read_table(out / D.ERRORS_DIR).num_rows == 2

@@ -13,9 +13,10 @@ from .common import (Output, check_output_dir, example, json_option, load_networ
                      progress_option, quiet_option, report, set_threads, show_progress, threads_option)
 
 
-def _eval_distributed(epd, pgn, output, net, scheduler, workers, progress, quiet) -> int:
-    """``eval --epd/--pgn PATTERN --output DIR --scheduler ADDRESS | --workers N``: a Dask job."""
-    if not (epd or pgn) or output in (None, "-"):
+def _eval_distributed(inputs, output, net, scheduler, workers, progress, quiet) -> int:
+    """``eval --epd/--pgn PATTERN ... --output DIR --scheduler ADDRESS | --workers N``: a Dask job over every
+    ``--epd`` / ``--pgn`` file or glob pattern given (``inputs``, a list of str)."""
+    if not inputs or output in (None, "-"):
         raise click.UsageError("--scheduler / --workers score --epd / --pgn files into a Parquet dataset "
                                "directory: give --epd or --pgn and --output DIR")
     if scheduler and workers:
@@ -28,7 +29,7 @@ def _eval_distributed(epd, pgn, output, net, scheduler, workers, progress, quiet
         raise click.ClickException(f"{exc}; --scheduler / --workers need the dask extra: "
                                    "pip install 'nnue-infer[dask]'") from exc
     try:
-        return run_job([p for p in (epd, pgn) if p], output, net or "default", scheduler=scheduler,
+        return run_job(inputs, output, net or "default", scheduler=scheduler,
                        workers=workers, progress=show_progress(progress, quiet),
                        log=lambda m: None if quiet else click.echo(m, err=True))
     except (OSError, ValueError) as exc:
@@ -76,10 +77,10 @@ def _score_file(ev, kind: str, source: str, out: Output, fmt: str, show: bool, *
               "used when --net is not given), 'stockfish' (Stockfish 15.1's net from Debian's stockfish package), "
               "or another name nnue_infer.resources knows.")
 @click.option("--fen", "fen_opts", multiple=True, help="A position in FEN (may be repeated).")
-@click.option("--epd", type=click.Path(dir_okay=False, allow_dash=True),
+@click.option("--epd", type=click.Path(dir_okay=False, allow_dash=True), multiple=True,
               help="File with one FEN/EPD per line ('-': stdin; gzip/zstd read directly): batch evaluation on all "
               "cores; rows: line,fen,value,cp,cp_white,in_check,outcome, then one column per EPD operation (id, bm, ...).")
-@click.option("--pgn", type=click.Path(dir_okay=False, allow_dash=True),
+@click.option("--pgn", type=click.Path(dir_okay=False, allow_dash=True), multiple=True,
               help="PGN file ('-': stdin; gzip/zstd read directly): every position of every game's mainline; rows: "
               "game,event,site,date,round,white,black,result,ply,san,uci,fen,value,cp,cp_white,in_check,outcome.")
 @click.option("--scheduler", metavar="ADDRESS", help="Score --epd/--pgn files (glob patterns allowed) on the Dask "
@@ -142,6 +143,14 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
         if not quiet:
             click.echo("warning: --jobs is deprecated; use --threads", err=True)
         threads = jobs
+    if not (scheduler or workers):  # one file in process; a Dask job takes several (and glob patterns)
+        for option, paths in (("--epd", epd), ("--pgn", pgn)):
+            if len(paths) > 1:
+                raise click.UsageError(f"{option} given {len(paths)} times ({', '.join(paths)}): one file at a time "
+                                       f"here; --workers N / --scheduler ADDRESS score several into one dataset")
+    if scheduler or workers:
+        epd_files, pgn_files = list(epd), list(pgn)
+    epd, pgn = (epd[0] if epd else None), (pgn[0] if pgn else None)
     if (epd or pgn) and (positions or fen_opts):
         raise click.UsageError("give positions (arguments, --fen) or a file (--epd / --pgn), not both")
     if epd and pgn:
@@ -173,7 +182,7 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
             raise click.UsageError(f"{', '.join(dropped)}: not with --scheduler / --workers (a Dask job reads FENs "
                                    "strictly, writes a Parquet dataset with the bad rows in its errors table and "
                                    "runs one thread per worker)")
-        sys.exit(_eval_distributed(epd, pgn, output, net, scheduler, workers, progress, quiet))
+        sys.exit(_eval_distributed(epd_files + pgn_files, output, net, scheduler, workers, progress, quiet))
     for option, path in (("--epd", epd), ("--pgn", pgn)):
         if path and path != "-" and not os.path.exists(path):
             raise click.BadParameter(f"File {path!r} does not exist.", param_hint=f"'{option}'")
