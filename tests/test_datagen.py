@@ -100,9 +100,18 @@ def test_bad_arguments(teacher, tmp_path):
         datagen.generate(10, 1, teacher, settings=datagen.GenerationSettings(greedy=1.5), progress=False)
     bad = tmp_path / "games.jsonl"
     bad.write_text('{"id": "x", "start_fen": "8/8/8/8/8/8/8/K6k w - - 0 1", "moves": ["a1a3"]}\n')
-    with pytest.raises(ValueError, match="game x: ply 1: illegal move a1a3"):
+    with pytest.raises(ValueError, match=f"{bad}: line 1: game x: ply 1: illegal move a1a3"):
         datagen.generate(10, 1, teacher, datagen.read_games(bad), progress=False,
                          settings=datagen.GenerationSettings(holdout_fraction=0.0))
+    start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+    for fen, message in ((start.replace(" w ", " x "), "bad start_fen"),
+                         ("8/8/8/8/8/8/8/K7 w - - 0 1",
+                          "start_fen '8/8/8/8/8/8/8/K7 w - - 0 1' is not a legal position \\(no black king\\)")):
+        bad.write_text(f'{{"id": "g1", "start_fen": "{start}", "moves": ["e2e4"]}}\n'
+                       f'{{"id": "g2", "start_fen": "{fen}", "moves": []}}\n')
+        with pytest.raises(ValueError, match=f"{bad}: line 2: game g2: {message}"):
+            datagen.generate(10, 1, teacher, datagen.read_games(bad), progress=False,
+                             settings=datagen.GenerationSettings(holdout_fraction=0.0))
 
 
 def test_cli_datagen(tmp_path, capsys):

@@ -139,33 +139,49 @@ def read_games(path: str | os.PathLike[str]) -> list[dict]:
     """Games from a JSONL file with ``id``, ``start_fen`` and ``moves`` (UCI) per line.
 
     ``path`` may be ``-`` (stdin), a pipe, or gzip/zstd-compressed (:func:`nnue_infer.inputs.open_input`).
-    Raises ``ValueError`` naming the line for malformed JSON, a missing field or an illegal move.
+    Each game is a dict with ``id``, ``start_fen``, ``moves`` and ``where`` (file and line, for
+    messages).  Raises ``ValueError`` naming the line for malformed JSON or a missing field;
+    :func:`game_positions` names it for a bad start FEN or an illegal move.
     """
     games = []
     for label, lineno, line in numbered_lines(path):
         try:
             g = json.loads(line)
-            games.append({"id": str(g["id"]), "start_fen": g["start_fen"], "moves": list(g["moves"])})
+            games.append({"id": str(g["id"]), "start_fen": g["start_fen"], "moves": list(g["moves"]),
+                          "where": f"{label}: line {lineno}"})
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
             raise ValueError(f"{label}: line {lineno}: not a game record ({exc})") from exc
     return games
 
 
 def game_positions(games: list[dict], holdout_fraction: float) -> list[chess.Board]:
-    """Every position (ply 0 included) of the games not held out, as boards without move stacks."""
+    """Every position (ply 0 included) of the games not held out, as boards without move stacks.
+
+    Raises ``ValueError`` naming the file, line and game (``where`` from :func:`read_games`) for a
+    start FEN python-chess cannot read or whose position is not legal chess (no king, pawns on the
+    back rank, ...), and for a bad or illegal move (with its ply).
+    """
     out = []
     for g in games:
         if is_held_out(g["id"], holdout_fraction):
             continue
-        board = chess.Board(g["start_fen"])
+        where = f"{g['where']}: game {g['id']}" if "where" in g else f"game {g['id']}"
+        try:
+            board = chess.Board(g["start_fen"])
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{where}: bad start_fen {g['start_fen']!r}: {exc}") from exc
+        if not board.is_valid():
+            status = board.status()
+            problems = ", ".join(f.name.lower().replace("_", " ") for f in chess.Status if f and f in status)
+            raise ValueError(f"{where}: start_fen {g['start_fen']!r} is not a legal position ({problems})")
         out.append(board.copy(stack=False))
         for ply, uci in enumerate(g["moves"], 1):
             try:
                 move = chess.Move.from_uci(uci)
-            except ValueError as exc:
-                raise ValueError(f"game {g['id']}: ply {ply}: bad move {uci!r}") from exc
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"{where}: ply {ply}: bad move {uci!r}") from exc
             if not board.is_legal(move):
-                raise ValueError(f"game {g['id']}: ply {ply}: illegal move {uci} in {board.fen()}")
+                raise ValueError(f"{where}: ply {ply}: illegal move {uci} in {board.fen()}")
             board.push(move)
             out.append(board.copy(stack=False))
     return out
