@@ -27,3 +27,19 @@ def test_cluster_mode_without_dask_names_the_extra(monkeypatch, tmp_path, capsys
     err = capsys.readouterr().err
     assert status == 1
     assert "pip install 'nnue-infer[dask]'" in err and "Traceback" not in err
+
+
+def test_parquet_training_data_without_pyarrow_names_the_extra(monkeypatch, tmp_path, capsys, data_dir):
+    """``data convert`` to or from .parquet without pyarrow: one error naming the extra (was a
+    ModuleNotFoundError traceback: fresh-user trial), no output file left."""
+    binpack = data_dir / "binpack" / "dev-games.binpack"
+    parquet = tmp_path / "in.parquet"
+    assert main(["data", "convert", str(binpack), str(parquet), "-q"]) == 0
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    for src, dst in ((binpack, tmp_path / "out.parquet"), (parquet, tmp_path / "out.binpack")):
+        status = main(["data", "convert", str(src), str(dst), "-q"])
+        err = capsys.readouterr().err
+        assert status == 1, err
+        assert "Parquet training data needs pyarrow: pip install 'nnue-infer[parquet]'" in err and "Traceback" not in err
+        assert not dst.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]

@@ -49,6 +49,8 @@ def _reported(src: str) -> Iterator[None]:
         raise click.ClickException(str(exc)) from exc
     except ValueError as exc:  # a kind that the extension does not tell
         raise click.UsageError(str(exc)) from exc
+    except ImportError as exc:  # an optional dependency (pyarrow for .parquet)
+        raise click.ClickException(str(exc)) from exc
     except OSError as exc:
         raise click.ClickException(f"{exc.filename or src}: {exc.strerror or exc}") from exc
 

@@ -39,11 +39,12 @@ from ..inputs import replacing
 TAG_COLUMNS = ("event", "site", "date", "round", "white", "black", "result")
 
 
-def _pa():
+def _pa(what: str = "Parquet output"):
+    """The ``pyarrow`` module; ``ImportError`` saying ``what`` needs it and how to install it."""
     try:
         import pyarrow
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("Parquet output needs pyarrow: pip install 'nnue-infer[parquet]'") from exc
+        raise ImportError(f"{what} needs pyarrow: pip install 'nnue-infer[parquet]'") from exc
     return pyarrow
 
 

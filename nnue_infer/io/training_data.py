@@ -40,6 +40,7 @@ from ..inputs import STDIN, input_label, open_input, standard_stream
 from ..kernels import binpack as KB
 from ..kernels.features import BB_BLACK, BB_WHITE
 from ..kernels.threads import PARALLEL_LOCK
+from .parquet import _pa
 
 #: File kinds by extension (a trailing ``.gz`` / ``.zst`` names the compression).
 KINDS = ("binpack", "bin", "plain", "parquet")
@@ -254,6 +255,7 @@ def iter_chunks(source: str | os.PathLike[str], kind: str | None = None, *,
     """
     kind = kind or kind_of(source)
     if kind == "parquet":
+        _pa("Parquet training data")
         yield from _iter_parquet(source)
         return
     reader = {"binpack": _iter_binpack, "bin": _iter_bin, "plain": _iter_plain}.get(kind)
@@ -590,6 +592,8 @@ class TrainingDataWriter:
         self.kind = kind or kind_of(dest)
         if self.kind not in KINDS:
             raise ValueError(f"unknown training-data kind {self.kind!r}; use one of {', '.join(KINDS)}")
+        if self.kind == "parquet":
+            _pa("Parquet training data")  # before any file is made
         self.label = "<stdout>" if os.fspath(dest) == STDIN else os.fspath(dest)
         self._rows = 0
         self._open: TrainingData | None = None  # rows of the unfinished binpack chain
