@@ -3,7 +3,11 @@ doctests, so the documented output is real."""
 
 from __future__ import annotations
 
+import ast
 import doctest
+import importlib
+import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -33,3 +37,38 @@ def test_readme_is_short_and_links_every_page():
     assert len(text.splitlines()) <= 300
     for page in PAGES[1:]:
         assert f"docs/{page.name}" in text, f"README.md does not link docs/{page.name}"
+
+
+def _python_blocks(text: str) -> list[str]:
+    """The ```python blocks of a page that are not doctests (no ``>>>``): run by nobody."""
+    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.M | re.S)
+    return [b for b in blocks if ">>>" not in b]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_code_blocks_parse_and_their_imports_exist(page):
+    """The examples that are not doctests (they read files a reader has, e.g. games.pgn.zst) are
+    valid Python and import only what nnue-infer has (docs/large-datasets.md imported the
+    ``nnue_infer.pgn`` of an older layout: fresh-user trial)."""
+    for block in _python_blocks(page.read_text(encoding="utf-8")):
+        tree = ast.parse(block)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == "nnue_infer":
+                        importlib.import_module(alias.name)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "nnue_infer":
+                module = importlib.import_module(node.module)
+                for alias in node.names:
+                    assert hasattr(module, alias.name) or importlib.util.find_spec(f"{node.module}.{alias.name}"), \
+                        f"{page.name}: from {node.module} import {alias.name}: no such name"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_source_files_named_exist(page):
+    """Every ``nnue_infer/....py`` or ``benchmarks/....py`` path a page names is a file of the checkout
+    (pages named files of an older layout: fresh-user trial)."""
+    text = page.read_text(encoding="utf-8")
+    missing = sorted({p for p in re.findall(r"\b((?:nnue_infer|benchmarks|research|tests)/[\w/]+\.py)\b", text)
+                      if not (ROOT / p).is_file()})
+    assert not missing, f"{page.name} names files that do not exist: {missing}"
