@@ -107,8 +107,9 @@ def convert(src, dst, src_kind, dst_kind, threads, progress, quiet):
                              "nnue-infer data rescore games.binpack blended.binpack --net stockfish --blend 0.5"))
 @_source
 @_destination
-@click.option("--net", required=True, help="Network: a file (.nnue or .safetensors) or a name ('default', "
-              "'stockfish', ...).")
+@click.option("--net", required=True, help="Network: a file (.nnue or .safetensors) or a name: 'default', "
+              "'stockfish' (Stockfish 15.1's, Debian's package) or a known Stockfish net, sf16 ... sf19-lite (the "
+              "list: nnue-infer fetch --help).")
 @click.option("--blend", type=click.FloatRange(0.0, 1.0), default=1.0, show_default=True,
               help="Weight of the new evaluation: score = rint(blend * eval + (1 - blend) * old score).")
 @threads_option

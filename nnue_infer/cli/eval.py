@@ -75,7 +75,7 @@ def _score_file(ev, kind: str, source: str, out: Output, fmt: str, show: bool, *
 @click.argument("positions", nargs=-1)
 @click.option("--net", help="Network: a file (.nnue or .safetensors) or a name: 'default' (the bundled network, "
               "used when --net is not given), 'stockfish' (Stockfish 15.1's net from Debian's stockfish package), "
-              "or another name nnue_infer.resources knows.")
+              "or a known Stockfish net, sf16 ... sf19-lite (the list: nnue-infer fetch --help).")
 @click.option("--fen", "fen_opts", multiple=True, help="A position in FEN (may be repeated).")
 @click.option("--epd", type=click.Path(dir_okay=False, allow_dash=True), multiple=True,
               help="File with one FEN/EPD per line ('-': stdin; gzip/zstd read directly): batch evaluation on all "

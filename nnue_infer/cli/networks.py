@@ -117,7 +117,7 @@ def extract(source, output, list_only, quiet):
             if not written:
                 raise click.ClickException(f"{source}: no embedded Stockfish network found")
             digests = [f.sha256 for f in written]
-            names = [os.path.join(target, f.name) for f in written]
+            names = [os.path.normpath(os.path.join(target, f.name)) for f in written]  # "./x" as "x"
     except (NnueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     if not quiet:

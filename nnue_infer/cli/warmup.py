@@ -24,7 +24,7 @@ def warmup(nets, paths, progress, quiet):
     For Docker images, CI and cluster nodes: the first use of a path compiles its kernels for this
     CPU and network configuration (seconds of CPU); afterwards every process loads them.  Prints one
     line per network and path with the CPU seconds it took (about 0 when already cached);
-    ``nnue-infer info --cache`` shows what the cache holds.
+    "nnue-infer info --cache" shows what the cache holds.
     """
     from ..warmup import warmup as run
 
