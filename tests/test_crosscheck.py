@@ -26,8 +26,10 @@ def test_quantise_and_crosscheck_cli(tmp_path, corpus, capsys):
     rows = corpus[::33]
     pos.write_text("".join(json.dumps({"fen": r["fen"]}) + "\n" for r in rows) + "# a comment\n8/8/8/8/8/8/8/8 w - - 0 1\n")
     assert main(["quantise", str(fpath), str(qpath), "--scheme", "qa255-qb64"]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "QA=255, shift 9" in out and "no parameter clipped" in out
+    # the float file declares QA=127, shift 7: the scheme replacing them is said (fresh-user trial)
+    assert f"note: {fpath} declares QA=127, shift 7; the scheme 'qa255-qb64' replaced them (QA=255, shift 9)" in err
     q = load(qpath)
     assert isinstance(q, nnue_infer.Network) and q.architecture.ft_clamp == 255
 

@@ -214,4 +214,9 @@ def quantise(source, dest, scheme, qa, shift, strict, fmt, quiet):
         raise click.ClickException(str(exc)) from exc
     if not quiet:
         click.echo(str(report))
+        declared, used = network.architecture, q.architecture
+        if (declared.ft_clamp, declared.ft_shift) != (used.ft_clamp, used.ft_shift):
+            click.echo(f"note: {source} declares QA={declared.ft_clamp}, shift {declared.ft_shift}; the scheme "
+                       f"{scheme!r} replaced them (QA={used.ft_clamp}, shift {used.ft_shift}): --scheme / --qa / "
+                       "--shift choose them", err=True)
         click.echo(f"wrote {dest}")
