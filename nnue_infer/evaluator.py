@@ -89,6 +89,27 @@ def _entry(index: int):
     return fn
 
 
+def _checked_bitboards(bitboards, stm) -> tuple[np.ndarray, np.ndarray]:
+    """``(bitboards, stm)`` of :meth:`Evaluator.evaluate_bitboards` as the kernel's C-contiguous
+    int64[n, 8] and uint8[n], after checking shapes, dtypes and that every side to move is 0 or 1
+    (a wrong length or value made the kernel read out of bounds: hostile pass)."""
+    bb, side = np.asarray(bitboards), np.asarray(stm)
+    if bb.dtype.kind not in "iu" or bb.dtype.itemsize != 8:
+        raise TypeError(f"bitboards: expected 64-bit integers (int64 or uint64), got {bb.dtype}")
+    if bb.ndim != 2 or bb.shape[1] != 8:
+        raise ValueError(f"bitboards: expected shape [n, 8] (pawns, knights, bishops, rooks, queens, kings, white, "
+                         f"black), got {list(bb.shape)}")
+    if side.dtype.kind not in "iub":
+        raise TypeError(f"stm: expected integers (0 White, 1 Black), got {side.dtype}")
+    if side.shape != (bb.shape[0],):
+        raise ValueError(f"stm: expected shape [{bb.shape[0]}] (one side to move per bitboards row), "
+                         f"got {list(side.shape)}")
+    bad = np.flatnonzero((side != 0) & (side != 1))
+    if bad.size:
+        raise ValueError(f"stm: row {int(bad[0])}: side to move {side[bad[0]].item()!r} is neither 0 (White) nor 1 (Black)")
+    return np.ascontiguousarray(bb.view(np.int64)), np.ascontiguousarray(side, np.uint8)
+
+
 def _as_board(board: chess.Board | str) -> chess.Board:
     """A ``chess.Board`` from a board or a FEN string, read by the command line's strict rule
     (:func:`nnue_infer.positions.board_from_fen`: :class:`FenError` naming the problem or the missing field;
@@ -670,13 +691,22 @@ class Evaluator:
             0 for evaluated rows, else the problem (``nnue_infer.kernels.features.POS_*``; a
             side without exactly one king, more than 32 pieces, a pawn on a back rank, or
             contradictory bitboards).  Nothing is raised for bad rows.
+
+        Raises
+        ------
+        TypeError
+            ``bitboards`` is not an array of 64-bit integers, or ``stm`` not of integers or bools.
+        ValueError
+            ``bitboards`` is not of shape [n, 8], ``stm`` not of shape [n], or a side to move is
+            neither 0 nor 1 (the message names the first such row).  Checked before any kernel
+            runs: the kernels trust their arrays.
         """
+        bitboards, stm = _checked_bitboards(bitboards, stm)
         net_arrays, scratch_len = self._batch_args  # one read, as evaluate_batch (also thread-safe)
         n = len(bitboards)
         values = np.empty(n, np.int32)
         codes = np.empty(n, np.int32)
-        evaluate_bitboards(np.ascontiguousarray(bitboards, np.int64), np.ascontiguousarray(stm, np.uint8), net_arrays,
-                           scratch_len, values, codes)
+        evaluate_bitboards(bitboards, stm, net_arrays, scratch_len, values, codes)
         return values, codes
 
     def activations(self, board: chess.Board | str, buckets: str = "used") -> Activations:

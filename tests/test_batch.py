@@ -259,3 +259,31 @@ def test_batch_kernels_compile_once(evaluator):
     kernels = batch_kernels(evaluator._batch_args[0])
     assert len(kernels.evaluate_batch.signatures) == 1
     assert len(kernels.evaluate_fens.signatures) == 1
+
+
+def test_evaluate_bitboards_equals_evaluate_batch_and_checks_its_arrays(evaluator, corpus):
+    """``Evaluator.evaluate_bitboards`` (the array API the training-data and Dask paths use) gives
+    evaluate_batch's values for uint64 or int64 bitboards and int or bool sides to move, and refuses
+    arrays of the wrong shape, type or side-to-move value before the kernel runs (a short ``stm``
+    returned garbage values with code 0 or crashed the process, a side to move of 2 crashed it:
+    hostile pass)."""
+    from nnue_infer.features import board_bitboards
+
+    boards = [chess.Board(row["fen"]) for row in corpus[:200]]
+    bb = np.array([board_bitboards(b) for b in boards], np.uint64)
+    stm = np.array([b.turn == chess.BLACK for b in boards])
+    want = evaluator.evaluate_batch(boards)
+    for bits, side in ((bb, stm), (bb.view(np.int64), stm.astype(np.int64)), (bb[:, :], stm.astype(np.uint8))):
+        values, codes = evaluator.evaluate_bitboards(bits, side)
+        np.testing.assert_array_equal(values, want)
+        assert not codes.any()
+    wrong = [((bb, stm[:1]), ValueError, r"stm: expected shape \[200\] \(one side to move per bitboards row\), got \[1\]"),
+             ((bb, np.where(stm, 2, 0)), ValueError, r"stm: row \d+: side to move 2 is neither 0 \(White\) nor 1"),
+             ((bb, np.full(200, -1)), ValueError, r"stm: row 0: side to move -1"),
+             ((bb[:, :7], stm), ValueError, r"bitboards: expected shape \[n, 8\] .* got \[200, 7\]"),
+             ((bb[0], stm[:1]), ValueError, r"bitboards: expected shape \[n, 8\]"),
+             ((bb.astype(np.int32), stm), TypeError, "bitboards: expected 64-bit integers .* got int32"),
+             ((bb, stm.astype(np.float64)), TypeError, "stm: expected integers .* got float64")]
+    for (bits, side), error, message in wrong:
+        with pytest.raises(error, match=message):
+            evaluator.evaluate_bitboards(bits, side)
