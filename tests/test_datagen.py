@@ -96,8 +96,13 @@ def test_save_load_round_trip_and_errors(sample, tmp_path):
 def test_bad_arguments(teacher, tmp_path):
     with pytest.raises(ValueError, match="positive"):
         datagen.generate(0, 1, teacher, progress=False)
-    with pytest.raises(ValueError, match="fractions"):
+    with pytest.raises(ValueError, match=r"settings: greedy = 1.5: need 0 \.\. 1$"):
         datagen.generate(10, 1, teacher, settings=datagen.GenerationSettings(greedy=1.5), progress=False)
+    with pytest.raises(ValueError, match=r"settings: perturbation_fraction = nan: need 0 \.\. 1; keep_decay_cp = 0"):
+        datagen.generate(10, 1, teacher, progress=False,
+                         settings=datagen.GenerationSettings(perturbation_fraction=float("nan"), keep_decay_cp=0))
+    with pytest.raises(ValueError, match="seed = -1: need >= 0"):
+        datagen.generate(10, -1, teacher, progress=False)
     bad = tmp_path / "games.jsonl"
     bad.write_text('{"id": "x", "start_fen": "8/8/8/8/8/8/8/K6k w - - 0 1", "moves": ["a1a3"]}\n')
     with pytest.raises(ValueError, match=f"{bad}: line 1: game x: ply 1: illegal move a1a3"):
@@ -112,6 +117,18 @@ def test_bad_arguments(teacher, tmp_path):
         with pytest.raises(ValueError, match=f"{bad}: line 2: game g2: {message}"):
             datagen.generate(10, 1, teacher, datagen.read_games(bad), progress=False,
                              settings=datagen.GenerationSettings(holdout_fraction=0.0))
+
+
+@pytest.mark.parametrize("option,value", [("--perturbation-fraction", "-1"), ("--perturbation-fraction", "nan"),
+                                          ("--holdout-fraction", "1"), ("--endgame-fraction", "nan"),
+                                          ("--seed", "-1")])
+def test_cli_datagen_names_the_bad_option(tmp_path, capsys, option, value):
+    """A bad value is a usage error naming its option, before any work (was exit 1 with the whole
+    settings' repr naming another field, or NumPy's bare 'expected non-negative integer': hostile pass)."""
+    status = main(["datagen", "-o", str(tmp_path / "d.npz"), "-n", "10", option, value])
+    err = capsys.readouterr().err
+    assert status == 2 and f"Invalid value for '{option}'" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cli_datagen(tmp_path, capsys):

@@ -111,14 +111,27 @@ def test_checkpoint_resume_continues_the_same_run(positions, tmp_path):
 
 
 def test_bad_inputs_raise_clear_errors(positions, tmp_path):
-    with pytest.raises(T.TrainingError, match="config"):
+    with pytest.raises(T.TrainingError, match=r"^config: epochs = 0: need >= 1$"):
         T.Trainer(SMALL, positions, _config(epochs=0), tmp_path, progress=False)
+    with pytest.raises(T.TrainingError, match=r"^config: lr = nan: .*; sigmoid_scale_cp = 0: need a finite number > 0"):
+        T.Trainer(SMALL, positions, _config(lr=float("nan"), sigmoid_scale_cp=0), tmp_path, progress=False)
     bad = dict(positions, bitboards=positions["bitboards"].copy())
     bad["bitboards"][17, 5] = 0  # no kings at all
     with pytest.raises(T.TrainingError, match="row 17: white king count 0"):
         M.prepare_features(bad, SMALL)
     with pytest.raises(T.TrainingError, match="not a preset"):
         T.architecture_from_spec(str(tmp_path / "missing.json"))
+
+
+@pytest.mark.parametrize("option,value", [("--sigmoid-scale", "0"), ("--lr", "-1"), ("--lr", "nan"),
+                                          ("--val-fraction", "1.5"), ("--seed", "-1")])
+def test_cli_train_names_the_bad_option(positions_file, tmp_path, capsys, option, value):
+    """A bad value is a usage error naming its option, and no output directory is made (--sigmoid-scale 0
+    ended in a ZeroDivisionError traceback and left an empty directory: hostile pass)."""
+    status = main(["train", str(positions_file), "-o", str(tmp_path / "run"), "--epochs", "1", option, value])
+    err = capsys.readouterr().err
+    assert status == 2 and f"Invalid value for '{option}'" in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_architecture_presets_and_json(tmp_path):

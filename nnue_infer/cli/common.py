@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 import threading
@@ -17,6 +18,17 @@ from ..inputs import standard_stream
 def example(*lines: str) -> str:
     """An ``Examples:`` epilog that click prints verbatim."""
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange that also refuses ``nan`` and ``inf`` (FloatRange lets NaN through: every
+    comparison with it is false)."""
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv
 
 
 def load_network(net: str | None):

@@ -6,7 +6,8 @@ import json
 
 import click
 
-from .common import (check_output_dir, example, json_option, progress_option, quiet_option, set_threads, show_progress, threads_option)
+from .common import (FiniteFloatRange, check_output_dir, example, json_option, progress_option, quiet_option, set_threads,
+                     show_progress, threads_option)
 
 
 @click.command(epilog=example("nnue-infer datagen -o positions.npz -n 100000 --seed 1 --games games.jsonl "
@@ -16,21 +17,22 @@ from .common import (check_output_dir, example, json_option, progress_option, qu
               help="Number of distinct positions to generate.")
 @click.option("--positions", "n_deprecated", type=click.IntRange(min=1), hidden=True,
               help="Deprecated name of --count.")
-@click.option("--seed", type=int, default=1, show_default=True, help="Random seed (same seed and inputs, same file).")
+@click.option("--seed", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Random seed (same seed and inputs, same file).")
 @click.option("--games", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help="JSONL games (id, start_fen, moves) to start perturbation episodes from; without: playouts only.")
 @click.option("--exclude", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help="JSONL with a 'fen' field (or one FEN per line): positions never to emit, e.g. an evaluation corpus.")
 @click.option("--teacher", type=click.Path(dir_okay=False),
               help="Network that labels the positions (default: Stockfish 15.1's net from Debian's stockfish).")
-@click.option("--holdout-fraction", type=float, default=0.25, show_default=True,
+@click.option("--holdout-fraction", type=FiniteFloatRange(0, 1, max_open=True), default=0.25, show_default=True,
               help="Share of games (by a hash of the game id) never used as starting points.")
-@click.option("--perturbation-fraction", type=float, default=0.5, show_default=True,
+@click.option("--perturbation-fraction", type=FiniteFloatRange(0, 1), default=0.5, show_default=True,
               help="Share of positions from perturbations of game positions (the rest: playouts).")
 @click.option("--selfplay", is_flag=True,
               help="Positions from the teacher's own games (one-ply softmax policy, nnue_infer.training.selfplay) "
                    "instead of perturbations and playouts; with --games, half the games start from their positions.")
-@click.option("--endgame-fraction", type=click.FloatRange(0, 0.5), default=0.0, show_default=True,
+@click.option("--endgame-fraction", type=FiniteFloatRange(0, 0.5), default=0.0, show_default=True,
               help="With --selfplay: share of games that start from a random endgame (2 kings and 1-6 other pieces).")
 @threads_option
 @progress_option
@@ -98,12 +100,12 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
 @click.option("--ft-width", type=click.IntRange(min=2), help="Override the feature-transformer width.")
 @click.option("--epochs", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=16384, show_default=True)
-@click.option("--lr", type=float, default=1e-3, show_default=True, help="Initial Adam learning rate (cosine decay).")
-@click.option("--lr-final", type=float, default=0.02, show_default=True, help="Final learning rate as a fraction of --lr.")
-@click.option("--val-fraction", type=float, default=0.01, show_default=True, help="Share of positions for validation.")
-@click.option("--sigmoid-scale", type=float, default=400.0, show_default=True,
+@click.option("--lr", type=FiniteFloatRange(0, min_open=True), default=1e-3, show_default=True, help="Initial Adam learning rate (cosine decay).")
+@click.option("--lr-final", type=FiniteFloatRange(0, 1), default=0.02, show_default=True, help="Final learning rate as a fraction of --lr.")
+@click.option("--val-fraction", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True, help="Share of positions for validation.")
+@click.option("--sigmoid-scale", type=FiniteFloatRange(0, min_open=True), default=400.0, show_default=True,
               help="S of the loss: win probability = sigmoid(cp / S).")
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=1, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
               help="Threads for PyTorch and the compiled kernels.")
 @click.option("--eval-positions", type=click.Path(exists=True, dir_okay=False, allow_dash=True),

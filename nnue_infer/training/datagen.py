@@ -280,14 +280,20 @@ def generate(n: int, seed: int, teacher, games: list[dict] | None = None,
     if n <= 0:
         raise ValueError(f"n: number of positions must be positive, got {n}")
     s = settings
-    if not 0 <= s.perturbation_fraction <= 1 or not 0 <= s.greedy <= 1 or not 0 <= s.holdout_fraction < 1:
-        raise ValueError(f"settings: fractions must lie in [0, 1] (holdout_fraction < 1): {s}")
-    if not s.keep_below_cp >= 0 or not s.keep_decay_cp > 0:
-        raise ValueError(f"settings: need keep_below_cp >= 0 and keep_decay_cp > 0: {s}")
-    if s.children < 0:
-        raise ValueError(f"settings: children must be >= 0: {s}")
-    if s.max_walk < 1 or s.opening_plies < 2 or s.max_game_plies < s.opening_plies:
-        raise ValueError(f"settings: need max_walk >= 1, 2 <= opening_plies <= max_game_plies: {s}")
+    problems = [f"{name} = {value!r}: {rule}" for name, value, ok, rule in (
+        ("perturbation_fraction", s.perturbation_fraction, 0 <= s.perturbation_fraction <= 1, "need 0 .. 1"),
+        ("greedy", s.greedy, 0 <= s.greedy <= 1, "need 0 .. 1"),
+        ("holdout_fraction", s.holdout_fraction, 0 <= s.holdout_fraction < 1, "need 0 <= holdout_fraction < 1"),
+        ("keep_below_cp", s.keep_below_cp, 0 <= s.keep_below_cp, "need >= 0"),
+        ("keep_decay_cp", s.keep_decay_cp, 0 < s.keep_decay_cp, "need > 0"),
+        ("children", s.children, s.children >= 0, "need >= 0"),
+        ("max_walk", s.max_walk, s.max_walk >= 1, "need >= 1"),
+        ("opening_plies", s.opening_plies, 2 <= s.opening_plies <= s.max_game_plies, "need 2 .. max_game_plies"),
+    ) if not ok]  # comparisons with NaN are false: NaN is refused too
+    if problems:
+        raise ValueError("settings: " + "; ".join(problems))
+    if seed < 0:
+        raise ValueError(f"seed = {seed}: need >= 0")
     starts = game_positions(games, s.holdout_fraction) if games else []
     if games and not starts:
         raise ValueError("games: every game is held out; lower holdout_fraction")

@@ -141,8 +141,18 @@ class Trainer:
     def __init__(self, arch: Architecture, data: dict, config: TrainConfig, out_dir, teacher_units_per_pawn: float = 361.0,
                  progress: bool = True) -> None:
         c = config
-        if c.epochs < 1 or c.batch_size < 1 or not c.lr > 0 or not 0 < c.val_fraction < 1 or c.threads < 1:
-            raise TrainingError(f"config: need epochs, batch_size, threads >= 1, lr > 0, 0 < val_fraction < 1: {c}")
+        problems = [f"{name} = {value!r}: {rule}" for name, value, ok, rule in (
+            ("epochs", c.epochs, c.epochs >= 1, "need >= 1"),
+            ("batch_size", c.batch_size, c.batch_size >= 1, "need >= 1"),
+            ("threads", c.threads, c.threads >= 1, "need >= 1"),
+            ("lr", c.lr, math.isfinite(c.lr) and c.lr > 0, "need a finite number > 0"),
+            ("lr_final_fraction", c.lr_final_fraction, 0 <= c.lr_final_fraction <= 1, "need 0 .. 1"),
+            ("val_fraction", c.val_fraction, 0 < c.val_fraction < 1, "need 0 < val_fraction < 1"),
+            ("sigmoid_scale_cp", c.sigmoid_scale_cp, math.isfinite(c.sigmoid_scale_cp) and c.sigmoid_scale_cp > 0,
+             "need a finite number > 0 (the loss divides by it)"),
+            ("seed", c.seed, c.seed >= 0, "need >= 0")) if not ok]
+        if problems:
+            raise TrainingError("config: " + "; ".join(problems))
         n = len(data["value"])
         if n < 2:
             raise TrainingError(f"positions: need at least 2, got {n}")
