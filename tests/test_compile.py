@@ -151,6 +151,40 @@ def test_the_command_lines_compile_counter_on_a_terminal(monkeypatch):
     assert "\rnnue-infer: compiling 00:01" in shown and shown.endswith("\r"), repr(shown)
 
 
+def _on_a_terminal(code: str, env: dict) -> tuple[int, str]:
+    """(exit status, stderr) of ``python -c code`` whose stderr is a pty (a terminal)."""
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], stderr=slave, stdout=subprocess.PIPE, timeout=300,
+                              env={**os.environ, **env})
+    finally:
+        os.close(slave)
+    shown = b""
+    try:
+        while chunk := os.read(master, 4096):
+            shown += chunk
+    except OSError:  # EIO: the terminal's other side is closed
+        pass
+    finally:
+        os.close(master)
+    return proc.returncode, shown.decode("utf-8", "replace")
+
+
+def test_the_python_api_at_a_terminal_says_it_compiles(tmp_path):
+    """A first Python session at a terminal, with no logging set up, says it compiles on stderr, once
+    (the INFO record went nowhere: 10-30 s of silence looked like a hang: fresh-user trial); with
+    logging set up the record is left to it; captured stderr (not a terminal) stays silent (the
+    'after the command' case of the test above)."""
+    code = "from nnue_infer.kernels.dense import tdiv; from nnue_infer.kernels.epd import split_lines; tdiv(7, 2)"
+    status, shown = _on_a_terminal(code, {"NUMBA_CACHE_DIR": str(tmp_path / "a")})
+    assert status == 0 and shown.count("nnue-infer: compiling kernels for this CPU") == 1, shown
+    status, shown = _on_a_terminal("import logging; logging.basicConfig(); " + code,
+                                   {"NUMBA_CACHE_DIR": str(tmp_path / "b")})
+    assert status == 0 and "compiling" not in shown, shown
+
+
 def test_the_compile_counter_on_a_terminal_that_reports_no_size():
     """A pty reporting 0 x 0 (``script``, an editor's shell: a new pty's size) shows the counter too
     (tqdm cut the line to nothing there: a fresh-user trial saw only the notice)."""

@@ -21,7 +21,8 @@ logger: the first one in the process as one INFO record (:data:`NOTICE`, with th
 the cache's directory), and the start and end of every compile (a kernel with the kernels compiled
 inside it) as DEBUG records whose ``compile`` attribute is ``"start"`` or ``"end"`` (the end
 record has ``cpu_seconds``).  The Python API leaves them to the application's logging
-configuration; the command line shows the INFO record on stderr and, on a terminal, the elapsed
+configuration; when there is none and stderr is a terminal, the notice is also printed there
+(a first session would otherwise compile in silence); the command line shows the INFO record on stderr and, on a terminal, the elapsed
 time while a compile runs (``nnue_infer.cli.main``), unless ``--quiet``.  A warm cache compiles
 nothing and says nothing.
 """
@@ -32,6 +33,7 @@ import functools
 import hashlib
 import logging
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -258,6 +260,10 @@ class _Notice(event.Listener):
             if where == private_cache_dir():
                 where += ", for this process only: no writable cache directory"
             log.info(NOTICE, where)
+            if not log.hasHandlers() and sys.stderr is not None and sys.stderr.isatty():
+                # a first session at a terminal with no logging set up: say it there (the record goes
+                # nowhere, and 10-30 s of silent compiling looks like a hang: fresh-user trial)
+                print("nnue-infer: " + NOTICE % where, file=sys.stderr, flush=True)
         log.debug("compile of %s started", ev.data["dispatcher"].py_func.__qualname__, extra={"compile": "start"})
 
     def on_end(self, ev: event.Event) -> None:
