@@ -288,9 +288,14 @@ def _decode_group(buf: np.ndarray, starts: list[int], ends: list[int], bases: li
         short = problems == -1
         if not short.any():
             break
-        bound = (e - s) * 8 // 5 + 64  # a ply takes at least 6 bits, a chain head 34 bytes
-        if np.any(capacity[short] >= bound[short]):
-            raise AssertionError("binpack decoder: more rows than the format allows")
+        bound = (e - s) * 8 // 5 + 64  # a ply takes at least 5 bits, a chain head 34 bytes
+        over = np.flatnonzero(short & (capacity >= bound))
+        if over.size:  # the chain's declared ply count cannot fit in the rest of its block
+            b = int(over[0])
+            at = int(offsets[b]) + KB.CHAIN_HEAD_BYTES - 2  # the ply count field
+            plies = (int(buf[at]) << 8) | int(buf[at + 1])
+            raise _error(label, bases[b] + at - starts[b], f"truncated: the chain declares {plies} plies, more than "
+                         f"the {ends[b] - at - 2} bytes left in its block can hold", compressed)
         capacity[short] = bound[short]
     for b in range(nb):
         if problems[b]:
