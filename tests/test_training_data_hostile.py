@@ -31,3 +31,13 @@ def test_a_ply_count_beyond_the_block_is_named(bp, tmp_path, capsys):
         td.read(path)
     assert main(["data", "info", str(path)]) == 1
     assert capsys.readouterr().err.strip() == f"error: {path}: {message}"
+
+
+@pytest.mark.parametrize("kind", ["binpack", "bin", "plain"])
+@pytest.mark.parametrize("chunk_bytes", [-1, 0, 1.5, True])
+def test_chunk_bytes_must_be_positive(kind, chunk_bytes, bp):
+    """chunk_bytes=-1 yielded no rows from a .binpack (silently) and a raw ValueError from a .bin."""
+    with pytest.raises(ValueError, match=rf"chunk_bytes must be a positive integer \(bytes per chunk\), "
+                                         rf"got {chunk_bytes!r}"):
+        list(td.iter_chunks(bp / f"selfplay.{kind}", chunk_bytes=chunk_bytes))
+    assert len(td.TrainingData.concat(list(td.iter_chunks(bp / f"selfplay.{kind}", chunk_bytes=1 << 20)))) == 20000

@@ -252,7 +252,12 @@ def iter_chunks(source: str | os.PathLike[str], kind: str | None = None, *,
         Damaged or truncated data (message: file, byte offset, problem).
     OSError, InputError
         The source cannot be opened or its compression is corrupt.
+    ValueError
+        ``chunk_bytes`` is not a positive integer.
     """
+    if chunk_bytes is not None and (isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, np.integer))
+                                    or chunk_bytes <= 0):
+        raise ValueError(f"chunk_bytes must be a positive integer (bytes per chunk), got {chunk_bytes!r}")
     kind = kind or kind_of(source)
     if kind == "parquet":
         _pa("Parquet training data")
