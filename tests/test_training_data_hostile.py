@@ -41,3 +41,57 @@ def test_chunk_bytes_must_be_positive(kind, chunk_bytes, bp):
                                          rf"got {chunk_bytes!r}"):
         list(td.iter_chunks(bp / f"selfplay.{kind}", chunk_bytes=chunk_bytes))
     assert len(td.TrainingData.concat(list(td.iter_chunks(bp / f"selfplay.{kind}", chunk_bytes=1 << 20)))) == 20000
+
+
+def test_parquet_text_that_is_not_utf8_names_the_row(tmp_path, capsys):
+    """Invalid UTF-8 in the fen column was a click usage error (status 2) quoting Python's codec
+    message, naming neither the file nor the row."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+    bad = b"\xff" + start[1:].encode()
+    fen = pa.array([start.encode(), bad], pa.binary()).view(pa.string())
+    path = tmp_path / "badutf8.parquet"
+    pq.write_table(pa.table({"fen": fen, "move": ["e2e4", "e2e4"], "score": pa.array([0, 0], pa.int16()),
+                             "ply": pa.array([0, 0], pa.uint16()), "result": pa.array([0, 0], pa.int16())}), path)
+    assert main(["data", "info", str(path)]) == 1
+    assert capsys.readouterr().err.strip() == (f"error: {path}: row 1: fen is not UTF-8 text (invalid start byte at "
+                                               f"byte 0): {bad!r}")
+    out = tmp_path / "out.binpack"
+    assert main(["data", "convert", str(path), str(out)]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["badutf8.parquet"]
+
+
+def test_a_damaged_parquet_footer_is_a_training_data_error(bp, tmp_path):
+    """Flipping bits of a Parquet footer gave pyarrow's ArrowNotImplementedError, OSError and
+    UnicodeDecodeError with tracebacks (only ArrowInvalid was caught): every damage now reads or
+    raises TrainingDataError naming the file."""
+    pytest.importorskip("pyarrow")
+    src = tmp_path / "good.parquet"
+    td.write(td.read(bp / "selfplay.binpack")[:300], src)
+    good = src.read_bytes()
+    footer = int.from_bytes(good[-8:-4], "little")
+    path = tmp_path / "bad.parquet"
+    others = []
+    for i in range(len(good) - 8 - footer, len(good) - 8):
+        for flip in (0xFF, 0x01):
+            path.write_bytes(good[:i] + bytes([good[i] ^ flip]) + good[i + 1:])
+            try:
+                td.read(path)
+            except TrainingDataError as exc:
+                assert str(exc).startswith(f"{path}: ")
+            except Exception as exc:  # noqa: BLE001 (counted, then reported)
+                others.append(f"byte {i} ^ {flip}: {type(exc).__name__}: {exc}")
+    assert others == []
+
+
+def test_only_kind_errors_are_usage_errors(bp, monkeypatch):
+    """Any ValueError inside 'nnue-infer data' was reported as a usage error (status 2): only a
+    kind the extension does not tell is one now; another ValueError is not hidden as bad usage."""
+    def broken(*args, **kwargs):
+        raise ValueError("an internal fault")
+        yield
+
+    monkeypatch.setattr(td, "iter_chunks", broken)
+    with pytest.raises(ValueError, match="an internal fault"):
+        main(["data", "info", str(bp / "selfplay.binpack")])

@@ -42,12 +42,13 @@ def _reported(src: str) -> Iterator[None]:
     """Training-data, input and file errors as ``error: ...`` messages (status 1); an unknown kind
     as a usage error (status 2)."""
     from ..errors import InputError, TrainingDataError
+    from ..io.training_data import KindError
 
     try:
         yield
     except (TrainingDataError, InputError) as exc:
         raise click.ClickException(str(exc)) from exc
-    except ValueError as exc:  # a kind that the extension does not tell
+    except KindError as exc:  # a kind that the extension does not tell
         raise click.UsageError(str(exc)) from exc
     except ImportError as exc:  # an optional dependency (pyarrow for .parquet)
         raise click.ClickException(str(exc)) from exc

@@ -53,6 +53,11 @@ READ_BYTES = 16 << 20
 MAX_PLAIN_RECORD = 1 << 20
 
 
+class KindError(ValueError):
+    """The training-data kind cannot be told from a file name (or standard output's), or is not
+    one of :data:`KINDS`; the message says which and how to name the kind."""
+
+
 @dataclass(frozen=True, eq=False)
 class TrainingData:
     """Training positions as columns (``n`` rows; arrays are C-contiguous).
@@ -192,7 +197,7 @@ def kind_of(path: str | os.PathLike[str]) -> str:
 
     Raises
     ------
-    ValueError
+    KindError
         The extension is none of these (the message lists them).
     """
     name = os.fspath(path).lower()
@@ -200,7 +205,7 @@ def kind_of(path: str | os.PathLike[str]) -> str:
         name = name.removesuffix(suffix)
     ext = os.path.splitext(name)[1].lstrip(".")
     if ext not in KINDS:
-        raise ValueError(f"{input_label(path)}: cannot tell the training-data kind from the extension "
+        raise KindError(f"{input_label(path)}: cannot tell the training-data kind from the extension "
                          f"{ext or '(none)'!r}; use one of .binpack, .bin, .plain, .parquet, or name the kind "
                          "(--from / --to on the command line, kind= in Python)")
     return ext
@@ -265,7 +270,7 @@ def iter_chunks(source: str | os.PathLike[str], kind: str | None = None, *,
         return
     reader = {"binpack": _iter_binpack, "bin": _iter_bin, "plain": _iter_plain}.get(kind)
     if reader is None:
-        raise ValueError(f"unknown training-data kind {kind!r}; use one of {', '.join(KINDS)}")
+        raise KindError(f"unknown training-data kind {kind!r}; use one of {', '.join(KINDS)}")
     with open_input(source, text=False) as inp:
         yield from reader(inp.binary, input_label(source), inp.compression is not None, chunk_bytes)
 
@@ -489,26 +494,37 @@ def _parse_records(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tup
     return out, i, at, f"{KB.PROBLEMS[problems[i]]} (at {line!r})"
 
 
+#: Errors opening a file that stay OSErrors (other OSErrors from pyarrow mean damaged data).
+_OPEN_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError)
+
+
 def _iter_parquet(source: str | os.PathLike[str]) -> Iterator[TrainingData]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     label = input_label(source)
     path = io.BytesIO(standard_stream("stdin").read()) if os.fspath(source) == STDIN else source  # Parquet needs seeking
+    # pyarrow's errors on damaged data derive from ArrowException (ArrowInvalid, ArrowNotImplementedError,
+    # ...); a bad compressed page is an OSError, a column name that is not UTF-8 a UnicodeDecodeError
+    damage = (pa.ArrowException, OSError, UnicodeDecodeError)
     try:
         pf = pq.ParquetFile(path)
-    except pa.ArrowInvalid as exc:
-        raise TrainingDataError(f"{label}: not a Parquet file ({exc})") from exc
-    missing = {"fen", "move", "score", "ply", "result"} - set(pf.schema_arrow.names)
+        names = pf.schema_arrow.names
+        batches = pf.iter_batches(batch_size=1 << 18)
+    except damage as exc:
+        if isinstance(exc, _OPEN_ERRORS):
+            raise
+        raise TrainingDataError(f"{label}: not a Parquet file or a damaged one ({type(exc).__name__}: {exc})") from exc
+    missing = {"fen", "move", "score", "ply", "result"} - set(names)
     if missing:
         raise TrainingDataError(f"{label}: Parquet file lacks the column(s) {', '.join(sorted(missing))}")
     row = 0
-    batches = pf.iter_batches(batch_size=1 << 18)
     while True:
         try:
             batch = next(batches, None)
-        except pa.ArrowInvalid as exc:
-            raise TrainingDataError(f"{label}: damaged Parquet data after row {row} ({exc})") from exc
+        except damage as exc:
+            raise TrainingDataError(f"{label}: damaged Parquet data after row {row} "
+                                    f"({type(exc).__name__}: {exc})") from exc
         if batch is None:
             return
         yield from_arrow(batch, label=label, first_row=row)
@@ -539,7 +555,9 @@ def from_arrow(table, *, label: str = "<arrow>", first_row: int = 0) -> Training
                 else not pa.types.is_integer(col.type):
             raise TrainingDataError(f"{label}: column {name!r} holds {col.type}, not "
                                     f"{'strings' if text else 'integers'}")
-        if text:  # a line break would end the record early and shift every later row
+        if text:
+            _check_utf8(col, name, label, first_row)
+            # a line break would end the record early and shift every later row
             broken = np.flatnonzero(np.asarray(pc.match_substring_regex(col, "[\r\n]"), np.bool_))
             if broken.size:
                 i = int(broken[0])
@@ -572,6 +590,27 @@ def from_arrow(table, *, label: str = "<arrow>", first_row: int = 0) -> Training
     return out
 
 
+def _check_utf8(col, name: str, label: str, first_row: int) -> None:
+    """Raise :class:`TrainingDataError` naming the first row of the string column ``col`` that is
+    not valid UTF-8 (pyarrow does not check a column it reads; Python's decoding would fail later)."""
+    import pyarrow as pa
+
+    row = 0
+    for chunk in col.chunks if hasattr(col, "chunks") else [col]:
+        try:
+            chunk.validate(full=True)
+        except pa.ArrowInvalid as invalid:
+            for i, value in enumerate(chunk.cast(pa.large_binary() if pa.types.is_large_string(chunk.type)
+                                                 else pa.binary()).to_pylist()):
+                try:
+                    value.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise TrainingDataError(f"{label}: row {first_row + row + i}: {name} is not UTF-8 text "
+                                            f"({exc.reason} at byte {exc.start}): {value[:80]!r}") from None
+            raise TrainingDataError(f"{label}: column {name!r} after row {first_row + row}: {invalid}") from invalid
+        row += len(chunk)
+
+
 class TrainingDataWriter:
     """Write rows to a training-data file in the tools' exact layout, chunk by chunk.
 
@@ -597,11 +636,11 @@ class TrainingDataWriter:
 
     def __init__(self, dest: str | os.PathLike[str], kind: str | None = None) -> None:
         if kind is None and os.fspath(dest) == STDIN:
-            raise ValueError("<stdout>: standard output has no extension to tell the training-data kind; "
+            raise KindError("<stdout>: standard output has no extension to tell the training-data kind; "
                              "pass the kind (binpack, bin, plain, parquet)")
         self.kind = kind or kind_of(dest)
         if self.kind not in KINDS:
-            raise ValueError(f"unknown training-data kind {self.kind!r}; use one of {', '.join(KINDS)}")
+            raise KindError(f"unknown training-data kind {self.kind!r}; use one of {', '.join(KINDS)}")
         if self.kind == "parquet":
             _pa("Parquet training data")  # before any file is made
         self.label = "<stdout>" if os.fspath(dest) == STDIN else os.fspath(dest)
@@ -954,5 +993,5 @@ class Summary:
                           "histogram": dict(zip(labels, self.histogram.tolist()))}}
 
 
-__all__ = ["KINDS", "Summary", "TrainingData", "TrainingDataWriter", "block_ranges", "encode_bin", "encode_plain",
-           "flags", "from_arrow", "iter_chunks", "kind_of", "read", "read_range", "rescore", "select", "write"]
+__all__ = ["KINDS", "KindError", "Summary", "TrainingData", "TrainingDataWriter", "block_ranges", "encode_bin",
+           "encode_plain", "flags", "from_arrow", "iter_chunks", "kind_of", "read", "read_range", "rescore", "select", "write"]
