@@ -95,3 +95,62 @@ def test_only_kind_errors_are_usage_errors(bp, monkeypatch):
     monkeypatch.setattr(td, "iter_chunks", broken)
     with pytest.raises(ValueError, match="an internal fault"):
         main(["data", "info", str(bp / "selfplay.binpack")])
+
+
+def test_a_bin_result_outside_minus_one_to_one_is_refused(bp, tmp_path, capsys):
+    """A .bin record with result 5 converted to .plain 'result 5' (status 0), which the .plain
+    reader refuses; to .binpack it became 1 silently."""
+    record = bytearray((bp / "selfplay.bin").read_bytes()[:80])
+    record[40 + 38] = 5
+    src = tmp_path / "res5.bin"
+    src.write_bytes(bytes(record))
+    for dst in ("res5.plain", "res5.binpack"):
+        assert main(["data", "convert", str(src), str(tmp_path / dst)]) == 1
+        assert capsys.readouterr().err.strip() == f"error: {src}: byte 78: record 1: result 5 outside -1 .. 1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["res5.bin"]
+
+
+TWO_CHAINS = ("fen 4k3/8/8/8/8/8/8/4K3 w - - 0 1\nmove e1e2\nscore 0\nply 0\nresult 1\ne\n"
+              "fen 4k3/8/8/8/8/8/8/3K4 b - - 0 1\nmove e8e7\nscore 5\nply 1\nresult 0\ne\n"
+              "fen 8/4k3/8/8/8/8/8/3K4 w - - 1 2\nmove d1d2\nscore 7\nply 2\nresult 0\ne\n")
+
+
+def test_a_binpack_result_of_minus_two_is_refused(tmp_path):
+    """The 2 result bits of a chain's first entry can hold 3, read as result -2 (and 2, -2, ...
+    along the chain) and written on as such: now refused at the field's byte offset."""
+    (tmp_path / "two.plain").write_text(TWO_CHAINS)
+    td.write(td.read(tmp_path / "two.plain"), tmp_path / "two.binpack")
+    data = bytearray((tmp_path / "two.binpack").read_bytes())
+    assert len(td.read(tmp_path / "two.binpack")) == 3
+    data[8 + 34 + 28] |= 0xC0  # the second chain (the first has no plies: 34 bytes)
+    (tmp_path / "bad.binpack").write_bytes(bytes(data))
+    with pytest.raises(TrainingDataError, match=r"bad\.binpack: byte 70: result -2 outside -1 \.\. 1 \(ply and result "
+                                                r"field\)"):
+        td.read(tmp_path / "bad.binpack")
+
+
+def test_a_parquet_result_outside_minus_one_to_one_is_refused(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    (tmp_path / "two.plain").write_text(TWO_CHAINS)
+    table = td.read(tmp_path / "two.plain").to_arrow()
+    table = table.set_column(4, "result", pa.array([1, 0, 5], pa.int16()))
+    pq.write_table(table, tmp_path / "r.parquet")
+    with pytest.raises(TrainingDataError, match=r"r\.parquet: row 2: result 5 outside -1 \.\. 1"):
+        td.read(tmp_path / "r.parquet")
+
+
+@pytest.mark.parametrize("dst, fen, ply, message", [
+    ("x.binpack", "4k3/8/8/8/8/8/8/4K3 w - - 0 1", 20000,
+     "row 0: ply 20000 does not fit a chain's first entry (at most 16383; the .binpack field keeps 14 bits)"),
+    ("x.bin", "4k3/8/8/8/8/8/8/4K3 w - - 200 1", 0,
+     "row 0: half-move clock 200 does not fit a .bin record (at most 127; the tools keep 7 bits)"),
+])
+def test_values_a_format_cannot_hold_are_refused(dst, fen, ply, message, tmp_path, capsys):
+    """A first-entry ply over 14 bits ran into the .binpack result bits (read back as another ply
+    and result), a half-move clock over 7 bits lost its top bit in .bin: the tools do so silently."""
+    src = tmp_path / "x.plain"
+    src.write_text(f"fen {fen}\nmove e1e2\nscore 0\nply {ply}\nresult 1\ne\n")
+    assert main(["data", "convert", str(src), str(tmp_path / dst)]) == 1
+    assert capsys.readouterr().err.strip() == f"error: {tmp_path / dst}: {message}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.plain"]

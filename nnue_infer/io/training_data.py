@@ -46,6 +46,12 @@ from .parquet import _pa
 KINDS = ("binpack", "bin", "plain", "parquet")
 #: Bytes of ``.binpack`` blocks decoded together (blocks of one group decode in parallel).
 GROUP_BYTES = 8 << 20
+#: Offset of the result (game_result, int8) in a ``.bin`` record.
+BIN_RESULT_BYTE = 38
+#: Largest ``ply`` of a ``.binpack`` chain's first row (14 bits: the top 2 of its field hold the result).
+BINPACK_HEAD_PLY = (1 << 14) - 1
+#: Largest ``rule50`` a ``.bin`` record holds (7 bits).
+BIN_RULE50 = (1 << 7) - 1
 #: Bytes of ``.plain`` / ``.bin`` read at a time.
 READ_BYTES = 16 << 20
 #: Longest ``.plain`` record accepted (a record is about 150 bytes): past it the reader stops
@@ -314,10 +320,29 @@ def _decode_group(buf: np.ndarray, starts: list[int], ends: list[int], bases: li
     chain = first_chain
     for b in range(nb):
         part = out[int(row0[b]): int(row0[b] + rows[b])]
+        outside = np.flatnonzero((part.result < -1) | (part.result > 1))
+        if outside.size:  # the 2 result bits hold 3 (-2); a chain's first row is the first bad one
+            at = _chain_offset(buf, starts[b], ends[b], int(outside[0])) + KB.ENTRY_BYTES - 4
+            raise _error(label, bases[b] + at - starts[b], f"result {int(part.result[outside[0]])} outside -1 .. 1 "
+                         "(ply and result field)", compressed)
         part.chain[:] += chain
         chain += int(chains[b])
         parts.append(part)
     return TrainingData.concat(parts), chain
+
+
+def _chain_offset(buf: np.ndarray, start: int, end: int, row: int) -> int:
+    """Offset in ``buf`` of the chain whose first row is row ``row`` of the block ``buf[start:end]``
+    (the block decoded again, stopping there: its rows would pass ``row``)."""
+    one = np.array([0], np.int64)
+    out = TrainingData.empty(row)
+    rows, chains, problems, offsets = (np.empty(1, np.int64) for _ in range(4))
+    with PARALLEL_LOCK:
+        KB.decode_blocks(buf, one + start, one + end, one * 0, one * 0 + row, out.bitboards, out.stm, out.castling,
+                         out.ep, out.rule50, out.fullmove, out.move, out.score, out.ply, out.result, out.chain, rows,
+                         chains, problems, offsets)
+    assert problems[0] == -1, "the block decoded before"
+    return int(offsets[0])
 
 
 def _iter_binpack(stream: BinaryIO, label: str, compressed: bool, chunk_bytes: int | None,
@@ -424,6 +449,11 @@ def _iter_bin(stream: BinaryIO, label: str, compressed: bool, chunk_bytes: int |
             i = int(bad[0])
             raise _error(label, offset + i * KB.BIN_RECORD, f"record {offset // KB.BIN_RECORD + i}: "
                          f"{KB.PROBLEMS[problems[i]]}", compressed)
+        outside = np.flatnonzero((out.result < -1) | (out.result > 1))  # game_result is an int8
+        if outside.size:
+            i = int(outside[0])
+            raise _error(label, offset + i * KB.BIN_RECORD + BIN_RESULT_BYTE, f"record {offset // KB.BIN_RECORD + i}: "
+                         f"result {int(out.result[i])} outside -1 .. 1", compressed)
         out, chain, previous = _number_chains(out, chain, previous)
         offset += len(data)
         yield out
@@ -538,9 +568,9 @@ def from_arrow(table, *, label: str = "<arrow>", first_row: int = 0) -> Training
     Raises
     ------
     TrainingDataError
-        A FEN or move the tools' parser refuses or holding a line break, a null, a ``score`` /
-        ``ply`` / ``result`` / ``chain`` column that is not integers or a value outside its
-        column's type (int16, uint16, int16, int64): the message names the row and the value.
+        A FEN or move the tools' parser refuses, holding a line break or not UTF-8, a null, a
+        ``score`` / ``ply`` / ``result`` / ``chain`` column that is not integers or a value outside
+        its column's range (int16, uint16, -1 .. 1, int64): the message names the row and the value.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -567,7 +597,7 @@ def from_arrow(table, *, label: str = "<arrow>", first_row: int = 0) -> Training
     for name, dtype in (("score", np.int16), ("ply", np.uint16), ("result", np.int16), ("chain", np.int64)):
         if name in cols:
             values = np.asarray(cols[name])
-            lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
+            lo, hi = (-1, 1) if name == "result" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
             outside = np.flatnonzero((values < lo) | (values > hi))
             if outside.size:
                 i = int(outside[0])
@@ -704,6 +734,11 @@ class TrainingDataWriter:
     def _encode_chains(self, rows: TrainingData, cont: np.ndarray, first_row: int) -> None:
         if len(rows) == 0:
             return
+        high = np.flatnonzero(~cont & (rows.ply > BINPACK_HEAD_PLY))
+        if high.size:
+            i = int(high[0])
+            raise TrainingDataError(f"{self.label}: row {first_row + i}: ply {int(rows.ply[i])} does not fit a chain's "
+                                    f"first entry (at most {BINPACK_HEAD_PLY}; the .binpack field keeps 14 bits)")
         out = np.zeros(38 * len(rows) + 64, np.uint8)
         chain_ends = np.empty(len(rows), np.int64)
         size, chains, bad = KB.encode_chains(rows.bitboards, rows.stm, rows.castling, rows.ep, rows.rule50, rows.move,
@@ -852,9 +887,15 @@ def encode_bin(data: TrainingData, label: str = "<bin>", first_row: int = 0) -> 
     Raises
     ------
     TrainingDataError
-        A row without one king per side, or one whose board takes more than 256 bits.
+        A row without one king per side, one whose board takes more than 256 bits or whose
+        half-move clock is over 127 (7 bits).
     """
     n = len(data)
+    high = np.flatnonzero(data.rule50 > BIN_RULE50)
+    if high.size:
+        i = int(high[0])
+        raise TrainingDataError(f"{label}: row {first_row + i}: half-move clock {int(data.rule50[i])} does not fit a "
+                                f".bin record (at most {BIN_RULE50}; the tools keep 7 bits)")
     out, problems = np.zeros(KB.BIN_RECORD * n, np.uint8), np.empty(n, np.int64)
     with PARALLEL_LOCK:
         KB.encode_bin(data.bitboards, data.stm, data.castling, data.ep, data.rule50, data.fullmove, data.move,
