@@ -154,3 +154,51 @@ def test_values_a_format_cannot_hold_are_refused(dst, fen, ply, message, tmp_pat
     assert main(["data", "convert", str(src), str(tmp_path / dst)]) == 1
     assert capsys.readouterr().err.strip() == f"error: {tmp_path / dst}: {message}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.plain"]
+
+
+@pytest.fixture(scope="module")
+def rows(bp):
+    return td.read(bp / "selfplay.binpack")[:5000]
+
+
+def _with(data, **columns):
+    return td.TrainingData(**{**{name: getattr(data, name) for name in td.TrainingData.DTYPES}, **columns})
+
+
+def _changed(column, i, value):
+    column = column.copy()
+    column[i] = value
+    return column
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: {"stm": d.stm[:1]}, r"column 'stm' has shape \(1,\), expected \(5000,\)"),
+    (lambda d: {"bitboards": d.bitboards[:, :6]}, r"column 'bitboards' has shape \(5000, 6\), expected \(5000, 8\)"),
+    (lambda d: {"score": d.score.astype(np.int64)}, r"column 'score' holds int64, expected int16"),
+    (lambda d: {"ep": _changed(d.ep, 7, 100)}, r"column 'ep' row 7: en passant square neither -1 nor on the side "
+                                               r"to move's en passant rank: 100"),
+    (lambda d: {"ep": _changed(d.ep, 7, 20 if d.stm[7] == 0 else 44)}, r"column 'ep' row 7"),
+    (lambda d: {"stm": _changed(d.stm, 9, 2)}, r"column 'stm' row 9: side to move not 0 \(White\) or 1 \(Black\): 2"),
+    (lambda d: {"castling": _changed(d.castling, 3, 16)}, r"column 'castling' row 3: castling rights beyond"),
+    (lambda d: {"result": _changed(d.result, 4999, -2)}, r"column 'result' row 4999: result outside -1 \.\. 1: -2"),
+    (lambda d: {"bitboards": _changed(d.bitboards, 5, [0] * 8)}, r"column 'bitboards' row 5: not exactly one king"),
+    (lambda d: {"bitboards": _changed(d.bitboards, 6, d.bitboards[6] | [0, 0, 0, 0, 0, 0, 1 << 40, 0])},
+     r"column 'bitboards' row 6: pieces or colours overlap or differ"),
+])
+def test_training_data_checks_its_columns(change, message, rows, tmp_path):
+    """TrainingData took any columns: stm of 1 entry beside 5000 rows aborted the process on
+    writing a .binpack ('corrupted double-linked list') and read out of bounds for .plain; ep 100
+    gave the FEN field 'e='.  Construction now names the column and the first bad row."""
+    with pytest.raises(ValueError, match=rf"^TrainingData: {message}"):
+        _with(rows, **change(rows))
+
+
+def test_checked_columns_are_kept_and_made_contiguous(rows, tmp_path):
+    back = _with(rows)
+    assert back.equals(rows)
+    strided = td.TrainingData.concat([rows, rows])
+    picked = _with(strided, **{name: getattr(strided, name)[::2] for name in td.TrainingData.DTYPES})
+    assert all(getattr(picked, name).flags.c_contiguous for name in td.TrainingData.DTYPES)
+    assert picked.equals(strided[::2])
+    td.write(picked, tmp_path / "p.plain")
+    assert td.read(tmp_path / "p.plain").equals(strided[::2].with_chains())

@@ -95,6 +95,16 @@ class TrainingData:
     chain : numpy.ndarray
         int64[n], chain (game segment) number from the start of the file: a row continues the
         previous one's game exactly when it has the same chain number.
+
+    Raises
+    ------
+    ValueError
+        On construction, a column that is not of its dtype and shape (all ``n`` rows), or the
+        first row holding a value the formats cannot (``stm`` not 0 / 1, ``castling`` over 15,
+        ``ep`` neither -1 nor a square of the side to move's en passant rank, ``result`` outside
+        -1 .. 1, bitboards whose pieces or colours overlap, differ, or lack one king per side):
+        the message names the column and the row.  Columns that are not C-contiguous are copied.
+        (:meth:`empty`, slices and the readers' rows are not checked again.)
     """
 
     bitboards: np.ndarray
@@ -113,11 +123,58 @@ class TrainingData:
               "fullmove": np.uint16, "move": np.uint16, "score": np.int16, "ply": np.uint16, "result": np.int16,
               "chain": np.int64}
 
+    def __post_init__(self) -> None:
+        n = None
+        for name, dtype in self.DTYPES.items():
+            column = np.asarray(getattr(self, name))
+            if column.dtype != dtype:
+                raise ValueError(f"TrainingData: column {name!r} holds {column.dtype}, expected "
+                                 f"{np.dtype(dtype).name} (convert it with .astype)")
+            if n is None:
+                n = column.shape[0] if column.ndim else -1
+            shape = (n, 8) if name == "bitboards" else (n,)
+            if column.shape != shape:
+                raise ValueError(f"TrainingData: column {name!r} has shape {column.shape}, expected {shape} "
+                                 f"(every column has one entry per row; bitboards has {n} rows)")
+            if not column.flags.c_contiguous:
+                column = np.ascontiguousarray(column)
+            object.__setattr__(self, name, column)
+        bb = self.bitboards.view(np.uint64)
+        pieces = bb[:, 0] | bb[:, 1] | bb[:, 2] | bb[:, 3] | bb[:, 4] | bb[:, 5]
+        piece_count = np.bitwise_count(bb[:, :6]).sum(axis=1, dtype=np.int64)
+        white, black = bb[:, 6], bb[:, 7]
+        kings = bb[:, 5]
+        checks = (
+            ("stm", self.stm > 1, "side to move not 0 (White) or 1 (Black)"),
+            ("castling", self.castling > 15, "castling rights beyond the 4 bits"),
+            ("ep", (self.ep != -1) & ((self.ep >> 3) != np.where(self.stm == 0, 5, 2)),
+             "en passant square neither -1 nor on the side to move's en passant rank"),
+            ("result", (self.result < -1) | (self.result > 1), "result outside -1 .. 1"),
+            ("bitboards", (piece_count != np.bitwise_count(pieces)) | ((white & black) != 0)
+             | ((white | black) != pieces), "pieces or colours overlap or differ"),
+            ("bitboards", (np.bitwise_count(kings & white) != 1) | (np.bitwise_count(kings & black) != 1),
+             "not exactly one king per side"),
+        )
+        for name, bad, problem in checks:
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                value = self.bitboards[i].tolist() if name == "bitboards" else int(getattr(self, name)[i])
+                raise ValueError(f"TrainingData: column {name!r} row {i}: {problem}: {value}")
+
+    @classmethod
+    def _trusted(cls, columns: dict[str, np.ndarray]) -> TrainingData:
+        """A TrainingData of ``columns`` without the checks of construction: for columns known to
+        be good (rows of checked data, a reader's decoded rows) or about to be filled."""
+        data = object.__new__(cls)
+        for name, column in columns.items():
+            object.__setattr__(data, name, column)
+        return data
+
     @classmethod
     def empty(cls, n: int = 0) -> TrainingData:
-        """Uninitialised columns for ``n`` rows."""
-        return cls(**{name: np.empty((n, 8) if name == "bitboards" else n, dtype)
-                      for name, dtype in cls.DTYPES.items()})
+        """Uninitialised columns for ``n`` rows, unchecked: fill every row before use."""
+        return cls._trusted({name: np.empty((n, 8) if name == "bitboards" else n, dtype)
+                             for name, dtype in cls.DTYPES.items()})
 
     @classmethod
     def concat(cls, parts: Sequence[TrainingData]) -> TrainingData:
@@ -126,14 +183,14 @@ class TrainingData:
             return cls.empty()
         if len(parts) == 1:
             return parts[0]
-        return cls(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(cls)})
+        return cls._trusted({f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(cls)})
 
     def __len__(self) -> int:
         return int(self.stm.shape[0])
 
     def __getitem__(self, rows) -> TrainingData:
         """Rows ``rows`` (a slice, an index array or a boolean mask), copied to contiguous arrays."""
-        return TrainingData(**{f.name: np.array(getattr(self, f.name)[rows], order="C") for f in fields(self)})
+        return TrainingData._trusted({f.name: np.array(getattr(self, f.name)[rows], order="C") for f in fields(self)})
 
     def __repr__(self) -> str:
         return f"TrainingData({len(self)} positions, {len(np.unique(self.chain))} chains)"
@@ -173,7 +230,7 @@ class TrainingData:
         cont = self.continuations()
         KB.limit_chains(cont)
         chain = np.cumsum(~cont, dtype=np.int64) + (first - 1)
-        return TrainingData(**{**{f.name: getattr(self, f.name) for f in fields(self)}, "chain": chain})
+        return TrainingData._trusted({**{f.name: getattr(self, f.name) for f in fields(self)}, "chain": chain})
 
     def to_arrow(self):
         """A pyarrow Table: ``fen`` and ``move`` (strings, the tools' text), ``score`` int16,
@@ -978,7 +1035,7 @@ def rescore(data: TrainingData, evaluator, *, blend: float = 1.0, label: str = "
     if blend != 1.0:
         new = np.rint(blend * new + (1.0 - blend) * data.score.astype(np.float64))
     score = np.clip(new, -32768, 32767).astype(np.int16)
-    return TrainingData(**{**{f.name: getattr(data, f.name) for f in fields(data)}, "score": score})
+    return TrainingData._trusted({**{f.name: getattr(data, f.name) for f in fields(data)}, "score": score})
 
 
 #: Edges of :func:`summary`'s score histogram (internal units; the outer bins are open).
