@@ -196,14 +196,18 @@ def _info_text(src: str, d: dict) -> str:
 @quiet_option
 def filter_cmd(src, dst, src_kind, dst_kind, skip_in_check, skip_captures, min_ply, max_score, threads, progress,
                quiet):
-    """Write SRC's positions that pass the filters to DST (.binpack chains are rebuilt where rows drop out)."""
+    """Write SRC's positions that pass the filters to DST (chains, of .binpack and of .parquet's chain
+    column, are rebuilt where rows drop out)."""
     from ..io import training_data as td
 
     set_threads(threads)
+    chains = {"next": 0, "previous": None}  # rows that no longer continue the previous one start a chain
 
     def keep(chunk, first):
-        return chunk[td.select(chunk, skip_in_check=skip_in_check, skip_captures=skip_captures, min_ply=min_ply,
+        kept = chunk[td.select(chunk, skip_in_check=skip_in_check, skip_captures=skip_captures, min_ply=min_ply,
                                max_abs_score=max_score)]
+        kept, chains["next"], chains["previous"] = td.number_chains(kept, chains["next"], chains["previous"])
+        return kept
 
     n, kept = _pipe(src, dst, src_kind, dst_kind, show_progress(progress, quiet), keep)
     if not quiet:

@@ -511,15 +511,22 @@ def _iter_bin(stream: BinaryIO, label: str, compressed: bool, chunk_bytes: int |
             i = int(outside[0])
             raise _error(label, offset + i * KB.BIN_RECORD + BIN_RESULT_BYTE, f"record {offset // KB.BIN_RECORD + i}: "
                          f"result {int(out.result[i])} outside -1 .. 1", compressed)
-        out, chain, previous = _number_chains(out, chain, previous)
+        out, chain, previous = number_chains(out, chain, previous)
         offset += len(data)
         yield out
 
 
-def _number_chains(out: TrainingData, chain: int, previous: TrainingData | None
-                   ) -> tuple[TrainingData, int, TrainingData]:
-    """Chain numbers by the tools' continuation rule, across chunk boundaries (``previous`` is the
-    last row of the previous chunk)."""
+def number_chains(out: TrainingData, chain: int, previous: TrainingData | None
+                  ) -> tuple[TrainingData, int, TrainingData | None]:
+    """``out`` with chain numbers by the tools' continuation rule (:meth:`TrainingData.with_chains`),
+    across chunk boundaries: feed consecutive chunks with the ``chain`` and ``previous`` this returned
+    for the chunk before (0 and None for the first).
+
+    Returns
+    -------
+    (TrainingData, int, TrainingData or None)
+        ``out`` renumbered, the next free chain number and the last row seen so far.
+    """
     joined = out if previous is None else TrainingData.concat([previous, out])
     numbered = joined.with_chains(chain - 1 if previous is not None else chain)
     if previous is not None:
@@ -558,7 +565,7 @@ def _iter_plain(stream: BinaryIO, label: str, compressed: bool,
             raise _error(label, offset + tail, "unterminated record: the text ends without a line 'e'", compressed)
         offset += tail
         if n:
-            out, chain, previous = _number_chains(out, chain, previous)
+            out, chain, previous = number_chains(out, chain, previous)
             yield out
 
 
@@ -1092,4 +1099,5 @@ class Summary:
 
 
 __all__ = ["KINDS", "KindError", "Summary", "TrainingData", "TrainingDataWriter", "block_ranges", "encode_bin",
-           "encode_plain", "flags", "from_arrow", "iter_chunks", "kind_of", "read", "read_range", "rescore", "select", "write"]
+           "encode_plain", "flags", "from_arrow", "iter_chunks", "kind_of", "number_chains", "read", "read_range",
+           "rescore", "select", "write"]
