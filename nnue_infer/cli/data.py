@@ -169,8 +169,7 @@ def _print(text: str) -> None:
 def _info_text(src: str, d: dict) -> str:
     r = d["results"]
     lines = [f"file        {src}", f"positions   {d['positions']}", f"chains      {d['chains']}",
-             f"results     win {r['win']}, draw {r['draw']}, loss {r['loss']}"
-             + (f", other {r['other']}" if r["other"] else "") + " (side to move)",
+             f"results     win {r['win']}, draw {r['draw']}, loss {r['loss']} (side to move)",
              f"in check    {d['in_check']}", f"captures    {d['captures']}"]
     if d["positions"]:
         lines.append(f"ply         {d['ply']['min']} .. {d['ply']['max']}")

@@ -1056,7 +1056,6 @@ class Summary:
         self.positions = 0
         self.chains = 0
         self.results = np.zeros(3, np.int64)
-        self.other_results = 0
         self.in_check = 0
         self.captures = 0
         self.histogram = np.zeros(len(SCORE_BINS) - 1, np.int64)
@@ -1073,10 +1072,7 @@ class Summary:
         starts = np.count_nonzero(np.diff(data.chain)) + (1 if data.chain[0] != self._last_chain else 0)
         self.chains += int(starts)
         self._last_chain = int(data.chain[-1])
-        r = data.result.astype(np.int64)
-        known = (r >= -1) & (r <= 1)
-        self.results += np.bincount(r[known] + 1, minlength=3)
-        self.other_results += int(np.count_nonzero(~known))
+        self.results += np.bincount(data.result.astype(np.int64) + 1, minlength=3)  # results are -1 .. 1
         in_check, capture = flags(data)
         self.in_check += int(in_check.sum())
         self.captures += int(capture.sum())
@@ -1090,8 +1086,7 @@ class Summary:
         """The counts as plain Python values (JSON-ready)."""
         labels = [f"{SCORE_BINS[k]}..{SCORE_BINS[k + 1] - 1}" for k in range(len(SCORE_BINS) - 1)]
         return {"positions": self.positions, "chains": self.chains,
-                "results": {"loss": int(self.results[0]), "draw": int(self.results[1]), "win": int(self.results[2]),
-                            "other": self.other_results},
+                "results": {"loss": int(self.results[0]), "draw": int(self.results[1]), "win": int(self.results[2])},
                 "in_check": self.in_check, "captures": self.captures,
                 "ply": {"min": self.ply_min, "max": self.ply_max},
                 "score": {"mean": self.score_sum / self.positions if self.positions else None,
