@@ -106,3 +106,59 @@ def test_epd_lines_fields_and_operations():
     }
     buf, offsets = rows.fen_buffer()
     assert bytes(buf).decode().split("\n")[:-1] == rows.fen.to_list() and offsets[-1] == buf.size
+
+
+#: White space as the splitter (and Python's ``str.split`` on ASCII) sees it.
+_SPACE = b" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
+
+
+def _reference_split(data: bytes, max_line: int) -> tuple[list[tuple], tuple[int, int, int]]:
+    """:func:`nnue_infer.kernels.epd.split_lines` in Python, from its docstring: per position (line number, line
+    start, FEN range, fields, operations range), and the problem (kind, line, column) that stops it."""
+    out, pos = [], 0
+    for number, line in enumerate(data.split(b"\n")[:data.count(b"\n") + (not data.endswith(b"\n"))], 1):
+        first, pos = pos, pos + len(line) + 1
+        if b"\0" in line:
+            return out, (2, number, line.index(b"\0") + 1)
+        if len(line) > max_line:
+            return out, (1, number, 0)
+        text = line.strip(_SPACE)
+        if not text or text.startswith(b"#"):
+            continue
+        end = first + len(line.rstrip(_SPACE))
+        tokens, k = [], first + len(line) - len(line.lstrip(_SPACE))
+        while len(tokens) < 6 and k < end:
+            start = k
+            while k < end and data[k] not in _SPACE:
+                k += 1
+            tokens.append((start, k))
+            while k < end and data[k] in _SPACE:
+                k += 1
+        fields = min(len(tokens), 4)
+        if len(tokens) >= 5 and data[tokens[4][0]:tokens[4][1]].isdigit():
+            fields = 6 if len(tokens) == 6 and data[tokens[5][0]:tokens[5][1]].isdigit() else 5
+        ops = tokens[fields - 1][1]
+        while ops < end and data[ops] in _SPACE:
+            ops += 1
+        out.append((number, first, tokens[0][0], tokens[fields - 1][1], fields, ops, end))
+    return out, (0, 0, 0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b" ", b"\t", b"\r", b"\n", b"\n", b"\x0b", b"\x1c", b"#", b";", b'"', b"\0", b"\xe9",
+                                 b"8", b"12", b"k", b"K/", b"w", b"-", b"pP"]), max_size=40),
+       st.sampled_from([4, 12, 1 << 20]))
+def test_epd_split_lines_agrees_with_a_python_reference(parts, max_line):
+    """The one-pass line splitter (a byte-class table) finds the lines, fields, FEN and operation ranges and the
+    first refused line that the docstring's rules give, on text of every kind of white space, comments and NULs."""
+    from nnue_infer.kernels import epd as KE
+
+    data = b"".join(parts)
+    buf = np.frombuffer(bytearray(data), np.uint8)
+    size = KE.count_lines(buf)
+    arrays = [np.empty(size, np.int64) for _ in range(4)] + [np.empty(size, np.int8)] + [np.empty(size, np.int64)
+                                                                                          for _ in range(2)]
+    problem = np.zeros(3, np.int64)
+    n = KE.split_lines(buf, max_line, *arrays, problem)
+    got = list(zip(*(a[:n].tolist() for a in arrays)))
+    assert (got, tuple(problem.tolist())) == _reference_split(data, max_line)

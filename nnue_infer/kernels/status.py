@@ -42,17 +42,27 @@ OUTCOME_NONE, OUTCOME_CHECKMATE, OUTCOME_STALEMATE, OUTCOME_ASK = 0, 1, 2, -1
 ALL_SQUARES = -1
 
 
+def _rays(first: int, last: int) -> np.ndarray:
+    return np.array([line_attacks.py_func(sq, np.int64(0), first, last) for sq in range(64)], np.int64)
+
+
+#: Squares on a rook's / a bishop's lines through each square of an empty board, int64[64] each: a slider off
+#: them cannot attack the square, nor a piece off both be pinned to a king there (no line walked to know).
+ROOK_RAYS, BISHOP_RAYS = _rays(0, 4), _rays(4, 8)
+
+
 @njit(cache=True)
 def attackers(bitboards, sq, by, occupied):
-    """Pieces of side ``by`` (0 White, 1 Black) attacking square ``sq`` with ``occupied`` squares (int64)."""
+    """Pieces of side ``by`` (0 White, 1 Black) attacking square ``sq`` with ``occupied`` squares (int64).
+    A slider's line is walked only when one stands on it (:data:`ROOK_RAYS`, :data:`BISHOP_RAYS`)."""
     them = bitboards[BB_WHITE + by]
-    diagonal = (bitboards[BB_BISHOPS] | bitboards[BB_QUEENS]) & them
-    straight = (bitboards[BB_ROOKS] | bitboards[BB_QUEENS]) & them
     found = PAWN_ATTACKS[1 - by, sq] & bitboards[BB_PAWNS] & them
     found |= KNIGHT_ATTACKS[sq] & bitboards[BB_KNIGHTS] & them
     found |= KING_ATTACKS[sq] & bitboards[BB_KINGS] & them
+    diagonal = (bitboards[BB_BISHOPS] | bitboards[BB_QUEENS]) & them & BISHOP_RAYS[sq]
     if diagonal:
         found |= line_attacks(sq, occupied, 4, 8) & diagonal
+    straight = (bitboards[BB_ROOKS] | bitboards[BB_QUEENS]) & them & ROOK_RAYS[sq]
     if straight:
         found |= line_attacks(sq, occupied, 0, 4) & straight
     return found
@@ -64,7 +74,7 @@ def _free_piece_reaches(bitboards, stm, king, occupied, targets):
     a square of ``targets`` (enemy pieces to capture, empty squares to step on; -1: any move)."""
     own = bitboards[BB_WHITE + stm]
     enemy = bitboards[BB_WHITE + 1 - stm]
-    free = own & ~line_attacks(king, 0, 0, 8) & ~bitboards[BB_KINGS]
+    free = own & ~(ROOK_RAYS[king] | BISHOP_RAYS[king]) & ~bitboards[BB_KINGS]
     pawns = free & bitboards[BB_PAWNS]
     while pawns:
         sq = lowest_square(pawns)
@@ -78,7 +88,13 @@ def _free_piece_reaches(bitboards, stm, king, occupied, targets):
             two = one + 8 if stm == 0 else one - 8
             if (sq >> 3) == (1 if stm == 0 else 6) and (occupied & SQUARE_BB[two]) == 0 and SQUARE_BB[two] & targets:
                 return True
-    others = free & ~bitboards[BB_PAWNS]
+    knights = free & bitboards[BB_KNIGHTS]
+    while knights:  # a table lookup each, before the sliders' lines are walked
+        sq = lowest_square(knights)
+        knights = without_lowest(knights)
+        if KNIGHT_ATTACKS[sq] & targets & ~own:
+            return True
+    others = free & ~bitboards[BB_PAWNS] & ~bitboards[BB_KNIGHTS]
     while others:
         sq = lowest_square(others)
         others = without_lowest(others)
@@ -107,7 +123,12 @@ def position_status(bitboards, stm):
     own = bitboards[BB_WHITE + stm]
     occupied = bitboards[BB_WHITE] | bitboards[BB_WHITE + 1]
     king = lowest_square(bitboards[BB_KINGS] & own)
-    check = attackers(bitboards, king, 1 - stm, occupied) != 0
+    checkers = attackers(bitboards, king, 1 - stm, occupied)
+    check = checkers != 0
+    # the cheapest proof first (each rule alone proves a legal move, so their order changes no result): not in
+    # check, an unpinnable pawn or knight that moves is found with a few table lookups (most positions)
+    if not check and _free_piece_reaches(bitboards, stm, king, occupied, ALL_SQUARES):
+        return check, CLEARED
     lifted = occupied & ~SQUARE_BB[king]
     steps = KING_ATTACKS[king] & ~own
     while steps:
@@ -115,12 +136,7 @@ def position_status(bitboards, stm):
         steps = without_lowest(steps)
         if attackers(bitboards, to, 1 - stm, lifted) == 0:
             return check, CLEARED
-    if not check:
-        if _free_piece_reaches(bitboards, stm, king, occupied, ALL_SQUARES):
-            return check, CLEARED
-        return check, NOT_CLEARED
-    checkers = attackers(bitboards, king, 1 - stm, occupied)
-    if without_lowest(checkers) == 0:  # one checker: capture it or block its line with an unpinnable piece
+    if check and without_lowest(checkers) == 0:  # one checker: capture it or block its line with an unpinnable piece
         checker = lowest_square(checkers)
         if _free_piece_reaches(bitboards, stm, king, occupied, checkers | _between(king, checker, occupied)):
             return check, CLEARED
