@@ -551,6 +551,36 @@ def test_a_replaced_network_file_is_refused(tmp_path, fens):
     assert manifest["network_sha256"] == network_digest(net) != network_digest(other)
 
 
+def test_the_network_digest_is_computed_once_per_file_version(tmp_path, fens, monkeypatch):
+    """The manifest's SHA-256 of the network (~46 MB of parameters for Stockfish 15.1's: 34 ms a job) is computed
+    once per version of the network file in a process: a later job hashes nothing; a file rewritten in place is
+    hashed again (and refused by the dataset of the old one); and the in-process evaluator is the new file's (a
+    long-lived worker kept the old network under the same name: rows of the old network in a dataset whose
+    manifest names the new one)."""
+    import dataclasses
+
+    from nnue_infer import network as N
+
+    calls = []
+    digest = N.network_digest
+    monkeypatch.setattr(N, "network_digest", lambda net: calls.append(1) or digest(net))
+    shard = tmp_path / "s.epd"
+    shard.write_text("\n".join(fens[:20]) + "\n")
+    net = nnue_infer.default_network()
+    path = tmp_path / "net.safetensors"
+    nnue_infer.save(net, path)
+    assert D.score_files(str(shard), str(tmp_path / "a"), str(path)).rows == 20
+    assert D.score_files(str(shard), str(tmp_path / "b"), str(path)).rows == 20
+    assert len(calls) == 1
+    other = dataclasses.replace(net, ft_biases=net.ft_biases + 1)
+    nnue_infer.save(other, path)
+    assert D.score_files(str(shard), str(tmp_path / "c"), str(path)).rows == 20
+    assert len(calls) == 2
+    values = pq.read_table(tmp_path / "c", columns=["value"])["value"].to_pylist()
+    assert values == nnue_infer.Evaluator(other).evaluate_batch(fens[:20]).tolist()
+    assert values != pq.read_table(tmp_path / "a", columns=["value"])["value"].to_pylist()
+
+
 def test_a_link_in_a_later_run_is_the_same_input(tmp_path, fens):
     """Parts are named by the input's real path: the same file through a link, in a later run, is a part
     already done (it was scored again: every row twice in the dataset)."""

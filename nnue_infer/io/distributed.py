@@ -54,7 +54,7 @@ ERRORS_DIR = "_errors"
 
 _local = threading.local()
 _lock = threading.Lock()
-_evaluators: dict[str, object] = {}
+_evaluators: dict[tuple, object] = {}
 
 
 def input_kind(path: str) -> str:
@@ -93,22 +93,66 @@ def expand_inputs(inputs: str | Iterable[str]) -> list[str]:
     return files
 
 
+def _stamp(network: str) -> tuple | None:
+    """What identifies the file a network spec reads (``None`` for a name that is no file: ``default``,
+    ``stockfish``, ``sf16``..., networks loaded once per process): its real path, device, inode, size,
+    modification and status-change times (``st_ctime_ns`` moves on every write or rename, and nothing
+    sets it back), so a file replaced or rewritten under the same name is another network."""
+    try:
+        st = os.stat(network)
+    except (OSError, ValueError, TypeError):
+        return None
+    return os.path.realpath(network), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+#: :func:`network_identity` by (spec, :func:`_stamp`): the SHA-256 of a network's ~46 MB of parameters took
+#: 34 ms of the client's CPU per job (benchmarks/bench_distributed.py), for the same file every time.
+_identities: dict[tuple, dict] = {}
+
+
+def network_identity(network: str) -> dict:
+    """``{"network", "network_repr", "network_sha256"}`` of the network spec ``network`` (what a dataset's
+    manifest records: :func:`nnue_infer.network.network_digest`), computed once per file version
+    (:func:`_stamp`) in this process: a later job with the same unchanged file hashes nothing.  Raises
+    as :func:`nnue_infer.resources.network_from_spec` for a network that cannot be read."""
+    from ..network import network_digest
+    from ..resources import network_from_spec
+
+    key = (network, _stamp(network))
+    identity = _identities.get(key)
+    if identity is None:
+        net = network_from_spec(network)
+        identity = {"network": network, "network_repr": repr(net), "network_sha256": network_digest(net)}
+        with _lock:
+            for old in [k for k in _identities if k[0] == network]:  # an older version of the file
+                del _identities[old]
+            _identities[key] = identity
+    return dict(identity)
+
+
 def worker_evaluator(network: str):
     """This process's :class:`~nnue_infer.evaluator.Evaluator` for ``network`` (a path or spec name),
-    loaded on first use and kept; one per thread (an ``Evaluator`` is not thread-safe)."""
+    loaded on first use and kept while the file is unchanged (:func:`_stamp`: a network file replaced
+    under the same name is loaded again, so a long-lived worker never scores with the old one while the
+    manifest names the new one); one per thread (an ``Evaluator`` is not thread-safe)."""
     from ..evaluator import Evaluator
     from ..resources import network_from_spec
 
     cache = getattr(_local, "evaluators", None)
     if cache is None:
         cache = _local.evaluators = {}
-    ev = cache.get(network)
+    key = (network, _stamp(network))
+    ev = cache.get(key)
     if ev is None:
         with _lock:
-            net = _evaluators.get(network)
+            net = _evaluators.get(key)
             if net is None:
-                net = _evaluators[network] = network_from_spec(network)
-        ev = cache[network] = Evaluator(net)  # type: ignore[arg-type]
+                for old in [k for k in _evaluators if k[0] == network]:
+                    del _evaluators[old]
+                net = _evaluators[key] = network_from_spec(network)
+        for old in [k for k in cache if k[0] == network]:
+            del cache[old]
+        ev = cache[key] = Evaluator(net)  # type: ignore[arg-type]
     return ev
 
 
@@ -188,8 +232,12 @@ BINPACK_TASK_BYTES = 64 << 20
 #: Rows per row group of the parts written (readers, and a later job reading the dataset, split by row group).
 ROW_GROUP_ROWS = 1 << 17
 #: Columns of the parts that hold text with many distinct values: the only ones compressed (zstd by default:
-#: the FENs to a third of their size), written without min/max statistics (no reader prunes row groups on a FEN).
+#: the FENs to a third of their size).
 _FREE_TEXT = ("fen", "san", "uci", "message")
+#: Columns of the parts with min/max statistics: those a reader can skip row groups by (a part's rows come in
+#: ``line``, ``game`` and ``ply`` order; ``source`` and the tags are few values); none on the free text, nor on
+#: the values and flags (unordered: every row group spans nearly their whole range, so they would prune nothing).
+_STATISTICS = ("source", "line", "game", "event", "site", "date", "round", "white", "black", "result", "ply")
 #: Codecs for the free text of the parts (:func:`score_files`' ``compression``; Parquet's, as pyarrow names them).
 CODECS = ("zstd", "lz4", "snappy", "gzip", "brotli", "none")
 
@@ -205,7 +253,7 @@ def _parquet(compression: str = "zstd") -> dict:
              "uci", "fen", "value", "cp", "cp_white", "in_check", "outcome", "message")
     return {"compression": {name: compression if name in _FREE_TEXT else "none" for name in names},
             "row_group_size": ROW_GROUP_ROWS,
-            "write_statistics": [name for name in names if name not in _FREE_TEXT],
+            "write_statistics": [name for name in names if name in _STATISTICS],
             "use_dictionary": ["source", "event", "site", "date", "round", "white", "black", "result", "outcome"],
             "column_encoding": dict.fromkeys(("line", "game", "ply", "value", "cp", "cp_white"),
                                              "DELTA_BINARY_PACKED")}
@@ -633,14 +681,12 @@ def batches(tasks: Sequence[Task], threads: int, split_bytes: int = SPLIT_BYTES)
     return groups + [group] if group else groups
 
 
-def _check_manifest(out_dir: str, network: str) -> None:
+def _check_manifest(out_dir: str, network: str, identity: dict | None = None) -> None:
     """Create ``out_dir`` and its manifest (written atomically), or check that an existing one names the same
-    network.  The network is read first: a network that cannot be read creates nothing."""
-    from ..network import network_digest
-    from ..resources import network_from_spec
-
-    net = network_from_spec(network)
-    identity = {"network": network, "network_repr": repr(net), "network_sha256": network_digest(net)}
+    network.  The network is read first (``identity``: :func:`network_identity`, computed when not given):
+    a network that cannot be read creates nothing."""
+    if identity is None:
+        identity = network_identity(network)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, MANIFEST)
     if os.path.exists(path):
@@ -662,7 +708,7 @@ def _write_manifest(path: str, manifest: dict) -> None:
     """Write the manifest ``path`` atomically (a temporary file of this process, then a rename)."""
     tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(manifest, f)
+        f.write(json.dumps(manifest))  # one write (json.dump writes each token: 0.3 ms a job for 16 inputs)
     os.replace(tmp, path)
 
 
@@ -792,13 +838,11 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     files = expand_inputs(inputs)
     for f in files:
         input_kind(f)  # unknown kinds fail before any work
-    from ..resources import network_from_spec
-
-    network_from_spec(network)  # a network that cannot be read fails before anything is created
+    identity = network_identity(network)  # a network that cannot be read fails before anything is created
     created = not os.path.exists(output)
     try:
         with planning(output):
-            _check_manifest(output, network)
+            _check_manifest(output, network, identity)
             tasks = plan_tasks(files, output, split_bytes=split_bytes, split_rows=split_rows,
                                binpack_task_bytes=binpack_task_bytes)
     except BaseException:
