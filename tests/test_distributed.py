@@ -581,6 +581,30 @@ def test_the_network_digest_is_computed_once_per_file_version(tmp_path, fens, mo
     assert values != pq.read_table(tmp_path / "a", columns=["value"])["value"].to_pylist()
 
 
+def test_each_worker_is_warmed_once_per_client(tmp_path, fens):
+    """A job warms up (``warm_up``) only the workers its client has not warmed for the network yet: one round
+    trip less per job; a worker that joins later is warmed by the next job, alone; every job's values right."""
+    expected = write_shards(tmp_path / "in", fens[:60], n=3)
+    lc, client = cluster(n_workers=1)
+    try:
+        runs = []
+        run = client.run
+        client.run = lambda fn, *args, **kwargs: runs.append((fn, kwargs.get("workers"))) or run(fn, *args, **kwargs)
+        for k in range(2):
+            D.score_files(str(tmp_path / "in" / "*"), str(tmp_path / f"out{k}"), "default", client, threads=1)
+            check_complete(tmp_path / f"out{k}", expected, nnue_infer.default_network())
+        first = list(client.nthreads())
+        assert runs == [(D.warm_up, first)]
+        lc.scale(2)
+        client.wait_for_workers(2)
+        D.score_files(str(tmp_path / "in" / "*"), str(tmp_path / "out2"), "default", client, threads=1)
+        check_complete(tmp_path / "out2", expected, nnue_infer.default_network())
+        assert runs == [(D.warm_up, first), (D.warm_up, [w for w in client.nthreads() if w not in first])]
+    finally:
+        client.close()
+        lc.close()
+
+
 def test_a_link_in_a_later_run_is_the_same_input(tmp_path, fens):
     """Parts are named by the input's real path: the same file through a link, in a later run, is a part
     already done (it was scored again: every row twice in the dataset)."""

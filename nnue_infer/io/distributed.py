@@ -39,6 +39,7 @@ import numbers
 import os
 import shutil
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -169,7 +170,7 @@ _warm: set[str] = set()
 
 def warm_up(network: str, threads: int | None = None) -> float:
     """Load ``network`` and every compiled kernel a task uses into this process (run it on each worker:
-    ``client.run(warm_up, network)``; :func:`score_files` does, at the start of every job).  Returns the
+    ``client.run(warm_up, network)``; :func:`score_files` does, for the workers it has not warmed yet).  Returns the
     seconds it took: 0 once this process is warm for ``network``.
 
     The first call per network scores three EPD lines into an in-memory Parquet file: the network is
@@ -193,6 +194,27 @@ def warm_up(network: str, threads: int | None = None) -> float:
     with _lock:
         _warm.add(network)
     return time.perf_counter() - t
+
+
+#: Workers each client has warmed up (:func:`_warm_workers`): {client: {(worker address, network, threads)}}.
+_warmed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _warm_workers(client, network: str, threads: int | None) -> int:
+    """Warm up (:func:`warm_up`) the workers of ``client`` that it has not warmed for ``network`` and ``threads``
+    yet, and return the cluster's number of worker threads: one round trip to the scheduler when every worker
+    is known warm (``client.run`` on every worker cost each job about 2 ms of wall clock and of the workers'
+    CPU).  A worker that restarted at a known address is not warmed again: its first task loads the network
+    (:func:`worker_evaluator`), the same values."""
+    nthreads = client.nthreads()
+    with _lock:
+        known = _warmed.setdefault(client, set())
+        cold = [w for w in nthreads if (w, network, threads) not in known]
+    if cold:
+        client.run(warm_up, network, threads, workers=cold)
+        with _lock:
+            known.update((w, network, threads) for w in cold)
+    return sum(nthreads.values())
 
 
 def _set_threads(threads: int | None) -> None:
@@ -612,8 +634,9 @@ def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = 
 
     from .parquet import write_table
 
-    out = os.path.join(out_dir, task.part)
-    errors_path = os.path.join(out_dir, ERRORS_DIR, task.part)
+    part = task.part  # (a real path: once)
+    out = os.path.join(out_dir, part)
+    errors_path = os.path.join(out_dir, ERRORS_DIR, part)
     summary = {"input": task.path, "part": out, "range": (task.index, task.count)}
     if os.path.exists(out):  # done before (a re-run, or a task re-run after its worker died)
         n_errors = pq.read_metadata(errors_path).num_rows if os.path.exists(errors_path) else 0
@@ -862,9 +885,9 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
         return report
     from distributed import as_completed
 
-    client.run(warm_up, network, threads)
+    workers = _warm_workers(client, network, threads)
     run = os.urandom(4).hex()
-    groups = batches(tasks, sum(client.nthreads().values()), split_bytes)
+    groups = batches(tasks, workers, split_bytes)
     futures = client.map(score_batch, groups, network=network, out_dir=output, threads=threads, column=column,
                          compression=compression,
                          pure=False, key=[f"nnue-infer-{run}-{g[0].part}" + (f"+{len(g) - 1}" if len(g) > 1 else "")

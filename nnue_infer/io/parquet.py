@@ -31,6 +31,8 @@ EPD operations are not kept in datasets.  Errors (:func:`errors_schema`): ``sour
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..inputs import replacing
@@ -48,8 +50,10 @@ def _pa(what: str = "Parquet output"):
     return pyarrow
 
 
+@functools.cache
 def schema():
-    """The ``pyarrow.Schema`` of scored-position datasets (see the module docstring)."""
+    """The ``pyarrow.Schema`` of scored-position datasets (see the module docstring); one object (immutable),
+    built once."""
     pa = _pa()
     fields = [pa.field("source", pa.string(), nullable=False), pa.field("line", pa.int64()),
               pa.field("game", pa.int64())]
@@ -60,8 +64,9 @@ def schema():
     return pa.schema(fields, metadata={"nnue-infer": "scored positions; value in internal units, side to move"})
 
 
+@functools.cache
 def errors_schema():
-    """The ``pyarrow.Schema`` of the errors table: ``source``, ``line``, ``game``, ``ply``, ``message``."""
+    """The ``pyarrow.Schema`` of the errors table: ``source``, ``line``, ``game``, ``ply``, ``message`` (built once)."""
     pa = _pa()
     return pa.schema([pa.field("source", pa.string(), nullable=False), pa.field("line", pa.int64()),
                       pa.field("game", pa.int64()), pa.field("ply", pa.int64()),
