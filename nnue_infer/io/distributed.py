@@ -668,7 +668,7 @@ def score_batch(tasks: Sequence[Task], network: str, out_dir: str, *, threads: i
 
 #: Dask tasks per worker thread that :func:`batches` leaves at least (when there are inputs enough), so
 #: that the cluster still balances (a thread that falls behind hands on half of its share).  Fewer, larger
-#: Dask tasks: each costs a worker 6-8.5 ms of CPU and the scheduler some more (benchmarks/bench_distributed.py).
+#: Dask tasks: each costs a worker 4-6 ms of CPU and the scheduler some more (benchmarks/bench_distributed.py).
 TASKS_PER_THREAD = 2
 
 
@@ -676,7 +676,7 @@ def batches(tasks: Sequence[Task], threads: int, split_bytes: int = SPLIT_BYTES)
     """``tasks`` grouped into the Dask tasks of a cluster job on ``threads`` worker threads.
 
     Dask costs a worker several milliseconds of CPU per task (receiving it, handing it to a thread,
-    reporting back: 6-8.5 ms in ``benchmarks/bench_distributed.py``), a quarter of scoring a shard of
+    reporting back: 4-6 ms in ``benchmarks/bench_distributed.py``), a fifth of scoring a shard of
     10,000 positions; so
     consecutive whole inputs that are regular files go several to a Dask task, as near as they come to
     ``total bytes / (TASKS_PER_THREAD * threads)`` (at most ``split_bytes``) each (inputs of one size
@@ -835,8 +835,8 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     compression : str
         Codec of the parts' free text (FEN, SAN, UCI, messages), one of :data:`CODECS`.  zstd stores an
         EPD shard in 17 bytes per position, ``"none"`` in 62 and saves compressing the FENs (in
-        ``benchmarks/bench_distributed.py`` 0.85-0.87x of ``evaluate_batch``'s thread CPU in process
-        against zstd's 0.80-0.82x, paired medians of two runs at load 4-8).
+        ``benchmarks/bench_distributed.py`` 0.92-0.93x of ``evaluate_batch``'s thread CPU in process
+        against zstd's 0.86-0.87x, paired medians of two runs at load 1.6-2.3).
     progress : callable, optional
         Called with each task's summary as it completes, with ``"tasks"``: the job's number of tasks.
     split_bytes, split_rows : int
