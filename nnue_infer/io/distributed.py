@@ -731,7 +731,7 @@ def _write_manifest(path: str, manifest: dict) -> None:
     """Write the manifest ``path`` atomically (a temporary file of this process, then a rename)."""
     tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json.dumps(manifest))  # one write (json.dump writes each token: 0.3 ms a job for 16 inputs)
+        f.write(json.dumps(manifest))  # one write (json.dump writes each token on its own)
     os.replace(tmp, path)
 
 
