@@ -224,7 +224,7 @@ def write_san(board, bitboards, frm, to, promo, check, mate, tmp, out, pos):
                 while rivals != 0:
                     s = lowest_square(rivals)
                     rivals = without_lowest(rivals)
-                    if safe_after(bitboards, s, to, -1, colour, tmp):
+                    if safe_after(bitboards, s, np.int64(to), -1, colour, tmp):  # int64, as legal_ep_square's call
                         others = True
                         same_rank |= (s >> 3) == (frm >> 3)
                         same_file |= (s & 7) == (frm & 7)
