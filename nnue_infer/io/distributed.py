@@ -835,8 +835,8 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     compression : str
         Codec of the parts' free text (FEN, SAN, UCI, messages), one of :data:`CODECS`.  zstd stores an
         EPD shard in 17 bytes per position, ``"none"`` in 62 and saves compressing the FENs (in
-        ``benchmarks/bench_distributed.py`` 0.92-0.93x of ``evaluate_batch``'s thread CPU in process
-        against zstd's 0.86-0.87x, paired medians of two runs at load 1.6-2.3).
+        ``benchmarks/bench_distributed.py`` 0.88-0.93x of ``evaluate_batch``'s thread CPU in process
+        against zstd's 0.82-0.87x, paired medians of four runs at load 1.0-2.3).
     progress : callable, optional
         Called with each task's summary as it completes, with ``"tasks"``: the job's number of tasks.
     split_bytes, split_rows : int
