@@ -28,7 +28,10 @@ of this job costs C) and ``eval_scratch big`` hot / warm(1 kbucket) / cold(4096 
 from scratch).  Their sum per child, ``eval_scratch / (children a position) + eval_incremental
 warm``, is C's floor for the children job (king-move children counted as quiet moves, no move
 generation), printed for each parent scenario with its ratio to C hot (the 3x target of issue 22
-cannot be met where that ratio exceeds 3) and evaluate_moves' ratio to it.
+cannot be met where that ratio exceeds 3) and evaluate_moves' ratio to it; and the warm floor with
+the king-move children (their share of this position set) counted as C's refresh of one
+perspective (``refresh_1p big1024+psqt warm(1 kbucket)``) instead of its update
+(``update_1p big1024 quiet warm(1 kbucket)``).
 
 Once after the rounds, C's cost of weight rows from memory: one random 2 KB row of the 46 MB
 matrix (``memory`` case; the rows a child of a new position brings in are such rows).
@@ -83,7 +86,10 @@ C_WARM = "eval_incremental\tbig warm(hot parent, 1 kbucket)"
 #: 4,096 positions in random king buckets (cold).
 C_PARENTS = {"hot": "eval_scratch\tbig hot", "warm": "eval_scratch\tbig warm(1 kbucket)",
              "cold": "eval_scratch\tbig cold(4096 pos)"}
-C_ROUND = (C_CASE, C_COLD, C_WARM, *C_PARENTS.values())
+#: A king-move child costs C one perspective's refresh instead of its update (rows of one king bucket).
+C_REFRESH = "refresh_1p\tbig1024+psqt warm(1 kbucket)"
+C_UPDATE = "update_1p\tbig1024 quiet warm(1 kbucket)"
+C_ROUND = (C_CASE, C_COLD, C_WARM, *C_PARENTS.values(), C_REFRESH, C_UPDATE)
 #: What a position's weight rows cost C from memory (run once, after the rounds): one 2 KB row
 #: (an accumulator row of Stockfish 15.1's net) from the 46 MB matrix, and a parent from scratch
 #: (both perspectives refreshed, 30 rows each, and evaluated) over 4,096 positions.
@@ -335,12 +341,20 @@ def main(argv: list[str] | None = None) -> int:
           "parent, rows from one king bucket in L2/L3; king-move children counted as quiet moves, no move "
           "generation); medians of the same rounds:")
     print()
+    king_moves = sum(b.piece_type_at(m.from_square) == chess.KING for b in boards for m in b.legal_moves)
+    king_share = king_moves / nets[0].children
+    extra = statistics.median(r[C_REFRESH][0] - r[C_UPDATE][0] for r in c_rounds)
     print(f"| parent scenario | C eval_scratch ns | floor ns/child | floor / C hot | "
           f"{c_nets[0] if c_nets else 'sf15.1'} evaluate_moves / floor |")
     print("|---|---|---|---|---|")
     for k, case in C_PARENTS.items():
         print(f"| {k} [{c_rounds[-1][case][1]}] | {parents[k]:,.0f} | {parents[k]:,.0f} / {per_position:.1f} + "
               f"{c_warm:.0f} = {floors[k]:,.0f} | {floors[k] / c_ns:.2f}x | {f'{first / floors[k]:.2f}x' if first else '(not measured)'} |")
+    king_floor = floors["warm"] + king_share * extra
+    print(f"| warm, king-move children ({king_share:.1%}) as a refresh ({C_REFRESH.replace(chr(9), ' ')} less "
+          f"{C_UPDATE.replace(chr(9), ' ')}: {extra:.0f} ns) | {parents['warm']:,.0f} | {floors['warm']:,.0f} + "
+          f"{king_share:.3f} x {extra:.0f} = {king_floor:,.0f} | {king_floor / c_ns:.2f}x | "
+          f"{f'{first / king_floor:.2f}x' if first else '(not measured)'} |")
     print()
     print("| network | evaluate_moves ns/child | kernel ns/child | batch (1 thread) ns/child | "
           f"push/evaluate/pop loop ns/child | evaluate_moves / C hot | evaluate_moves / C cold | "
