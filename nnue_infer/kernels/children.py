@@ -50,6 +50,9 @@ INVALID_CHILD = -(1 << 40)
 #: Room for the added (or removed) features of one perspective in one move (at most 2 + 2 for
 #: castling; 32 as ``features.changed_features`` asks).
 DELTA = 32
+#: int64 entries of ``children_values``' work buffer: bitboards (8), kings, orients, bases (2
+#: each), two children (2 x 8), counts (2 x 2 x 2), then the int32 lists (2 x 2 x 2 x DELTA).
+WORK = 38 + 2 * 2 * 2 * DELTA // 2
 
 
 def prefetch(arr, index) -> None:
@@ -161,7 +164,18 @@ def children_values(address, ply, trusted, position, castling, ep, chess960, n_g
     if update_stack(ply, trusted, params, slot_table, king_buckets, ft_weights, psqt_weights, weights8, psqt8, accs,
                     psqts, state, added, removed, rel, idx, update) < 0:
         return INVALID_POSITION, INVALID_POSITION
-    bitboards = np.empty(8, np.int64)
+    # The call's small arrays are views of one buffer without reference counts (``numba.carray`` of
+    # its address): views of arrays that np.empty makes each cost an atomic increment and decrement
+    # of the array's count, several per child in the loop below
+    work = np.empty(WORK, np.int64)
+    at = np.int64(work.ctypes.data)
+    bitboards = carray(address_pointer(at, np.int64), (8,))
+    kings = carray(address_pointer(at + 64, np.int64), (2,))
+    orients = carray(address_pointer(at + 80, np.int64), (2,))
+    bases = carray(address_pointer(at + 96, np.int64), (2,))
+    children = carray(address_pointer(at + 112, np.int64), (2, 8))
+    counts = carray(address_pointer(at + 240, np.int64), (2, 2, 2))
+    lists = carray(address_pointer(at + 304, np.int32), (2, 2, 2, DELTA))
     for i in range(8):
         bitboards[i] = state[top, 0, i]
     stm = 0 if position[8] else 1
@@ -171,9 +185,6 @@ def children_values(address, ply, trusted, position, castling, ep, chess960, n_g
     else:
         result = find_moves(bitboards, stm, np.int64(np.uint64(castling)), ep, chess960, n_given, moves)
     n = max(result, 0)
-    kings = np.empty(2, np.int64)
-    orients = np.empty(2, np.int64)
-    bases = np.empty(2, np.int64)
     for p in range(2):
         kings[p] = king_square(bitboards, p)
         orient, base, _ = king_frame(kings[p], p, king_buckets, params[P_MIRROR], params[P_NUM_SLOTS])
@@ -182,9 +193,6 @@ def children_values(address, ply, trusted, position, castling, ep, chess960, n_g
     pair = top + 1
     state[pair, 0, STATE_FLAG] = 0  # the children's pair is not a computed ply for the stack
     state[pair, 1, STATE_FLAG] = 0
-    children = np.empty((2, 8), np.int64)
-    lists = np.empty((2, 2, 2, DELTA), np.int32)
-    counts = np.empty((2, 2, 2), np.int64)
     if n > 0:
         play(bitboards, stm, np.int64(moves[0]), ep, children[0])
         child_delta(bitboards, children[0], kings, orients, bases, slot_table, ft_weights, psqt_weights, lists[0],
@@ -219,6 +227,7 @@ def children_values(address, ply, trusted, position, castling, ep, chess960, n_g
             parent = v
         else:
             values[k] = v
+    last_use((work,))  # the buffer lives until here: the views hold only its address
     return result, parent
 
 
