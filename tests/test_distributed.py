@@ -682,3 +682,28 @@ def test_an_output_that_is_a_file_is_named(tmp_path, fens):
     with pytest.raises(NotADirectoryError, match=rf"{shard}: exists and is not a directory"):
         D.score_files(str(shard), str(shard), "default")
     assert shard.read_bytes() == before
+
+
+def test_a_damaged_input_is_one_error_row_and_the_others_are_scored(tmp_path, fens):
+    """A gzip shard damaged in the middle: its task writes no part and one row in the errors table
+    naming the file and the byte, the other shards are scored (the whole job ended at the first
+    damaged input, in process with the shards after it not scored: hostile pass); once mended, a
+    re-run scores it and drops the error row."""
+    expected = write_shards(tmp_path / "in", fens[:300], n=3)  # s0.epd, s1.epd.gz, s2.epd (2 bad rows)
+    damaged = tmp_path / "in" / "s1.epd.gz"
+    good = damaged.read_bytes()
+    damaged.write_bytes(good[:len(good) // 2] + bytes(40) + good[len(good) // 2 + 40:])
+    out = tmp_path / "out"
+    report = D.score_files(str(tmp_path / "in" / "*"), str(out), "default")
+    assert len(report.failed) == 1 and report.failed[0].startswith(f"{damaged}: corrupt or truncated gzip data")
+    assert report.failed[0].endswith("input not scored: no row of it is in the dataset")
+    check_complete(out, [e for e in expected if e[0] != str(damaged)], nnue_infer.default_network())
+    errors = pq.read_table(out / D.ERRORS_DIR).to_pylist()
+    assert sorted((e["source"], e["line"]) for e in errors) == [(str(damaged), None), (str(tmp_path / "in" / "s2.epd"), 3),
+                                                                (str(tmp_path / "in" / "s2.epd"), 4)]
+    damaged.write_bytes(good)  # mended (same size: a new modification time)
+    os.utime(damaged, ns=(time.time_ns(), time.time_ns() + 10**9))
+    report = D.score_files(str(tmp_path / "in" / "*"), str(out), "default")
+    assert not report.failed and report.skipped == 2
+    check_complete(out, expected, nnue_infer.default_network())
+    assert pq.read_table(out / D.ERRORS_DIR).num_rows == 2

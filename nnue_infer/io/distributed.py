@@ -45,6 +45,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import InputKindError
+
 #: Input kinds by file name (compression suffixes are stripped first).
 KINDS = {".epd": "epd", ".fen": "epd", ".txt": "epd", ".pgn": "pgn", ".parquet": "parquet", ".binpack": "binpack"}
 _COMPRESSED = (".gz", ".zst", ".zstd")
@@ -506,11 +508,11 @@ def _parquet_rows(task: Task, column: str):
 
     pf = pq.ParquetFile(task.path)
     if column not in pf.schema_arrow.names:
-        raise ValueError(f"{task.path}: no column {column!r} (columns: {', '.join(pf.schema_arrow.names)})")
+        raise InputKindError(f"{task.path}: no column {column!r} (columns: {', '.join(pf.schema_arrow.names)})")
     end = pf.metadata.num_row_groups if task.end < 0 else task.end
     cells = pf.read_row_groups(range(task.start, end), columns=[column]).column(column)
     if not (pa.types.is_string(cells.type) or pa.types.is_large_string(cells.type)):
-        raise ValueError(f"{task.path}: column {column!r} holds {cells.type}, not text")
+        raise InputKindError(f"{task.path}: column {column!r} holds {cells.type}, not text")
     cells = cells.combine_chunks() if cells.num_chunks != 1 else cells.chunk(0)
     bad = {}
     problems = (("a null cell", pc.is_null(cells)),
@@ -626,7 +628,9 @@ def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = 
     Returns a small summary (what travels back to the client): ``{"input", "part", "range", "rows",
     "errors", "skipped"}`` and, for work done, ``"seconds"`` (wall clock), ``"thread_cpu_seconds"``
     (CPU time of the task's thread; Numba's other threads not counted) and ``"positions_seconds"``
-    (of that, reading and scoring up to the Arrow tables; the rest is writing Parquet).
+    (of that, reading and scoring up to the Arrow tables; the rest is writing Parquet).  A task whose
+    input cannot be read (damaged compression, a file that vanished or shrank) writes no part and one
+    row in its errors part, and its summary has ``"failed"`` (the message): :func:`_failed_task`.
     """
     import time
 
@@ -643,8 +647,14 @@ def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = 
         return summary | {"rows": pq.read_metadata(out).num_rows, "errors": n_errors, "skipped": True}
     wall, cpu = time.perf_counter(), time.thread_time()
     _set_threads(threads)
-    tables, bad = _task_tables(task, worker_evaluator(network), column)
-    table, errors = _score_tables(tables, task.path, bad)
+    ev = worker_evaluator(network)
+    try:
+        tables, bad = _task_tables(task, ev, column)
+        table, errors = _score_tables(tables, task.path, bad)
+    except InputKindError:  # not the input the call describes (a Parquet file without the FEN column): the call's error
+        raise
+    except (OSError, ValueError, EOFError) as exc:  # the input cannot be read (damaged, vanished, changed)
+        return summary | _failed_task(task, errors_path, out_dir, exc, compression)
     scored = time.thread_time() - cpu
     if errors.num_rows:
         os.makedirs(os.path.join(out_dir, ERRORS_DIR), exist_ok=True)
@@ -655,6 +665,24 @@ def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = 
     return summary | {"rows": table.num_rows, "errors": errors.num_rows, "skipped": False,
                       "seconds": time.perf_counter() - wall, "thread_cpu_seconds": time.thread_time() - cpu,
                       "positions_seconds": scored}
+
+
+def _failed_task(task: Task, errors_path: str, out_dir: str, exc: BaseException, compression: str) -> dict:
+    """Record a task whose input could not be read (a damaged gzip or zstd stream, a file that vanished,
+    shrank or became unreadable) as one row of its errors part, naming the input and the problem, and
+    write no positions part: the task counts as not done, so a re-run tries it again (and removes the
+    errors part when it succeeds).  The other tasks of the job go on.  Returns the summary's fields."""
+    import pyarrow as pa
+
+    from .parquet import errors_schema, write_table
+
+    where = "" if task.count == 1 else f" (range {task.index + 1} of {task.count})"
+    message = f"{exc}; input not scored{where}: no row of it is in the dataset"
+    row = pa.table({"source": [task.path], "line": [None], "game": [None], "ply": [None], "message": [message]},
+                   schema=errors_schema())
+    os.makedirs(os.path.join(out_dir, ERRORS_DIR), exist_ok=True)
+    write_table(row, errors_path, **_parquet(compression))
+    return {"rows": 0, "errors": 1, "skipped": False, "failed": message}
 
 
 def score_batch(tasks: Sequence[Task], network: str, out_dir: str, *, threads: int | None = None,
@@ -806,6 +834,11 @@ class ScoreReport:
     def skipped(self) -> int:
         """Tasks whose part already existed when they ran."""
         return sum(bool(p["skipped"]) for p in self.parts)
+
+    @property
+    def failed(self) -> list[str]:
+        """The messages of the tasks whose input could not be read (no part written: a re-run tries them again)."""
+        return [p["failed"] for p in self.parts if p.get("failed")]
 
 
 def score_files(inputs: str | Sequence[str], output: str, network: str = "default", client=None, *,
@@ -964,6 +997,10 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
         client.close()
         if cluster is not None:
             cluster.close()
+    for message in report.failed:
+        log(f"error: {message}")
     log(f"{output}: {report.rows} positions from {len(files)} input(s) ({report.skipped} done before), "
-        f"{report.errors} error(s)" + (f" in {os.path.join(output, ERRORS_DIR)}" if report.errors else ""))
+        f"{report.errors} error(s)" + (f" in {os.path.join(output, ERRORS_DIR)}" if report.errors else "")
+        + (f"; {len(report.failed)} input(s) or range(s) not scored: run the command again once they are mended"
+           if report.failed else ""))
     return 1 if report.errors else 0
