@@ -161,7 +161,7 @@ def test_random_endgames_are_valid_and_varied(network):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--selfplay", "--endgame-fraction", "nan"], "Invalid value for --endgame-fraction: nan is not in the range"),
+    (["--selfplay", "--endgame-fraction", "nan"], "Invalid value for '--endgame-fraction': 'nan' is not a finite number"),
     (["--selfplay", "--perturbation-fraction", "0.7"], "--perturbation-fraction applies without --selfplay only"),
 ])
 def test_datagen_options_refused_before_any_work(tmp_path, capsys, args, message):

@@ -56,8 +56,6 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
     check_output_dir(output, "-o")
     if endgame_fraction and not selfplay:
         raise click.UsageError("--endgame-fraction applies to --selfplay only")
-    if not 0 <= endgame_fraction <= 0.5:  # NaN passes click's range check
-        raise click.BadParameter(f"{endgame_fraction} is not in the range 0<=x<=0.5", param_hint="--endgame-fraction")
     source = click.get_current_context().get_parameter_source("perturbation_fraction")
     if selfplay and source is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--perturbation-fraction applies without --selfplay only (self-play has no perturbations)")

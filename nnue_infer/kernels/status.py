@@ -43,7 +43,8 @@ ALL_SQUARES = -1
 
 
 def _rays(first: int, last: int) -> np.ndarray:
-    return np.array([line_attacks.py_func(sq, np.int64(0), first, last) for sq in range(64)], np.int64)
+    walk = getattr(line_attacks, "py_func", line_attacks)  # the Python function (a plain one under NUMBA_DISABLE_JIT)
+    return np.array([walk(sq, np.int64(0), first, last) for sq in range(64)], np.int64)
 
 
 #: Squares on a rook's / a bishop's lines through each square of an empty board, int64[64] each: a slider off
