@@ -43,3 +43,13 @@ def test_parquet_training_data_without_pyarrow_names_the_extra(monkeypatch, tmp_
         assert "Parquet training data needs pyarrow: pip install 'nnue-infer[parquet]'" in err and "Traceback" not in err
         assert not dst.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.parquet"]
+
+
+def test_activations_to_parquet_without_pyarrow_names_the_extra(monkeypatch, tmp_path, capsys):
+    """``eval --activations -o acts.parquet`` without pyarrow: the extra named, before any work, no file
+    (was a ModuleNotFoundError traceback after the evaluation: fresh-user trial)."""
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    status = main(["eval", "--activations", "-o", str(tmp_path / "acts.parquet"), "startpos"])
+    err = capsys.readouterr().err
+    assert status == 1 and "Parquet output needs pyarrow: pip install 'nnue-infer[parquet]'" in err
+    assert "Traceback" not in err and list(tmp_path.iterdir()) == []

@@ -171,6 +171,13 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
                                "position (the refused ones are reported on stderr, the others written)")
     if activations and not (output or "").lower().endswith((".npz", ".parquet")):
         raise click.UsageError("--activations writes a file: give --output FILE.npz or FILE.parquet")
+    if activations and output.lower().endswith(".parquet"):
+        from ..io.parquet import _pa
+
+        try:
+            _pa()  # before the network is loaded and the kernels compiled
+        except ImportError as exc:
+            raise click.ClickException(str(exc)) from exc
     if not (positions or fen_opts or epd or pgn):
         raise click.UsageError("give a position: FEN arguments, startpos [moves ...], --fen FEN, --epd FILE or --pgn FILE")
     if scheduler or workers:
