@@ -886,7 +886,9 @@ class Evaluator:
                     if not b.occupied_co[b.turn] & squares[move.from_square] and move:  # (unvalidated moves)
                         raise ValueError(f"move {move.uci()} does not start on a piece of the side to move")
                 except ValueError as exc:
-                    raise IllegalMoveError(f"moves[{i - 1}] ({quote(moves[i - 1])}) in {b.fen()}: {clip(str(exc))}") from exc
+                    fen, text = b.fen(), str(exc)
+                    text = text.removesuffix(f" in {fen}")  # python-chess's parse_uci names the FEN too
+                    raise IllegalMoveError(f"moves[{i - 1}] ({quote(moves[i - 1])}) in {fen}: {clip(text)}") from exc
                 b.push(move)
             occupied_co = b.occupied_co
             pack(bitboards, 64 * i, b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings,

@@ -115,3 +115,12 @@ def test_trace_svg_rasterises(network, tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     assert width > 320 and height >= 320
+
+
+def test_evaluate_game_names_an_illegal_uci_move_and_the_position_once():
+    """python-chess's parse_uci message names the FEN too: it appeared twice (fresh-user trial)."""
+    board = chess.Board()
+    board.push_uci("e2e4")
+    with pytest.raises(IllegalMoveError) as info:
+        nnue_infer.evaluate_game(chess.Board(), ["e2e4", "e2e4"])
+    assert str(info.value) == f"moves[1] ('e2e4') in {board.fen()}: illegal uci: 'e2e4'"

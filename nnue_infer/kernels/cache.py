@@ -21,7 +21,7 @@ logger: the first one in the process as one INFO record (:data:`NOTICE`, with th
 the cache's directory), and the start and end of every compile (a kernel with the kernels compiled
 inside it) as DEBUG records whose ``compile`` attribute is ``"start"`` or ``"end"`` (the end
 record has ``cpu_seconds``).  The Python API leaves them to the application's logging
-configuration; when there is none and stderr is a terminal, the notice is also printed there
+configuration; when there is none and stderr is a terminal (or a Jupyter kernel's), the notice is also printed there
 (a first session would otherwise compile in silence); the command line shows the INFO record on stderr and, on a terminal, the elapsed
 time while a compile runs (``nnue_infer.cli.main``), unless ``--quiet``.  A warm cache compiles
 nothing and says nothing.
@@ -260,9 +260,9 @@ class _Notice(event.Listener):
             if where == private_cache_dir():
                 where += ", for this process only: no writable cache directory"
             log.info(NOTICE, where)
-            if not log.hasHandlers() and sys.stderr is not None and sys.stderr.isatty():
-                # a first session at a terminal with no logging set up: say it there (the record goes
-                # nowhere, and 10-30 s of silent compiling looks like a hang: fresh-user trial)
+            if not log.hasHandlers() and sys.stderr is not None and (sys.stderr.isatty() or "ipykernel" in sys.modules):
+                # a first session at a terminal or in a notebook with no logging set up: say it there (the
+                # record goes nowhere, and 10-30 s of silent compiling looks like a hang: fresh-user trials)
                 print("nnue-infer: " + NOTICE % where, file=sys.stderr, flush=True)
         log.debug("compile of %s started", ev.data["dispatcher"].py_func.__qualname__, extra={"compile": "start"})
 
