@@ -227,6 +227,8 @@ def test_cli_eval_moves(capsys, ev, oracle):
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert {r["move"]: r["value"] for r in rows} == expected and len(rows) == len(expected)
     assert [r["value"] for r in rows] == sorted(expected.values())  # children have Black to move: lowest first
+    # cp is the child's side to move (as eval's rows), cp_mover the text's cp (the sign differed unnamed: fresh-user)
+    assert all(r["cp_mover"] == -r["cp"] == r["cp_white"] for r in rows)
     assert main(["eval", "--net", "stockfish", "--moves", fen]) == 0
     lines = capsys.readouterr().out.splitlines()
     best = min(expected, key=expected.get)

@@ -99,7 +99,8 @@ def _score_file(ev, kind: str, source: str, out: Output, fmt: str, show: bool, *
               "loss per mille of it, or of the value for 15.1/16, as that version's UCI_ShowWDL prints them).")
 @click.option("--moves", "each_move", is_flag=True, help="For each position, every legal move and the value of the "
               "position after it (Evaluator.evaluate_moves), best first for the side to move: SAN, UCI, value (the "
-              "child's side to move, as eval prints the child), cp of the side that moves, White's view in pawns.")
+              "child's side to move, as eval prints the child), cp of the side that moves, White's view in pawns; with "
+              "--json: value, cp (the child's side to move, as eval's rows), cp_mover, cp_white.")
 @click.option("--svg", "svg_path", type=click.Path(dir_okay=False),
               help="With --trace and one position: also draw the board with each piece's value and the bucket "
               "table into this SVG file.")
@@ -430,7 +431,8 @@ def _eval_moves(ev, positions: list, as_json: bool, out: Output) -> int:
     Text: ``SAN  UCI  value V  cp +C (mover)  +P.PP (white side)``, where ``V`` is the child's value
     (side to move there: the opponent), ``C`` the centipawns of the side that moves and ``P`` White's
     view in pawns as the net's Stockfish version prints it (:func:`_white_side`).  JSON: one object per move with ``fen`` (the parent), ``move``, ``san``, ``value``,
-    ``cp`` (the child's side to move, as eval's rows) and ``cp_white``.
+    ``cp`` (the child's side to move, as eval's rows), ``cp_mover`` (the side that moves: the text's ``cp``)
+    and ``cp_white``.
     """
     import chess
 
@@ -460,7 +462,7 @@ def _eval_moves(ev, positions: list, as_json: bool, out: Output) -> int:
             cp = tdiv(100 * value, per_pawn)
             if as_json:
                 out.write_text(json.dumps({"fen": fen, "move": move.uci(), "san": board.san(move), "value": value,
-                                           "cp": cp, "cp_white": white_sign * cp}) + "\n")
+                                           "cp": cp, "cp_mover": -cp, "cp_white": white_sign * cp}) + "\n")
             else:
                 child = board.copy(stack=False)
                 child.push(move)
