@@ -81,6 +81,12 @@ class ConcurrentUseError(NnueError, RuntimeError):
     thread) was running; an evaluator is not thread-safe, give each thread its own."""
 
 
+class NetworkChangedError(NnueError, RuntimeError):
+    """The network file of a :func:`nnue_infer.io.distributed.score_files` job holds another network
+    than the one the job started with (replaced or rewritten while it ran); the message names the file
+    and both SHA-256 digests.  The parts written before are the job's network's."""
+
+
 class SimdPathError(NnueError, ValueError):
     """``NNUE_INFER_SIMD`` names no instruction-set path, or one whose instructions this CPU
     lacks; the message lists the valid values and the missing features

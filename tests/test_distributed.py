@@ -707,3 +707,32 @@ def test_a_damaged_input_is_one_error_row_and_the_others_are_scored(tmp_path, fe
     assert not report.failed and report.skipped == 2
     check_complete(out, expected, nnue_infer.default_network())
     assert pq.read_table(out / D.ERRORS_DIR).num_rows == 2
+
+
+def test_a_network_file_replaced_during_a_job_stops_it(tmp_path, fens):
+    """Another process replaces the network file while a job runs: the next task refuses to score with
+    it (NetworkChangedError naming the file), so every row written is the manifest's network's (the
+    tasks after the swap scored with the new network under the old one's manifest: hostile pass 2)."""
+    import shutil
+
+    from nnue_infer.errors import NetworkChangedError
+
+    net = tmp_path / "net.nnue"
+    shutil.copy(nnue_infer.default_network_path(), net)
+    for i in range(3):
+        (tmp_path / f"in{i}.epd").write_text("\n".join(fens[10 * i:10 * i + 10]) + "\n")
+
+    swapped = []
+
+    def swap(_summary):  # after the first task: another network put in its place, atomically
+        if not swapped:
+            shutil.copy(nnue_infer.stockfish_15_1_network_path(), tmp_path / "other.nnue")
+            os.replace(tmp_path / "other.nnue", net)
+            swapped.append(True)
+
+    with pytest.raises(NetworkChangedError, match=f"{net}: now holds the network with SHA-256"):
+        D.score_files([str(tmp_path / f"in{i}.epd") for i in range(3)], str(tmp_path / "out"), str(net),
+                      progress=swap)
+    t = pq.read_table(tmp_path / "out", columns=["fen", "value"]).to_pydict()
+    assert len(t["fen"]) == 10  # the first input's part, scored before the swap
+    np.testing.assert_array_equal(t["value"], nnue_infer.evaluate_batch(t["fen"], nnue_infer.default_network()))

@@ -133,11 +133,45 @@ def network_identity(network: str) -> dict:
     return dict(identity)
 
 
-def worker_evaluator(network: str):
+#: SHA-256 (:func:`nnue_infer.network.network_digest`) of the networks :func:`worker_evaluator` loaded, by its key.
+_digests: dict[tuple, str] = {}
+
+
+def worker_evaluator(network: str, sha256: str | None = None):
     """This process's :class:`~nnue_infer.evaluator.Evaluator` for ``network`` (a path or spec name),
     loaded on first use and kept while the file is unchanged (:func:`_stamp`: a network file replaced
     under the same name is loaded again, so a long-lived worker never scores with the old one while the
-    manifest names the new one); one per thread (an ``Evaluator`` is not thread-safe)."""
+    manifest names the new one); one per thread (an ``Evaluator`` is not thread-safe).
+
+    ``sha256``: the job's network digest (its manifest's, :func:`network_identity`); a network whose
+    digest differs (the file replaced or rewritten while the job ran) raises
+    :class:`~nnue_infer.errors.NetworkChangedError` instead of scoring rows with another network than
+    the one the manifest names.  The digest is computed once per file version and process.
+    """
+    ev = _evaluator(network)
+    if sha256 is not None:
+        key = (network, _stamp(network))
+        digest = _digests.get(key) or _identities.get(key, {}).get("network_sha256")  # in process: the job's
+        if digest is None:
+            from ..network import network_digest
+
+            digest = network_digest(ev.network)
+            with _lock:
+                for old in [k for k in _digests if k[0] == network]:
+                    del _digests[old]
+                _digests[key] = digest
+        if digest != sha256:
+            from ..errors import NetworkChangedError
+
+            raise NetworkChangedError(f"{network}: now holds the network with SHA-256 {digest[:12]}..., not the "
+                                      f"job's {sha256[:12]}... (the file changed while the job ran); the parts "
+                                      "written so far are the job's network's: score the rest into another "
+                                      "directory, or delete this one and start again")
+    return ev
+
+
+def _evaluator(network: str):
+    """:func:`worker_evaluator`'s Evaluator, without the digest check."""
     from ..evaluator import Evaluator
     from ..resources import network_from_spec
 
@@ -621,7 +655,7 @@ def _score_tables(tables: Iterable[dict], source: str, bad: dict[int, str] | Non
 
 
 def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = None, column: str = "fen",
-               compression: str = "zstd") -> dict:
+               compression: str = "zstd", network_sha256: str | None = None) -> dict:
     """Score one task (an input, or a range of one: :func:`plan_tasks`) into ``out_dir/part-*.parquet``
     (and ``_errors/part-*.parquet``); the task of :func:`score_files`.  Skips a task whose part exists.
 
@@ -647,7 +681,7 @@ def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = 
         return summary | {"rows": pq.read_metadata(out).num_rows, "errors": n_errors, "skipped": True}
     wall, cpu = time.perf_counter(), time.thread_time()
     _set_threads(threads)
-    ev = worker_evaluator(network)
+    ev = worker_evaluator(network, network_sha256)  # the job's network, or NetworkChangedError
     try:
         tables, bad = _task_tables(task, ev, column)
         table, errors = _score_tables(tables, task.path, bad)
@@ -686,12 +720,12 @@ def _failed_task(task: Task, errors_path: str, out_dir: str, exc: BaseException,
 
 
 def score_batch(tasks: Sequence[Task], network: str, out_dir: str, *, threads: int | None = None,
-                column: str = "fen", compression: str = "zstd") -> list[dict]:
+                column: str = "fen", compression: str = "zstd", network_sha256: str | None = None) -> list[dict]:
     """:func:`score_task` of each of ``tasks``, one after another: one Dask task of :func:`score_files`
     (see :func:`batches`).  Each task's part is written on its own, so a batch re-run after its worker
     died skips the parts it finished."""
-    return [score_task(task, network, out_dir, threads=threads, column=column, compression=compression)
-            for task in tasks]
+    return [score_task(task, network, out_dir, threads=threads, column=column, compression=compression,
+                       network_sha256=network_sha256) for task in tasks]
 
 
 #: Dask tasks per worker thread that :func:`batches` leaves at least (when there are inputs enough), so
@@ -914,7 +948,8 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
 
     if client is None:
         for task in tasks:
-            done(score_task(task, network, output, threads=threads, column=column, compression=compression))
+            done(score_task(task, network, output, threads=threads, column=column, compression=compression,
+                            network_sha256=identity["network_sha256"]))
         return report
     from distributed import as_completed
 
@@ -922,7 +957,7 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     run = os.urandom(4).hex()
     groups = batches(tasks, workers, split_bytes)
     futures = client.map(score_batch, groups, network=network, out_dir=output, threads=threads, column=column,
-                         compression=compression,
+                         compression=compression, network_sha256=identity["network_sha256"],
                          pure=False, key=[f"nnue-infer-{run}-{g[0].part}" + (f"+{len(g) - 1}" if len(g) > 1 else "")
                                           for g in groups])
     for future in as_completed(futures):
