@@ -107,6 +107,8 @@ def _checked_bitboards(bitboards, stm) -> tuple[np.ndarray, np.ndarray]:
     bad = np.flatnonzero((side != 0) & (side != 1))
     if bad.size:
         raise ValueError(f"stm: row {int(bad[0])}: side to move {side[bad[0]].item()!r} is neither 0 (White) nor 1 (Black)")
+    if not bb.dtype.isnative:  # big-endian: the bytes are not the board (viewed as native they were another one)
+        bb = bb.astype(bb.dtype.newbyteorder("="))
     return np.ascontiguousarray(bb.view(np.int64)), np.ascontiguousarray(side, np.uint8)
 
 

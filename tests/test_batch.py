@@ -273,7 +273,8 @@ def test_evaluate_bitboards_equals_evaluate_batch_and_checks_its_arrays(evaluato
     bb = np.array([board_bitboards(b) for b in boards], np.uint64)
     stm = np.array([b.turn == chess.BLACK for b in boards])
     want = evaluator.evaluate_batch(boards)
-    for bits, side in ((bb, stm), (bb.view(np.int64), stm.astype(np.int64)), (bb[:, :], stm.astype(np.uint8))):
+    for bits, side in ((bb, stm), (bb.view(np.int64), stm.astype(np.int64)), (bb[:, :], stm.astype(np.uint8)),
+                       (bb.astype(">u8"), stm), (bb.view(np.int64).astype(">i8"), stm)):  # big-endian too
         values, codes = evaluator.evaluate_bitboards(bits, side)
         np.testing.assert_array_equal(values, want)
         assert not codes.any()
