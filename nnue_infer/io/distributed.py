@@ -889,7 +889,8 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
         (and this process, which plans the tasks).  A file named twice is scored once.
     output : str
         Dataset directory (created): a ``part-*.parquet`` per task, ``_errors/``, ``_nnue_infer.json``.
-        Read it back with ``pyarrow.parquet.read_table(output)`` or ``dask.dataframe.read_parquet``.
+        Read it back with ``pyarrow.parquet.read_table(output)`` (it skips ``_errors/``) or
+        ``dask.dataframe.read_parquet(output + "/part-*.parquet")`` (Dask reads ``_errors/`` too otherwise).
     network : str
         A network file every worker can read, ``default`` or ``stockfish``.
     client : distributed.Client, optional
