@@ -30,6 +30,8 @@ def test_quantise_and_crosscheck_cli(tmp_path, corpus, capsys):
     assert "QA=255, shift 9" in out and "no parameter clipped" in out
     # the float file declares QA=127, shift 7: the scheme replacing them is said (fresh-user trial)
     assert f"note: {fpath} declares QA=127, shift 7; the scheme 'qa255-qb64' replaced them (QA=255, shift 9)" in err
+    assert main(["quantise", str(fpath), str(tmp_path / "q2.safetensors"), "--qa", "255", "--shift", "9"]) == 0
+    assert "declares QA=127, shift 7; --qa and --shift replaced them" in capsys.readouterr().err  # (not the scheme)
     q = load(qpath)
     assert isinstance(q, nnue_infer.Network) and q.architecture.ft_clamp == 255
 

@@ -121,7 +121,7 @@ def test_bad_arguments(teacher, tmp_path):
 
 @pytest.mark.parametrize("option,value", [("--perturbation-fraction", "-1"), ("--perturbation-fraction", "nan"),
                                           ("--holdout-fraction", "1"), ("--endgame-fraction", "nan"),
-                                          ("--seed", "-1")])
+                                          ("--seed", "-1"), ("--seed", str(2**64))])
 def test_cli_datagen_names_the_bad_option(tmp_path, capsys, option, value):
     """A bad value is a usage error naming its option, before any work (was exit 1 with the whole
     settings' repr naming another field, or NumPy's bare 'expected non-negative integer': hostile pass)."""

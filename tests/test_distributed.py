@@ -650,7 +650,13 @@ def test_a_range_that_ends_early_fails_its_task(tmp_path):
         part = D._Range(f, 40, 150)
         assert len(part.read(50)) == 50
         assert part.read() == b"x" * 10  # what there is
-        with pytest.raises(ValueError, match=rf"{path}: ended at byte 100, 50 bytes before the end planned"):
+        with pytest.raises(ValueError, match=rf"{path}: ends at byte 100, before the end of the range planned for "
+                                             r"this task \(byte 150\)"):
+            part.read()
+    with open(path, "rb", buffering=0) as f:  # a range that starts past the end now (the file shrank more):
+        part = D._Range(f, 120, 150)          # its own size, not the position the seek reached (hostile pass 2)
+        with pytest.raises(ValueError, match=rf"{path}: ends at byte 100, before the end of the range planned for "
+                                             r"this task \(byte 150\)"):
             part.read()
 
 
@@ -698,6 +704,7 @@ def test_a_damaged_input_is_one_error_row_and_the_others_are_scored(tmp_path, fe
     report = D.score_files(str(tmp_path / "in" / "*"), str(out), "default")
     assert len(report.failed) == 1 and report.failed[0].startswith(f"{damaged}: corrupt or truncated gzip data")
     assert report.failed[0].endswith("input not scored: no row of it is in the dataset")
+    assert "the rows before it were read" not in report.failed[0]  # (the CLI reader's words: not so here)
     check_complete(out, [e for e in expected if e[0] != str(damaged)], nnue_infer.default_network())
     errors = pq.read_table(out / D.ERRORS_DIR).to_pylist()
     assert sorted((e["source"], e["line"]) for e in errors) == [(str(damaged), None), (str(tmp_path / "in" / "s2.epd"), 3),

@@ -124,7 +124,8 @@ def test_bad_inputs_raise_clear_errors(positions, tmp_path):
 
 
 @pytest.mark.parametrize("option,value", [("--sigmoid-scale", "0"), ("--lr", "-1"), ("--lr", "nan"),
-                                          ("--val-fraction", "1.5"), ("--seed", "-1")])
+                                          ("--val-fraction", "1.5"), ("--seed", "-1"),
+                                          ("--seed", str(2**64))])  # (an overflow traceback: hostile pass 2)
 def test_cli_train_names_the_bad_option(positions_file, tmp_path, capsys, option, value):
     """A bad value is a usage error naming its option, and no output directory is made (--sigmoid-scale 0
     ended in a ZeroDivisionError traceback and left an empty directory: hostile pass)."""

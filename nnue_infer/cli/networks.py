@@ -117,7 +117,7 @@ def extract(source, output, list_only, quiet):
             if not written:
                 raise click.ClickException(f"{source}: no embedded Stockfish network found")
             digests = [f.sha256 for f in written]
-            names = [os.path.normpath(os.path.join(target, f.name)) for f in written]  # "./x" as "x"
+            names = [f.name if target in (".", "./") else os.path.join(target, f.name) for f in written]
     except (NnueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     if not quiet:
@@ -216,7 +216,8 @@ def quantise(source, dest, scheme, qa, shift, strict, fmt, quiet):
         click.echo(str(report))
         declared, used = network.architecture, q.architecture
         if (declared.ft_clamp, declared.ft_shift) != (used.ft_clamp, used.ft_shift):
-            click.echo(f"note: {source} declares QA={declared.ft_clamp}, shift {declared.ft_shift}; the scheme "
-                       f"{scheme!r} replaced them (QA={used.ft_clamp}, shift {used.ft_shift}): --scheme / --qa / "
-                       "--shift choose them", err=True)
+            by = " and ".join(o for o, v in (("--qa", qa), ("--shift", shift)) if v is not None) or f"the scheme {scheme!r}"
+            click.echo(f"note: {source} declares QA={declared.ft_clamp}, shift {declared.ft_shift}; {by} replaced "
+                       f"them (QA={used.ft_clamp}, shift {used.ft_shift}): --scheme / --qa / --shift choose them",
+                       err=True)
         click.echo(f"wrote {dest}")

@@ -17,7 +17,7 @@ from .common import (FiniteFloatRange, check_output_dir, example, json_option, p
               help="Number of distinct positions to generate.")
 @click.option("--positions", "n_deprecated", type=click.IntRange(min=1), hidden=True,
               help="Deprecated name of --count.")
-@click.option("--seed", type=click.IntRange(min=0), default=1, show_default=True,
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True,
               help="Random seed (same seed and inputs, same file).")
 @click.option("--games", type=click.Path(exists=True, dir_okay=False, allow_dash=True),
               help="JSONL games (id, start_fen, moves) to start perturbation episodes from; without: playouts only.")
@@ -103,7 +103,7 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
 @click.option("--val-fraction", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True, help="Share of positions for validation.")
 @click.option("--sigmoid-scale", type=FiniteFloatRange(0, min_open=True), default=400.0, show_default=True,
               help="S of the loss: win probability = sigmoid(cp / S).")
-@click.option("--seed", type=click.IntRange(min=0), default=1, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
               help="Threads for PyTorch and the compiled kernels.")
 @click.option("--eval-positions", type=click.Path(exists=True, dir_okay=False, allow_dash=True),

@@ -523,8 +523,9 @@ class _Range(io.RawIOBase):
         want = self.left if size < 0 else min(size, self.left)
         data = self.f.read(want)
         if not data and want > 0:
-            raise ValueError(f"{self.f.name}: ended at byte {self.f.tell()}, {self.left} bytes before the end "
-                             "planned for this task: the file changed while it was scored")
+            size = os.fstat(self.f.fileno()).st_size  # (tell() is past the end after a seek there)
+            raise ValueError(f"{self.f.name}: ends at byte {size}, before the end of the range planned for this "
+                             f"task (byte {self.f.tell() + self.left}): the file changed while it was scored")
         self.left -= len(data)
         return data
 
@@ -711,7 +712,8 @@ def _failed_task(task: Task, errors_path: str, out_dir: str, exc: BaseException,
     from .parquet import errors_schema, write_table
 
     where = "" if task.count == 1 else f" (range {task.index + 1} of {task.count})"
-    message = f"{exc}; input not scored{where}: no row of it is in the dataset"
+    text = str(exc).removesuffix("; the rows before it were read")  # (the CLI's reader keeps them; not here)
+    message = f"{text}; input not scored{where}: no row of it is in the dataset"
     row = pa.table({"source": [task.path], "line": [None], "game": [None], "ply": [None], "message": [message]},
                    schema=errors_schema())
     os.makedirs(os.path.join(out_dir, ERRORS_DIR), exist_ok=True)
@@ -1037,6 +1039,8 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
         log(f"error: {message}")
     log(f"{output}: {report.rows} positions from {len(files)} input(s) ({report.skipped} done before), "
         f"{report.errors} error(s)" + (f" in {os.path.join(output, ERRORS_DIR)}" if report.errors else "")
-        + (f"; {len(report.failed)} input(s) or range(s) not scored: run the command again once they are mended"
+        + (f"; {len(report.failed)} input(s) or range(s) not scored: a re-run scores them again once they are "
+           "mended (a file cut into ranges that changed meanwhile is refused while its other parts exist: "
+           "the refusal names them)"
            if report.failed else ""))
     return 1 if report.errors else 0
