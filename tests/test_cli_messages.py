@@ -451,3 +451,20 @@ def test_activations_of_an_epd_file_with_a_refused_line(tmp_path, capsys):
     assert main(["eval", "--epd", str(epd), "--activations", "--keep-errors", "-o", str(tmp_path / "b.npz")]) == 2
     assert "--keep-errors does not go with --activations" in capsys.readouterr().err
     assert not (tmp_path / "b.npz").exists()
+
+
+def test_a_dask_job_refuses_a_file_given_to_the_other_kinds_option(capsys, tmp_path):
+    """A Dask job reads each file by its name's kind: a PGN named games.txt given to --pgn was read as EPD
+    (every line an error), a .pgn file given to --epd as PGN, silently (hostile pass 2); now a usage error
+    naming the file, before any cluster starts."""
+    pytest.importorskip("distributed")
+    games = tmp_path / "games.txt"
+    games.write_text('[Event "x"]\n\n1. e4 e5 *\n')
+    pgn = tmp_path / "g.pgn"
+    pgn.write_text('[Event "x"]\n\n1. e4 e5 *\n')
+    out = tmp_path / "out"
+    status, _, err = run(capsys, "eval", "--pgn", games, "--output", out, "--workers", "1")
+    assert status == 2 and f"--pgn {games}: a Dask job reads each file by its name's kind, and this one's is epd" in err
+    status, _, err = run(capsys, "eval", "--epd", pgn, "--output", out, "--workers", "1")
+    assert status == 2 and f"--epd {pgn}: a Dask job reads each file by its name's kind, and this one's is pgn" in err
+    assert not out.exists()

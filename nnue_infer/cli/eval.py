@@ -13,9 +13,12 @@ from .common import (Output, check_output_dir, example, json_option, load_networ
                      progress_option, quiet_option, report, set_threads, show_progress, threads_option)
 
 
-def _eval_distributed(inputs, output, net, scheduler, workers, progress, quiet) -> int:
+def _eval_distributed(epd_files, pgn_files, output, net, scheduler, workers, progress, quiet) -> int:
     """``eval --epd/--pgn PATTERN ... --output DIR --scheduler ADDRESS | --workers N``: a Dask job over every
-    ``--epd`` / ``--pgn`` file or glob pattern given (``inputs``, a list of str)."""
+    ``--epd`` / ``--pgn`` file or glob pattern given (lists of str).  The job reads each file by its name's
+    kind (:func:`nnue_infer.io.distributed.input_kind`): a file given to the option of another kind is a
+    usage error (it was read as its name's kind, silently)."""
+    inputs = [*epd_files, *pgn_files]
     if not inputs or output in (None, "-"):
         raise click.UsageError("--scheduler / --workers score --epd / --pgn files into a Parquet dataset "
                                "directory: give --epd or --pgn and --output DIR")
@@ -24,10 +27,22 @@ def _eval_distributed(inputs, output, net, scheduler, workers, progress, quiet) 
     try:
         import distributed  # noqa: F401  (the dask extra; imported lazily by run_job otherwise)
 
-        from ..io.distributed import run_job
+        from ..io.distributed import expand_inputs, input_kind, run_job
     except ImportError as exc:
         raise click.ClickException(f"{exc}; --scheduler / --workers need the dask extra: "
                                    "pip install 'nnue-infer[dask]'") from exc
+    for option, patterns in (("--epd", epd_files), ("--pgn", pgn_files)):
+        try:
+            files = expand_inputs(patterns) if patterns else []
+            kinds = {f: input_kind(f) for f in files}
+        except (OSError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from exc
+        for f, kind in kinds.items():
+            if (kind == "pgn") != (option == "--pgn"):
+                raise click.UsageError(
+                    f"{option} {f}: a Dask job reads each file by its name's kind, and this one's is {kind} "
+                    f"({'give it with --pgn' if kind == 'pgn' else 'a PGN file needs a .pgn name, .gz / .zst allowed'}"
+                    "; or score it in process, without --workers / --scheduler)")
     try:
         return run_job(inputs, output, net or "default", scheduler=scheduler,
                        workers=workers, progress=show_progress(progress, quiet),
@@ -154,8 +169,8 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
     epd, pgn = (epd[0] if epd else None), (pgn[0] if pgn else None)
     if (epd or pgn) and (positions or fen_opts):
         raise click.UsageError("give positions (arguments, --fen) or a file (--epd / --pgn), not both")
-    if epd and pgn:
-        raise click.UsageError("give one of --epd and --pgn")
+    if epd and pgn and not (scheduler or workers):  # a Dask job takes both (each file by its name's kind)
+        raise click.UsageError("give one of --epd and --pgn (a Dask job, --workers / --scheduler, takes both)")
     if pgn and trace:
         raise click.UsageError("--trace works with positions and --epd, not --pgn")
     if svg_path and not trace:
@@ -190,7 +205,7 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
             raise click.UsageError(f"{', '.join(dropped)}: not with --scheduler / --workers (a Dask job reads FENs "
                                    "strictly, writes a Parquet dataset with the bad rows in its errors table and "
                                    "runs one thread per worker)")
-        sys.exit(_eval_distributed(epd_files + pgn_files, output, net, scheduler, workers, progress, quiet))
+        sys.exit(_eval_distributed(epd_files, pgn_files, output, net, scheduler, workers, progress, quiet))
     for option, path in (("--epd", epd), ("--pgn", pgn)):
         if path and path != "-" and not os.path.exists(path):
             raise click.BadParameter(f"File {path!r} does not exist.", param_hint=f"'{option}'")
