@@ -5,6 +5,7 @@ problem (no traceback, no crash, no silent wrong data) and leave no output behin
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -228,3 +229,131 @@ def test_filtered_chains_follow_the_continuation_rule(bp, tmp_path, capsys, monk
         assert main(["data", "info", "--json", str(out)]) == 0
         counts[kind] = json.loads(capsys.readouterr().out)["chains"]
     assert counts["parquet"] == counts["binpack"] == counts["plain"] == len(np.unique(kept.chain))
+
+
+def _one_row(fen, castling=0, ep=-1, fullmove=1, move=0):
+    """One TrainingData row of ``fen``'s board and side to move, the other columns as given (ply
+    consistent with ``fullmove``, so that a .binpack, which keeps the ply, reads the same row)."""
+    import chess
+
+    board = chess.Board(fen)
+    bb = [int(board.pawns), int(board.knights), int(board.bishops), int(board.rooks), int(board.queens),
+          int(board.kings), int(board.occupied_co[chess.WHITE]), int(board.occupied_co[chess.BLACK])]
+    stm = 0 if board.turn == chess.WHITE else 1
+    return td.TrainingData(bitboards=np.array([bb], np.uint64).view(np.int64), stm=np.array([stm], np.uint8),
+                           castling=np.array([castling], np.uint8), ep=np.array([ep], np.int8),
+                           rule50=np.zeros(1, np.uint8), fullmove=np.array([fullmove], np.uint16),
+                           move=np.array([move], np.uint16), score=np.zeros(1, np.int16),
+                           ply=np.array([(2 * (fullmove - 1) + stm) & 0xFFFF], np.uint16),
+                           result=np.zeros(1, np.int16), chain=np.zeros(1, np.int64))
+
+
+def _round_trips(data, tmp_path, kinds=("binpack", "bin", "plain")):
+    """Each format of ``kinds`` reads ``data`` back as it was written."""
+    for kind in kinds:
+        td.write(data, tmp_path / f"r.{kind}")
+        assert td.read(tmp_path / f"r.{kind}").equals(data), kind
+    return True
+
+
+@pytest.mark.parametrize("fen, status", [
+    ("P3k3/8/8/8/8/8/8/4K3 w - - 0 1", "STATUS_PAWNS_ON_BACKRANK"),
+    ("4k3/8/8/8/8/8/8/p3K3 b - - 0 1", "STATUS_PAWNS_ON_BACKRANK"),
+    ("4k3/4Q3/8/8/8/8/8/4K3 w - - 0 1", "STATUS_OPPOSITE_CHECK"),
+    ("4k3/8/8/8/8/8/3p4/4K3 b - - 0 1", "STATUS_OPPOSITE_CHECK"),
+    ("4k3/8/8/8/8/5n2/8/4K3 b - - 0 1", "STATUS_OPPOSITE_CHECK"),
+])
+def test_positions_the_plain_reader_refuses_are_refused(fen, status, tmp_path, capsys):
+    """A pawn on rank 1 or 8, or the side not to move in check (python-chess says the same: the
+    status), was accepted and written; the .plain written ('data convert' exit 0) failed to read
+    ('bad FEN').  Construction now refuses the row with its FEN."""
+    import chess
+
+    assert chess.Board(fen).status() & getattr(chess, status)
+    problem = "pawn on the first or last rank" if "BACKRANK" in status else "the side not to move is in check"
+    with pytest.raises(ValueError, match=rf"^TrainingData: column 'bitboards' row 0: {problem}: {re.escape(fen)}$"):
+        _one_row(fen)
+
+
+def _castling_cases():
+    fens = ["r3k2r/8/8/8/8/8/8/R3K2R w - - 0 1", "4k3/8/8/8/8/8/8/4K3 w - - 0 1", "r3k3/8/8/8/8/8/8/4K2R w - - 0 1",
+            "r2k3r/8/8/8/8/8/8/R4K1R w - - 0 1", "1r2k1r1/8/8/8/8/8/8/R3K2R b - - 0 1",
+            "r3k2r/8/8/8/8/8/8/r3K2R w - - 0 1"]
+    return [(fen, rights) for fen in fens for rights in range(16)]
+
+
+@pytest.mark.parametrize("fen, rights", _castling_cases())
+def test_castling_rights_need_their_king_and_rook(fen, rights, tmp_path):
+    """Rights 15 with no rooks were written to a .binpack, which marks rights on the rooks, and
+    read back as none (silently).  A right is kept exactly when python-chess's
+    clean_castling_rights (king and that rook on their start squares) keeps it, and kept rows
+    round-trip through every format."""
+    import chess
+
+    board = chess.Board(fen)
+    corners = (chess.BB_H1, chess.BB_A1, chess.BB_H8, chess.BB_A8)  # the bits 1, 2, 4, 8
+    board.castling_rights = sum(c for bit, c in enumerate(corners) if rights >> bit & 1)
+    if board.clean_castling_rights() == board.castling_rights:
+        assert _round_trips(_one_row(fen, castling=rights), tmp_path)
+    else:
+        with pytest.raises(ValueError, match=rf"^TrainingData: column 'castling' row 0: castling right without the "
+                                             rf"king and that rook on their start squares: {rights} \("):
+            _one_row(fen, castling=rights)
+
+
+@pytest.mark.parametrize("fen, square", [
+    ("4k3/8/8/3pP3/8/8/8/4K3 w - - 0 2", "d6"),      # capture possible: kept
+    ("4k3/8/8/8/8/8/8/4K3 w - - 0 1", "e6"),         # no pawn at all
+    ("4k3/8/8/3p4/8/8/8/4K3 w - - 0 2", "d6"),       # the pawn, no capturer
+    ("4k3/8/8/4pP2/8/8/8/4K3 w - - 0 2", "d6"),      # a capturer, no pawn in front of d6
+    ("4k3/3n4/8/3pP3/8/8/8/4K3 w - - 0 2", "d6"),    # its start square occupied
+    ("8/8/8/K2pP2r/8/8/8/7k w - - 0 2", "d6"),       # the capture would expose the king
+    ("4k3/8/8/8/3Pp3/8/8/4K3 b - - 0 1", "d3"),      # Black captures: kept
+    ("4k3/8/8/8/3P4/8/8/4K3 b - - 0 1", "d3"),       # no capturer
+])
+def test_en_passant_squares_no_capture_uses_are_refused(fen, square, tmp_path):
+    """An en passant square with no pawn that could have just moved past it was written and
+    dropped by every reader (each keeps it only when a capture is possible, the tools' rule).
+    A square is kept exactly when python-chess has a legal en passant capture on it and the
+    pawn's start square is empty (the tools' Position::isEpPossible asks that too)."""
+    import chess
+
+    board = chess.Board(fen)
+    board.ep_square = chess.parse_square(square)
+    start = board.ep_square + (8 if board.turn == chess.WHITE else -8)
+    if board.has_legal_en_passant() and board.piece_at(start) is None:
+        assert _round_trips(_one_row(fen, ep=board.ep_square), tmp_path)
+    else:
+        with pytest.raises(ValueError, match=r"^TrainingData: column 'ep' row 0: en passant square (without the pawn"
+                                             r"|no pawn of the side to move can legally capture)"):
+            _one_row(fen, ep=board.ep_square)
+
+
+@pytest.mark.parametrize("fen, castling, column, problem", [
+    ("P3k3/8/8/8/8/8/8/4K3 w - - 0 1", 0, "bitboards", "pawn on the first or last rank"),
+    ("4k3/4Q3/8/8/8/8/8/4K3 w - - 0 1", 0, "bitboards", "the side not to move is in check"),
+    ("4k3/8/8/8/8/8/8/4K3 w KQkq - 0 1", 15, "castling",
+     "castling right without the king and that rook on their start squares"),
+])
+def test_writers_refuse_rows_a_reader_gave_unchecked(fen, castling, column, problem, tmp_path, capsys):
+    """A .bin record (the tools' packer writes these) with a pawn on rank 8 converted to .plain
+    with status 0, and the .plain did not read ('bad FEN'); rights without rooks went to a
+    .binpack without them.  Readers do not check rows (speed), so the writers do."""
+    import chess
+
+    good = _one_row("4k3/8/8/8/8/8/8/4K3 w - - 0 1")
+    board = chess.Board(fen)
+    bb = [int(board.pawns), int(board.knights), int(board.bishops), int(board.rooks), int(board.queens),
+          int(board.kings), int(board.occupied_co[chess.WHITE]), int(board.occupied_co[chess.BLACK])]
+    bad = td.TrainingData._trusted({**{name: getattr(good, name) for name in td.TrainingData.DTYPES},
+                                    "bitboards": np.array([bb], np.uint64).view(np.int64),
+                                    "castling": np.array([castling], np.uint8)})
+    src = tmp_path / "x.bin"
+    src.write_bytes(td.encode_bin(bad))
+    assert td.read(src).equals(bad)
+    value = fen if column == "bitboards" else f"{castling} ({fen})"
+    for dst in ("x.plain", "x.binpack", "y.bin"):
+        assert main(["data", "convert", str(src), str(tmp_path / dst)]) == 1
+        message = f"row 0: column {column!r}: {problem}: {value}"
+        assert capsys.readouterr().err.strip() == f"error: {tmp_path / dst}: {message}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.bin"]

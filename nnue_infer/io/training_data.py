@@ -38,7 +38,8 @@ from ..batch import position_problem
 from ..errors import TrainingDataError
 from ..inputs import STDIN, input_label, open_input, standard_stream
 from ..kernels import binpack as KB
-from ..kernels.features import BB_BLACK, BB_WHITE
+from ..kernels.attacks import PAWN_ATTACKS
+from ..kernels.features import BB_BLACK, BB_KINGS, BB_PAWNS, BB_ROOKS, BB_WHITE
 from ..kernels.threads import PARALLEL_LOCK
 from .parquet import _pa
 
@@ -102,8 +103,12 @@ class TrainingData:
         On construction, a column that is not of its dtype and shape (all ``n`` rows), or the
         first row holding a value the formats cannot (``stm`` not 0 / 1, ``castling`` over 15,
         ``ep`` neither -1 nor a square of the side to move's en passant rank, ``result`` outside
-        -1 .. 1, bitboards whose pieces or colours overlap, differ, or lack one king per side):
-        the message names the column and the row.  Columns that are not C-contiguous are copied.
+        -1 .. 1, bitboards whose pieces or colours overlap, differ, or lack one king per side)
+        or a position that a writer would
+        write and a reader refuse or change (a pawn on rank 1 or 8, the side not to move in
+        check, a castling right without its king and rook on their start squares, an ``ep``
+        square no legal capture uses; see :func:`_position_problem`): the message names the
+        column, the row and the problem.  Columns that are not C-contiguous are copied.
         (:meth:`empty`, slices and the readers' rows are not checked again.)
     """
 
@@ -139,27 +144,10 @@ class TrainingData:
             if not column.flags.c_contiguous:
                 column = np.ascontiguousarray(column)
             object.__setattr__(self, name, column)
-        bb = self.bitboards.view(np.uint64)
-        pieces = bb[:, 0] | bb[:, 1] | bb[:, 2] | bb[:, 3] | bb[:, 4] | bb[:, 5]
-        piece_count = np.bitwise_count(bb[:, :6]).sum(axis=1, dtype=np.int64)
-        white, black = bb[:, 6], bb[:, 7]
-        kings = bb[:, 5]
-        checks = (
-            ("stm", self.stm > 1, "side to move not 0 (White) or 1 (Black)"),
-            ("castling", self.castling > 15, "castling rights beyond the 4 bits"),
-            ("ep", (self.ep != -1) & ((self.ep >> 3) != np.where(self.stm == 0, 5, 2)),
-             "en passant square neither -1 nor on the side to move's en passant rank"),
-            ("result", (self.result < -1) | (self.result > 1), "result outside -1 .. 1"),
-            ("bitboards", (piece_count != np.bitwise_count(pieces)) | ((white & black) != 0)
-             | ((white | black) != pieces), "pieces or colours overlap or differ"),
-            ("bitboards", (np.bitwise_count(kings & white) != 1) | (np.bitwise_count(kings & black) != 1),
-             "not exactly one king per side"),
-        )
-        for name, bad, problem in checks:
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                value = self.bitboards[i].tolist() if name == "bitboards" else int(getattr(self, name)[i])
-                raise ValueError(f"TrainingData: column {name!r} row {i}: {problem}: {value}")
+        found = _row_problem(self)
+        if found is not None:
+            name, i, problem, value = found
+            raise ValueError(f"TrainingData: column {name!r} row {i}: {problem}: {value}")
 
     @classmethod
     def _trusted(cls, columns: dict[str, np.ndarray]) -> TrainingData:
@@ -239,6 +227,113 @@ class TrainingData:
 
         return pa.table({"fen": pa.array(self.fens(), pa.string()), "move": pa.array(self.uci(), pa.string()),
                          "score": self.score, "ply": self.ply, "result": self.result, "chain": self.chain})
+
+
+def _first(checks) -> tuple[str, int, str] | None:
+    """``(column, first bad row, problem)`` of the first check ``(column, bad rows mask, problem)``
+    that finds a bad row, or None."""
+    for name, bad, problem in checks:
+        if bad.any():
+            return name, int(np.flatnonzero(bad)[0]), problem
+    return None
+
+
+def _column_problem(data: TrainingData, bitboards: bool = True) -> tuple[str, int, str] | None:
+    """The first value no format holds (each column alone; with ``bitboards``, also pieces and
+    colours that overlap or differ and kings: the readers' rows have them right)."""
+    found = _first((
+        ("stm", data.stm > 1, "side to move not 0 (White) or 1 (Black)"),
+        ("castling", data.castling > 15, "castling rights beyond the 4 bits"),
+        ("ep", (data.ep != -1) & ((data.ep >> 3) != np.where(data.stm == 0, 5, 2)),
+         "en passant square neither -1 nor on the side to move's en passant rank"),
+        ("result", (data.result < -1) | (data.result > 1), "result outside -1 .. 1"),
+    ))
+    if found is not None or not bitboards:
+        return found
+    bb = data.bitboards.view(np.uint64)
+    pieces = bb[:, 0] | bb[:, 1] | bb[:, 2] | bb[:, 3] | bb[:, 4] | bb[:, 5]
+    piece_count = np.bitwise_count(bb[:, :6]).sum(axis=1, dtype=np.int64)
+    white, black = bb[:, BB_WHITE], bb[:, BB_BLACK]
+    kings = bb[:, BB_KINGS]
+    return _first((
+        ("bitboards", (piece_count != np.bitwise_count(pieces)) | ((white & black) != 0)
+         | ((white | black) != pieces), "pieces or colours overlap or differ"),
+        ("bitboards", (np.bitwise_count(kings & white) != 1) | (np.bitwise_count(kings & black) != 1),
+         "not exactly one king per side"),
+    ))
+
+
+def _row_problem(data: TrainingData, bitboards: bool = True) -> tuple[str, int, str, object] | None:
+    """``(column, row, problem, value)`` of the first row :func:`_column_problem` (passed
+    ``bitboards``) or :func:`_position_problem` finds (value: the row's FEN for a position, with
+    its column's value unless that column is ``bitboards``), or None when every row can be
+    written and read back."""
+    found = _column_problem(data, bitboards)
+    if found is not None:
+        name, i, problem = found
+        return name, i, problem, data.bitboards[i].tolist() if name == "bitboards" else int(getattr(data, name)[i])
+    found = _position_problem(data)
+    if found is None:
+        return None
+    name, i, problem = found
+    fen = data[i:i + 1].fens()[0]
+    return name, i, problem, fen if name == "bitboards" else f"{int(getattr(data, name)[i])} ({fen})"
+
+
+#: Castling-right bits with the squares of their king and rook.
+_CASTLING_SQUARES = ((KB.WHITE_OO, 4, 7), (KB.WHITE_OOO, 4, 0), (KB.BLACK_OO, 60, 63), (KB.BLACK_OOO, 60, 56))
+
+
+def _position_problem(data: TrainingData) -> tuple[str, int, str] | None:
+    """The first row whose position the ``.plain`` reader refuses or a writer changes (columns
+    already valid alone): a pawn on rank 1 or 8, the side not to move in check (the tools'
+    ``Position::trySet`` refuses both), a castling right without its king and rook on their start
+    squares (a ``.binpack`` marks rights on the rooks; ``Position::doMove`` clears a right when
+    either moves), an en passant square no capture can use (every format keeps it only when a
+    capture is possible: the tools' ``Position::isEpPossible``)."""
+    bb = data.bitboards.view(np.uint64)
+    pawns, rooks, kings = bb[:, BB_PAWNS], bb[:, BB_ROOKS], bb[:, BB_KINGS]
+    white, black = bb[:, BB_WHITE], bb[:, BB_BLACK]
+    found = _first((("bitboards", pawns & np.uint64(0xFF000000000000FF) != 0, "pawn on the first or last rank"),))
+    if found is not None:
+        return found
+    n = len(data)
+    not_to_move_in_check, _ = np.empty(n, np.bool_), np.empty(n, np.bool_)
+    with PARALLEL_LOCK:
+        KB.row_flags(data.bitboards, data.stm ^ np.uint8(1), data.move, not_to_move_in_check, _)
+    castling_bad = np.zeros(n, np.bool_)
+    for bit, king, rook in _CASTLING_SQUARES:
+        colour = white if king == 4 else black
+        castling_bad |= ((data.castling & bit) != 0) & ((kings & colour & np.uint64(1 << king) == 0)
+                                                        | (rooks & colour & np.uint64(1 << rook) == 0))
+    found = _first((
+        ("bitboards", not_to_move_in_check, "the side not to move is in check"),
+        ("castling", castling_bad, "castling right without the king and that rook on their start squares"),
+    ))
+    if found is not None:
+        return found
+    rows = np.flatnonzero(data.ep != -1)
+    if rows.size:
+        ep, stm = data.ep[rows].astype(np.int64), data.stm[rows].astype(np.int64)
+        fwd = np.where(stm == 0, 8, -8)
+        ours = np.where(stm == 0, white[rows], black[rows])
+        theirs = np.where(stm == 0, black[rows], white[rows])
+        occupied = white[rows] | black[rows]
+        one = np.uint64(1)
+        moved = (pawns[rows] & theirs) >> (ep - fwd).astype(np.uint64) & one  # the pawn that just moved
+        empty = ~(occupied >> ep.astype(np.uint64) | occupied >> (ep + fwd).astype(np.uint64)) & one
+        attackers = PAWN_ATTACKS.view(np.uint64)[1 - stm, ep] & pawns[rows] & ours
+        no_pawn = (moved == 0) | (empty == 0)
+        bad = no_pawn | (attackers == 0)
+        for k in np.flatnonzero(~bad).tolist():  # a pawn can capture: without leaving its king in check?
+            bad[k] = not KB.ep_possible(data.bitboards[rows[k]], int(ep[k]), int(stm[k]))
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            return "ep", int(rows[k]), ("en passant square without the pawn that just moved past it (or not "
+                                        "empty, or its start square not empty)" if no_pawn[k] else
+                                        "en passant square no pawn of the side to move can legally capture on "
+                                        "(every format keeps it only then)")
+    return None
 
 
 def _slots_to_strings(out: np.ndarray, width: int, lengths: np.ndarray) -> list[str]:
@@ -771,6 +866,11 @@ class TrainingDataWriter:
     def _write(self, data: TrainingData) -> None:
         if len(data) == 0:
             return
+        # rows a reader gave unchecked (a .bin or .binpack written elsewhere; their pieces are sound)
+        found = _row_problem(data, bitboards=False)
+        if found is not None:
+            name, i, problem, value = found
+            raise TrainingDataError(f"{self.label}: row {self._rows + i}: column {name!r}: {problem}: {value}")
         if self.kind == "binpack":
             both = data.bitboards[:, BB_WHITE] | data.bitboards[:, BB_BLACK]
             occupied = np.bitwise_count(both.view(np.uint64))  # of the absolute value if signed
