@@ -329,6 +329,34 @@ def test_en_passant_squares_no_capture_uses_are_refused(fen, square, tmp_path):
             _one_row(fen, ep=board.ep_square)
 
 
+@pytest.mark.parametrize("fullmove", [0, 1, 2, 32767, 32768, 32769, 65535])
+@pytest.mark.parametrize("stm", ["w", "b"])
+def test_full_move_numbers_the_formats_keep(fullmove, stm, tmp_path):
+    """Full-move 0 was written '... 0 0' and read back '... 0 32768' (.plain and .bin keep the
+    game ply 2 * (fullmove - 1) + stm in 16 bits): 1 .. 32768 round-trip through both, the rest
+    are refused.  (A .binpack keeps no full-move number: its reader gives ply // 2 + 1.)"""
+    fen = f"4k3/8/8/8/8/8/8/4K3 {stm} - - 0 1"
+    if 1 <= fullmove <= 32768:
+        assert _round_trips(_one_row(fen, fullmove=fullmove), tmp_path, ("bin", "plain"))
+    else:
+        with pytest.raises(ValueError, match=rf"^TrainingData: column 'fullmove' row 0: full-move number outside "
+                                             rf"1 \.\. 32768 .*: {fullmove}$"):
+            _one_row(fen, fullmove=fullmove)
+
+
+@pytest.mark.parametrize("move, problem", [
+    (0xFFFF, "from-square equal to the to-square"),
+    ((4 << 8) | (4 << 2), "from-square equal to the to-square"),
+    ((4 << 8) | (12 << 2) | 3, "promotion-piece bits set in a move that is not a promotion"),
+])
+def test_moves_no_format_holds_are_refused(move, problem):
+    """Move 0xFFFF was written as h8h8 and read back as a1a1 (the null move 0); promotion bits on
+    a move of another type are lost the same way."""
+    with pytest.raises(ValueError, match=rf"^TrainingData: column 'move' row 0: {problem}"):
+        _one_row("4k3/8/8/8/8/8/8/4K3 w - - 0 1", move=move)
+    assert _one_row("4k3/8/8/8/8/8/8/4K3 w - - 0 1", move=0).move[0] == 0
+
+
 @pytest.mark.parametrize("fen, castling, column, problem", [
     ("P3k3/8/8/8/8/8/8/4K3 w - - 0 1", 0, "bitboards", "pawn on the first or last rank"),
     ("4k3/4Q3/8/8/8/8/8/4K3 w - - 0 1", 0, "bitboards", "the side not to move is in check"),

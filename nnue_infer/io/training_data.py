@@ -51,6 +51,9 @@ GROUP_BYTES = 8 << 20
 BIN_RESULT_BYTE = 38
 #: Largest ``ply`` of a ``.binpack`` chain's first row (14 bits: the top 2 of its field hold the result).
 BINPACK_HEAD_PLY = (1 << 14) - 1
+#: Largest ``fullmove`` the formats keep: each holds the game ply ``2 * (fullmove - 1) + stm`` in
+#: 16 bits (the tools' ``Position::set``), so 0 and 32,769 .. 65,535 read back as other numbers.
+MAX_FULLMOVE = 1 << 15
 #: Largest ``rule50`` a ``.bin`` record holds (7 bits).
 BIN_RULE50 = (1 << 7) - 1
 #: Bytes of ``.plain`` / ``.bin`` read at a time.
@@ -103,8 +106,9 @@ class TrainingData:
         On construction, a column that is not of its dtype and shape (all ``n`` rows), or the
         first row holding a value the formats cannot (``stm`` not 0 / 1, ``castling`` over 15,
         ``ep`` neither -1 nor a square of the side to move's en passant rank, ``result`` outside
-        -1 .. 1, bitboards whose pieces or colours overlap, differ, or lack one king per side)
-        or a position that a writer would
+        -1 .. 1, ``fullmove`` outside 1 .. :data:`MAX_FULLMOVE`, a ``move`` other than 0 from a
+        square to itself or with promotion bits on another move type, bitboards whose pieces or
+        colours overlap, differ, or lack one king per side) or a position that a writer would
         write and a reader refuse or change (a pawn on rank 1 or 8, the side not to move in
         check, a castling right without its king and rook on their start squares, an ``ep``
         square no legal capture uses; see :func:`_position_problem`): the message names the
@@ -247,6 +251,12 @@ def _column_problem(data: TrainingData, bitboards: bool = True) -> tuple[str, in
         ("ep", (data.ep != -1) & ((data.ep >> 3) != np.where(data.stm == 0, 5, 2)),
          "en passant square neither -1 nor on the side to move's en passant rank"),
         ("result", (data.result < -1) | (data.result > 1), "result outside -1 .. 1"),
+        ("fullmove", (data.fullmove < 1) | (data.fullmove > MAX_FULLMOVE),
+         f"full-move number outside 1 .. {MAX_FULLMOVE} (the formats keep the game ply in 16 bits)"),
+        ("move", (data.move != 0) & ((data.move >> 8) & 63 == (data.move >> 2) & 63),
+         "from-square equal to the to-square (only the null move 0 may be)"),
+        ("move", (data.move & 3 != 0) & (data.move >> 14 != KB.PROMOTION),
+         "promotion-piece bits set in a move that is not a promotion"),
     ))
     if found is not None or not bitboards:
         return found
