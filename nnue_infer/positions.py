@@ -259,13 +259,18 @@ FEN_MISSING_FIELD = -1
 
 def field_counts(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """int64[n]: white-space separated fields of each row of ``buf`` (layout of :func:`fen_buffer`;
-    ASCII white space as ``kernels.fen.is_space``)."""
-    space = (buf == 32) | ((buf >= 9) & (buf <= 13)) | ((buf >= 28) & (buf <= 31))
-    starts = ~space
-    starts[1:] &= space[:-1]  # a field starts after white space (every row ends with a newline)
+    ASCII white space as ``kernels.fen.is_space``).
+
+    Counted as the field starts (a byte that is not white space after one that is: every row ends
+    with a newline) between the rows' offsets, by searching the starts' positions: it summed an int64
+    copy of the whole buffer, eight bytes a byte, whose fresh allocation made ``evaluate_batch`` on
+    640,000 FENs take 1.3 to 2.1 s from call to call."""
     if offsets.shape[0] < 2:
         return np.zeros(0, np.int64)
-    return np.add.reduceat(starts.astype(np.int64), offsets[:-1])
+    space = (buf == 32) | ((buf >= 9) & (buf <= 13)) | ((buf >= 28) & (buf <= 31))
+    starts = ~space
+    starts[1:] &= space[:-1]
+    return np.diff(np.searchsorted(np.flatnonzero(starts), offsets)).astype(np.int64)
 
 
 def fen_problem(fen: str, code: int, offset: int) -> str:

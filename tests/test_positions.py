@@ -173,3 +173,19 @@ def test_castling_fields_read_as_the_rules_allow(fen, castles):
 
     board = board_from_fen(fen)
     assert {m.uci() for m in board.legal_moves if board.is_castling(m)} == castles, board.fen()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f/18KQkq-wéx\u2003", max_size=14), max_size=40))
+def test_field_counts_equal_a_byte_level_reference(rows):
+    """``field_counts`` (the batch path's check for missing FEN fields) counts the fields a split of each
+    row's UTF-8 bytes at ASCII white space gives (it was rewritten to search the field starts instead of
+    summing an int64 copy of the buffer: evaluate_batch on 640,000 FENs varied 1.3-2.1 s)."""
+    import re
+
+    from nnue_infer.positions import fen_buffer, field_counts
+
+    buf, offsets = fen_buffer(rows)
+    want = [len([f for f in re.split(rb"[ \t\n\x0b\x0c\r\x1c-\x1f]", row.encode("utf-8", "surrogatepass")) if f])
+            for row in rows]
+    assert field_counts(buf, offsets).tolist() == want
