@@ -57,7 +57,6 @@ ERRORS_DIR = "_errors"
 
 _local = threading.local()
 _lock = threading.Lock()
-_evaluators: dict[tuple, object] = {}
 
 
 def input_kind(path: str) -> str:
@@ -108,9 +107,40 @@ def _stamp(network: str) -> tuple | None:
     return os.path.realpath(network), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-#: :func:`network_identity` by (spec, :func:`_stamp`): the SHA-256 of a network's ~46 MB of parameters took
-#: 34 ms of the client's CPU per job (benchmarks/bench_distributed.py), for the same file every time.
-_identities: dict[tuple, dict] = {}
+@dataclass
+class _Version:
+    """One version of the file a network spec reads (:func:`_stamp`), as this process knows it: the
+    network (when an evaluator needed it), its ``repr`` and SHA-256 (when a manifest or a check needed
+    them: hashing Stockfish 15.1's ~46 MB of parameters took 34 ms of the client's CPU per job)."""
+
+    stamp: tuple | None
+    network: object = None
+    text: str | None = None
+    sha256: str | None = None
+
+
+#: The current :class:`_Version` of each network spec used in this process (an older one is dropped).
+_versions: dict[str, _Version] = {}
+
+
+def _version(spec: str, *, keep: bool = False, digest: bool = False) -> _Version:
+    """``spec``'s :class:`_Version` for its file as it is now, loading the network once per version (kept
+    when ``keep``) and hashing it once (``digest``).  Raises as :func:`nnue_infer.resources.network_from_spec`."""
+    from ..network import network_digest
+    from ..resources import network_from_spec
+
+    stamp = _stamp(spec)
+    with _lock:
+        v = _versions.get(spec)
+        if v is None or v.stamp != stamp:
+            v = _versions[spec] = _Version(stamp)
+        if (keep and v.network is None) or (digest and v.sha256 is None):
+            net = v.network if v.network is not None else network_from_spec(spec)
+            if keep:
+                v.network = net
+            if digest and v.sha256 is None:
+                v.text, v.sha256 = repr(net), network_digest(net)
+    return v
 
 
 def network_identity(network: str) -> dict:
@@ -118,23 +148,8 @@ def network_identity(network: str) -> dict:
     manifest records: :func:`nnue_infer.network.network_digest`), computed once per file version
     (:func:`_stamp`) in this process: a later job with the same unchanged file hashes nothing.  Raises
     as :func:`nnue_infer.resources.network_from_spec` for a network that cannot be read."""
-    from ..network import network_digest
-    from ..resources import network_from_spec
-
-    key = (network, _stamp(network))
-    identity = _identities.get(key)
-    if identity is None:
-        net = network_from_spec(network)
-        identity = {"network": network, "network_repr": repr(net), "network_sha256": network_digest(net)}
-        with _lock:
-            for old in [k for k in _identities if k[0] == network]:  # an older version of the file
-                del _identities[old]
-            _identities[key] = identity
-    return dict(identity)
-
-
-#: SHA-256 (:func:`nnue_infer.network.network_digest`) of the networks :func:`worker_evaluator` loaded, by its key.
-_digests: dict[tuple, str] = {}
+    v = _version(network, digest=True)
+    return {"network": network, "network_repr": v.text, "network_sha256": v.sha256}
 
 
 def worker_evaluator(network: str, sha256: str | None = None):
@@ -148,48 +163,23 @@ def worker_evaluator(network: str, sha256: str | None = None):
     :class:`~nnue_infer.errors.NetworkChangedError` instead of scoring rows with another network than
     the one the manifest names.  The digest is computed once per file version and process.
     """
-    ev = _evaluator(network)
-    if sha256 is not None:
-        key = (network, _stamp(network))
-        digest = _digests.get(key) or _identities.get(key, {}).get("network_sha256")  # in process: the job's
-        if digest is None:
-            from ..network import network_digest
-
-            digest = network_digest(ev.network)
-            with _lock:
-                for old in [k for k in _digests if k[0] == network]:
-                    del _digests[old]
-                _digests[key] = digest
-        if digest != sha256:
-            from ..errors import NetworkChangedError
-
-            raise NetworkChangedError(f"{network}: now holds the network with SHA-256 {digest[:12]}..., not the "
-                                      f"job's {sha256[:12]}... (the file changed while the job ran); the parts "
-                                      "written so far are the job's network's: score the rest into another "
-                                      "directory, or delete this one and start again")
-    return ev
-
-
-def _evaluator(network: str):
-    """:func:`worker_evaluator`'s Evaluator, without the digest check."""
     from ..evaluator import Evaluator
-    from ..resources import network_from_spec
 
+    v = _version(network, keep=True, digest=sha256 is not None)
+    if sha256 is not None and v.sha256 != sha256:
+        from ..errors import NetworkChangedError
+
+        raise NetworkChangedError(f"{network}: now holds the network with SHA-256 {v.sha256[:12]}..., not the "
+                                  f"job's {sha256[:12]}... (the file changed while the job ran); the parts "
+                                  "written so far are the job's network's: score the rest into another "
+                                  "directory, or delete this one and start again")
     cache = getattr(_local, "evaluators", None)
     if cache is None:
         cache = _local.evaluators = {}
-    key = (network, _stamp(network))
-    ev = cache.get(key)
-    if ev is None:
-        with _lock:
-            net = _evaluators.get(key)
-            if net is None:
-                for old in [k for k in _evaluators if k[0] == network]:
-                    del _evaluators[old]
-                net = _evaluators[key] = network_from_spec(network)
-        for old in [k for k in cache if k[0] == network]:
-            del cache[old]
-        ev = cache[key] = Evaluator(net)  # type: ignore[arg-type]
+    net, ev = cache.get(network, (None, None))
+    if net is not v.network:  # first use in this thread, or a new version of the file
+        ev = Evaluator(v.network)  # type: ignore[arg-type]
+        cache[network] = (v.network, ev)
     return ev
 
 
