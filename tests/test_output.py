@@ -8,6 +8,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nnue_infer.io.output import TableWriter, TextColumn, encode, header, take
 
@@ -76,3 +78,32 @@ def test_codes_and_empty_table():
     col = TextColumn.from_codes(np.array([2, 0, 1]), ["none", "checkmate", "stalemate"])
     assert col.to_list() == ["stalemate", "none", "checkmate"]
     assert encode({"a": np.zeros(0, np.int64)}, "jsonl") == b""
+
+
+_CELLS = st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=12), max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_CELLS, st.sampled_from([b"\n", b";", b"\xff"]), st.booleans(), st.booleans())
+def test_parquet_text_array_equals_the_cells(cells, separator, trailing, gap):
+    """``io.parquet.text_array`` gives the cells' strings: cells one byte apart (a FEN file's lines: Arrow slices a
+    view of the buffer), with a wider gap or none after the last (copied cell by cell), and null cells."""
+    pa = pytest.importorskip("pyarrow")
+    from nnue_infer.io.parquet import text_array
+
+    encoded = [c.encode() for c in cells]
+    between = separator + (b" " if gap else b"")
+    buf = b"#" + between.join(encoded) + (separator if trailing else b"")
+    starts, pos = [], 1
+    for e in encoded:
+        starts.append(pos)
+        pos += len(e) + len(between)
+    starts_a = np.array(starts, np.int64)
+    ends_a = starts_a + np.array([len(e) for e in encoded], np.int64)
+    column = TextColumn(np.frombuffer(buf, np.uint8), starts_a, ends_a)
+    got = text_array(column)
+    assert got.type == pa.string() and got.to_pylist() == cells
+    if cells:
+        valid = np.arange(len(cells)) % 3 != 1
+        got = text_array(TextColumn(column.buf, starts_a, ends_a, valid))
+        assert got.to_pylist() == [c if v else None for c, v in zip(cells, valid)]
