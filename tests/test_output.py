@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from nnue_infer.io.output import TableWriter, TextColumn, encode, header, take
@@ -107,3 +107,26 @@ def test_parquet_text_array_equals_the_cells(cells, separator, trailing, gap):
         valid = np.arange(len(cells)) % 3 != 1
         got = text_array(TextColumn(column.buf, starts_a, ends_a, valid))
         assert got.to_pylist() == [c if v else None for c, v in zip(cells, valid)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["none", "checkmate", "stalemate", "", "é"]), min_size=0, max_size=200),
+       st.booleans(), st.booleans())
+@example(["checkmate"] * 100, False, True)
+@example(["none", "stalemate"] * 50, True, False)
+def test_parquet_text_array_of_labels(cells, nulls, clash):
+    """A column of a few labels (``TextColumn.from_codes``, the ``outcome`` column) gives its cells, with null
+    cells, and cells that share a start but not an end (``clash``: the cells are copied instead)."""
+    pytest.importorskip("pyarrow")
+    from nnue_infer.io.parquet import text_array
+
+    labels = ["none", "checkmate", "stalemate", "", "é"]
+    codes = np.array([labels.index(c) for c in cells], np.int64)
+    column = TextColumn.from_codes(codes, labels)
+    ends = column.ends.copy()
+    if clash and len(cells) > 1 and cells[0] == cells[1] == "checkmate":
+        ends[1] -= 1  # "checkmat"
+        cells = [cells[0], "checkmat", *cells[2:]]
+    valid = (np.arange(len(cells)) % 4 != 2) if nulls else None
+    got = text_array(TextColumn(column.buf, column.starts, ends, valid))
+    assert got.to_pylist() == [c if valid is None or v else None for c, v in zip(cells, valid if nulls else cells)]

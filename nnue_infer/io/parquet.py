@@ -135,6 +135,10 @@ def text_array(column):
     ends = np.ascontiguousarray(column.ends, np.int64)
     if column.valid is None and _one_byte_apart(column.buf, starts, ends):
         return _lines_array(column.buf, starts, ends)
+    if column.buf.shape[0] <= _FEW_BYTES < n:
+        labels = _labels_array(column.buf, starts, ends, column.valid)
+        if labels is not None:
+            return labels
     offsets = np.empty(n + 1, np.int64)
     data = np.empty(int((ends - starts).sum()), np.uint8)
     gather(np.ascontiguousarray(column.buf, np.uint8), starts, ends, data, offsets)
@@ -144,6 +148,34 @@ def text_array(column):
     if data.size < 1 << 31:  # Arrow's string type: int32 offsets
         return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data), validity)
     return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), validity).cast(pa.string())
+
+
+#: A text column over a buffer of at most this many bytes with more cells than that is a column of labels (the
+#: ``outcome`` column, :meth:`~nnue_infer.io.output.TextColumn.from_codes`): :func:`_labels_array` builds it.
+_FEW_BYTES = 64
+
+
+def _labels_array(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, valid: np.ndarray | None):
+    """The string array of cells drawn from a few labels (each byte offset of ``buf`` starts at most one label:
+    one end for every cell starting there), as Arrow's ``take`` of the labels by each cell's label index
+    (0.19 -> 0.05 ms for 10,000 ``outcome`` cells against copying each cell); ``None`` when two cells start at
+    one offset and end apart (then the cells are copied)."""
+    pa = _pa()
+    size = buf.shape[0]
+    use = slice(None) if valid is None else np.asarray(valid, bool)
+    s, e = starts[use], ends[use]
+    if s.size and (s.min() < 0 or e.max() > size):
+        return None
+    end_of = np.full(size + 1, -1, np.int64)
+    end_of[s] = e
+    if not np.array_equal(end_of[s], e):
+        return None
+    present = np.flatnonzero(end_of >= 0)
+    labels = pa.array([bytes(buf[k:end_of[k]]) for k in present.tolist()], pa.binary()).view(pa.string())
+    index = np.zeros(size + 1, np.int32)
+    index[present] = np.arange(present.shape[0], dtype=np.int32)
+    at = index[np.clip(starts, 0, size)]
+    return labels.take(pa.array(at, mask=None if valid is None else ~np.asarray(valid, bool)))
 
 
 def _one_byte_apart(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
