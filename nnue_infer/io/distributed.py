@@ -296,11 +296,13 @@ def _parquet(compression: str = "zstd") -> dict:
     0.56 ms with zstd everywhere, 0.29 ms this way, and the other columns hardly shrink), dictionaries only
     for the columns with few distinct values, the integers delta-encoded (Parquet's DELTA_BINARY_PACKED:
     ``line`` and ``ply`` count up, values are small, so the bit-packed deltas are smaller and quicker to
-    write than plain 8-byte integers)."""
+    write than plain 8-byte integers), and rows encoded 16,384 at a time (pyarrow's default, 1,024, made a part of
+    10,000 positions take 7 % longer to write uncompressed: 1.23 against 1.14 ms)."""
     names = ("source", "line", "game", "event", "site", "date", "round", "white", "black", "result", "ply", "san",
              "uci", "fen", "value", "cp", "cp_white", "in_check", "outcome", "message")
     return {"compression": {name: compression if name in _FREE_TEXT else "none" for name in names},
             "row_group_size": ROW_GROUP_ROWS,
+            "write_batch_size": 1 << 14,
             "write_statistics": [name for name in names if name in _STATISTICS],
             "use_dictionary": ["source", "event", "site", "date", "round", "white", "black", "result", "outcome"],
             "column_encoding": dict.fromkeys(("line", "game", "ply", "value", "cp", "cp_white"),
