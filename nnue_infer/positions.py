@@ -220,8 +220,9 @@ def _first_not(positions: Sequence[object], kind: type) -> int:
     return next(i for i, p in enumerate(positions) if not isinstance(p, kind))
 
 
-def fen_buffer(fens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The FENs' UTF-8 bytes joined by newlines, and where each row starts.
+def fen_buffer(fens: Sequence[str], first_row: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The FENs' UTF-8 bytes joined by newlines, and where each row starts (``first_row``: the number of
+    ``fens[0]`` in the caller's rows, for messages).
 
     Returns
     -------
@@ -241,8 +242,8 @@ def fen_buffer(fens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         text = "\n".join(fens)
     except TypeError:
         i = _first_not(fens, str)
-        wanted = "a FEN string like the rows before" if i else "a FEN string or a chess.Board"
-        raise TypeError(f"row {i}: expected {wanted}, got {type(fens[i]).__name__}") from None
+        wanted = "a FEN string like the rows before" if i + first_row else "a FEN string or a chess.Board"
+        raise TypeError(f"row {i + first_row}: expected {wanted}, got {type(fens[i]).__name__}") from None
     buf = np.frombuffer(bytearray(text + "\n", "utf-8", "surrogatepass"), np.uint8)
     lengths = np.fromiter(map(len, fens), np.int64, n)
     if int(lengths.sum()) + n != buf.size:  # non-ASCII characters: count bytes, not characters

@@ -288,3 +288,30 @@ def test_evaluate_bitboards_equals_evaluate_batch_and_checks_its_arrays(evaluato
     for (bits, side), error, message in wrong:
         with pytest.raises(error, match=message):
             evaluator.evaluate_bitboards(bits, side)
+
+
+def test_fens_in_chunks_give_the_values_and_errors_of_one_call(evaluator, corpus, monkeypatch):
+    """``evaluate_batch`` on FEN strings works chunk by chunk (``batch.FEN_CHUNK_ROWS``): the values are those
+    of one chunk, an error names its row in the whole list, and a row of the wrong type is a ``TypeError``
+    even after a bad FEN in an earlier chunk (as when the list was one chunk)."""
+    from nnue_infer import batch
+
+    fens = [row["fen"] for row in corpus][:40]
+    whole = evaluator.evaluate_batch(fens)
+    monkeypatch.setattr(batch, "FEN_CHUNK_ROWS", 3)
+    assert np.array_equal(evaluator.evaluate_batch(fens), whole)
+    bad = list(fens)
+    bad[25] = "rnbqkbnr/pppppppp/8/8 w - - 0 1"
+    bad[31] = "8/8/8/8/8/8/8/8 w - - 0 1"
+    with pytest.raises(FenError, match=r"^row 25: "):
+        evaluator.evaluate_batch(bad)
+    bad[25] = fens[25]
+    with pytest.raises(PositionError, match=r"^row 31: "):
+        evaluator.evaluate_batch(bad)
+    bad[4] = "rnbqkbnr/pppppppp/8/8 w - - 0 1"
+    bad[37] = chess.Board()
+    with pytest.raises(TypeError, match=r"^row 37: expected a FEN string like the rows before, got Board"):
+        evaluator.evaluate_batch(bad)
+    bad[4], bad[31], bad[37] = fens[4], fens[31], fens[37]
+    bad[30] = fens[30].replace(" ", "\u3000", 1)  # read by python-chess, not by the compiled parser
+    assert np.array_equal(evaluator.evaluate_batch(bad), whole)
