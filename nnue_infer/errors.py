@@ -105,4 +105,11 @@ class TrainingDataError(NnueError, ValueError):
 
 class TrainingError(NnueError, ValueError):
     """Training cannot proceed: bad configuration, unusable data or a diverged loss
-    (:mod:`nnue_infer.training`)."""
+    (:mod:`nnue_infer.training`).
+
+    ``field``, when set, names the :class:`~nnue_infer.training.train.TrainConfig` field at fault
+    (``nnue-infer train`` turns it into a usage error naming the option)."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field

@@ -135,6 +135,32 @@ def test_cli_train_names_the_bad_option(positions_file, tmp_path, capsys, option
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("fraction,problem", [("1e-9", "leaves 0 validation positions; need at least 2"),
+                                              ("0.9999", "leaves no training position")])
+def test_cli_train_refuses_a_split_that_leaves_too_few_positions(positions_file, tmp_path, capsys, fraction, problem):
+    """1e-9 trained on 1 validation position and wrote a bare NaN correlation into summary.json; 0.9999
+    left no training position and ended in "loss became nan ... lower the learning rate"."""
+    status = main(["train", str(positions_file), "-o", str(tmp_path / "run"), "--epochs", "1", "--val-fraction", fraction])
+    err = capsys.readouterr().err
+    assert status == 2 and f"Invalid value for '--val-fraction': {float(fraction)!r} of 3000 positions {problem}" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_summary_json_is_strict_json_when_a_figure_is_undefined(positions_file, tmp_path):
+    """A correlation over one position is undefined: summary.json says null (it said NaN, which strict
+    JSON readers refuse), and the returned summary None."""
+    summary = T.run(positions_file, tmp_path / "run", SMALL, _config(epochs=1), crosscheck_positions=1, progress=False,
+                    log=lambda message: None)
+
+    def refuse(constant):
+        raise AssertionError(f"summary.json holds {constant}")
+
+    written = json.loads((tmp_path / "run" / "summary.json").read_text(), parse_constant=refuse)
+    cc = written["crosscheck_float_vs_quantised"]
+    assert cc["positions"] == 1 and cc["correlation"] is None and cc["mae_cp"] >= 0
+    assert summary["crosscheck_float_vs_quantised"] == cc
+
+
 def test_architecture_presets_and_json(tmp_path):
     assert T.architecture_from_spec("stockfish-15.1") == nnue_infer.stockfish_15_1_architecture()
     arch = T.architecture_from_spec("default", ft_width=64)

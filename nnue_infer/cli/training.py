@@ -100,7 +100,7 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
 @click.option("--batch-size", type=click.IntRange(min=1), default=16384, show_default=True)
 @click.option("--lr", type=FiniteFloatRange(0, min_open=True), default=1e-3, show_default=True, help="Initial Adam learning rate (cosine decay).")
 @click.option("--lr-final", type=FiniteFloatRange(0, 1), default=0.02, show_default=True, help="Final learning rate as a fraction of --lr.")
-@click.option("--val-fraction", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True, help="Share of positions for validation.")
+@click.option("--val-fraction", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True, help="Share of positions for validation (at least 2 of them, and 1 left for training).")
 @click.option("--sigmoid-scale", type=FiniteFloatRange(0, min_open=True), default=400.0, show_default=True,
               help="S of the loss: win probability = sigmoid(cp / S).")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True)
@@ -136,11 +136,16 @@ def train(data, out_dir, arch, ft_width, epochs, batch_size, lr, lr_final, val_f
                                val_fraction=val_fraction, sigmoid_scale_cp=sigmoid_scale, seed=seed, threads=threads)
         summary = T.run(list(data), out_dir, architecture, config, eval_positions, resume, progress=show_progress(progress, quiet),
                         log=(lambda m: None) if quiet else (lambda m: click.echo(m, err=True)))
+    except T.TrainingError as exc:
+        if exc.field == "val_fraction":
+            raise click.BadParameter(str(exc), param_hint=["--val-fraction"]) from exc
+        raise click.ClickException(str(exc)) from exc
     except (NnueError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(json.dumps({k: summary[k] for k in ("network", "network_bytes", "train_seconds", "final",
                                                    "crosscheck_float_vs_quantised", "quantisation")
-                           } | ({"accuracy": summary["accuracy"]} if "accuracy" in summary else {}), indent=1))
+                           } | ({"accuracy": summary["accuracy"]} if "accuracy" in summary else {}), indent=1,
+                          allow_nan=False))
 
 
 @click.command(epilog=example("nnue-infer crosscheck --float float.safetensors --quantised net.safetensors "

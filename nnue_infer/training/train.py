@@ -68,7 +68,8 @@ class TrainConfig:
     weight_decay : float
         Adam weight decay on the dense layers (not on the feature transformer).
     val_fraction : float
-        Share of positions held out for validation (at most ``max_val`` positions).
+        Share of positions held out for validation (at most ``max_val`` positions); it must
+        leave at least :data:`MIN_VALIDATION` validation positions and one training position.
     max_val : int
         Cap on the validation split.
     sigmoid_scale_cp : float
@@ -89,6 +90,38 @@ class TrainConfig:
     sigmoid_scale_cp: float = 400.0
     seed: int = 1
     threads: int = 1
+
+
+#: Fewest validation positions a run accepts: the summary's correlation and spread need two.
+MIN_VALIDATION = 2
+
+
+def validation_size(n: int, config: TrainConfig) -> int:
+    """Validation positions of a run over ``n`` positions: ``round(n * val_fraction)``, at most ``max_val``.
+
+    Raises
+    ------
+    TrainingError
+        (``field`` ``"val_fraction"``) fewer than :data:`MIN_VALIDATION` validation positions, or
+        none left for training; the message gives the counts and a fraction that works.
+    """
+    c = config
+    n_val = min(c.max_val, int(round(n * c.val_fraction)))
+    if n_val < MIN_VALIDATION:
+        raise TrainingError(f"{c.val_fraction!r} of {n} positions leaves {n_val} validation position"
+                            f"{'' if n_val == 1 else 's'}; need at least {MIN_VALIDATION} (the summary's correlation "
+                            f"and spread are undefined below): use {_significant(MIN_VALIDATION / n, math.ceil)} "
+                            "or more", field="val_fraction")
+    if n_val >= n:
+        raise TrainingError(f"{c.val_fraction!r} of {n} positions leaves no training position: "
+                            f"use {_significant((n - 1) / n, math.floor)} or less", field="val_fraction")
+    return n_val
+
+
+def _significant(x: float, rounding) -> str:
+    """``x`` (> 0) to 3 significant digits, rounded by ``rounding`` (``math.ceil`` or ``math.floor``)."""
+    scale = 10.0 ** (math.floor(math.log10(x)) - 2)
+    return f"{rounding(x / scale) * scale:.3g}"
 
 
 def _plot(log: list[dict], path: Path) -> None:
@@ -135,7 +168,9 @@ class Trainer:
     Raises
     ------
     TrainingError
-        Fewer than 2 positions, a bad configuration or unrepresentable positions.
+        Fewer than 3 positions, a bad configuration (a ``val_fraction`` leaving fewer than
+        :data:`MIN_VALIDATION` validation positions or no training position: :func:`validation_size`)
+        or unrepresentable positions.
     """
 
     def __init__(self, arch: Architecture, data: dict, config: TrainConfig, out_dir, teacher_units_per_pawn: float = 361.0,
@@ -148,14 +183,17 @@ class Trainer:
             ("lr", c.lr, math.isfinite(c.lr) and c.lr > 0, "need a finite number > 0"),
             ("lr_final_fraction", c.lr_final_fraction, 0 <= c.lr_final_fraction <= 1, "need 0 .. 1"),
             ("val_fraction", c.val_fraction, 0 < c.val_fraction < 1, "need 0 < val_fraction < 1"),
+            ("max_val", c.max_val, c.max_val >= MIN_VALIDATION, f"need >= {MIN_VALIDATION}"),
             ("sigmoid_scale_cp", c.sigmoid_scale_cp, math.isfinite(c.sigmoid_scale_cp) and c.sigmoid_scale_cp > 0,
              "need a finite number > 0 (the loss divides by it)"),
             ("seed", c.seed, c.seed >= 0, "need >= 0")) if not ok]
         if problems:
             raise TrainingError("config: " + "; ".join(problems))
         n = len(data["value"])
-        if n < 2:
-            raise TrainingError(f"positions: need at least 2, got {n}")
+        if n < MIN_VALIDATION + 1:
+            raise TrainingError(f"positions: need at least {MIN_VALIDATION + 1} ({MIN_VALIDATION} to validate, "
+                                f"1 to train), got {n}")
+        n_val = validation_size(n, c)
         torch.set_num_threads(c.threads)
         self.arch, self.config, self.progress = arch, c, progress
         self.teacher_units_per_pawn = float(teacher_units_per_pawn)
@@ -166,7 +204,6 @@ class Trainer:
         self.buckets = torch.from_numpy(buckets)
         self.values = torch.from_numpy(np.asarray(data["value"], np.float32))
         perm = np.random.default_rng(c.seed).permutation(n)
-        n_val = max(1, min(c.max_val, int(round(n * c.val_fraction))))
         self.val_idx = torch.from_numpy(np.sort(perm[:n_val]))
         self.train_idx = torch.from_numpy(perm[n_val:])
         self.model = FastModel(arch, c.seed)  # FloatModel's parameters and semantics, Numba first layer
@@ -349,8 +386,10 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
     shift 7, QB 64, output scale 16) and ``summary.json`` (configuration, times, the
     quantisation report, the float-vs-quantised cross-check on validation positions, and, with
     ``eval_positions``, :func:`nnue_infer.training.distil.corpus_accuracy` on that corpus).
+    ``summary.json`` is strict JSON: a figure that is undefined (a correlation over equal values, a
+    mean over no positions) is ``null``, never ``NaN``.
 
-    Returns the summary dict.
+    Returns the summary dict as written (undefined figures ``None``).
     """
     from .crosscheck import crosscheck
     from .datagen import concatenate, load_positions, to_board
@@ -394,5 +433,18 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
 
         holdout = data["meta"].get("settings", {}).get("holdout_fraction")
         summary["accuracy"] = corpus_accuracy(qnet, read_corpus(eval_positions), teacher_upp, holdout)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    summary = finite_or_null(summary)
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, allow_nan=False))
     return summary
+
+
+def finite_or_null(value):
+    """``value`` with every float that is not finite (NaN, infinities) replaced by ``None``, through
+    dicts, lists and tuples: what strict JSON (``json.dumps(allow_nan=False)``) accepts."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_null(v) for v in value]
+    return value
