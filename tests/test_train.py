@@ -161,6 +161,51 @@ def test_summary_json_is_strict_json_when_a_figure_is_undefined(positions_file, 
     assert summary["crosscheck_float_vs_quantised"] == cc
 
 
+def test_cli_train_that_diverges_before_a_checkpoint_changes_nothing(positions_file, tmp_path, capsys):
+    """--lr 1e308 diverges at once: exit 1 naming the step, and no directory is left (it left an empty one)."""
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    (existing / "notes.txt").write_text("mine")
+    for out in (tmp_path / "new" / "run", existing):
+        status = main(["train", str(positions_file), "-o", str(out), "--epochs", "1", "--batch-size", "512",
+                       "--ft-width", "32", "--lr", "1e308", "--quiet"])
+        err = capsys.readouterr().err
+        assert status == 1 and "the training loss became nan at step 1 (epoch 1); lower the learning rate (lr = 1e+308)" in err
+    assert not (tmp_path / "new").exists()
+    assert [p.name for p in existing.iterdir()] == ["notes.txt"]
+
+
+def test_cli_train_reads_the_eval_corpus_before_training(positions_file, tmp_path, capsys):
+    """A malformed --eval-positions file fails before training (it failed after it, leaving a
+    trained run without a summary)."""
+    bad = tmp_path / "corpus.jsonl"
+    bad.write_text('{"fen": "8/8/8/8/8/8/8/8 w - - 0 1"}\n')
+    status = main(["train", str(positions_file), "-o", str(tmp_path / "run"), "--epochs", "1", "--ft-width", "32",
+                   "--eval-positions", str(bad), "--quiet"])
+    err = capsys.readouterr().err
+    assert status == 1 and f"{bad}: line 1: not a corpus row with fen and raw.value" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_train_that_fails_after_a_checkpoint_says_so_in_the_directory(positions_file, tmp_path, capsys):
+    """A failure after an epoch keeps the checkpoint and writes failed.json naming the failure;
+    --resume then finishes the run and removes failed.json."""
+    out = tmp_path / "run"
+    (out / "network.safetensors").mkdir(parents=True)  # the quantised network cannot be written
+    argv = ["train", str(positions_file), "-o", str(out), "--epochs", "1", "--batch-size", "512", "--ft-width", "32",
+            "--val-fraction", "0.1", "--quiet"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    record = json.loads((out / "failed.json").read_text())
+    assert record["type"] == "IsADirectoryError" and record["stage"] == "export" and record["epoch"] == 1
+    assert "network.safetensors" in record["error"] and record["error"] in err
+    assert f"{out / 'failed.json'} records the failure; the checkpoint of epoch 1 is kept" in err
+    assert (out / "checkpoint.pt").is_file() and not (out / "summary.json").exists()
+    (out / "network.safetensors").rmdir()
+    assert main(argv + ["--resume"]) == 0
+    assert (out / "summary.json").is_file() and not (out / "failed.json").exists()
+
+
 def test_architecture_presets_and_json(tmp_path):
     assert T.architecture_from_spec("stockfish-15.1") == nnue_infer.stockfish_15_1_architecture()
     arch = T.architecture_from_spec("default", ft_width=64)

@@ -139,9 +139,9 @@ def train(data, out_dir, arch, ft_width, epochs, batch_size, lr, lr_final, val_f
     except T.TrainingError as exc:
         if exc.field == "val_fraction":
             raise click.BadParameter(str(exc), param_hint=["--val-fraction"]) from exc
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(T.failure_message(out_dir, exc)) from exc
     except (NnueError, OSError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(T.failure_message(out_dir, exc)) from exc
     click.echo(json.dumps({k: summary[k] for k in ("network", "network_bytes", "train_seconds", "final",
                                                    "crosscheck_float_vs_quantised", "quantisation")
                            } | ({"accuracy": summary["accuracy"]} if "accuracy" in summary else {}), indent=1,

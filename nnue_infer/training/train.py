@@ -161,7 +161,8 @@ class Trainer:
     config : TrainConfig
         Hyper-parameters.
     out_dir : path
-        Where ``checkpoint.pt``, ``loss.jsonl`` and ``loss.png`` go.
+        Where ``checkpoint.pt``, ``loss.jsonl`` and ``loss.png`` go (made, with its parents, when
+        the first epoch ends).
     teacher_units_per_pawn : float
         Internal units per pawn of the teacher's values (361: Stockfish 15.1).
 
@@ -198,7 +199,6 @@ class Trainer:
         self.arch, self.config, self.progress = arch, c, progress
         self.teacher_units_per_pawn = float(teacher_units_per_pawn)
         self.out_dir = Path(out_dir)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
         feats, buckets = prepare_features(data, arch)
         self.features = torch.from_numpy(feats)
         self.buckets = torch.from_numpy(buckets)
@@ -216,6 +216,7 @@ class Trainer:
         self.total_steps = self.steps_per_epoch * c.epochs
         self.step = 0
         self.epoch = 0
+        self.checkpoints_saved = 0  # by this trainer (run() keeps a failed run's directory only when > 0)
         self.log: list[dict] = []
         self.generator = torch.Generator().manual_seed(c.seed)
 
@@ -263,7 +264,8 @@ class Trainer:
             pred = self.model(f, b)
             loss = win_probability_mse(pred, v, self.arch, self.teacher_units_per_pawn, c.sigmoid_scale_cp)
             if not torch.isfinite(loss):
-                raise TrainingError(f"loss became {float(loss)} at step {self.step}; lower the learning rate")
+                raise TrainingError(f"the training loss became {float(loss.detach())} at step {self.step} "
+                                    f"(epoch {self.epoch + 1}); lower the learning rate (lr = {c.lr:.3g})")
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
@@ -274,15 +276,17 @@ class Trainer:
             if s % 20 == 0:
                 bar.set_postfix(loss=f"{total / count:.5f}", lr=f"{lr:.2e}")
         bar.close()
-        self.epoch += 1
         val_loss, val_mae = self.validate()
+        if not (math.isfinite(val_loss) and math.isfinite(val_mae)):
+            raise TrainingError(f"the validation loss became {val_loss} after step {self.step} (epoch {self.epoch + 1}); "
+                                f"lower the learning rate (lr = {self.config.lr:.3g})")
+        self.epoch += 1
         record = {"epoch": self.epoch, "step": self.step, "lr": self.lr_at(self.step - 1), "train_loss": total / count,
                   "val_loss": val_loss, "val_mae_cp": val_mae, "seconds": time.perf_counter() - t0}
         self.log.append(record)
-        with open(self.out_dir / "loss.jsonl", "a") as f:
-            f.write(json.dumps(record) + "\n")
+        self.save_checkpoint()  # first: the checkpoint holds the log the other two files show
+        (self.out_dir / "loss.jsonl").write_text("".join(json.dumps(r) + "\n" for r in self.log))
         _plot(self.log, self.out_dir / "loss.png")
-        self.save_checkpoint()
         return record
 
     def fit(self, on_epoch=None) -> list[dict]:
@@ -294,11 +298,17 @@ class Trainer:
         return self.log
 
     def save_checkpoint(self) -> Path:
-        """Write ``checkpoint.pt``: model, optimiser, step, epoch, log, config and architecture."""
+        """Write ``checkpoint.pt`` (whole or not at all: the previous one stays until the new one is
+        complete): model, optimiser, step, epoch, log, config and architecture."""
+        from ..inputs import replacing
+
         path = self.out_dir / "checkpoint.pt"
-        torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
-                    "epoch": self.epoch, "log": self.log, "config": dataclasses.asdict(self.config),
-                    "architecture": self.arch.to_json(), "generator": self.generator.get_state()}, path)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        with replacing(path) as tmp:
+            torch.save({"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "step": self.step,
+                        "epoch": self.epoch, "log": self.log, "config": dataclasses.asdict(self.config),
+                        "architecture": self.arch.to_json(), "generator": self.generator.get_state()}, tmp)
+        self.checkpoints_saved += 1
         return path
 
     def load_checkpoint(self, path) -> None:
@@ -375,24 +385,43 @@ def architecture_from_spec(spec: str, ft_width: int | None = None) -> Architectu
     return dataclasses.replace(arch, ft_width=ft_width) if ft_width else arch
 
 
+#: The file a failed run that kept its checkpoint leaves in its directory (:func:`run`).
+FAILED = "failed.json"
+
+
 def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positions=None, resume: bool = False,
         progress: bool = True, crosscheck_positions: int = 2000, log=print) -> dict:
     """Train, quantise and check: what ``nnue-infer train`` does.
 
     ``data_path`` is one positions file or a list of them (concatenated in order).
 
-    Writes to ``out_dir``: ``checkpoint.pt``, ``loss.jsonl``, ``loss.png``, ``float.safetensors``
-    (the float network), ``network.safetensors`` (quantised with the Stockfish scheme: QA 127,
-    shift 7, QB 64, output scale 16) and ``summary.json`` (configuration, times, the
-    quantisation report, the float-vs-quantised cross-check on validation positions, and, with
-    ``eval_positions``, :func:`nnue_infer.training.distil.corpus_accuracy` on that corpus).
-    ``summary.json`` is strict JSON: a figure that is undefined (a correlation over equal values, a
-    mean over no positions) is ``null``, never ``NaN``.
+    Writes to ``out_dir`` (made, with its parents, when the first epoch ends): ``checkpoint.pt``,
+    ``loss.jsonl``, ``loss.png``, ``float.safetensors`` (the float network), ``network.safetensors``
+    (quantised with the Stockfish scheme: QA 127, shift 7, QB 64, output scale 16) and
+    ``summary.json`` (configuration, times, the quantisation report, the float-vs-quantised
+    cross-check on validation positions, and, with ``eval_positions``,
+    :func:`nnue_infer.training.distil.corpus_accuracy` on that corpus).  ``summary.json`` is strict
+    JSON: a figure that is undefined (a correlation over equal values, a mean over no positions) is
+    ``null``, never ``NaN``.
+
+    A run that fails (an exception, an interrupt) before its first checkpoint leaves ``out_dir`` as
+    it found it (nothing is made).  One that fails later keeps its checkpoint (``resume`` continues
+    from it) and writes :data:`FAILED` (``failed.json``: the error, its type, the stage, the epoch and
+    step reached), which a later successful run in the directory removes.
 
     Returns the summary dict as written (undefined figures ``None``).
+
+    Raises
+    ------
+    TrainingError
+        A bad configuration or data (before anything is written), or a diverged loss.
+    ValueError, OSError
+        Unreadable positions files or ``eval_positions`` (read before training starts), or an
+        output that cannot be written.
     """
     from .crosscheck import crosscheck
     from .datagen import concatenate, load_positions, to_board
+    from .distil import corpus_accuracy, read_corpus
     from ..formats import save
     from ..quantise import SCHEMES, quantise_with_report
 
@@ -400,41 +429,46 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
     t0 = time.perf_counter()
     paths = [data_path] if isinstance(data_path, (str, Path)) else list(data_path)
     data = concatenate([load_positions(p) for p in paths])
+    corpus = read_corpus(eval_positions) if eval_positions else None  # a bad corpus fails now, not after training
     teacher_upp = float(data["meta"].get("teacher_units_per_pawn", 361))
     trainer = Trainer(arch, data, config, out_dir, teacher_units_per_pawn=teacher_upp, progress=progress)
-    if resume and (out_dir / "checkpoint.pt").is_file():
-        trainer.load_checkpoint(out_dir / "checkpoint.pt")
-        log(f"resumed at epoch {trainer.epoch}")
-    elif (out_dir / "loss.jsonl").exists():
-        (out_dir / "loss.jsonl").unlink()
-    log(f"{len(trainer.train_idx)} training and {len(trainer.val_idx)} validation positions, "
-        f"{trainer.steps_per_epoch} steps per epoch; features ready in {time.perf_counter() - t0:.1f} s")
-    t_train = time.perf_counter()
-    trainer.fit(lambda r: log(json.dumps({k: round(v, 6) if isinstance(v, float) else v for k, v in r.items()})))
-    train_seconds = time.perf_counter() - t_train
-    description = (f"nnue-infer distilled network: {len(data['value'])} positions (seed {data['meta'].get('seed')}), "
-                   f"{config.epochs} epochs")
-    fnet = trainer.float_network(description)
-    save(fnet, out_dir / "float.safetensors")
-    qnet, report = quantise_with_report(fnet, SCHEMES["stockfish"])
-    save(qnet, out_dir / "network.safetensors")
-    rows = trainer.val_idx[: crosscheck_positions].tolist()
-    fens = [to_board(data, i).fen() for i in rows]
-    cc = crosscheck(fnet, qnet, fens).summary()
-    summary = {
-        "data": [str(p) for p in paths], "positions": int(len(data["value"])), "data_meta": data["meta"],
-        "architecture": json.loads(arch.to_json()), "config": dataclasses.asdict(config),
-        "train_seconds": train_seconds, "final": trainer.log[-1] if trainer.log else None,
-        "quantisation": str(report), "crosscheck_float_vs_quantised": cc,
-        "network": str(out_dir / "network.safetensors"), "network_bytes": (out_dir / "network.safetensors").stat().st_size,
-    }
-    if eval_positions:
-        from .distil import corpus_accuracy, read_corpus
-
-        holdout = data["meta"].get("settings", {}).get("holdout_fraction")
-        summary["accuracy"] = corpus_accuracy(qnet, read_corpus(eval_positions), teacher_upp, holdout)
-    summary = finite_or_null(summary)
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, allow_nan=False))
+    made = next((d for d in reversed([out_dir, *out_dir.parents]) if not d.exists()), None)
+    stage = "training"
+    try:
+        if resume and (out_dir / "checkpoint.pt").is_file():
+            trainer.load_checkpoint(out_dir / "checkpoint.pt")
+            log(f"resumed at epoch {trainer.epoch}")
+        log(f"{len(trainer.train_idx)} training and {len(trainer.val_idx)} validation positions, "
+            f"{trainer.steps_per_epoch} steps per epoch; features ready in {time.perf_counter() - t0:.1f} s")
+        t_train = time.perf_counter()
+        trainer.fit(lambda r: log(json.dumps({k: round(v, 6) if isinstance(v, float) else v for k, v in r.items()})))
+        train_seconds = time.perf_counter() - t_train
+        stage = "export"
+        description = (f"nnue-infer distilled network: {len(data['value'])} positions (seed {data['meta'].get('seed')}), "
+                       f"{config.epochs} epochs")
+        fnet = trainer.float_network(description)
+        save(fnet, out_dir / "float.safetensors")
+        qnet, report = quantise_with_report(fnet, SCHEMES["stockfish"])
+        save(qnet, out_dir / "network.safetensors")
+        rows = trainer.val_idx[: crosscheck_positions].tolist()
+        fens = [to_board(data, i).fen() for i in rows]
+        cc = crosscheck(fnet, qnet, fens).summary()
+        summary = {
+            "data": [str(p) for p in paths], "positions": int(len(data["value"])), "data_meta": data["meta"],
+            "architecture": json.loads(arch.to_json()), "config": dataclasses.asdict(config),
+            "train_seconds": train_seconds, "final": trainer.log[-1] if trainer.log else None,
+            "quantisation": str(report), "crosscheck_float_vs_quantised": cc,
+            "network": str(out_dir / "network.safetensors"), "network_bytes": (out_dir / "network.safetensors").stat().st_size,
+        }
+        if corpus is not None:
+            holdout = data["meta"].get("settings", {}).get("holdout_fraction")
+            summary["accuracy"] = corpus_accuracy(qnet, corpus, teacher_upp, holdout)
+        summary = finite_or_null(summary)
+        (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, allow_nan=False))
+    except BaseException as exc:
+        _record_failure(out_dir, made, trainer, stage, exc)
+        raise
+    (out_dir / FAILED).unlink(missing_ok=True)
     return summary
 
 
@@ -448,3 +482,33 @@ def finite_or_null(value):
     if isinstance(value, (list, tuple)):
         return [finite_or_null(v) for v in value]
     return value
+
+
+def _record_failure(out_dir: Path, made: Path | None, trainer: Trainer, stage: str, exc: BaseException) -> None:
+    """After a failed :func:`run`: remove the directories it made if it saved no checkpoint, else
+    write :data:`FAILED` beside the checkpoint.  Best effort: the run's own error is what is raised."""
+    import shutil
+
+    if not trainer.checkpoints_saved:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        return
+    record = {"error": str(exc) or type(exc).__name__, "type": type(exc).__name__, "stage": stage,
+              "epoch": trainer.epoch, "step": trainer.step, "checkpoint": "checkpoint.pt"}
+    try:
+        (out_dir / FAILED).write_text(json.dumps(record, indent=1) + "\n")
+    except OSError:
+        pass
+
+
+def failure_message(out_dir, exc: BaseException) -> str:
+    """``str(exc)``, plus where :func:`run` recorded it when it did (for ``nnue-infer train``)."""
+    path = Path(out_dir) / FAILED
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return str(exc)
+    if record.get("error") != str(exc):
+        return str(exc)
+    return (f"{exc} [{path} records the failure; the checkpoint of epoch {record['epoch']} is kept, "
+            "--resume continues from it]")
