@@ -20,6 +20,7 @@ gets every row decoded before the damage, then the error.
 
 from __future__ import annotations
 
+import errno
 import io
 import itertools
 import os
@@ -359,19 +360,34 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[str]:
     this process's calls: two writers of one path in one process, such as two threads of a Dask worker
     running one part for two jobs, each write their own file),
     renamed over ``path`` when the block ends without an exception and removed when it raises,
-    leaving an existing ``path`` as it was.  A ``path`` that exists and is not a regular file (a
-    device such as ``/dev/full``, a named pipe) is written in place: renaming over it would
-    replace it.  An ``OSError`` naming the temporary file is re-raised naming ``path``.
+    leaving an existing ``path`` as it was.  The new ``path`` keeps an existing file's permission
+    bits (as ``cp`` and editors do; a new one gets the umask's).  A ``path`` that exists and is not
+    a regular file (a device such as ``/dev/full``, a named pipe) is written in place: renaming over
+    it would replace it.  An ``OSError`` naming the temporary file is re-raised naming ``path``.
+
+    Raises
+    ------
+    PermissionError
+        Before anything is written: ``path`` is a file this user may not write (read-only for
+        them; root may write any file, so it is replaced, mode kept, as ``cp`` would).
     """
     path = os.fspath(path)
     if os.path.exists(path) and not os.path.isfile(path):
         yield path
         return
+    mode = None
+    if os.path.exists(path):
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        if not os.access(path, os.W_OK):
+            raise PermissionError(errno.EACCES, f"Permission denied: the file is read-only (mode {mode:04o}), "
+                                                "not replaced", path)
     head, name = os.path.split(path)
     tmp = os.path.join(head, f".{name}.tmp-{os.getpid()}-{next(_REPLACING)}")  # readers skip names starting with "."
     try:
         try:
             yield tmp
+            if mode is not None:
+                os.chmod(tmp, mode)
         except OSError as exc:
             if exc.filename != tmp:
                 raise

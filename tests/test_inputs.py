@@ -10,8 +10,11 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 
 import chess
@@ -22,7 +25,7 @@ import zstandard
 from nnue_infer.training.crosscheck import read_positions
 from nnue_infer.training.datagen import read_exclude, read_games
 from nnue_infer.errors import InputError
-from nnue_infer.inputs import open_input
+from nnue_infer.inputs import open_input, replacing
 
 TEXT = "".join(f"line {i} é\n" for i in range(5000))  # ~50 kB: several decompressor chunks
 
@@ -206,3 +209,68 @@ def test_a_file_without_newlines_is_refused_not_read_into_memory(capsys):
                                "of positions or games?)")
     with pytest.raises(InputError, match="line 1 is longer"):
         read_positions("/dev/zero")
+
+
+def _replace_text(path, text):
+    with replacing(path) as tmp, open(tmp, "w") as f:
+        f.write(text)
+
+
+def test_replacing_keeps_an_existing_files_permission_bits(tmp_path):
+    """The renamed temporary file took the place of the old one with its own mode (0644 under the
+    usual umask: a 0600 file became readable by everyone); the old file's bits are kept now."""
+    path = tmp_path / "out.txt"
+    path.write_text("old")
+    for mode in (0o600, 0o751):
+        path.chmod(mode)
+        _replace_text(path, f"new {mode:o}")
+        assert path.read_text() == f"new {mode:o}" and stat.S_IMODE(path.stat().st_mode) == mode
+    umask = os.umask(0)
+    os.umask(umask)
+    _replace_text(tmp_path / "fresh.txt", "x")  # a new file: the umask's bits, as open() gives
+    assert stat.S_IMODE((tmp_path / "fresh.txt").stat().st_mode) == 0o666 & ~umask
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any file (the root variant runs this check as nobody)")
+def test_replacing_refuses_a_file_read_only_for_this_user(tmp_path):
+    path = tmp_path / "out.txt"
+    path.write_text("old")
+    path.chmod(0o444)
+    with pytest.raises(PermissionError, match=r"read-only \(mode 0444\), not replaced: .*out\.txt"):
+        _replace_text(path, "new")
+    assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+def test_replacing_as_root_keeps_a_read_only_files_mode_and_refuses_it_to_other_users(tmp_path):
+    """Root may write a read-only file (as cp does): it is replaced with its mode kept.  The refusal
+    a user gets is checked by running the same write as ``nobody`` (setpriv) in a directory
+    ``nobody`` may write to, so only the file's own mode stands in the way."""
+    path = tmp_path / "out.txt"
+    path.write_text("old")
+    path.chmod(0o444)
+    _replace_text(path, "new")
+    assert path.read_text() == "new" and stat.S_IMODE(path.stat().st_mode) == 0o444
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is needed to run the write as another user")
+    shared = tempfile.mkdtemp(prefix="nnue-infer-ro-")
+    try:
+        os.chmod(shared, 0o1777)
+        target = os.path.join(shared, "out.txt")
+        with open(target, "w") as f:
+            f.write("old")
+        os.chown(target, 65534, 65534)
+        os.chmod(target, 0o444)
+        code = ("import sys; from nnue_infer.inputs import replacing\n"
+                "try:\n    with replacing(sys.argv[1]) as tmp, open(tmp, 'w') as f: f.write('new')\n"
+                "except PermissionError as exc: print(exc)\n")
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code,
+                              target], capture_output=True, text=True, cwd=root, env={**os.environ, "PYTHONPATH": root},
+                             check=True).stdout
+        assert out == f"[Errno 13] Permission denied: the file is read-only (mode 0444), not replaced: {target!r}\n"
+        with open(target) as f:
+            assert f.read() == "old"
+        assert os.listdir(shared) == ["out.txt"]
+    finally:
+        shutil.rmtree(shared)
