@@ -187,6 +187,16 @@ def test_cli_train_reads_the_eval_corpus_before_training(positions_file, tmp_pat
     assert not (tmp_path / "run").exists()
 
 
+def test_cli_train_checks_the_run_directory_before_training(positions_file, tmp_path, capsys):
+    """-o below a file failed when the first checkpoint was saved, after an epoch of training."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    status = main(["train", str(positions_file), "-o", str(blocker / "run"), "--epochs", "1", "--ft-width", "32"])
+    err = capsys.readouterr().err
+    assert status == 1 and f"{blocker} is not a directory: no run directory can be made there" in err
+    assert "validation positions" not in err  # (the line logged when training starts)
+
+
 def test_cli_train_that_fails_after_a_checkpoint_says_so_in_the_directory(positions_file, tmp_path, capsys):
     """A failure after an epoch keeps the checkpoint and writes failed.json naming the failure;
     --resume then finishes the run and removes failed.json."""

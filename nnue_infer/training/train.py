@@ -20,8 +20,10 @@ clipping to the quantisable range, sigmoid-scaled loss), Stockfish 15.1 ``nnue/`
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -416,8 +418,9 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
     TrainingError
         A bad configuration or data (before anything is written), or a diverged loss.
     ValueError, OSError
-        Unreadable positions files or ``eval_positions`` (read before training starts), or an
-        output that cannot be written.
+        Unreadable positions files or ``eval_positions`` (read before training starts), an
+        ``out_dir`` that cannot be written or made (checked first), or an output that cannot be
+        written.
     """
     from .crosscheck import crosscheck
     from .datagen import concatenate, load_positions, to_board
@@ -426,6 +429,7 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
     from ..quantise import SCHEMES, quantise_with_report
 
     out_dir = Path(out_dir)
+    _check_run_dir(out_dir)
     t0 = time.perf_counter()
     paths = [data_path] if isinstance(data_path, (str, Path)) else list(data_path)
     data = concatenate([load_positions(p) for p in paths])
@@ -470,6 +474,18 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
         raise
     (out_dir / FAILED).unlink(missing_ok=True)
     return summary
+
+
+def _check_run_dir(out_dir: Path) -> None:
+    """Raise ``NotADirectoryError`` / ``PermissionError`` naming ``out_dir`` when it cannot be written or
+    made (its nearest existing ancestor is a file, or not writable): before training, not when the
+    first checkpoint is saved."""
+    existing = next(d for d in [out_dir, *out_dir.parents] if d.exists() or d == d.parent)
+    if not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, f"{existing} is not a directory: no run directory can be made there",
+                                 str(out_dir))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, f"Permission denied: {existing} is not writable", str(out_dir))
 
 
 def finite_or_null(value):
