@@ -361,7 +361,8 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[str]:
     running one part for two jobs, each write their own file),
     renamed over ``path`` when the block ends without an exception and removed when it raises,
     leaving an existing ``path`` as it was.  The new ``path`` keeps an existing file's permission
-    bits (as ``cp`` and editors do; a new one gets the umask's).  A ``path`` that exists and is not
+    bits (as ``cp`` and editors do; a new one gets the umask's); the temporary file over an existing
+    one is made beforehand, readable by its owner only until it is complete.  A ``path`` that exists and is not
     a regular file (a device such as ``/dev/full``, a named pipe) is written in place: renaming over
     it would replace it.  An ``OSError`` naming the temporary file is re-raised naming ``path``.
 
@@ -385,6 +386,8 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[str]:
     tmp = os.path.join(head, f".{name}.tmp-{os.getpid()}-{next(_REPLACING)}")  # readers skip names starting with "."
     try:
         try:
+            if mode is not None:  # made for the owner only: the new contents of a 0600 file are never readable by others
+                os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             yield tmp
             if mode is not None:
                 os.chmod(tmp, mode)

@@ -225,6 +225,10 @@ def test_replacing_keeps_an_existing_files_permission_bits(tmp_path):
         path.chmod(mode)
         _replace_text(path, f"new {mode:o}")
         assert path.read_text() == f"new {mode:o}" and stat.S_IMODE(path.stat().st_mode) == mode
+    path.chmod(0o600)
+    with replacing(path) as tmp, open(tmp, "w") as f:  # while it is written, others cannot read the new contents
+        f.write("secret")
+        assert stat.S_IMODE(os.stat(tmp).st_mode) == 0o600
     umask = os.umask(0)
     os.umask(umask)
     _replace_text(tmp_path / "fresh.txt", "x")  # a new file: the umask's bits, as open() gives
