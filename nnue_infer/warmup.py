@@ -123,11 +123,11 @@ def cache_report() -> dict:
     from numba.core.registry import cpu_target
 
     from .kernels import arena
-    from .kernels.cache import KernelCacheLocator, cache_dirs, private_cache_dir
+    from .kernels.cache import KernelCacheLocator, cache_dirs
 
     py_func = arena.kernels.__wrapped__
     locator = KernelCacheLocator.from_function(py_func, arena.__file__)
-    private = locator is None or locator.get_cache_path() == private_cache_dir()  # this process's only
+    private = locator is None or locator.get_cache_path() not in cache_dirs(arena.__file__)  # this process's only
     directory = None if private else Path(locator.get_cache_path())
     report: dict = {"directory": str(directory) if directory is not None else None,
                     "candidates": cache_dirs(arena.__file__), "bytes": 0, "kernels": {}}

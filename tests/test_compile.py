@@ -58,15 +58,37 @@ def run(code: str, env: dict | None = None) -> tuple[list[str], str, str]:
     return json.loads(record[0][9:]), proc.stdout, "\n".join(line for line in lines if line not in record)
 
 
-def test_importing_any_module_compiles_no_kernel():
-    code = """
+#: Imports every module of the package (and so defines every kernel).
+IMPORT_ALL = """
 import importlib, pkgutil, nnue_infer
 for info in pkgutil.walk_packages(nnue_infer.__path__, "nnue_infer."):
     if info.name != "nnue_infer.__main__":
         importlib.import_module(info.name)
 """
-    compiled, _, _ = run(code)
+
+
+def test_importing_any_module_compiles_no_kernel():
+    compiled, _, _ = run(IMPORT_ALL)
     assert compiled == []
+
+
+def test_importing_the_kernels_makes_no_directory_until_a_kernel_is_saved(tmp_path):
+    """Defining the kernels (importing their modules) made a missing ``NUMBA_CACHE_DIR`` (Numba's
+    locators make their directory when a kernel is defined) and a temporary directory (the cache of
+    last resort, made whether needed or not); now the cache directory is made when the first kernel
+    is saved in it."""
+    cache, temp = tmp_path / "missing" / "cache", tmp_path / "tmp"
+    temp.mkdir()
+    code = IMPORT_ALL + f"""
+import os
+import numpy as np
+print(os.path.exists({str(tmp_path / "missing")!r}), os.listdir({str(temp)!r}))
+from nnue_infer.kernels.features import popcount
+print(popcount(np.int64(0x0F0F)))
+"""
+    compiled, out, _ = run(code, {"NUMBA_CACHE_DIR": str(cache), "TMPDIR": str(temp)})
+    assert out == "False []\n8\n" and compiled == ["nnue_infer.kernels.features.popcount"]
+    assert [p.name.split("-")[0] for p in cache.glob("*/*.nbi")] == ["features.popcount"]
 
 
 def test_one_fen_cli_compiles_its_own_kernels_and_says_so_once(tmp_path):
@@ -104,6 +126,25 @@ def test_one_fen_cli_compiles_its_own_kernels_and_says_so_once(tmp_path):
     compiled, _, err = run(code + "; from nnue_infer.kernels.dense import tdiv; tdiv(7, 2)",
                            {"NUMBA_CACHE_DIR": str(tmp_path / "api")})
     assert "nnue_infer.kernels.dense.tdiv" in compiled and "compiling" not in err, err
+
+
+def test_a_cache_directory_that_cannot_be_made_when_saving_leaves_the_kernel_in_memory(tmp_path):
+    """The cache directory is chosen when a kernel is defined and made when it is saved: if it cannot
+    be made then (its parent became a file), a warning names it and the kernel still runs."""
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    code = f"""
+import numpy as np
+from nnue_infer.kernels.features import popcount
+import shutil
+shutil.rmtree({str(parent)!r})
+open({str(parent)!r}, "w").close()
+print(popcount(np.int64(7)))
+"""
+    compiled, out, err = run(code, {"NUMBA_CACHE_DIR": str(parent / "cache")})
+    assert out == "3\n" and compiled == ["nnue_infer.kernels.features.popcount"]
+    assert f"cannot write the kernel cache in {parent / 'cache'}/nnue_infer-" in err and "Not a directory" in err, err
+    assert "popcount is compiled for this process only" in err and "Traceback" not in err
 
 
 def test_import_and_help_load_no_kernel_module():

@@ -13,7 +13,9 @@ versions).
 not depend on the checkout's folder, so a fresh clone, another worktree or a CI run with the same
 kernel sources reuses it, and caches of other sources sit beside it.  Otherwise ``__pycache__``
 next to the kernels, as Numba does; when the package's directory is read-only (a system or
-shared install), the user's cache directory (:func:`user_cache_dir`, ``numba-<stamp>``).
+shared install), the user's cache directory (:func:`user_cache_dir`, ``numba-<stamp>``).  A
+missing directory is made when the first kernel is saved there, not when the kernels are defined
+(their modules imported): :func:`usable_cache_dir`.
 
 **Notice.**  A cold compile takes seconds to minutes of CPU; :func:`install` registers a Numba
 event listener that reports compiles of ``nnue_infer`` kernels (cache misses) to the ``nnue_infer``
@@ -34,6 +36,7 @@ import hashlib
 import logging
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -67,9 +70,30 @@ def kernels_stamp() -> str:
     return h.hexdigest()
 
 
+def usable_cache_dir(path: str) -> bool:
+    """Whether ``path`` can hold kernel cache files: a directory this process can write a file in, or
+    a missing one below a writable directory (Numba makes it, ``os.makedirs``, when it saves the first
+    kernel: ``Cache._save_overload`` calls the locator's ``ensure_cache_path``).  Numba's own
+    locators make the directory when a kernel is defined; ours only choose it then, so importing
+    the kernels creates no directory."""
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        try:
+            tempfile.TemporaryFile(dir=path).close()
+        except OSError:
+            return False
+        return True
+    parent = path
+    while not os.path.lexists(parent):  # the nearest existing ancestor
+        parent, below = os.path.dirname(parent), parent
+        if parent == below:
+            return False
+    return parent != path and os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK)
+
+
 def cache_dirs(py_file: str) -> list[str]:
     """The cache directories for the kernel file ``py_file``, in order of preference (the first
-    writable one is used)."""
+    that is writable or can be made, :func:`usable_cache_dir`, is used)."""
     tag = kernels_stamp()[:16]
     if numba_config.CACHE_DIR:
         return [os.path.join(numba_config.CACHE_DIR, f"nnue_infer-{tag}")]
@@ -152,12 +176,20 @@ def _load_overload(self, sig, target_context):
 
 def _save_overload(self, sig, data):
     """Numba's ``Cache.save_overload``; when our kernel's index file cannot be read (damaged), it is
-    started again (its other entries compile again when used) and the save retried once."""
+    started again (its other entries compile again when used) and the save retried once.  When the
+    cache directory cannot be made (:func:`usable_cache_dir` chose it, and it was made read-only or
+    taken since), a WARNING names it and the kernel stays compiled in this process only."""
     try:
         _numba_save_overload(self, sig, data)
     except Exception:
         if not _ours(self._py_func):
             raise
+        try:
+            self._impl.locator.ensure_cache_path()
+        except OSError as exc:
+            log.warning("cannot write the kernel cache in %s (%s): %s is compiled for this process only",
+                        self._cache_path, exc, self._py_func.__qualname__)
+            return
         try:
             os.remove(self._cache_file._index_path)
         except OSError:
@@ -186,37 +218,47 @@ def _get_call_template(self, args, kws):
 _numba_get_call_template = Dispatcher.get_call_template
 
 
+#: Modules outside ``nnue_infer/kernels`` whose kernels :class:`KernelCacheLocator` caches
+#: (:func:`register`): resolved path -> SHA-256 (hex) of the file's contents.
+REGISTERED: dict[Path, str] = {}
+
+
+def register(module_file: str) -> None:
+    """Cache the kernels of ``module_file`` (the ``__file__`` of a module outside ``nnue_infer/kernels``;
+    call it before the module's first ``@njit(cache=True)``) with :class:`KernelCacheLocator`: stamped
+    with :func:`kernels_stamp` and the file's own contents, since its kernels may inline ours or fold
+    our constants (Numba's own stamp, the file's time, sees neither), in :func:`cache_dirs`, the
+    directory made when a kernel is saved."""
+    path = Path(module_file).resolve()
+    REGISTERED[path] = hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 class KernelCacheLocator(caching._CacheLocator):
-    """Numba cache locator of the ``nnue_infer/kernels`` files (see the module docstring); other
-    files are left to Numba's own locators."""
+    """Numba cache locator of the ``nnue_infer/kernels`` files and the :func:`register`-ed modules
+    (see the module docstring); other files are left to Numba's own locators."""
 
     def __init__(self, py_func, py_file: str, path: str) -> None:
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
         self._cache_path = path
         self._config = closure_tag(py_func)
+        self._own = REGISTERED.get(Path(py_file).resolve())
 
     def get_cache_path(self) -> str:
         return self._cache_path
 
     def get_source_stamp(self) -> tuple:
-        return ("nnue_infer.kernels", kernels_stamp())
+        return ("nnue_infer.kernels", kernels_stamp()) + ((self._own,) if self._own else ())
 
     def get_disambiguator(self) -> str:
         return f"{self._lineno}-{self._config}" if self._config else str(self._lineno)
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        if Path(py_file).resolve().parent != KERNELS:
+        if Path(py_file).resolve().parent != KERNELS and Path(py_file).resolve() not in REGISTERED:
             return None
-        for path in cache_dirs(py_file) + [private_cache_dir()]:
-            locator = cls(py_func, py_file, path)
-            try:
-                locator.ensure_cache_path()
-            except OSError:  # not writable: the next one
-                continue
-            return locator
-        return None
+        path = next((path for path in cache_dirs(py_file) if usable_cache_dir(path)), None)
+        return cls(py_func, py_file, path or private_cache_dir())
 
 
 @functools.cache
@@ -257,7 +299,7 @@ class _Notice(event.Listener):
         if not _Notice.done:
             _Notice.done = True
             where = getattr(ev.data["dispatcher"]._cache, "_cache_path", None) or "memory only"
-            if where == private_cache_dir():
+            if private_cache_dir.cache_info().currsize and where == private_cache_dir():  # (made only when used)
                 where += ", for this process only: no writable cache directory"
             log.info(NOTICE, where)
             if not log.hasHandlers() and sys.stderr is not None and (sys.stderr.isatty() or "ipykernel" in sys.modules):

@@ -29,6 +29,9 @@ from numba import njit
 
 from nnue_infer.kernels.activation import (FT_BILINEAR, FT_CRELU, FT_GLU, FT_HSWISH_GLU, FT_LUT_GLU, FT_PAIRWISE,
                                            FT_PAIRWISE_SCRELU, FT_SCRELU)
+from nnue_infer.kernels.cache import register
+
+register(__file__)  # cached like the kernels (its kernels fold their FT_* constants), stamped with them and this file
 
 _ZERO = np.float32(0.0)
 _ONE = np.float32(1.0)

@@ -23,43 +23,15 @@ contents of every file of ``nnue_infer/kernels`` (:mod:`nnue_infer.kernels.cache
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import numpy as np
 from numba import njit
-from numba.core import caching
 
 from ..kernels.attacks import SQUARE_BB
-from ..kernels.cache import KernelCacheLocator, cache_dirs, kernels_stamp
+from ..kernels.cache import register
 from ..kernels.features import BB_KINGS, BB_PAWNS, BB_WHITE, king_square, popcount
 from ..kernels.movegen import MAX_MOVES, attackers, legal_moves, play
 
-_HERE = Path(__file__).resolve()
-
-
-class _WalkCacheLocator(KernelCacheLocator):
-    """Numba cache locator of this file: the kernels' stamp plus this file's contents."""
-
-    def get_source_stamp(self) -> tuple:
-        return ("nnue_infer.training.walk", kernels_stamp(), hashlib.sha256(_HERE.read_bytes()).hexdigest())
-
-    @classmethod
-    def from_function(cls, py_func, py_file):
-        if Path(py_file).resolve() != _HERE:
-            return None
-        for path in cache_dirs(py_file):
-            locator = cls(py_func, py_file, path)
-            try:
-                locator.ensure_cache_path()
-            except OSError:
-                continue
-            return locator
-        return None
-
-
-if _WalkCacheLocator not in caching.CompileResultCacheImpl._locator_classes:
-    caching.CompileResultCacheImpl._locator_classes.insert(0, _WalkCacheLocator)
+register(__file__)  # cached like the kernels, stamped with them and this file
 
 #: Episode kinds (and the ``source`` codes of datagen's file format).
 PERTURBATION, PLAYOUT = 0, 1
