@@ -215,7 +215,7 @@ def warm_up(network: str, threads: int | None = None) -> float:
         return 0.0
     t = time.perf_counter()
     _set_threads(threads)
-    table, _ = _score_tables(score_epd(worker_evaluator(network), read_epd(_WARM_FENS)), "<warm-up>")
+    table, _ = _score_tables(score_epd(worker_evaluator(network), read_epd(_WARM_FENS), operations=False), "<warm-up>")
     pq.write_table(table, io.BytesIO(), **_parquet())
     with _lock:
         _warm.add(network)
@@ -588,7 +588,7 @@ def _task_tables(task: Task, ev, column: str) -> tuple[Iterator[dict], dict[int,
     label = input_label(task.path)
     if task.kind == "parquet":
         rows, bad = _parquet_rows(task, column)
-        return score_epd(ev, rows), bad
+        return score_epd(ev, rows, operations=False), bad
 
     def tables() -> Iterator[dict]:
         if task.kind == "binpack":  # a range's chains are numbered (game) from 0 at its first block
@@ -610,11 +610,12 @@ def _task_tables(task: Task, ev, column: str) -> tuple[Iterator[dict], dict[int,
                     yield table
         elif task.end < 0 and not _plain_file(task.path):  # gzip, zstd, a FIFO: in bounded chunks, as the CLI
             with open_input(task.path, text=False) as inp:
-                yield from score_epd(ev, iter_epd(inp.binary, label))
+                yield from score_epd(ev, iter_epd(inp.binary, label), operations=False)
         else:  # a range, or a whole uncompressed file: read straight from the file
             with open(task.path, "rb", buffering=0) as f:
                 end = task.end if task.end >= 0 else os.fstat(f.fileno()).st_size
-                yield from score_epd(ev, iter_epd(_Range(f, task.start, end), label, first_line=task.first))
+                yield from score_epd(ev, iter_epd(_Range(f, task.start, end), label, first_line=task.first),
+                                     operations=False)
 
     return tables(), {}
 
@@ -650,7 +651,8 @@ def _score_tables(tables: Iterable[dict], source: str, bad: dict[int, str] | Non
 def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = None, column: str = "fen",
                compression: str = "zstd", network_sha256: str | None = None) -> dict:
     """Score one task (an input, or a range of one: :func:`plan_tasks`) into ``out_dir/part-*.parquet``
-    (and ``_errors/part-*.parquet``); the task of :func:`score_files`.  Skips a task whose part exists.
+    (and ``_errors/part-*.parquet``); the task of :func:`score_files`.  Skips a task whose part exists (and
+    scores it again, with a warning, when that part or its errors part cannot be read: damaged since).
 
     Returns a small summary (what travels back to the client): ``{"input", "part", "range", "rows",
     "errors", "skipped"}`` and, for work done, ``"seconds"`` (wall clock), ``"thread_cpu_seconds"``
@@ -670,8 +672,11 @@ def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = 
     errors_path = os.path.join(out_dir, ERRORS_DIR, part)
     summary = {"input": task.path, "part": out, "range": (task.index, task.count)}
     if os.path.exists(out):  # done before (a re-run, or a task re-run after its worker died)
-        n_errors = pq.read_metadata(errors_path).num_rows if os.path.exists(errors_path) else 0
-        return summary | {"rows": pq.read_metadata(out).num_rows, "errors": n_errors, "skipped": True}
+        try:
+            n_errors = pq.read_metadata(errors_path).num_rows if os.path.exists(errors_path) else 0
+            return summary | {"rows": pq.read_metadata(out).num_rows, "errors": n_errors, "skipped": True}
+        except (OSError, ValueError) as exc:  # damaged since it was written (cut short, overwritten): done again
+            log.warning("%s: %s; scoring %s again", out if os.path.exists(out) else errors_path, exc, task.path)
     wall, cpu = time.perf_counter(), time.thread_time()
     _set_threads(threads)
     ev = worker_evaluator(network, network_sha256)  # the job's network, or NetworkChangedError

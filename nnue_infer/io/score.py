@@ -141,7 +141,7 @@ def _rescore_fen(ev: Evaluator, fen: str, fen_code: int, fen_offset: int, code: 
 
 
 def score_epd(ev: Evaluator, chunks: EpdRows | Iterable[EpdRows], *, strict: bool = True,
-              empty_in_check: bool = False, chunk_rows: int = CHUNK_ROWS) -> Iterator[dict]:
+              empty_in_check: bool = False, chunk_rows: int = CHUNK_ROWS, operations: bool = True) -> Iterator[dict]:
     """Tables of ``chunks`` (one :class:`EpdRows`, or the chunks of :func:`nnue_infer.io.epd.iter_epd`)
     scored with ``ev``: ``line``, ``fen``, :data:`VALUE_COLUMNS`, the EPD operations, ``error``.
 
@@ -155,16 +155,18 @@ def score_epd(ev: Evaluator, chunks: EpdRows | Iterable[EpdRows], *, strict: boo
     are the opcodes of the first chunk's good rows (the whole input up to
     :data:`nnue_infer.io.epd.CHUNK_BYTES`), in order of first appearance; a later row with
     another opcode is an error naming it.  An operation named like a column gets the prefix
-    ``epd_``.
+    ``epd_``.  Without ``operations`` the tables have no operation columns and no opcode is an error
+    (the Parquet datasets of :mod:`nnue_infer.io.distributed` keep none: which rows they keep must not depend
+    on where a task's first chunk ends); a line whose operations break the EPD rules still is one.
     """
-    opcodes = None
+    opcodes: list[str] | None = None if operations else []
     for rows in [chunks] if isinstance(chunks, EpdRows) else chunks:
         parts, ok = _score_rows(ev, rows, strict, chunk_rows)
         if opcodes is None:
             opcodes = rows.opcodes(ok)
-        operations, unknown = rows.operation_columns(opcodes, ok)
+        columns, unknown = rows.operation_columns(opcodes, ok) if operations else ({}, {})
         reserved = {"line", "fen", *VALUE_COLUMNS, "error"}
-        operations = {(f"epd_{k}" if k in reserved else k): c for k, c in operations.items()}
+        columns = {(f"epd_{k}" if k in reserved else k): c for k, c in columns.items()}
         per_pawn = ev.network.architecture.units_per_pawn
         for lo, (values, black, in_check, outcome, row_ok, errors) in zip(range(0, len(rows), chunk_rows), parts):
             hi = lo + len(values)
@@ -176,7 +178,7 @@ def score_epd(ev: Evaluator, chunks: EpdRows | Iterable[EpdRows], *, strict: boo
                     row_ok[r - lo] = False
             table = {"line": rows.line[lo:hi], "fen": rows.fen.take(slice(lo, hi))}
             table |= value_columns(values, black, in_check, outcome, row_ok, per_pawn, empty_in_check)
-            table |= {k: c.take(slice(lo, hi)) for k, c in operations.items()}
+            table |= {k: c.take(slice(lo, hi)) for k, c in columns.items()}
             table["error"] = error_column(hi - lo, errors)
             yield table
 
