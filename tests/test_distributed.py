@@ -600,6 +600,12 @@ def test_each_worker_is_warmed_once_per_client(tmp_path, fens):
         D.score_files(str(tmp_path / "in" / "*"), str(tmp_path / "out2"), "default", client, threads=1)
         check_complete(tmp_path / "out2", expected, nnue_infer.default_network())
         assert runs == [(D.warm_up, first), (D.warm_up, [w for w in client.nthreads() if w not in first])]
+        # the workers come from the cluster object's table (no round trip), or from the scheduler without one
+        assert D._worker_threads(client) == client.nthreads() and len(client.nthreads()) == 2
+        from distributed import Client
+
+        with Client(lc.scheduler_address) as other:
+            assert other.cluster is None and D._worker_threads(other) == client.nthreads()
     finally:
         client.close()
         lc.close()
