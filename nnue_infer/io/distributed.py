@@ -77,13 +77,15 @@ def input_kind(path: str) -> str:
 def expand_inputs(inputs: str | Iterable[str]) -> list[str]:
     """Files named by ``inputs`` (paths or glob patterns), each pattern's matches sorted, each file
     once (by real path: overlapping patterns and links to one file name it once, as first named);
-    ``FileNotFoundError`` for a pattern that matches nothing."""
+    ``FileNotFoundError`` for a pattern that matches nothing.  A name that exists is that file even when
+    it holds glob characters (``a[1].epd`` is not read as the pattern matching ``a1.epd``)."""
     patterns = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     files: list[str] = []
     seen: set[str] = set()
     for pattern in patterns:
         pattern = os.fspath(pattern)
-        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        literal = not glob.has_magic(pattern) or os.path.lexists(pattern)
+        matches = [pattern] if literal else sorted(glob.glob(pattern))
         matches = [m for m in matches if os.path.exists(m) and not os.path.isdir(m)]  # files, FIFOs
         if not matches:
             raise FileNotFoundError(f"no input file matches {pattern!r}")
