@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -53,3 +54,88 @@ def test_a_file_named_like_a_glob_pattern_is_that_file(tmp_path, fens):
                                                         for i, f in enumerate(fens[:3])]
     # a pattern still matches (the literal name is only taken when it names a file)
     assert D.expand_inputs(str(tmp_path / "a[12].epd")) == [str(tmp_path / "a1.epd")]
+
+
+# --- A damaged manifest ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("damage", [
+    pytest.param(lambda text: text[:len(text) // 2], id="truncated"),
+    pytest.param(lambda text: "", id="empty"),
+    pytest.param(lambda text: "[1, 2]", id="a-list"),
+    pytest.param(lambda text: "\udcff\udcfe", id="not-utf8"),
+    pytest.param(lambda text: json.dumps(json.loads(text) | {"ranges": "x"}), id="ranges-not-an-object"),
+    pytest.param(lambda text: json.dumps(json.loads(text) | {"sizes": [1]}), id="sizes-not-an-object"),
+    pytest.param(lambda text: json.dumps(json.loads(text) | {"ranges": {"/x": {"ranges": [[0, "a"]]}}}),
+                 id="a-range-not-integers"),
+])
+def test_a_damaged_manifest_is_named_and_changes_nothing(tmp_path, fens, damage):
+    """A manifest edited or cut short: a ``ValueError`` naming it (was ``JSONDecodeError`` without the file's
+    name, ``AttributeError`` or ``TypeError`` tracebacks), and the directory is left as it was."""
+    src = tmp_path / "a.epd"
+    src.write_text("\n".join(fens[:5]) + "\n")
+    out = tmp_path / "out"
+    D.score_files(str(src), str(out))
+    manifest = out / D.MANIFEST
+    manifest.write_bytes(damage(manifest.read_text()).encode("utf-8", "surrogateescape"))
+    os.remove(out / D.part_name(str(src)))  # a task to do: the re-run must read the plans
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(ValueError, match=re.escape(f"{manifest}: ") + ".*(use another output directory|delete)"):
+        D.score_files(str(src), str(out))
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_an_errors_table_that_is_a_file_is_named_before_any_work(tmp_path, fens):
+    """``out/_errors`` is a file: refused up front naming it (was ``FileExistsError`` from the task that first
+    had a bad row, after the other parts were written)."""
+    src = tmp_path / "a.epd"
+    src.write_text("\n".join(fens[:3] + ["not a fen"]) + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / D.ERRORS_DIR).write_text("x")
+    with pytest.raises(NotADirectoryError, match=re.escape(str(out / D.ERRORS_DIR))):
+        D.score_files(str(src), str(out))
+    assert sorted(os.listdir(out)) == [D.ERRORS_DIR]
+
+
+# --- Parquet inputs: odd column types and cells ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["dictionary", "string_view", "large_string"])
+def test_parquet_text_in_any_arrow_string_type_is_scored(tmp_path, fens, kind):
+    """A FEN column of dictionary-encoded strings (pandas' ``category``) or string views is text: scored as
+    ``string`` is (was refused: "holds dictionary<values=string, ...>, not text")."""
+    cells = pa.array(fens[:6] + [None])
+    cells = {"dictionary": cells.dictionary_encode(), "string_view": cells.cast(pa.string_view()),
+             "large_string": cells.cast(pa.large_string())}[kind]
+    src = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"fen": cells}), src)
+    out = tmp_path / "out"
+    report = D.score_files(str(src), str(out))
+    assert (report.rows, report.errors) == (6, 1)
+    rows = dataset_rows(out)
+    assert [(line, f) for _, line, f, _ in rows] == [(i + 1, f) for i, f in enumerate(fens[:6])]
+    np.testing.assert_array_equal([v for *_, v in rows], nnue_infer.evaluate_batch(fens[:6]))
+    assert errors_rows(out) == [(7, "row 7: a null cell")]
+
+
+def test_a_binary_fen_column_is_named(tmp_path, fens):
+    src = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"fen": pa.array([f.encode() for f in fens[:2]])}), src)
+    with pytest.raises(ValueError, match=re.escape(f"{src}: column 'fen' holds binary, not text")):
+        D.score_files(str(src), str(tmp_path / "out"))
+
+
+def test_a_parquet_cell_with_a_nul_byte_or_too_long_is_one_error_row(tmp_path, fens):
+    """One cell holding a NUL byte, or longer than any line of an EPD file may be, is an error row naming the
+    cell; the input's other rows are scored (was: the whole input refused as "binary data, not an EPD/FEN
+    text file", naming the row as a line)."""
+    from nnue_infer.io.epd import MAX_LINE_BYTES
+
+    cells = [fens[0], fens[1] + "\0", fens[2], "x" * (MAX_LINE_BYTES + 1), fens[3]]
+    src = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"fen": cells}), src)
+    out = tmp_path / "out"
+    report = D.score_files(str(src), str(out))
+    assert (report.rows, report.errors, report.failed) == (3, 2, [])
+    assert [(line, f) for _, line, f, _ in dataset_rows(out)] == [(1, fens[0]), (3, fens[2]), (5, fens[3])]
+    assert errors_rows(out) == [(2, "row 2: a NUL byte in the cell"),
+                                (4, f"row 4: a cell longer than {MAX_LINE_BYTES} bytes")]

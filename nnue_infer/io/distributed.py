@@ -457,8 +457,7 @@ def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BY
     """
     _check_task_sizes(split_bytes=split_bytes, split_rows=split_rows, binpack_task_bytes=binpack_task_bytes)
     manifest_path = os.path.join(output, MANIFEST)
-    with open(manifest_path, encoding="utf-8") as f:
-        manifest = json.load(f)
+    manifest = _read_manifest(manifest_path)
     plans = manifest.setdefault("ranges", {})
     sizes = manifest.setdefault("sizes", {})
     tasks, changed = [], False
@@ -538,27 +537,35 @@ class _Range(io.RawIOBase):
 def _parquet_rows(task: Task, column: str):
     """EPD rows of a Parquet input's FEN cells (row groups ``task.start`` to ``task.end``), one line per
     cell, numbered by row (from 1 in the file), and the rows whose cell cannot be a line ({row: message}:
-    null, empty or blank, a comment (``#``) or a line break inside; each is one line ``?`` here, an
-    error row whose message becomes this one)."""
+    null, empty or blank, a comment (``#``), a line break or a NUL byte inside, longer than
+    :data:`~nnue_infer.io.epd.MAX_LINE_BYTES`; each is one line ``?`` here, an error row whose message
+    becomes this one).  The column holds strings: ``string``, ``large_string``, ``string_view`` or a
+    dictionary of them (pandas' ``category``); ``InputKindError`` otherwise."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from .epd import read_epd
+    from .epd import MAX_LINE_BYTES, read_epd
 
     pf = pq.ParquetFile(task.path)
     if column not in pf.schema_arrow.names:
         raise InputKindError(f"{task.path}: no column {column!r} (columns: {', '.join(pf.schema_arrow.names)})")
     end = pf.metadata.num_row_groups if task.end < 0 else task.end
     cells = pf.read_row_groups(range(task.start, end), columns=[column]).column(column)
-    if not (pa.types.is_string(cells.type) or pa.types.is_large_string(cells.type)):
+    text = cells.type.value_type if pa.types.is_dictionary(cells.type) else cells.type  # pandas' category
+    view = getattr(pa.types, "is_string_view", lambda t: False)(text)  # (pyarrow 16 on)
+    if not (pa.types.is_string(text) or pa.types.is_large_string(text) or view):
         raise InputKindError(f"{task.path}: column {column!r} holds {cells.type}, not text")
+    if text != cells.type or view:
+        cells = cells.cast(pa.large_string())
     cells = cells.combine_chunks() if cells.num_chunks != 1 else cells.chunk(0)
     bad = {}
     problems = (("a null cell", pc.is_null(cells)),
                 ("an empty cell", pc.equal(pc.utf8_trim_whitespace(cells), "")),
                 ("a comment, not a FEN", pc.starts_with(pc.utf8_ltrim_whitespace(cells), "#")),
-                ("a line break inside the cell", pc.match_substring_regex(cells, "[\n\r]")))
+                ("a line break inside the cell", pc.match_substring_regex(cells, "[\n\r]")),
+                ("a NUL byte in the cell", pc.match_substring(cells, "\0")),  # (read_epd refuses the whole input)
+                (f"a cell longer than {MAX_LINE_BYTES} bytes", pc.greater(pc.binary_length(cells), MAX_LINE_BYTES)))
     for message, mask in problems:
         for i in np.flatnonzero(mask.fill_null(False).to_numpy(zero_copy_only=False)).tolist():
             bad.setdefault(task.first + i, f"row {task.first + i}: {message}")
@@ -787,8 +794,7 @@ def _check_manifest(out_dir: str, network: str, identity: dict | None = None) ->
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, MANIFEST)
     if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            old = json.load(f)
+        old = _read_manifest(path)
         if old.get("network") != network:
             raise ValueError(f"{out_dir} holds results of network {old.get('network')!r}, not {network!r}: "
                              "use another output directory")
@@ -799,6 +805,48 @@ def _check_manifest(out_dir: str, network: str, identity: dict | None = None) ->
             raise ValueError(f"{out_dir} holds results of {network!r} with {was}: use another output directory")
         return
     _write_manifest(path, identity | {"schema": "nnue_infer.parquet.schema"})
+
+
+def _read_manifest(path: str) -> dict:
+    """The manifest ``path`` (:func:`_check_manifest`, :func:`plan_tasks`); ``ValueError`` naming it and what is
+    wrong when it is not one nnue-infer wrote (cut short, edited, another program's file): a run neither guesses
+    the plans of a damaged manifest nor writes over it."""
+    try:
+        with open(path, "rb") as f:
+            manifest = json.loads(f.read().decode("utf-8"))
+        problem = _manifest_problem(manifest)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        problem = f"not JSON ({exc})"
+    if problem:
+        raise ValueError(f"{path}: {problem}: not a manifest as nnue-infer writes it (damaged or edited), so the "
+                         "plans of the parts beside it are unknown: use another output directory, or delete "
+                         f"{os.path.dirname(path) or '.'} to score again")
+    return manifest
+
+
+def _manifest_problem(manifest) -> str | None:
+    """What makes the JSON value ``manifest`` no manifest (its shape: :func:`plan_tasks`), or ``None``."""
+    def integer(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    if not isinstance(manifest, dict):
+        return f"a JSON {type(manifest).__name__}, not an object"
+    for key in ("network", "network_repr", "network_sha256", "schema"):
+        if key in manifest and not isinstance(manifest[key], str):
+            return f"{key!r} is not a string"
+    for key in ("ranges", "sizes", "mtimes"):
+        if not isinstance(manifest.get(key, {}), dict):
+            return f"{key!r} is not an object"
+    for key in ("sizes", "mtimes"):
+        for name, value in manifest.get(key, {}).items():
+            if not integer(value):
+                return f"{key!r} of {name!r} is not an integer"
+    for name, plan in manifest.get("ranges", {}).items():
+        ranges = plan.get("ranges") if isinstance(plan, dict) else None
+        if not (isinstance(ranges, list) and ranges and integer(plan.get("size"))
+                and all(isinstance(r, list) and 2 <= len(r) <= 4 and all(map(integer, r)) for r in ranges)):
+            return f"the plan of {name!r} is not a size and a list of ranges of integers"
+    return None
 
 
 def _write_manifest(path: str, manifest: dict) -> None:
@@ -938,6 +986,10 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     if os.path.exists(output) and not os.path.isdir(output):
         raise NotADirectoryError(f"{output}: exists and is not a directory (score_files writes a dataset directory "
                                  "of Parquet parts there)")
+    errors_dir = os.path.join(output, ERRORS_DIR)
+    if os.path.lexists(errors_dir) and not os.path.isdir(errors_dir):
+        raise NotADirectoryError(f"{errors_dir}: exists and is not a directory (score_files writes the errors "
+                                 "table there): move it away or use another output directory")
     files = expand_inputs(inputs)
     for f in files:
         input_kind(f)  # unknown kinds fail before any work
