@@ -29,8 +29,9 @@ def fens(data_dir):
 
 
 def dataset_rows(out) -> list[tuple]:
-    """(source, line, fen, value) of every row of the dataset ``out``, sorted."""
-    t = pq.read_table(out, columns=["source", "line", "fen", "value"]).to_pydict()
+    """(source, line, fen, value) of every row of the parts of the dataset ``out``, sorted."""
+    parts = sorted(os.path.join(out, p) for p in os.listdir(out) if p.startswith("part-"))
+    t = pa.concat_tables([pq.read_table(p, columns=["source", "line", "fen", "value"]) for p in parts]).to_pydict()
     return sorted(zip(t["source"], t["line"], t["fen"], t["value"]))
 
 
@@ -139,3 +140,38 @@ def test_a_parquet_cell_with_a_nul_byte_or_too_long_is_one_error_row(tmp_path, f
     assert [(line, f) for _, line, f, _ in dataset_rows(out)] == [(1, fens[0]), (3, fens[2]), (5, fens[3])]
     assert errors_rows(out) == [(2, "row 2: a NUL byte in the cell"),
                                 (4, f"row 4: a cell longer than {MAX_LINE_BYTES} bytes")]
+
+
+# --- Re-runs: exactly the rows of a clean run ------------------------------------------------------------------------
+
+def test_a_pattern_over_the_output_directory_does_not_score_its_own_parts(tmp_path, fens):
+    """Parquet inputs in the directory the dataset goes to, named by a pattern: a re-run matched the dataset's
+    own parts and scored them as inputs (each re-run added a generation of duplicated rows)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    pq.write_table(pa.table({"fen": fens[:7]}), data / "in.parquet")
+    pattern = str(data / "*.parquet")
+    first = D.score_files(pattern, str(data))
+    clean = dataset_rows(data)
+    assert first.rows == len(clean) == 7
+    again = D.score_files(pattern, str(data))
+    assert (again.rows, again.skipped, len(again.parts)) == (7, 1, 1)
+    assert dataset_rows(data) == clean
+    with pytest.raises(FileNotFoundError, match="only files of the output dataset"):
+        D.score_files(str(data / "part-*.parquet"), str(data))
+
+
+def test_parts_without_a_manifest_are_refused(tmp_path, fens):
+    """The manifest deleted (or lost) beside the parts of a split input: a re-run with another task size planned
+    other ranges and wrote every row a second time; refused, naming the parts, and nothing is changed."""
+    src = tmp_path / "big.epd"
+    src.write_text("\n".join(fens * 10) + "\n")
+    out = tmp_path / "out"
+    D.score_files(str(src), str(out), split_bytes=8000)
+    parts = sorted(p for p in os.listdir(out) if p.startswith("part-"))
+    assert len(parts) > 1
+    os.remove(out / D.MANIFEST)
+    before = sorted(os.listdir(out))
+    with pytest.raises(ValueError, match=re.escape(f"{out} holds parts ({parts[0]}") + ".*no manifest"):
+        D.score_files(str(src), str(out), split_bytes=12000)
+    assert sorted(os.listdir(out)) == before

@@ -74,14 +74,19 @@ def input_kind(path: str) -> str:
     return KINDS[ext]
 
 
-def expand_inputs(inputs: str | Iterable[str]) -> list[str]:
+def expand_inputs(inputs: str | Iterable[str], output: str | None = None) -> list[str]:
     """Files named by ``inputs`` (paths or glob patterns), each pattern's matches sorted, each file
     once (by real path: overlapping patterns and links to one file name it once, as first named);
     ``FileNotFoundError`` for a pattern that matches nothing.  A name that exists is that file even when
-    it holds glob characters (``a[1].epd`` is not read as the pattern matching ``a1.epd``)."""
+    it holds glob characters (``a[1].epd`` is not read as the pattern matching ``a1.epd``).
+
+    ``output``: the dataset directory of the job; its own parts (``part-*.parquet``, also in ``_errors/``) are
+    left out (a pattern over the directory the dataset goes to matched them on a re-run, which scored them
+    as inputs), and a pattern that matches only them is a ``FileNotFoundError``."""
     patterns = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     files: list[str] = []
     seen: set[str] = set()
+    own = {os.path.realpath(d) for d in (output, os.path.join(output, ERRORS_DIR))} if output is not None else set()
     for pattern in patterns:
         pattern = os.fspath(pattern)
         literal = not glob.has_magic(pattern) or os.path.lexists(pattern)
@@ -89,6 +94,14 @@ def expand_inputs(inputs: str | Iterable[str]) -> list[str]:
         matches = [m for m in matches if os.path.exists(m) and not os.path.isdir(m)]  # files, FIFOs
         if not matches:
             raise FileNotFoundError(f"no input file matches {pattern!r}")
+        parts = [m for m in matches if os.path.basename(m).startswith("part-")
+                 and os.path.dirname(os.path.realpath(m)) in own]
+        if parts:
+            log.warning("left out %d file(s) of the output dataset %s that %r matches (%s%s)", len(parts), output,
+                        pattern, parts[0], ", ..." if len(parts) > 1 else "")
+            matches = [m for m in matches if m not in parts]
+            if not matches:
+                raise FileNotFoundError(f"{pattern!r} matches only files of the output dataset {output} (its parts)")
         for m in matches:
             real = os.path.realpath(m)
             if real not in seen:
@@ -793,6 +806,13 @@ def _check_manifest(out_dir: str, network: str, identity: dict | None = None) ->
         identity = network_identity(network)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, MANIFEST)
+    if not os.path.exists(path):
+        parts = sorted(n for n in os.listdir(out_dir) if n.startswith("part-"))
+        if parts:  # their network and plans are unknown: new plans would score rows again under other names
+            raise ValueError(f"{out_dir} holds parts ({', '.join(parts[:2])}{', ...' if len(parts) > 2 else ''}) "
+                             f"but no manifest ({MANIFEST}, deleted?): the network and the task plans they were "
+                             "scored with are unknown, so a run could write their rows again; use another output "
+                             "directory, or delete the parts to score again")
     if os.path.exists(path):
         old = _read_manifest(path)
         if old.get("network") != network:
@@ -990,7 +1010,7 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     if os.path.lexists(errors_dir) and not os.path.isdir(errors_dir):
         raise NotADirectoryError(f"{errors_dir}: exists and is not a directory (score_files writes the errors "
                                  "table there): move it away or use another output directory")
-    files = expand_inputs(inputs)
+    files = expand_inputs(inputs, output)
     for f in files:
         input_kind(f)  # unknown kinds fail before any work
     identity = network_identity(network)  # a network that cannot be read fails before anything is created
@@ -1073,7 +1093,7 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
     from distributed import Client, LocalCluster
     from tqdm import tqdm
 
-    files = expand_inputs(inputs)
+    files = expand_inputs(inputs, output)
     cluster = None
     threads = None
     if scheduler:
