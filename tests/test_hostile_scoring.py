@@ -175,3 +175,14 @@ def test_parts_without_a_manifest_are_refused(tmp_path, fens):
     with pytest.raises(ValueError, match=re.escape(f"{out} holds parts ({parts[0]}") + ".*no manifest"):
         D.score_files(str(src), str(out), split_bytes=12000)
     assert sorted(os.listdir(out)) == before
+
+
+def test_hard_links_to_one_file_are_scored_once(tmp_path, fens):
+    """Two hard links to one file (two names, no link to resolve): each was scored, every row twice."""
+    a = tmp_path / "a.epd"
+    a.write_text("\n".join(fens[:4]) + "\n")
+    os.link(a, tmp_path / "b.epd")
+    assert D.expand_inputs([str(tmp_path / "*.epd")]) == [str(a)]
+    out = tmp_path / "out"
+    assert D.score_files(str(tmp_path / "*.epd"), str(out)).rows == 4
+    assert [(s, line) for s, line, _, _ in dataset_rows(out)] == [(str(a), i + 1) for i in range(4)]

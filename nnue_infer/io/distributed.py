@@ -76,7 +76,8 @@ def input_kind(path: str) -> str:
 
 def expand_inputs(inputs: str | Iterable[str], output: str | None = None) -> list[str]:
     """Files named by ``inputs`` (paths or glob patterns), each pattern's matches sorted, each file
-    once (by real path: overlapping patterns and links to one file name it once, as first named);
+    once (by real path and by device and inode: overlapping patterns, symbolic and hard links to one
+    file name it once, as first named);
     ``FileNotFoundError`` for a pattern that matches nothing.  A name that exists is that file even when
     it holds glob characters (``a[1].epd`` is not read as the pattern matching ``a1.epd``).
 
@@ -103,9 +104,10 @@ def expand_inputs(inputs: str | Iterable[str], output: str | None = None) -> lis
             if not matches:
                 raise FileNotFoundError(f"{pattern!r} matches only files of the output dataset {output} (its parts)")
         for m in matches:
-            real = os.path.realpath(m)
-            if real not in seen:
-                seen.add(real)
+            st = os.stat(m)
+            keys = {os.path.realpath(m)} | ({(st.st_dev, st.st_ino)} if st.st_ino else set())  # (0: no inodes)
+            if not keys & seen:
+                seen |= keys
                 files.append(m)
     return files
 
