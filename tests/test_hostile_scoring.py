@@ -161,6 +161,19 @@ def test_a_pattern_over_the_output_directory_does_not_score_its_own_parts(tmp_pa
         D.score_files(str(data / "part-*.parquet"), str(data))
 
 
+def test_a_pattern_over_the_output_directory_passes_over_its_manifest(tmp_path, fens):
+    """``data/*`` scored into ``data``: the re-run matched the manifest and the lock, and was refused
+    ("unknown input kind '.json'")."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.epd").write_text("\n".join(fens[:5]) + "\n")
+    D.score_files(str(data / "*"), str(data))
+    clean = dataset_rows(data)
+    again = D.score_files(str(data / "*"), str(data))
+    assert (again.rows, again.skipped) == (5, 1)
+    assert dataset_rows(data) == clean
+
+
 def test_parts_without_a_manifest_are_refused(tmp_path, fens):
     """The manifest deleted (or lost) beside the parts of a split input: a re-run with another task size planned
     other ranges and wrote every row a second time; refused, naming the parts, and nothing is changed."""
@@ -186,3 +199,17 @@ def test_hard_links_to_one_file_are_scored_once(tmp_path, fens):
     out = tmp_path / "out"
     assert D.score_files(str(tmp_path / "*.epd"), str(out)).rows == 4
     assert [(s, line) for s, line, _, _ in dataset_rows(out)] == [(str(a), i + 1) for i in range(4)]
+
+
+@pytest.mark.parametrize("column, problem", [("nope", "no column 'nope' (columns: fen, n)"),
+                                             ("n", "column 'n' holds int64, not text")])
+def test_a_parquet_input_without_the_fen_column_fails_before_any_work(tmp_path, fens, column, problem):
+    """The FEN column missing from (or not text in) one Parquet input: refused before any part is written (the
+    job stopped at that input's task, after scoring the inputs before it)."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.epd").write_text("\n".join(fens[:3]) + "\n")
+    pq.write_table(pa.table({"fen": fens[3:6], "n": [1, 2, 3]}), tmp_path / "in" / "b.parquet")
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'in' / 'b.parquet'}: {problem}")):
+        D.score_files(str(tmp_path / "in" / "*"), str(out), column=column)
+    assert not out.exists()

@@ -81,9 +81,10 @@ def expand_inputs(inputs: str | Iterable[str], output: str | None = None) -> lis
     ``FileNotFoundError`` for a pattern that matches nothing.  A name that exists is that file even when
     it holds glob characters (``a[1].epd`` is not read as the pattern matching ``a1.epd``).
 
-    ``output``: the dataset directory of the job; its own parts (``part-*.parquet``, also in ``_errors/``) are
-    left out (a pattern over the directory the dataset goes to matched them on a re-run, which scored them
-    as inputs), and a pattern that matches only them is a ``FileNotFoundError``."""
+    ``output``: the dataset directory of the job; its own files (``part-*.parquet``, also in ``_errors/``, the
+    manifest and the lock) are left out (a pattern over the directory the dataset goes to matched them on a
+    re-run, which scored the parts as inputs and refused the manifest's kind), and a pattern that matches
+    only them is a ``FileNotFoundError``."""
     patterns = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     files: list[str] = []
     seen: set[str] = set()
@@ -95,14 +96,14 @@ def expand_inputs(inputs: str | Iterable[str], output: str | None = None) -> lis
         matches = [m for m in matches if os.path.exists(m) and not os.path.isdir(m)]  # files, FIFOs
         if not matches:
             raise FileNotFoundError(f"no input file matches {pattern!r}")
-        parts = [m for m in matches if os.path.basename(m).startswith("part-")
+        parts = [m for m in matches if os.path.basename(m).startswith(("part-", MANIFEST, LOCK))
                  and os.path.dirname(os.path.realpath(m)) in own]
         if parts:
             log.warning("left out %d file(s) of the output dataset %s that %r matches (%s%s)", len(parts), output,
                         pattern, parts[0], ", ..." if len(parts) > 1 else "")
             matches = [m for m in matches if m not in parts]
             if not matches:
-                raise FileNotFoundError(f"{pattern!r} matches only files of the output dataset {output} (its parts)")
+                raise FileNotFoundError(f"{pattern!r} matches only files of the output dataset {output}")
         for m in matches:
             st = os.stat(m)
             keys = {os.path.realpath(m)} | ({(st.st_dev, st.st_ino)} if st.st_ino else set())  # (0: no inodes)
@@ -563,15 +564,10 @@ def _parquet_rows(task: Task, column: str):
     from .epd import MAX_LINE_BYTES, read_epd
 
     pf = pq.ParquetFile(task.path)
-    if column not in pf.schema_arrow.names:
-        raise InputKindError(f"{task.path}: no column {column!r} (columns: {', '.join(pf.schema_arrow.names)})")
+    _check_column(task.path, pf.schema_arrow, column)
     end = pf.metadata.num_row_groups if task.end < 0 else task.end
     cells = pf.read_row_groups(range(task.start, end), columns=[column]).column(column)
-    text = cells.type.value_type if pa.types.is_dictionary(cells.type) else cells.type  # pandas' category
-    view = getattr(pa.types, "is_string_view", lambda t: False)(text)  # (pyarrow 16 on)
-    if not (pa.types.is_string(text) or pa.types.is_large_string(text) or view):
-        raise InputKindError(f"{task.path}: column {column!r} holds {cells.type}, not text")
-    if text != cells.type or view:
+    if not (pa.types.is_string(cells.type) or pa.types.is_large_string(cells.type)):  # a dictionary, views
         cells = cells.cast(pa.large_string())
     cells = cells.combine_chunks() if cells.num_chunks != 1 else cells.chunk(0)
     bad = {}
@@ -589,6 +585,35 @@ def _parquet_rows(task: Task, column: str):
         mask[np.array(list(bad), np.int64) - task.first] = True
         cells = pc.replace_with_mask(cells, pa.array(mask), pa.array(["?"] * len(bad), cells.type))
     return read_epd(_lines(cells.cast(pa.large_string())), first_line=task.first, source=task.path), bad
+
+
+def _check_column(path: str, schema, column: str) -> None:
+    """``InputKindError`` naming the Parquet input ``path`` (Arrow ``schema``) unless its ``column`` holds text:
+    ``string``, ``large_string``, ``string_view`` or a dictionary of them (pandas' ``category``)."""
+    import pyarrow as pa
+
+    if column not in schema.names:
+        raise InputKindError(f"{path}: no column {column!r} (columns: {', '.join(schema.names)})")
+    kind = schema.field(column).type
+    text = kind.value_type if pa.types.is_dictionary(kind) else kind
+    if not (pa.types.is_string(text) or pa.types.is_large_string(text)
+            or getattr(pa.types, "is_string_view", lambda t: False)(text)):  # (pyarrow 16 on)
+        raise InputKindError(f"{path}: column {column!r} holds {kind}, not text")
+
+
+def _check_columns(files: Sequence[str], column: str) -> None:
+    """:func:`_check_column` of the Parquet inputs among ``files`` (their footers: tens of microseconds each), so
+    that a job refused for one of them writes nothing; a file whose footer cannot be read is left to its task
+    (a damaged input is an error row of its own, the others are scored)."""
+    import pyarrow.parquet as pq
+
+    for path in files:
+        if input_kind(path) == "parquet" and os.path.isfile(path):  # (not a FIFO: a read would consume it)
+            try:
+                schema = pq.read_schema(path)
+            except (OSError, ValueError):
+                continue
+            _check_column(path, schema, column)
 
 
 def _lines(cells) -> bytes:
@@ -1015,6 +1040,7 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     files = expand_inputs(inputs, output)
     for f in files:
         input_kind(f)  # unknown kinds fail before any work
+    _check_columns(files, column)  # so do Parquet inputs without the FEN column
     identity = network_identity(network)  # a network that cannot be read fails before anything is created
     created = not os.path.exists(output)
     try:
