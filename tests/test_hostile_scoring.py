@@ -213,3 +213,33 @@ def test_a_parquet_input_without_the_fen_column_fails_before_any_work(tmp_path, 
     with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'in' / 'b.parquet'}: {problem}")):
         D.score_files(str(tmp_path / "in" / "*"), str(out), column=column)
     assert not out.exists()
+
+
+# --- evaluate_dataframe --------------------------------------------------------------------------------------------
+
+def test_evaluate_dataframe_names_the_index_of_a_bad_fen(fens):
+    """A bad cell in the third partition: the error names its index label (was "row 1", its position within
+    a partition the caller never sees)."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    import dask
+
+    from nnue_infer.errors import FenError
+
+    df = pd.DataFrame({"fen": fens[:5] + ["not a fen"] + fens[5:8]}, index=range(100, 109))
+    ddf = dd.from_pandas(df, npartitions=3)
+    with dask.config.set(scheduler="sync"), pytest.raises(FenError, match=r"^'fen' at index 105: invalid character"):
+        D.evaluate_dataframe(ddf).compute()
+    good = D.evaluate_dataframe(dd.from_pandas(df.drop(index=105), npartitions=3))
+    with dask.config.set(scheduler="sync"):
+        np.testing.assert_array_equal(good.compute()["value"].to_numpy(), nnue_infer.evaluate_batch(fens[:8]))
+
+
+def test_evaluate_dataframe_without_the_column_is_refused_at_once(fens):
+    """A column that is not there: a ``KeyError`` naming it and the columns when the frame is built (was a bare
+    ``KeyError: 'fen'`` from a worker at compute time)."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    ddf = dd.from_pandas(pd.DataFrame({"position": fens[:3]}), npartitions=1)
+    with pytest.raises(KeyError, match=r"no column 'fen' \(columns: position\)"):
+        D.evaluate_dataframe(ddf)

@@ -37,6 +37,7 @@ import json
 import logging
 import numbers
 import os
+import re
 import shutil
 import threading
 import weakref
@@ -1086,21 +1087,30 @@ def _evaluate_partition(df, column: str, network: str, threads: int | None):
     _set_threads(threads)
     ev = worker_evaluator(network)
     fens = df[column].tolist()
-    values = ev.evaluate_batch(fens).astype(np.int64) if fens else np.zeros(0, np.int64)
+    try:
+        values = ev.evaluate_batch(fens).astype(np.int64) if fens else np.zeros(0, np.int64)
+    except (ValueError, TypeError) as exc:  # "row I: ...", I within this partition: name the frame's index label
+        at = re.match(r"row (\d+): ", str(exc))
+        if at is None:
+            raise
+        raise type(exc)(f"{column!r} at index {df.index[int(at.group(1))]!r}: {str(exc)[at.end():]}") from None
     black = np.array([f.split()[1:2] == ["b"] for f in fens], bool)
     cp = np.sign(values) * (np.abs(100 * values) // ev.network.architecture.units_per_pawn)  # tdiv
     return df.assign(value=values, cp=cp, cp_white=np.where(black, -cp, cp))
 
 
 def evaluate_dataframe(ddf, column: str = "fen", network: str = "default", *, threads: int | None = None):
-    """A Dask DataFrame like ``ddf`` with ``value`` (int32, internal units, side to move), ``cp`` and
-    ``cp_white`` (int32 centipawns) columns for the FENs in ``column``, computed lazily per partition.
+    """A Dask DataFrame like ``ddf`` with ``value`` (int64, internal units, side to move), ``cp`` and
+    ``cp_white`` (int64 centipawns) columns for the FENs in ``column``, computed lazily per partition.
 
     ``network`` is a path every worker can read, ``default`` or ``stockfish``; each worker
     process loads it once.  A bad FEN fails its partition with
-    :class:`~nnue_infer.errors.FenError` / :class:`~nnue_infer.errors.PositionError` (row index
-    within the partition); use :func:`score_files` for error tables.
+    :class:`~nnue_infer.errors.FenError` / :class:`~nnue_infer.errors.PositionError` (``TypeError`` for a
+    cell that is no string) naming the column and the row's index label; use :func:`score_files` for error
+    tables.  ``KeyError`` at once when ``ddf`` has no ``column``.
     """
+    if column not in ddf.columns:
+        raise KeyError(f"no column {column!r} (columns: {', '.join(map(str, ddf.columns))})")
     meta = ddf._meta.assign(value=np.int64(0), cp=np.int64(0), cp_white=np.int64(0))
     return ddf.map_partitions(_evaluate_partition, column, network, threads, meta=meta)
 
