@@ -243,3 +243,19 @@ def test_evaluate_dataframe_without_the_column_is_refused_at_once(fens):
     ddf = dd.from_pandas(pd.DataFrame({"position": fens[:3]}), npartitions=1)
     with pytest.raises(KeyError, match=r"no column 'fen' \(columns: position\)"):
         D.evaluate_dataframe(ddf)
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_before_any_work(tmp_path, fens):
+    """An input whose name is not UTF-8 (bytes of another encoding): a ``UnicodeEncodeError`` without the name
+    while planning, and once past that a ``source`` column of invalid UTF-8 that readers cannot decode;
+    refused up front, naming the file."""
+    name = os.fsdecode(b"caf\xe9.epd")
+    try:
+        (tmp_path / name).write_text("\n".join(fens[:2]) + "\n")
+    except (OSError, UnicodeError):
+        pytest.skip("this file system takes UTF-8 names only")
+    (tmp_path / "b.epd").write_text("\n".join(fens[2:4]) + "\n")
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=re.escape(repr(str(tmp_path / name))) + ": the file name is not UTF-8"):
+        D.score_files(str(tmp_path / "*.epd"), str(out))
+    assert not out.exists()

@@ -1041,6 +1041,11 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     files = expand_inputs(inputs, output)
     for f in files:
         input_kind(f)  # unknown kinds fail before any work
+        try:
+            f.encode("utf-8")
+        except UnicodeEncodeError:  # bytes of another encoding, decoded as surrogates
+            raise ValueError(f"{f!r}: the file name is not UTF-8, and the dataset's source column is UTF-8 text "
+                             "(it would hold bytes no reader can decode): rename the file") from None
     _check_columns(files, column)  # so do Parquet inputs without the FEN column
     identity = network_identity(network)  # a network that cannot be read fails before anything is created
     created = not os.path.exists(output)
