@@ -280,3 +280,26 @@ def test_epd_operations_do_not_change_which_rows_a_dataset_keeps(tmp_path, fens)
     split = D.score_files(str(src), str(tmp_path / "split"), split_bytes=CHUNK_BYTES // 2)
     assert (split.rows, split.errors) == (n, 0)
     assert (whole.rows, whole.errors) == (n, 0)
+
+
+@pytest.mark.xfail(strict=True, reason="score_task's skip reads the footer of any file named like the part: a "
+                   "damaged one is pyarrow's ArrowInvalid without the file's name (for the lead: score_task is "
+                   "being reworked)")
+@pytest.mark.parametrize("damage", [lambda data: b"garbage", lambda data: data[:len(data) // 2]],
+                         ids=["garbage", "cut-short"])
+def test_a_damaged_part_is_named_or_scored_again(tmp_path, fens, damage):
+    """A part cut short or overwritten (a copy interrupted, a disk error, a stray file under its name): the re-run
+    either names it (a ``ValueError`` with its path) or scores its task again, giving the clean run's rows."""
+    src = tmp_path / "a.epd"
+    src.write_text("\n".join(fens[:6]) + "\n")
+    out = tmp_path / "out"
+    D.score_files(str(src), str(out))
+    clean = dataset_rows(out)
+    part = out / D.part_name(str(src))
+    part.write_bytes(damage(part.read_bytes()))
+    try:
+        D.score_files(str(src), str(out))
+    except ValueError as exc:
+        assert str(part) in str(exc)
+    else:
+        assert dataset_rows(out) == clean
