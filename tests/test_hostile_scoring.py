@@ -303,3 +303,18 @@ def test_a_damaged_part_is_named_or_scored_again(tmp_path, fens, damage):
         assert str(part) in str(exc)
     else:
         assert dataset_rows(out) == clean
+
+
+@pytest.mark.parametrize("threads", [0, -3, 2.5, True])
+def test_threads_must_be_a_positive_integer(tmp_path, fens, threads):
+    """``threads=-3`` ran on one thread, ``threads=0`` on all cores, ``2.5`` went to Numba as it was: refused up
+    front, as the task sizes are; ``None`` is the default (every core)."""
+    src = tmp_path / "a.epd"
+    src.write_text(fens[0] + "\n")
+    with pytest.raises(ValueError, match=re.escape(f"threads must be a positive integer, got {threads!r}")):
+        D.score_files(str(src), str(tmp_path / "out"), threads=threads)
+    assert not (tmp_path / "out").exists()
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    with pytest.raises(ValueError, match=re.escape(f"threads must be a positive integer, got {threads!r}")):
+        D.evaluate_dataframe(dd.from_pandas(pd.DataFrame({"fen": fens[:2]}), npartitions=1), threads=threads)

@@ -451,8 +451,8 @@ def tasks_of(path: str, binpack_task_bytes: int = BINPACK_TASK_BYTES, *, split_b
 
 
 def _check_task_sizes(**sizes: int) -> None:
-    """``ValueError`` naming the first task size (``split_bytes``, ...) that is not a positive integer
-    (0 made the range planner loop forever)."""
+    """``ValueError`` naming the first task size (``split_bytes``, ...) or thread count that is not a positive
+    integer (0 made the range planner loop forever; ``threads=-3`` ran one thread, ``threads=0`` all)."""
     for name, value in sizes.items():
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -1030,7 +1030,8 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     """
     if compression not in CODECS:
         raise ValueError(f"unknown Parquet compression {compression!r}: one of {', '.join(CODECS)}")
-    _check_task_sizes(split_bytes=split_bytes, split_rows=split_rows, binpack_task_bytes=binpack_task_bytes)
+    _check_task_sizes(split_bytes=split_bytes, split_rows=split_rows, binpack_task_bytes=binpack_task_bytes,
+                      **({} if threads is None else {"threads": threads}))
     if os.path.exists(output) and not os.path.isdir(output):
         raise NotADirectoryError(f"{output}: exists and is not a directory (score_files writes a dataset directory "
                                  "of Parquet parts there)")
@@ -1114,6 +1115,8 @@ def evaluate_dataframe(ddf, column: str = "fen", network: str = "default", *, th
     cell that is no string) naming the column and the row's index label; use :func:`score_files` for error
     tables.  ``KeyError`` at once when ``ddf`` has no ``column``.
     """
+    if threads is not None:
+        _check_task_sizes(threads=threads)
     if column not in ddf.columns:
         raise KeyError(f"no column {column!r} (columns: {', '.join(map(str, ddf.columns))})")
     meta = ddf._meta.assign(value=np.int64(0), cp=np.int64(0), cp_white=np.int64(0))
