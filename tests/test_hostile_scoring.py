@@ -318,3 +318,20 @@ def test_threads_must_be_a_positive_integer(tmp_path, fens, threads):
     dd = pytest.importorskip("dask.dataframe")
     with pytest.raises(ValueError, match=re.escape(f"threads must be a positive integer, got {threads!r}")):
         D.evaluate_dataframe(dd.from_pandas(pd.DataFrame({"fen": fens[:2]}), npartitions=1), threads=threads)
+
+
+def test_the_cli_passes_over_the_files_of_its_output_dataset(tmp_path, fens, capsys, monkeypatch):
+    """``eval --epd 'data/*' --workers N -o data`` a second time: the CLI's own check of each file's kind met the
+    manifest and stopped ("unknown input kind '.json'") before the job could skip it.  (The job itself is
+    stubbed: what is checked is what the CLI hands it.)"""
+    from nnue_infer.cli import main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.epd").write_text("\n".join(fens[:3]) + "\n")
+    D.score_files(str(data / "*"), str(data))
+    handed = []
+    monkeypatch.setattr(D, "run_job", lambda inputs, output, *a, **k: handed.append((inputs, output)) or 0)
+    status = main(["eval", "--epd", str(data / "*"), "--workers", "1", "-o", str(data)])
+    assert status == 0, capsys.readouterr().err
+    assert handed == [([str(data / "*")], str(data))]

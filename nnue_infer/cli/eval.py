@@ -33,7 +33,7 @@ def _eval_distributed(epd_files, pgn_files, output, net, scheduler, workers, pro
                                    "pip install 'nnue-infer[dask]'") from exc
     for option, patterns in (("--epd", epd_files), ("--pgn", pgn_files)):
         try:
-            files = expand_inputs(patterns) if patterns else []
+            files = expand_inputs(patterns, output) if patterns else []  # (not the dataset's own files)
             kinds = {f: input_kind(f) for f in files}
         except (OSError, ValueError) as exc:
             raise click.ClickException(str(exc)) from exc
