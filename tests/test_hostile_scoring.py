@@ -118,6 +118,15 @@ def test_parquet_text_in_any_arrow_string_type_is_scored(tmp_path, fens, kind):
     assert errors_rows(out) == [(7, "row 7: a null cell")]
 
 
+def test_two_fen_columns_are_named(tmp_path, fens):
+    """Two columns named ``fen`` (Arrow allows it): was pyarrow's "Column fen does not exist in schema"."""
+    src = tmp_path / "a.parquet"
+    pq.write_table(pa.Table.from_arrays([pa.array(fens[:2]), pa.array(fens[2:4])], names=["fen", "fen"]), src)
+    with pytest.raises(ValueError, match=re.escape(f"{src}: 2 columns are named 'fen'")):
+        D.score_files(str(src), str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_binary_fen_column_is_named(tmp_path, fens):
     src = tmp_path / "a.parquet"
     pq.write_table(pa.table({"fen": pa.array([f.encode() for f in fens[:2]])}), src)

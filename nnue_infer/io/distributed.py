@@ -595,6 +595,9 @@ def _check_column(path: str, schema, column: str) -> None:
 
     if column not in schema.names:
         raise InputKindError(f"{path}: no column {column!r} (columns: {', '.join(schema.names)})")
+    if schema.names.count(column) > 1:
+        raise InputKindError(f"{path}: {schema.names.count(column)} columns are named {column!r}: which one holds "
+                             "the FENs is not known")
     kind = schema.field(column).type
     text = kind.value_type if pa.types.is_dictionary(kind) else kind
     if not (pa.types.is_string(text) or pa.types.is_large_string(text)
