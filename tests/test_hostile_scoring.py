@@ -344,3 +344,38 @@ def test_the_cli_passes_over_the_files_of_its_output_dataset(tmp_path, fens, cap
     status = main(["eval", "--epd", str(data / "*"), "--workers", "1", "-o", str(data)])
     assert status == 0, capsys.readouterr().err
     assert handed == [([str(data / "*")], str(data))]
+
+
+# --- PGN games python-chess reads (Chess960, or without the Rust parser) ---------------------------------------------
+
+BROKEN_960 = '[Event "a"]\n[Variant "Chess960"]\n\n1. e4 e4 ) d5 *\n\n[Event "b"]\n\n1. d4 d5 *\n'
+
+
+def test_a_game_python_chess_cannot_read_is_an_error_row(tmp_path):
+    """An illegal move, then ``)`` and another move, in a game python-chess reads (a ``Variant`` tag): python-chess
+    raised ``IndexError`` from ``read_game``, which stopped the whole job with a traceback; now the game is one
+    error row naming it, and the other games are scored."""
+    src = tmp_path / "g.pgn"
+    src.write_text(BROKEN_960)
+    out = tmp_path / "out"
+    report = D.score_files(str(src), str(out))
+    assert (report.rows, report.errors, report.failed) == (3, 1, [])
+    t = pq.read_table(out, columns=["game", "ply", "event"]).to_pydict()
+    assert list(zip(*t.values())) == [(2, 0, "b"), (2, 1, "b"), (2, 2, "b")]
+    e = pq.read_table(out / D.ERRORS_DIR).to_pydict()
+    assert (e["game"], e["ply"]) == ([1], [0])
+    assert e["message"][0].startswith("python-chess cannot read this game (IndexError")
+
+
+def test_the_python_parser_gives_the_same_error_row():
+    """The same game through ``parser="python-chess"`` (the path without the Rust parser): one error row, not a crash."""
+    import io
+
+    from nnue_infer.evaluator import Evaluator
+    from nnue_infer.io.score import score_pgn
+
+    ev = Evaluator(nnue_infer.default_network())
+    tables = [t for t, _ in score_pgn(ev, io.StringIO(BROKEN_960.replace('[Variant "Chess960"]\n', "")),
+                                      parser="python-chess")]
+    errors = [m for t in tables for m in t["error"].to_list() if m]
+    assert len(errors) == 1 and errors[0].startswith("python-chess cannot read this game (IndexError")

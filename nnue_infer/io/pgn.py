@@ -363,7 +363,13 @@ def _parse_python_chess(source: str, games: list[tuple[int, int, str]]) -> GameB
     headers: dict[str, list[str]] = {k: [] for k in HEADERS}
     errors: list[PgnError] = []
     for number, line, text in games:
-        game = chess.pgn.read_game(io.StringIO(text))
+        try:
+            game = chess.pgn.read_game(io.StringIO(text))
+        except Exception as exc:  # read_game records problems in game.errors: what it raises is its own
+            # failure on this game's text (IndexError on an illegal move followed by ")" and a move)
+            errors.append(PgnError(source, number, line, f"python-chess cannot read this game "
+                                                         f"({type(exc).__name__}: {exc})", _tags(text)))
+            continue
         if game is None:
             continue
         tags = _tags(text)
