@@ -379,3 +379,25 @@ def test_the_python_parser_gives_the_same_error_row():
                                       parser="python-chess")]
     errors = [m for t in tables for m in t["error"].to_list() if m]
     assert len(errors) == 1 and errors[0].startswith("python-chess cannot read this game (IndexError")
+
+
+def test_a_parquet_input_cut_short_during_a_job_names_it(tmp_path, fens):
+    """A Parquet input rewritten with fewer row groups after it was planned: its later ranges failed with pyarrow's
+    "Some index in row_group_indices is 3, ..." (no file named in the job's report); now the message names the
+    file and what changed, and the re-run names the parts that hold the old file's rows."""
+    src = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"fen": fens[:40]}), src, row_group_size=5)
+    out = tmp_path / "out"
+    done = []
+
+    def progress(summary):
+        if not done:
+            pq.write_table(pa.table({"fen": fens[:12]}), src, row_group_size=5)  # 3 row groups, was 8
+        done.append(summary)
+
+    report = D.score_files(str(src), str(out), split_rows=10, progress=progress)
+    assert len(report.failed) == 3
+    assert report.failed[0].startswith(f"{src}: has 3 row groups, not the 4 this task's range ends at: the file "
+                                       "changed while it was scored; input not scored (range 2 of 4)")
+    with pytest.raises(ValueError, match=re.escape(f"{src}: changed since {out} planned it")):
+        D.score_files(str(src), str(out), split_rows=10)

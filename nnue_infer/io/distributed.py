@@ -566,7 +566,11 @@ def _parquet_rows(task: Task, column: str):
 
     pf = pq.ParquetFile(task.path)
     _check_column(task.path, pf.schema_arrow, column)
-    end = pf.metadata.num_row_groups if task.end < 0 else task.end
+    groups = pf.metadata.num_row_groups
+    end = groups if task.end < 0 else task.end
+    if end > groups:  # (pyarrow's own message names no file)
+        raise ValueError(f"{task.path}: has {groups} row groups, not the {end} this task's range ends at: the file "
+                         "changed while it was scored")
     cells = pf.read_row_groups(range(task.start, end), columns=[column]).column(column)
     if not (pa.types.is_string(cells.type) or pa.types.is_large_string(cells.type)):  # a dictionary, views
         cells = cells.cast(pa.large_string())
