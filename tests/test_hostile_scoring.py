@@ -401,3 +401,28 @@ def test_a_parquet_input_cut_short_during_a_job_names_it(tmp_path, fens):
                                        "changed while it was scored; input not scored (range 2 of 4)")
     with pytest.raises(ValueError, match=re.escape(f"{src}: changed since {out} planned it")):
         D.score_files(str(src), str(out), split_rows=10)
+
+
+def test_a_parquet_input_that_is_not_parquet_is_named(tmp_path, fens):
+    """A ``.parquet`` input that is something else: its task fails with a message naming it, and the other inputs
+    are scored, as for a damaged gzip input (was pyarrow's "Parquet magic bytes not found in footer ..." from the
+    planning, naming no file, and no input scored)."""
+    bad = tmp_path / "in" / "b.parquet"
+    bad.parent.mkdir()
+    bad.write_text("\n".join(fens[:3]) + "\n")
+    (tmp_path / "in" / "a.epd").write_text("\n".join(fens[3:6]) + "\n")
+    report = D.score_files(str(tmp_path / "in" / "*"), str(tmp_path / "out"))
+    assert report.rows == 3 and len(report.failed) == 1
+    assert report.failed[0].startswith(f"{bad}: Parquet magic bytes not found"), report.failed
+
+
+def test_a_damaged_binpack_input_is_one_error_row_and_the_others_are_scored(tmp_path, fens, data_dir):
+    """A ``.binpack`` input cut short: the planning (which finds its blocks) raised ``TrainingDataError`` and no
+    input was scored; now, as a damaged gzip input, it is one error row naming it, and the others are scored."""
+    (tmp_path / "in").mkdir()
+    cut = tmp_path / "in" / "cut.binpack"
+    cut.write_bytes((data_dir / "binpack" / "dev-games.binpack").read_bytes()[:5000])
+    (tmp_path / "in" / "a.epd").write_text("\n".join(fens[:3]) + "\n")
+    report = D.score_files(str(tmp_path / "in" / "*"), str(tmp_path / "out"))
+    assert report.rows == 3 and len(report.failed) == 1, report.failed
+    assert report.failed[0].startswith(f"{cut}: "), report.failed

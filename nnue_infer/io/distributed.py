@@ -420,7 +420,10 @@ def _plan(path: str, split_bytes: int, split_rows: int, binpack_task_bytes: int)
     if kind == "binpack":
         from .training_data import block_ranges
 
-        ranges = [(start, stop, 1) for start, stop in block_ranges(path, binpack_task_bytes)]
+        try:
+            ranges = [(start, stop, 1) for start, stop in block_ranges(path, binpack_task_bytes)]
+        except (OSError, ValueError):  # damaged: its task fails, naming it, and the others are scored
+            return kind, whole
         return kind, ranges if len(ranges) > 1 else whole
     if kind in ("epd", "pgn") and os.path.getsize(path) > 1.5 * split_bytes:
         with open(path, "rb") as f:
@@ -430,7 +433,10 @@ def _plan(path: str, split_bytes: int, split_rows: int, binpack_task_bytes: int)
     elif kind == "parquet":
         import pyarrow.parquet as pq
 
-        meta = pq.read_metadata(path)
+        try:
+            meta = pq.read_metadata(path)
+        except (OSError, ValueError):  # not Parquet, damaged: as a damaged .binpack
+            return kind, whole
         if meta.num_rows > 1.5 * split_rows and meta.num_row_groups > 1:
             ranges, lo, rows, first = [], 0, 0, 1
             for g in range(meta.num_row_groups):
@@ -778,6 +784,8 @@ def _failed_task(task: Task, errors_path: str, out_dir: str, exc: BaseException,
 
     where = "" if task.count == 1 else f" (range {task.index + 1} of {task.count})"
     text = str(exc).removesuffix("; the rows before it were read")  # (the CLI's reader keeps them; not here)
+    if task.path not in text:  # pyarrow's messages ("Parquet magic bytes not found ...") name no file
+        text = f"{task.path}: {text}"
     message = f"{text}; input not scored{where}: no row of it is in the dataset"
     row = pa.table({"source": [task.path], "line": [None], "game": [None], "ply": [None], "message": [message]},
                    schema=errors_schema())
