@@ -426,3 +426,38 @@ def test_a_damaged_binpack_input_is_one_error_row_and_the_others_are_scored(tmp_
     report = D.score_files(str(tmp_path / "in" / "*"), str(tmp_path / "out"))
     assert report.rows == 3 and len(report.failed) == 1, report.failed
     assert report.failed[0].startswith(f"{cut}: "), report.failed
+
+
+# --- EPD streams: the last line without a newline --------------------------------------------------------------------
+
+NO_NEWLINE = b"8/8/8/8/2k5/8/7p/2K5 b - -\n8/8/8/8/8/8/1K1k3p/8 w - - bm e4;"  # (no newline at the end)
+
+
+def test_an_unfinished_last_line_is_in_the_chunk_before_it():
+    """The last line of a file without a final newline came as a chunk of its own, so its opcodes were "after the
+    first chunk of the input (8 MiB)" in a file of 62 bytes: an error row, and no ``bm`` column."""
+    import io
+
+    from nnue_infer.io.epd import iter_epd, read_epd
+
+    chunks = list(iter_epd(io.BytesIO(NO_NEWLINE)))
+    assert len(chunks) == 1 and chunks[0].opcodes() == read_epd(NO_NEWLINE).opcodes() == ["bm"]
+    lines = NO_NEWLINE.split(b"\n") * 30  # chunk boundaries still fall between whole lines, numbered on
+    data = b"\n".join(lines)
+    chunks = list(iter_epd(io.BytesIO(data), chunk_bytes=100))
+    assert len(chunks) > 1
+    got = [(int(c.line[i]), c.fen[i]) for c in chunks for i in range(len(c))]
+    whole = read_epd(data)
+    assert got == [(int(whole.line[i]), whole.fen[i]) for i in range(len(whole))]
+
+
+def test_eval_scores_an_epd_file_without_a_final_newline(tmp_path, capsys):
+    from nnue_infer.cli import main
+
+    src = tmp_path / "a.epd"
+    src.write_bytes(NO_NEWLINE)
+    assert main(["eval", "--epd", str(src)]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.splitlines()[0].endswith(",bm") and out.splitlines()[2].endswith(",e4")
+    report = D.score_files(str(src), str(tmp_path / "out"))
+    assert (report.rows, report.errors) == (2, 0)

@@ -236,13 +236,18 @@ def iter_epd(stream: BinaryIO, source: str = "<epd>", *, chunk_bytes: int = CHUN
     (``/dev/zero``) or holding a NUL byte (a binary file) is an
     :class:`~nnue_infer.errors.InputError` naming ``source`` and the line number, raised when
     it is reached, after the positions before it have been yielded.
+
+    Each block is split once the next one has been read: a stream's last line without a newline belongs to
+    the chunk before it (as a chunk of its own it was "after the first chunk", and an opcode first written
+    there an error, in a file of two lines).
     """
     carry = b""
     line = first_line
+    block = stream.read(chunk_bytes)
     while True:
-        block = stream.read(chunk_bytes)
+        following = stream.read(chunk_bytes) if block else b""
         data = carry + block if carry else block
-        cut = data.rfind(b"\n") + 1 if block else len(data)
+        cut = data.rfind(b"\n") + 1 if following else len(data)
         too_long = len(data) - cut > max_line  # the unfinished last line
         if cut:
             rows, problem, lines = _split(data[:cut] if cut < len(data) else data, line, source, max_line)
@@ -252,9 +257,9 @@ def iter_epd(stream: BinaryIO, source: str = "<epd>", *, chunk_bytes: int = CHUN
             line += lines
         if too_long:
             raise InputError(f"{source}:{line}: line longer than {max_line} bytes (not an EPD/FEN file?)")
-        if not block:
+        if not following:
             return
-        carry = data[cut:]
+        carry, block = data[cut:], following
 
 
 def looks_like_pgn(line: bytes) -> bool:
