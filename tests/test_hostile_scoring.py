@@ -461,3 +461,14 @@ def test_eval_scores_an_epd_file_without_a_final_newline(tmp_path, capsys):
     assert err == "" and out.splitlines()[0].endswith(",bm") and out.splitlines()[2].endswith(",e4")
     report = D.score_files(str(src), str(tmp_path / "out"))
     assert (report.rows, report.errors) == (2, 0)
+
+
+def test_compression_suffixes_in_capitals(tmp_path, fens):
+    """``GAMES.EPD.GZ``: "unknown input kind '.gz' (expected ..., optionally .gz or .zst)" from a Dask job, though
+    ``eval --epd`` in process reads it (the kind's suffix was compared without case, the compression's with)."""
+    import gzip
+
+    src = tmp_path / "A.EPD.GZ"
+    src.write_bytes(gzip.compress(("\n".join(fens[:4]) + "\n").encode()))
+    assert D.input_kind(str(src)) == "epd"
+    assert D.score_files(str(src), str(tmp_path / "out")).rows == 4

@@ -62,10 +62,10 @@ _lock = threading.Lock()
 
 def input_kind(path: str) -> str:
     """``"epd"``, ``"pgn"``, ``"parquet"`` or ``"binpack"`` from a file name (``.epd``/``.fen``/``.txt``,
-    ``.pgn``, ``.parquet``, ``.binpack``, each optionally ``.gz`` / ``.zst``); ``ValueError`` otherwise."""
+    ``.pgn``, ``.parquet``, ``.binpack``, each optionally ``.gz`` / ``.zst``; in any case); ``ValueError`` otherwise."""
     name = path
     for suffix in _COMPRESSED:
-        if name.endswith(suffix):
+        if name.lower().endswith(suffix):
             name = name[: -len(suffix)]
             break
     ext = os.path.splitext(name)[1].lower()
@@ -415,7 +415,7 @@ def _plan(path: str, split_bytes: int, split_rows: int, binpack_task_bytes: int)
     uncompressed ``.binpack`` of several blocks over ``binpack_task_bytes``; else one."""
     kind = input_kind(path)
     whole = [(0, -1, 1)]
-    if not os.path.isfile(path) or path.endswith(_COMPRESSED):  # FIFOs, devices: one front-to-back read
+    if not os.path.isfile(path) or path.lower().endswith(_COMPRESSED):  # FIFOs, devices: one front-to-back read
         return kind, whole
     if kind == "binpack":
         from .training_data import block_ranges
