@@ -472,3 +472,30 @@ def test_compression_suffixes_in_capitals(tmp_path, fens):
     src.write_bytes(gzip.compress(("\n".join(fens[:4]) + "\n").encode()))
     assert D.input_kind(str(src)) == "epd"
     assert D.score_files(str(src), str(tmp_path / "out")).rows == 4
+
+
+def test_a_refused_run_does_not_delete_a_directory_another_run_created(tmp_path, fens, monkeypatch):
+    """Two runs into a new directory: the second, refused (another network's manifest), deleted the whole directory
+    because it did not exist when the second run started, with the first run's manifest and parts in it.  (The
+    first run's arrival between the second one's start and its planning is played by a wrapper of ``planning``.)"""
+    import contextlib
+
+    src = tmp_path / "a.epd"
+    src.write_text("\n".join(fens[:3]) + "\n")
+    out = tmp_path / "out"
+    real = D.planning
+
+    @contextlib.contextmanager
+    def first_run_arrives(out_dir):
+        if not out.exists():  # the other run: its directory, its manifest (another network), a part of it
+            out.mkdir()
+            (out / D.MANIFEST).write_text(json.dumps({"network": "other.nnue", "network_sha256": "0" * 64}))
+            (out / "part-theirs.parquet").write_bytes(b"theirs")
+        with real(out_dir):
+            yield
+
+    monkeypatch.setattr(D, "planning", first_run_arrives)
+    with pytest.raises(ValueError, match="holds results of network 'other.nnue'"):
+        D.score_files(str(src), str(out))
+    assert (out / "part-theirs.parquet").read_bytes() == b"theirs"
+    assert json.loads((out / D.MANIFEST).read_text())["network"] == "other.nnue"

@@ -1065,15 +1065,16 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     _check_columns(files, column)  # so do Parquet inputs without the FEN column
     identity = network_identity(network)  # a network that cannot be read fails before anything is created
     created = not os.path.exists(output)
-    try:
-        with planning(output):
+    with planning(output):
+        fresh = not os.path.exists(os.path.join(output, MANIFEST))  # (else another run got here first)
+        try:
             _check_manifest(output, network, identity)
             tasks = plan_tasks(files, output, split_bytes=split_bytes, split_rows=split_rows,
                                binpack_task_bytes=binpack_task_bytes)
-    except BaseException:
-        if created:  # a refused plan changes nothing
-            shutil.rmtree(output, ignore_errors=True)
-        raise
+        except BaseException:
+            if created and fresh:  # a refused plan changes nothing; removed under the lock: no other run wrote here
+                shutil.rmtree(output, ignore_errors=True)
+            raise
     report = ScoreReport(output)
 
     def done(summary: dict) -> None:
