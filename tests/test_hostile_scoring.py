@@ -499,3 +499,23 @@ def test_a_refused_run_does_not_delete_a_directory_another_run_created(tmp_path,
         D.score_files(str(src), str(out))
     assert (out / "part-theirs.parquet").read_bytes() == b"theirs"
     assert json.loads((out / D.MANIFEST).read_text())["network"] == "other.nnue"
+
+
+def test_a_refused_re_run_keeps_the_errors_tables(tmp_path, fens):
+    """Two inputs edited since the first run: one without parts (its task had failed), one with parts (refused).
+    The refused re-run had already deleted the first one's errors table."""
+    import gzip
+
+    (tmp_path / "in").mkdir()
+    a = tmp_path / "in" / "a.epd.gz"
+    a.write_bytes(gzip.compress(("\n".join(fens[:3]) + "\n").encode())[:-6])  # damaged: its task fails
+    b = tmp_path / "in" / "b.epd"
+    b.write_text("\n".join(fens[3:6]) + "\n")
+    out = tmp_path / "out"
+    assert len(D.score_files(str(tmp_path / "in" / "*"), str(out)).failed) == 1
+    a.write_bytes(gzip.compress(("\n".join(fens[:3]) + "\n").encode()))  # mended
+    b.write_text("\n".join(fens[3:7]) + "\n")  # edited while its part exists
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(ValueError, match=re.escape(f"{b}: changed since")):
+        D.score_files(str(tmp_path / "in" / "*"), str(out))
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

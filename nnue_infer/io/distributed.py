@@ -474,16 +474,16 @@ def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BY
     stays one task.  :func:`score_files` plans under the output's lock (:func:`planning`).  Every
     regular file's size and modification time are recorded too (``sizes``, ``mtimes``); an input that
     changed since (edited, replaced, even at the same size) is planned afresh when none of its parts
-    exist (deleted to score it again), and its old errors tables are dropped.  Raises ``ValueError``
-    when an input changed while parts of it exist (they hold the old file's scores: the message names
-    them), or a task size is not a positive integer.
+    exist (deleted to score it again), and its old errors tables are dropped (once no input is refused).
+    Raises ``ValueError`` when an input changed while parts of it exist (they hold the old file's scores:
+    the message names them), or a task size is not a positive integer.
     """
     _check_task_sizes(split_bytes=split_bytes, split_rows=split_rows, binpack_task_bytes=binpack_task_bytes)
     manifest_path = os.path.join(output, MANIFEST)
     manifest = _read_manifest(manifest_path)
     plans = manifest.setdefault("ranges", {})
     sizes = manifest.setdefault("sizes", {})
-    tasks, changed = [], False
+    tasks, changed, stale = [], False, []
     stamps = manifest.setdefault("mtimes", {})
     names = set(os.listdir(output))
     for path in files:
@@ -505,7 +505,7 @@ def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BY
             errors_dir = os.path.join(output, ERRORS_DIR)
             for name in os.listdir(errors_dir) if os.path.isdir(errors_dir) else ():
                 if name == f"{stem}.parquet" or name.startswith(f"{stem}-b"):
-                    os.unlink(os.path.join(errors_dir, name))
+                    stale.append(os.path.join(errors_dir, name))  # (once no other input is refused)
         if size is not None and key not in sizes:
             sizes[key], stamps[key] = size, mtime
             changed = True
@@ -522,6 +522,8 @@ def plan_tasks(files: Sequence[str], output: str, *, split_bytes: int = SPLIT_BY
             tasks += planned
             continue
         tasks += [Task(path, kind, k, len(ranges), *r) for k, r in enumerate(ranges)]
+    for path in stale:
+        os.unlink(path)
     if changed:
         _write_manifest(manifest_path, manifest)
     return tasks
