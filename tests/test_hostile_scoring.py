@@ -168,6 +168,9 @@ def test_a_pattern_over_the_output_directory_does_not_score_its_own_parts(tmp_pa
     assert dataset_rows(data) == clean
     with pytest.raises(FileNotFoundError, match="only files of the output dataset"):
         D.score_files(str(data / "part-*.parquet"), str(data))
+    # a user's own shards named part-*, beside the dataset, are inputs
+    pq.write_table(pa.table({"fen": fens[7:9]}), data / "part-2.parquet")
+    assert D.score_files(pattern, str(data)).rows == 9
 
 
 def test_a_pattern_over_the_output_directory_passes_over_its_manifest(tmp_path, fens):

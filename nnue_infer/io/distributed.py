@@ -97,7 +97,7 @@ def expand_inputs(inputs: str | Iterable[str], output: str | None = None) -> lis
         matches = [m for m in matches if os.path.exists(m) and not os.path.isdir(m)]  # files, FIFOs
         if not matches:
             raise FileNotFoundError(f"no input file matches {pattern!r}")
-        parts = [m for m in matches if os.path.basename(m).startswith(("part-", MANIFEST, LOCK))
+        parts = [m for m in matches if _OWN_FILE.fullmatch(os.path.basename(m))
                  and os.path.dirname(os.path.realpath(m)) in own]
         if parts:
             log.warning("left out %d file(s) of the output dataset %s that %r matches (%s%s)", len(parts), output,
@@ -924,6 +924,10 @@ def _write_manifest(path: str, manifest: dict) -> None:
 
 #: The lock file of an output directory: held while a run checks and plans (:func:`planning`).
 LOCK = "_nnue_infer.lock"
+#: Names of the files :func:`score_files` writes into a dataset directory (:func:`expand_inputs` passes over them):
+#: parts (:func:`part_name`), the manifest (and its temporary names) and the lock.
+_OWN_FILE = re.compile(rf"part-.*-[0-9a-f]{{12}}(-b\d+)?\.parquet|{re.escape(MANIFEST)}(\.tmp-.*)?|{re.escape(LOCK)}",
+                       re.S)
 
 
 @contextlib.contextmanager
