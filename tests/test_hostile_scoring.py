@@ -200,6 +200,12 @@ def test_parts_without_a_manifest_are_refused(tmp_path, fens):
     with pytest.raises(ValueError, match=re.escape(f"{out} holds parts ({parts[0]}") + ".*no manifest"):
         D.score_files(str(src), str(out), split_bytes=12000)
     assert sorted(os.listdir(out)) == before
+    # a user's own shards named part-*: inputs, scored into their own directory, are no dataset's parts
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "part-1.epd").write_text("\n".join(fens[:3]) + "\n")
+    assert D.score_files(str(data / "part-*"), str(data)).rows == 3
+    assert D.score_files(str(data / "part-*"), str(data)).skipped == 1
 
 
 def test_hard_links_to_one_file_are_scored_once(tmp_path, fens):
