@@ -528,3 +528,13 @@ def test_a_refused_re_run_keeps_the_errors_tables(tmp_path, fens):
     with pytest.raises(ValueError, match=re.escape(f"{b}: changed since")):
         D.score_files(str(tmp_path / "in" / "*"), str(out))
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_standard_input_is_named_as_such_for_a_dask_job(tmp_path, capsys):
+    """``--epd -`` with ``--workers``: was "no input file matches '-'"."""
+    from nnue_infer.cli import main
+
+    status = main(["eval", "--epd", "-", "--workers", "1", "-o", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert status == 2 and "--epd -: a Dask job's workers read files by name, not the standard input" in err, err
+    assert not (tmp_path / "out").exists()

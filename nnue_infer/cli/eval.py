@@ -32,6 +32,9 @@ def _eval_distributed(epd_files, pgn_files, output, net, scheduler, workers, pro
         raise click.ClickException(f"{exc}; --scheduler / --workers need the dask extra: "
                                    "pip install 'nnue-infer[dask]'") from exc
     for option, patterns in (("--epd", epd_files), ("--pgn", pgn_files)):
+        if "-" in patterns and not os.path.exists("-"):
+            raise click.UsageError(f"{option} -: a Dask job's workers read files by name, not the standard input: "
+                                   "write it to a file, or score it in process, without --workers / --scheduler")
         try:
             files = expand_inputs(patterns, output) if patterns else []  # (not the dataset's own files)
             kinds = {f: input_kind(f) for f in files}
