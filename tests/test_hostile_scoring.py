@@ -538,3 +538,21 @@ def test_standard_input_is_named_as_such_for_a_dask_job(tmp_path, capsys):
     err = capsys.readouterr().err
     assert status == 2 and "--epd -: a Dask job's workers read files by name, not the standard input" in err, err
     assert not (tmp_path / "out").exists()
+
+
+# --- A file whose content is the other kind than its name says --------------------------------------------------------
+
+@pytest.mark.parametrize("name, text, says", [
+    ("fens.pgn", None, "this is a FEN/EPD line, not PGN (tag pairs and moves)"),
+    ("games.txt", '[Event "x"]\n\n1. e4 e5 *\n', "this is PGN (a tag pair or moves), not a FEN/EPD line"),
+])
+def test_content_of_the_other_kind_is_refused_naming_the_file(tmp_path, fens, name, text, says):
+    """FENs in a ``.pgn`` file were read as movetext: each line a game whose row was the *starting position* (a
+    row of a position the file does not hold) and an error; PGN in a ``.txt`` file was an error per line.  As
+    ``eval --epd/--pgn`` in process, the job is refused naming the file and line (the call's error: a job reads
+    each input by its name's kind)."""
+    src = tmp_path / name
+    src.write_text(text or "\n".join(fens[:3]) + "\n")
+    with pytest.raises(ValueError, match=re.escape(f"{src}:1: {says}") + ".*by its name's kind"):
+        D.score_files(str(src), str(tmp_path / "out"))
+    assert not any(p.startswith("part-") for p in os.listdir(tmp_path / "out"))

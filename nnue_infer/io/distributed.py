@@ -658,10 +658,13 @@ def _task_tables(task: Task, ev, column: str) -> tuple[Iterator[dict], dict[int,
     """The result tables (:mod:`nnue_infer.io.score`) of one task, and the rows (by line) whose
     message is the cell's problem (Parquet inputs)."""
     from ..inputs import input_label, open_input
-    from .epd import iter_epd
+    from .files import epd_chunks, pgn_lines
     from .score import score_epd, score_pgn
 
     label = input_label(task.path)
+    # content of the other kind (FENs in a .pgn file read as games of the start position, PGN in a .txt file an
+    # error per line): the call's error (InputKindError), naming the file and line, as eval --epd/--pgn
+    advice = f"a job reads each input by its name's kind: rename it .{'epd' if task.kind == 'pgn' else 'pgn'}"
     if task.kind == "parquet":
         rows, bad = _parquet_rows(task, column)
         return score_epd(ev, rows, operations=False), bad
@@ -676,22 +679,23 @@ def _task_tables(task: Task, ev, column: str) -> tuple[Iterator[dict], dict[int,
                 yield score_training_data(ev, data)
         elif task.kind == "pgn" and task.end < 0:
             with open_input(task.path) as inp:
-                for table, _ in score_pgn(ev, inp.text, source=label):
+                for table, _ in score_pgn(ev, pgn_lines(inp.text, label, advice=advice), source=label):
                     yield table
         elif task.kind == "pgn":  # whole games from a game's first line (decoded as open_input's text)
             with open(task.path, "rb") as f:
                 text = io.TextIOWrapper(io.BufferedReader(_Range(f, task.start, task.end)),
                                         encoding="utf-8-sig" if task.start == 0 else "utf-8", errors="replace")
-                for table, _ in score_pgn(ev, text, source=label, first_line=task.first, first_game=task.game):
+                lines = pgn_lines(text, label, advice=advice, first_line=task.first)
+                for table, _ in score_pgn(ev, lines, source=label, first_line=task.first, first_game=task.game):
                     yield table
         elif task.end < 0 and not _plain_file(task.path):  # gzip, zstd, a FIFO: in bounded chunks, as the CLI
             with open_input(task.path, text=False) as inp:
-                yield from score_epd(ev, iter_epd(inp.binary, label), operations=False)
+                yield from score_epd(ev, epd_chunks(inp.binary, label, advice=advice), operations=False)
         else:  # a range, or a whole uncompressed file: read straight from the file
             with open(task.path, "rb", buffering=0) as f:
                 end = task.end if task.end >= 0 else os.fstat(f.fileno()).st_size
-                yield from score_epd(ev, iter_epd(_Range(f, task.start, end), label, first_line=task.first),
-                                     operations=False)
+                yield from score_epd(ev, epd_chunks(_Range(f, task.start, end), label, advice=advice,
+                                                    first_line=task.first), operations=False)
 
     return tables(), {}
 

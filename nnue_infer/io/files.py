@@ -85,38 +85,40 @@ def _finishing(writer) -> Iterator[None]:
     writer.close()
 
 
-def epd_chunks(binary: IO[bytes], label: str):
-    """The chunks (:class:`nnue_infer.io.epd.EpdRows`) of an EPD/FEN byte stream.
+def epd_chunks(binary: IO[bytes], label: str, *, advice: str = "use --pgn for games", first_line: int = 1):
+    """The chunks (:class:`nnue_infer.io.epd.EpdRows`) of an EPD/FEN byte stream, its first line numbered
+    ``first_line`` (:func:`nnue_infer.io.epd.iter_epd`).
 
     Raises
     ------
     InputKindError
-        The first line is PGN (a tag pair or moves), naming the line.
+        The first line is PGN (a tag pair or moves), naming the line; the message ends with ``advice``.
     """
     first = True
-    for rows in iter_epd(binary, label):
+    for rows in iter_epd(binary, label, first_line=first_line):
         if first and len(rows):
             first = False
             head = rows.fen.buf[rows.line_start[0]:rows.fen.ends[0]].tobytes()
             if looks_like_pgn(head):
                 raise InputKindError(f"{label}:{rows.line[0]}: this is PGN (a tag pair or moves), not a FEN/EPD "
-                                     "line: use --pgn for games")
+                                     f"line: {advice}")
         yield rows
 
 
-def pgn_lines(stream, label: str):
-    """The lines of a PGN text stream.
+def pgn_lines(stream, label: str, *, advice: str = "use --epd for positions", first_line: int = 1):
+    """The lines of a PGN text stream, its first line numbered ``first_line``.
 
     Raises
     ------
     InputKindError
-        The first line (after blank lines, ``%`` escapes and ``#`` comments) is a FEN, naming the line.
+        The first line (after blank lines, ``%`` escapes and ``#`` comments) is a FEN, naming the line; the
+        message ends with ``advice``.
     """
-    for number, line in enumerate(stream, 1):
+    for number, line in enumerate(stream, first_line):
         if line.strip() and not line.startswith(("%", "#")):
             if looks_like_fen(line):
                 raise InputKindError(f"{label}:{number}: this is a FEN/EPD line, not PGN (tag pairs and moves): "
-                                     "use --epd for positions")
+                                     f"{advice}")
             yield line
             break
         yield line
