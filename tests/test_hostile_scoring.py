@@ -279,9 +279,6 @@ def test_a_file_name_that_is_not_utf8_is_refused_before_any_work(tmp_path, fens)
     assert not out.exists()
 
 
-@pytest.mark.xfail(strict=True, reason="score_epd makes an opcode first seen after the first 8 MiB of a task an "
-                   "error row, though datasets keep no operation: the rows depend on the task size (for the lead: "
-                   "score_epd is being reworked; the dataset path needs no operation columns at all)")
 def test_epd_operations_do_not_change_which_rows_a_dataset_keeps(tmp_path, fens):
     """A 9 MiB EPD file whose last line has an opcode the lines before lack: scored whole (one task) that row was
     an error ("first appears after the first chunk"), scored in ranges it was a position; datasets keep no
@@ -300,9 +297,6 @@ def test_epd_operations_do_not_change_which_rows_a_dataset_keeps(tmp_path, fens)
     assert (whole.rows, whole.errors) == (n, 0)
 
 
-@pytest.mark.xfail(strict=True, reason="score_task's skip reads the footer of any file named like the part: a "
-                   "damaged one is pyarrow's ArrowInvalid without the file's name (for the lead: score_task is "
-                   "being reworked)")
 @pytest.mark.parametrize("damage", [lambda data: b"garbage", lambda data: data[:len(data) // 2]],
                          ids=["garbage", "cut-short"])
 def test_a_damaged_part_is_named_or_scored_again(tmp_path, fens, damage):
