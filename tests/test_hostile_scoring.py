@@ -550,3 +550,25 @@ def test_content_of_the_other_kind_is_refused_naming_the_file(tmp_path, fens, na
     with pytest.raises(ValueError, match=re.escape(f"{src}:1: {says}") + ".*by its name's kind"):
         D.score_files(str(src), str(tmp_path / "out"))
     assert not any(p.startswith("part-") for p in os.listdir(tmp_path / "out"))
+
+
+@pytest.mark.usefixtures("dask_timeouts")
+def test_eval_workers_with_port_8787_in_use(tmp_path, fens, capsys):
+    """Another Dask cluster (a notebook's, another job's) holds port 8787: ``eval --workers`` warned "Port 8787 is
+    already in use ... Hosting the HTTP server on port N instead" (its scheduler's HTTP server, though the job
+    shows no dashboard), an error under ``filterwarnings=error``: the tests of this CLI failed whenever another
+    session on the machine ran a cluster."""
+    import contextlib
+    import socket
+
+    from nnue_infer.cli import main
+
+    src = tmp_path / "a.epd"
+    src.write_text("\n".join(fens[:3]) + "\n")
+    with contextlib.closing(socket.socket()) as held:
+        with contextlib.suppress(OSError):  # (in use already: the same condition)
+            held.bind(("127.0.0.1", 8787))
+            held.listen(1)
+        assert main(["eval", "--epd", str(src), "--workers", "1", "-o", str(tmp_path / "out")]) == 0
+    assert "Port 8787" not in capsys.readouterr().err
+    assert pq.read_table(tmp_path / "out").num_rows == 3

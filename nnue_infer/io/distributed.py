@@ -1176,7 +1176,9 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
         threads = max(1, (os.cpu_count() or 1) // n)
         with dask.config.set(QUIET_WORKERS):
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                   dashboard_address=None)
+                                   dashboard_address=None,  # no dashboard; the scheduler's HTTP server (health,
+                                   # metrics) on a free port: its default, 8787, is another cluster's if one runs
+                                   scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
         client = Client(cluster)
     try:
         show = sys.stderr is not None and (progress or (progress is None and sys.stderr.isatty()))
