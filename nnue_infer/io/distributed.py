@@ -856,7 +856,7 @@ def _check_manifest(out_dir: str, network: str, identity: dict | None = None) ->
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, MANIFEST)
     if not os.path.exists(path):
-        parts = sorted(n for n in os.listdir(out_dir) if re.fullmatch(_PART, n, re.S))
+        parts = sorted(n for n in os.listdir(out_dir) if _PART.fullmatch(n))
         if parts:  # their network and plans are unknown: new plans would score rows again under other names
             raise ValueError(f"{out_dir} holds parts ({', '.join(parts[:2])}{', ...' if len(parts) > 2 else ''}) "
                              f"but no manifest ({MANIFEST}, deleted?): the network and the task plans they were "
@@ -929,10 +929,10 @@ def _write_manifest(path: str, manifest: dict) -> None:
 #: The lock file of an output directory: held while a run checks and plans (:func:`planning`).
 LOCK = "_nnue_infer.lock"
 #: Names of the parts :func:`score_files` writes (:func:`part_name`).
-_PART = r"part-.*-[0-9a-f]{12}(-b\d+)?\.parquet"
+_PART = re.compile(r"part-.*-[0-9a-f]{12}(-b\d+)?\.parquet", re.S)
 #: Names of the files :func:`score_files` writes into a dataset directory (:func:`expand_inputs` passes over them):
 #: parts, the manifest (and its temporary names) and the lock.
-_OWN_FILE = re.compile(rf"{_PART}|{re.escape(MANIFEST)}(\.tmp-.*)?|{re.escape(LOCK)}", re.S)
+_OWN_FILE = re.compile(rf"{_PART.pattern}|{re.escape(MANIFEST)}(\.tmp-.*)?|{re.escape(LOCK)}", re.S)
 
 
 @contextlib.contextmanager
