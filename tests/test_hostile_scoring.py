@@ -299,22 +299,26 @@ def test_epd_operations_do_not_change_which_rows_a_dataset_keeps(tmp_path, fens)
 
 @pytest.mark.parametrize("damage", [lambda data: b"garbage", lambda data: data[:len(data) // 2]],
                          ids=["garbage", "cut-short"])
-def test_a_damaged_part_is_named_or_scored_again(tmp_path, fens, damage):
-    """A part cut short or overwritten (a copy interrupted, a disk error, a stray file under its name): the re-run
-    either names it (a ``ValueError`` with its path) or scores its task again, giving the clean run's rows."""
+@pytest.mark.parametrize("which", ["part", "errors part"])
+def test_a_damaged_part_is_scored_again_and_named(tmp_path, fens, damage, which, caplog):
+    """A part or its errors part cut short or overwritten (a copy interrupted, a disk error, a stray file under its
+    name): the re-run scores its task again, giving the clean run's rows and errors, and the warning names the
+    file it could not read."""
+    import logging
+
     src = tmp_path / "a.epd"
-    src.write_text("\n".join(fens[:6]) + "\n")
+    src.write_text("\n".join([*fens[:6], "not a fen"]) + "\n")
     out = tmp_path / "out"
     D.score_files(str(src), str(out))
-    clean = dataset_rows(out)
+    clean = dataset_rows(out), pq.read_table(out / D.ERRORS_DIR).to_pydict()
     part = out / D.part_name(str(src))
-    part.write_bytes(damage(part.read_bytes()))
-    try:
-        D.score_files(str(src), str(out))
-    except ValueError as exc:
-        assert str(part) in str(exc)
-    else:
-        assert dataset_rows(out) == clean
+    damaged = part if which == "part" else out / D.ERRORS_DIR / part.name
+    damaged.write_bytes(damage(damaged.read_bytes()))
+    with caplog.at_level(logging.WARNING, logger="nnue_infer.io"):
+        report = D.score_files(str(src), str(out))
+    assert (report.rows, report.errors, report.skipped) == (6, 1, 0)
+    assert (dataset_rows(out), pq.read_table(out / D.ERRORS_DIR).to_pydict()) == clean
+    assert [r.getMessage().split(": ")[0] for r in caplog.records] == [str(damaged)]
 
 
 @pytest.mark.parametrize("threads", [0, -3, 2.5, True])

@@ -752,11 +752,14 @@ def score_task(task: Task, network: str, out_dir: str, *, threads: int | None = 
     errors_path = os.path.join(out_dir, ERRORS_DIR, part)
     summary = {"input": task.path, "part": out, "range": (task.index, task.count)}
     if os.path.exists(out):  # done before (a re-run, or a task re-run after its worker died)
+        reading = out
         try:
+            rows = pq.read_metadata(out).num_rows
+            reading = errors_path
             n_errors = pq.read_metadata(errors_path).num_rows if os.path.exists(errors_path) else 0
-            return summary | {"rows": pq.read_metadata(out).num_rows, "errors": n_errors, "skipped": True}
+            return summary | {"rows": rows, "errors": n_errors, "skipped": True}
         except (OSError, ValueError) as exc:  # damaged since it was written (cut short, overwritten): done again
-            log.warning("%s: %s; scoring %s again", out if os.path.exists(out) else errors_path, exc, task.path)
+            log.warning("%s: %s; scoring %s again", reading, exc, task.path)
     wall, cpu = time.perf_counter(), time.thread_time()
     _set_threads(threads)
     ev = worker_evaluator(network, network_sha256)  # the job's network, or NetworkChangedError
