@@ -353,6 +353,24 @@ def test_the_cli_passes_over_the_files_of_its_output_dataset(tmp_path, fens, cap
     assert handed == [([str(data / "*")], str(data))]
 
 
+def test_the_cli_refuses_a_local_cluster_larger_than_the_machine(tmp_path, fens, capsys, monkeypatch):
+    """``eval --workers 100000`` started as many worker processes (each with the network): more than 4 per core (at
+    least 8) is a usage error naming the option, before any process or directory is made."""
+    from nnue_infer.cli import eval as E
+    from nnue_infer.cli import main
+
+    (tmp_path / "a.epd").write_text(fens[0] + "\n")
+    handed = []
+    monkeypatch.setattr(D, "run_job", lambda inputs, output, *a, **k: handed.append(k["workers"]) or 0)
+    most = max(E.MAX_LOCAL_WORKERS_PER_CORE * (os.cpu_count() or 1), 8)
+    assert main(["eval", "--epd", str(tmp_path / "a.epd"), "--workers", str(most + 1), "-o", str(tmp_path / "o")]) == 2
+    assert f"Invalid value for '--workers': {most + 1} local worker processes is more than {most}" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "o").exists() and handed == []
+    assert main(["eval", "--epd", str(tmp_path / "a.epd"), "--workers", str(most), "-o", str(tmp_path / "o")]) == 0
+    assert handed == [most]
+
+
 # --- PGN games python-chess reads (Chess960, or without the Rust parser) ---------------------------------------------
 
 BROKEN_960 = '[Event "a"]\n[Variant "Chess960"]\n\n1. e4 e4 ) d5 *\n\n[Event "b"]\n\n1. d4 d5 *\n'
