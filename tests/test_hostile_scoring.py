@@ -371,6 +371,27 @@ def test_the_cli_refuses_a_local_cluster_larger_than_the_machine(tmp_path, fens,
     assert handed == [most]
 
 
+def test_an_input_changed_during_the_job_is_reported(tmp_path, fens):
+    """An input appended to while the job ran (a log still being written): its rows are the file as its task read
+    it, and the job said nothing (the next run refused it as "changed since planned"); now the report names it,
+    and an input nobody touched is not named."""
+    inp = tmp_path / "in"
+    inp.mkdir()
+    (inp / "a.epd").write_text("\n".join(fens[:4]) + "\n")
+    (inp / "b.epd").write_text("\n".join(fens[4:8]) + "\n")
+
+    def append(summary):
+        if summary["input"].endswith("a.epd"):
+            with open(inp / "a.epd", "a") as f:
+                f.write(fens[9] + "\n")
+
+    report = D.score_files(str(inp / "*.epd"), str(tmp_path / "out"), progress=append)
+    assert report.rows == 8 and len(report.changed) == 1
+    assert report.changed[0].startswith(f"{inp / 'a.epd'}: changed while it was scored (was ")
+    again = D.score_files(str(inp / "b.epd"), str(tmp_path / "out2"))
+    assert again.changed == [] and again.rows == 4
+
+
 # --- PGN games python-chess reads (Chess960, or without the Rust parser) ---------------------------------------------
 
 BROKEN_960 = '[Event "a"]\n[Variant "Chess960"]\n\n1. e4 e4 ) d5 *\n\n[Event "b"]\n\n1. d4 d5 *\n'

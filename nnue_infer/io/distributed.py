@@ -990,6 +990,8 @@ class ScoreReport:
 
     output: str
     parts: list[dict] = field(default_factory=list)
+    #: Messages for the inputs that changed while the job scored them (:func:`_changed_inputs`).
+    changed: list[str] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
@@ -1056,6 +1058,8 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     Returns
     -------
     ScoreReport
+        With ``changed``: the inputs written to or removed while the job read them (their rows are the file as
+        each task found it; the job still completes), as the CLI's exit status 1 reports them.
     """
     if compression not in CODECS:
         raise ValueError(f"unknown Parquet compression {compression!r}: one of {', '.join(CODECS)}")
@@ -1077,6 +1081,7 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
             raise ValueError(f"{f!r}: the file name is not UTF-8, and the dataset's source column is UTF-8 text "
                              "(it would hold bytes no reader can decode): rename the file") from None
     _check_columns(files, column)  # so do Parquet inputs without the FEN column
+    stamps = {f: _file_stamp(f) for f in files}  # before planning: a change from here on is reported
     identity = network_identity(network)  # a network that cannot be read fails before anything is created
     created = not os.path.exists(output)
     with planning(output):
@@ -1100,6 +1105,7 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
         for task in tasks:
             done(score_task(task, network, output, threads=threads, column=column, compression=compression,
                             network_sha256=identity["network_sha256"]))
+        report.changed = _changed_inputs(stamps)
         return report
     from distributed import as_completed
 
@@ -1115,7 +1121,38 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
             done(summary)
     order = {(t.path, t.index): i for i, t in enumerate(tasks)}
     report.parts.sort(key=lambda p: order[p["input"], p["range"][0]])
+    report.changed = _changed_inputs(stamps)
     return report
+
+
+def _file_stamp(path: str) -> tuple[int, int] | None:
+    """(size, modification time in ns) of a regular file, ``None`` for others (FIFOs, devices: read once)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns) if os.path.isfile(path) else None
+
+
+def _changed_inputs(stamps: dict[str, tuple[int, int] | None]) -> list[str]:
+    """Messages for the inputs whose :func:`_file_stamp` is not what it was before the job planned them: written to
+    (appended to, rewritten, cut) or removed while their tasks read them, so their rows in the dataset are the file
+    as each task found it, and a re-run refuses them while their parts exist (:func:`plan_tasks`)."""
+    messages = []
+    for path, before in stamps.items():
+        now = _file_stamp(path)
+        if before is None or now == before:
+            continue
+        if now == (-1, -1):
+            what = "was removed"
+        elif now[0] != before[0]:
+            what = f"was {before[0]} bytes when the job planned it, {now[0]} now"
+        else:
+            what = f"was modified (still {now[0]} bytes)"
+        messages.append(f"{path}: changed while it was scored ({what}): its rows in the dataset are the file as its "
+                        "tasks read it; score it again into another output directory, or delete its parts")
+        log.warning("%s", messages[-1])
+    return messages
 
 
 def _evaluate_partition(df, column: str, network: str, threads: int | None):
@@ -1195,7 +1232,7 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
         client.close()
         if cluster is not None:
             cluster.close()
-    for message in report.failed:
+    for message in report.failed + report.changed:
         log(f"error: {message}")
     log(f"{output}: {report.rows} positions from {len(files)} input(s) ({report.skipped} done before), "
         f"{report.errors} error(s)" + (f" in {os.path.join(output, ERRORS_DIR)}" if report.errors else "")
@@ -1203,4 +1240,4 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
            "mended (a file cut into ranges that changed meanwhile is refused while its other parts exist: "
            "the refusal names them)"
            if report.failed else ""))
-    return 1 if report.errors else 0
+    return 1 if report.errors or report.changed else 0
