@@ -611,6 +611,30 @@ def test_each_worker_is_warmed_once_per_client(tmp_path, fens):
         lc.close()
 
 
+def test_relative_paths_reach_workers_in_other_directories(tmp_path, fens, monkeypatch):
+    """Workers that run in another directory than the client (a cluster started elsewhere, ``--scheduler``) get
+    the inputs and the output resolved against the client's: relative names made them read files that are not
+    there and write the errors table into their own directory (a new user's trial).  Two cold workers of one
+    machine are warmed one after the other: the first compiles into the cache they share."""
+    expected = write_shards(tmp_path / "in", fens[:60], n=3)
+    (tmp_path / "elsewhere").mkdir()
+    lc, client = cluster(n_workers=2)
+    try:
+        client.run(os.chdir, str(tmp_path / "elsewhere"))
+        monkeypatch.chdir(tmp_path)
+        runs = []
+        run = client.run
+        client.run = lambda fn, *args, **kwargs: runs.append((fn, kwargs.get("workers"))) or run(fn, *args, **kwargs)
+        report = D.score_files("in/*", "out", "default", client, threads=1)
+        assert (report.rows, report.errors, report.failed) == (len(expected), 2, [])
+        check_complete(tmp_path / "out", expected, nnue_infer.default_network())
+        assert (tmp_path / "out" / D.ERRORS_DIR).is_dir() and os.listdir(tmp_path / "elsewhere") == []
+        assert [len(workers) for fn, workers in runs if fn is D.warm_up] == [1, 1]
+    finally:
+        client.close()
+        lc.close()
+
+
 def test_a_link_in_a_later_run_is_the_same_input(tmp_path, fens):
     """Parts are named by the input's real path: the same file through a link, in a later run, is a part
     already done (it was scored again: every row twice in the dataset)."""

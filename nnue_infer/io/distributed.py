@@ -257,6 +257,17 @@ def _worker_threads(client) -> dict[str, int]:
     return client.nthreads()
 
 
+def _one_per_host(workers: Sequence[str]) -> list[str]:
+    """The first of ``workers`` (addresses) on each host: warmed first (:func:`_warm_workers`), so that a machine's
+    kernels compile once (2 cold workers of one machine compiling at once took twice the CPU of one)."""
+    from distributed.comm import get_address_host
+
+    first: dict[str, str] = {}
+    for w in workers:
+        first.setdefault(get_address_host(w), w)
+    return list(first.values())
+
+
 def _warm_workers(client, network: str, threads: int | None) -> int:
     """Warm up (:func:`warm_up`) the workers of ``client`` that it has not warmed for ``network`` and ``threads``
     yet, and return the cluster's number of worker threads (:func:`_worker_threads`; ``client.run`` on every
@@ -267,7 +278,10 @@ def _warm_workers(client, network: str, threads: int | None) -> int:
         known = _warmed.setdefault(client, set())
         cold = [w for w in nthreads if (w, network, threads) not in known]
     if cold:
-        client.run(warm_up, network, threads, workers=cold)
+        first = _one_per_host(cold)  # a machine's first worker compiles into the Numba cache they share; then the
+        client.run(warm_up, network, threads, workers=first)  # others load from it, not compile it again at once
+        if len(first) < len(cold):
+            client.run(warm_up, network, threads, workers=[w for w in cold if w not in first])
         with _lock:
             known.update((w, network, threads) for w in cold)
     return sum(nthreads.values())
@@ -1025,7 +1039,9 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     ----------
     inputs : str or sequence of str
         Paths or glob patterns (``'shards/*.epd.zst'``); every worker must be able to read them
-        (and this process, which plans the tasks).  A file named twice is scored once.
+        (and this process, which plans the tasks).  A file named twice is scored once.  On a cluster, relative
+        paths (and ``output``) are made absolute against this process's working directory before they go to
+        the workers, which may run in other directories; the ``source`` column then holds the absolute path.
     output : str
         Dataset directory (created): a ``part-*.parquet`` per task, ``_errors/``, ``_nnue_infer.json``.
         Read it back with ``pyarrow.parquet.read_table(output)`` (it skips ``_errors/``) or
@@ -1073,6 +1089,8 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
         raise NotADirectoryError(f"{errors_dir}: exists and is not a directory (score_files writes the errors "
                                  "table there): move it away or use another output directory")
     files = expand_inputs(inputs, output)
+    if client is not None:  # workers may run in other directories (a cluster of its own): paths resolved here
+        files = [os.path.abspath(f) for f in files]
     for f in files:
         input_kind(f)  # unknown kinds fail before any work
         try:
@@ -1112,7 +1130,8 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     workers = _warm_workers(client, network, threads)
     run = os.urandom(4).hex()
     groups = batches(tasks, workers, split_bytes)
-    futures = client.map(score_batch, groups, network=network, out_dir=output, threads=threads, column=column,
+    futures = client.map(score_batch, groups, network=network, out_dir=os.path.abspath(output), threads=threads,
+                         column=column,
                          compression=compression, network_sha256=identity["network_sha256"],
                          pure=False, key=[f"nnue-infer-{run}-{g[0].part}" + (f"+{len(g) - 1}" if len(g) > 1 else "")
                                           for g in groups])
