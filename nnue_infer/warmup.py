@@ -59,14 +59,35 @@ def _activations(ev: Evaluator) -> None:
     ev.activations_batch([_FEN])
 
 
+def _files(ev: Evaluator) -> None:
+    """EPD files and Parquet datasets: line splitting and EPD operations, FEN parsing with the in-check and
+    mate flags, the result columns as CSV lines, and (with pyarrow) as a dataset part's Arrow table."""
+    from .io.epd import read_epd
+    from .io.output import encode
+    from .io.score import score_epd
+
+    text = f"{_FEN}\n{' '.join(_FEN.split()[:4])} bm Nxe5; id \"warm-up\";\n".encode()
+    for table in score_epd(ev, read_epd(text)):
+        encode(table, "csv")
+    try:
+        import pyarrow  # noqa: F401  (the parquet extra: Parquet outputs and datasets)
+    except ImportError:
+        return
+    from .io.parquet import dataset_table, schema
+
+    for table in score_epd(ev, read_epd(text), operations=False):
+        dataset_table(table, "<warm-up>", schema())
+
+
 #: The paths :func:`warmup` compiles, by name: ``board`` (``evaluate(board)``, the one-FEN command
 #: line), ``incremental`` (push + ``evaluate()`` + pop), ``batch`` (``evaluate_batch``, EPD and
 #: multi-FEN command lines), ``game`` (``evaluate_game``, PGN scoring), ``trace``, ``children``
 #: (``evaluate_moves``, ``evaluate_children_batch``, ``eval --moves``), ``activations``
-#: (``activations``, ``activations_batch``, ``eval --activations``).
+#: (``activations``, ``activations_batch``, ``eval --activations``), ``files`` (``eval --epd``, EPD scoring into
+#: CSV, JSON lines and Parquet, ``score_files`` datasets on every worker of a machine).
 PATHS: dict[str, Callable[[Evaluator], None]] = {
     "board": _board, "incremental": _incremental, "batch": _batch, "game": _game, "trace": _trace,
-    "children": _children, "activations": _activations,
+    "children": _children, "activations": _activations, "files": _files,
 }
 
 

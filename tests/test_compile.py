@@ -294,3 +294,22 @@ def test_a_damaged_cache_file_compiles_again_with_a_warning(tmp_path):
     assert "Traceback" not in err
     compiled, out, err = run(code, {"NUMBA_CACHE_DIR": str(cache)})
     assert out == want and "damaged" not in err and compiled == [ENTRY], (compiled, err)
+
+
+def test_warmup_files_compiles_what_epd_scoring_and_datasets_use(tmp_path):
+    """``nnue-infer warmup --paths files`` (a cluster node, a Docker image): afterwards ``eval --epd`` into CSV and
+    Parquet and ``score_files`` compile nothing (a new user's cluster compiled for 20-30 s after ``warmup``, whose
+    paths left these kernels out)."""
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cold")}
+    _, out, err = run("from nnue_infer.cli import main; main(['warmup', '--paths', 'files'])", env)
+    assert out.startswith("default\tfiles\t") and "compiling kernels for this CPU" in err, (out, err)
+    epd = tmp_path / "a.epd"
+    epd.write_text(f"{chess.STARTING_FEN}\n8/8/8/4k3/8/8/3PK3/8 w - - 0 1 bm d4; id \"x\";\n")
+    for output in ("-", str(tmp_path / "a.parquet")):
+        _, out, err = run(f"from nnue_infer.cli import main; main(['eval', '--epd', {str(epd)!r}, '-o', {output!r}])",
+                          env)
+        assert "compiling" not in err, err
+    _, out, err = run("import logging; logging.basicConfig(level=logging.INFO)\n"
+                      "from nnue_infer.io.distributed import score_files\n"
+                      f"print(score_files({str(epd)!r}, {str(tmp_path / 'ds')!r}).rows)", env)
+    assert out.strip() == "2" and "compiling" not in err, err
