@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,39 +59,20 @@ def _activations(ev: Evaluator) -> None:
     ev.activations_batch([_FEN])
 
 
-def _files(ev: Evaluator) -> None:
-    """EPD files and Parquet datasets: line splitting and EPD operations, FEN parsing with the in-check and
-    mate flags, the result columns as CSV lines, and (with pyarrow) as a dataset part's Arrow table."""
-    from .io.epd import read_epd
-    from .io.output import encode
-    from .io.score import score_epd
-
-    text = f"{_FEN}\n{' '.join(_FEN.split()[:4])} bm Nxe5; id \"warm-up\";\n".encode()
-    for table in score_epd(ev, read_epd(text)):
-        encode(table, "csv")
-    try:
-        import pyarrow  # noqa: F401  (the parquet extra: Parquet outputs and datasets)
-    except ImportError:
-        return
-    from .io.parquet import dataset_table, schema
-
-    for table in score_epd(ev, read_epd(text), operations=False):
-        dataset_table(table, "<warm-up>", schema())
-
-
 #: The paths :func:`warmup` compiles, by name: ``board`` (``evaluate(board)``, the one-FEN command
 #: line), ``incremental`` (push + ``evaluate()`` + pop), ``batch`` (``evaluate_batch``, EPD and
 #: multi-FEN command lines), ``game`` (``evaluate_game``, PGN scoring), ``trace``, ``children``
 #: (``evaluate_moves``, ``evaluate_children_batch``, ``eval --moves``), ``activations``
-#: (``activations``, ``activations_batch``, ``eval --activations``), ``files`` (``eval --epd``, EPD scoring into
-#: CSV, JSON lines and Parquet, ``score_files`` datasets on every worker of a machine).
+#: (``activations``, ``activations_batch``, ``eval --activations``).  The files and datasets path
+#: (``nnue_infer.io.score.warm_up_files``) is the ``warmup`` command's (the core imports no ``io``).
 PATHS: dict[str, Callable[[Evaluator], None]] = {
     "board": _board, "incremental": _incremental, "batch": _batch, "game": _game, "trace": _trace,
-    "children": _children, "activations": _activations, "files": _files,
+    "children": _children, "activations": _activations,
 }
 
 
-def warmup(networks: Iterable = (None,), paths: Iterable[str] = tuple(PATHS), progress=None) -> list[tuple]:
+def warmup(networks: Iterable = (None,), paths: Iterable[str] = tuple(PATHS), progress=None,
+           registry: Mapping[str, Callable[[Evaluator], None]] = PATHS) -> list[tuple]:
     """Compile (or load from the cache) the kernels of ``paths`` for each of ``networks``.
 
     Parameters
@@ -99,9 +80,12 @@ def warmup(networks: Iterable = (None,), paths: Iterable[str] = tuple(PATHS), pr
     networks : iterable of Network, str, os.PathLike or None
         Networks or their specs (see :func:`nnue_infer.resources.network_from_spec`; ``None``: the default).
     paths : iterable of str
-        Names in :data:`PATHS`.
+        Names in ``registry``.
     progress : callable or None
         Called as ``progress(label)`` after each (network, path) step.
+    registry : mapping of str to callable
+        The paths by name, each run once on an ``Evaluator`` (default :data:`PATHS`; the ``warmup`` command
+        adds ``files``).
 
     Returns
     -------
@@ -114,9 +98,9 @@ def warmup(networks: Iterable = (None,), paths: Iterable[str] = tuple(PATHS), pr
         An unknown path name (the known ones are listed); network errors as ``Evaluator``.
     """
     paths = list(dict.fromkeys(paths))  # each once, in the order given
-    unknown = [p for p in paths if p not in PATHS]
+    unknown = [p for p in paths if p not in registry]
     if unknown:
-        raise ValueError(f"unknown path(s) {', '.join(unknown)}; known: {', '.join(PATHS)}")
+        raise ValueError(f"unknown path(s) {', '.join(unknown)}; known: {', '.join(registry)}")
     from .evaluator import Evaluator, as_network
 
     out = []
@@ -125,7 +109,7 @@ def warmup(networks: Iterable = (None,), paths: Iterable[str] = tuple(PATHS), pr
         label = "default" if spec is None else os.fspath(spec) if isinstance(spec, (str, os.PathLike)) else repr(spec)
         for path in paths:
             start = time.process_time()
-            PATHS[path](ev)
+            registry[path](ev)
             out.append((label, path, time.process_time() - start))
             if progress is not None:
                 progress(f"{label} {path}")

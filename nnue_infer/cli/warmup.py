@@ -9,13 +9,17 @@ import click
 from ..warmup import PATHS
 from .common import example, load_network, progress_bar, progress_option, quiet_option, show_progress
 
+#: The paths ``warmup`` compiles: the inference core's (``nnue_infer.warmup.PATHS``) and ``files`` (EPD files and
+#: datasets: ``nnue_infer.io.score.warm_up_files``, imported when the command runs, not for ``--help``).
+NAMES = (*PATHS, "files")
+
 
 @click.command(epilog=example("nnue-infer warmup", "nnue-infer warmup --net stockfish --net sf19 --paths board,batch",
                               "NUMBA_CACHE_DIR=/opt/nnue-cache nnue-infer warmup --net default --net stockfish"))
 @click.option("--net", "nets", multiple=True,
               help="A network file or name, as for eval (repeatable; default: 'default').")
-@click.option("--paths", default=",".join(PATHS), show_default=True,
-              help=f"Comma-separated paths to compile: {', '.join(PATHS)}.")
+@click.option("--paths", default=",".join(NAMES), show_default=True,
+              help=f"Comma-separated paths to compile: {', '.join(NAMES)}.")
 @progress_option
 @quiet_option
 def warmup(nets, paths, progress, quiet):
@@ -26,18 +30,20 @@ def warmup(nets, paths, progress, quiet):
     line per network and path with the CPU seconds it took (about 0 when already cached);
     "nnue-infer info --cache" shows what the cache holds.
     """
+    from ..io.score import warm_up_files
     from ..warmup import warmup as run
 
     names = [p.strip() for p in paths.split(",") if p.strip()]
-    unknown = [p for p in names if p not in PATHS]
+    unknown = [p for p in names if p not in NAMES]
     if not names:
-        raise click.BadParameter(f"no path given; known: {', '.join(PATHS)}", param_hint="--paths")
+        raise click.BadParameter(f"no path given; known: {', '.join(NAMES)}", param_hint="--paths")
     if unknown:
-        raise click.BadParameter(f"unknown path(s) {', '.join(unknown)}; known: {', '.join(PATHS)}",
+        raise click.BadParameter(f"unknown path(s) {', '.join(unknown)}; known: {', '.join(NAMES)}",
                                  param_hint="--paths")
     specs = list(nets) or ["default"]
     with progress_bar(len(specs) * len(names), "step", show_progress(progress, quiet)) as bar:
-        steps = run([load_network(s) for s in specs], names, progress=lambda label: bar.update(1))
+        steps = run([load_network(s) for s in specs], names, progress=lambda label: bar.update(1),
+                    registry={**PATHS, "files": warm_up_files})
     for (_, path, seconds), spec in zip(steps, [s for s in specs for _ in names]):
         click.echo(f"{spec}\t{path}\t{seconds:.1f} s CPU")
 

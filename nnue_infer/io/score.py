@@ -344,3 +344,25 @@ def score_training_data(ev: Evaluator, data) -> dict:
                            ev.network.architecture.units_per_pawn)
     table["error"] = error_column(len(data), errors)
     return table
+
+
+def warm_up_files(ev: Evaluator) -> None:
+    """Compile (or load) the kernels of scoring EPD files with ``ev``'s network: line splitting and EPD operations,
+    FEN parsing with the in-check and mate flags, the result columns as CSV lines and (with pyarrow) a dataset
+    part's Arrow table: ``eval --epd`` into CSV, JSON lines or Parquet, and the workers of
+    :func:`nnue_infer.io.distributed.score_files` (``nnue-infer warmup --paths files``)."""
+    from .epd import read_epd
+    from .output import encode
+
+    fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+    text = f"{fen}\n{' '.join(fen.split()[:4])} bm Nxe5; id \"warm-up\";\n".encode()
+    for table in score_epd(ev, read_epd(text)):
+        encode(table, "csv")
+    try:
+        import pyarrow  # noqa: F401  (the parquet extra: Parquet outputs and datasets)
+    except ImportError:
+        return
+    from .parquet import dataset_table, schema
+
+    for table in score_epd(ev, read_epd(text), operations=False):
+        dataset_table(table, "<warm-up>", schema())
