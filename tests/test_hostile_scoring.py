@@ -248,6 +248,9 @@ def test_evaluate_dataframe_names_the_index_of_a_bad_fen(fens):
     ddf = dd.from_pandas(df, npartitions=3)
     with dask.config.set(scheduler="sync"), pytest.raises(FenError, match=r"^'fen' at index 105: invalid character"):
         D.evaluate_dataframe(ddf).compute()
+    nulls = pd.DataFrame({"fen": [fens[0], None, fens[1]]}, index=np.array([10, 11, 12], np.int64))
+    with dask.config.set(scheduler="sync"), pytest.raises(TypeError, match=r"^'fen' at index 11: a null cell, not a"):
+        D.evaluate_dataframe(dd.from_pandas(nulls, npartitions=1)).compute()  # (was "np.int64(11): ... NAType")
     good = D.evaluate_dataframe(dd.from_pandas(df.drop(index=105), npartitions=3))
     with dask.config.set(scheduler="sync"):
         np.testing.assert_array_equal(good.compute()["value"].to_numpy(), nnue_infer.evaluate_batch(fens[:8]))

@@ -1185,7 +1185,13 @@ def _evaluate_partition(df, column: str, network: str, threads: int | None):
         at = re.match(r"row (\d+): ", str(exc))
         if at is None:
             raise
-        raise type(exc)(f"{column!r} at index {df.index[int(at.group(1))]!r}: {str(exc)[at.end():]}") from None
+        row = int(at.group(1))
+        label = df.index[row]
+        label = label.item() if isinstance(label, np.generic) else label  # 11, not np.int64(11)
+        cell = fens[row]
+        problem = "a null cell, not a FEN string" if cell is None or cell != cell or type(cell).__name__ in (
+            "NAType", "NaTType") else str(exc)[at.end():]
+        raise type(exc)(f"{column!r} at index {label!r}: {problem}") from None
     black = np.array([f.split()[1:2] == ["b"] for f in fens], bool)
     cp = np.sign(values) * (np.abs(100 * values) // ev.network.architecture.units_per_pawn)  # tdiv
     return df.assign(value=values, cp=cp, cp_white=np.where(black, -cp, cp))
