@@ -1189,8 +1189,8 @@ def _evaluate_partition(df, column: str, network: str, threads: int | None):
         label = df.index[row]
         label = label.item() if isinstance(label, np.generic) else label  # 11, not np.int64(11)
         cell = fens[row]
-        problem = "a null cell, not a FEN string" if cell is None or cell != cell or type(cell).__name__ in (
-            "NAType", "NaTType") else str(exc)[at.end():]
+        null = cell is None or type(cell).__name__ in ("NAType", "NaTType") or (isinstance(cell, float) and cell != cell)
+        problem = "a null cell, not a FEN string" if null else str(exc)[at.end():]
         raise type(exc)(f"{column!r} at index {label!r}: {problem}") from None
     black = np.array([f.split()[1:2] == ["b"] for f in fens], bool)
     cp = np.sign(values) * (np.abs(100 * values) // ev.network.architecture.units_per_pawn)  # tdiv
