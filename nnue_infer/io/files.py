@@ -22,7 +22,7 @@ from ..errors import InputError, InputKindError
 from ..inputs import input_label, open_input
 from .epd import iter_epd, looks_like_fen, looks_like_pgn
 from .output import TableWriter, take
-from .score import VALUE_COLUMNS, score_epd, score_pgn
+from .score import empty_table, score_epd, score_pgn
 
 #: ``on_error(where, message)``: ``where`` is the input's label and the line (EPD) or game (PGN).
 ErrorCallback = Callable[[str, str], None]
@@ -132,9 +132,10 @@ def score_epd_file(ev, source: str, writer, *, strict: bool = True, keep_errors:
     :class:`~nnue_infer.evaluator.Evaluator` ``ev`` into ``writer`` (:func:`table_writer`).
 
     Rows: ``line``, ``fen``, ``value``, ``cp``, ``cp_white``, ``in_check``, ``outcome``, one column
-    per EPD operation, and ``error`` under ``keep_errors`` (:mod:`nnue_infer.io.score`).  An empty
-    input still gets the CSV header.  Returns the number of rows that could not be scored (each
-    also passed to ``on_error`` as ``("FILE:LINE", message)``).
+    per EPD operation, and ``error`` under ``keep_errors`` (:mod:`nnue_infer.io.score`).  An input
+    without positions (empty, comments only) still gets the CSV header, and a Parquet file these columns
+    with no rows (:func:`nnue_infer.io.score.empty_table`).  Returns the number of rows that could not be
+    scored (each also passed to ``on_error`` as ``("FILE:LINE", message)``).
 
     Raises
     ------
@@ -156,8 +157,8 @@ def score_epd_file(ev, source: str, writer, *, strict: bool = True, keep_errors:
             writer.write(keep_rows(table, keep_errors))
             if on_progress is not None:
                 on_progress(len(table["line"]), 0)
-    if isinstance(writer, TableWriter) and writer.columns is None:  # no positions: the CSV header alone
-        TableWriter(writer.stream, writer.fmt, columns=["line", "fen", *VALUE_COLUMNS] + ["error"] * keep_errors)
+        if writer.columns is None:  # no positions: the CSV header alone, a Parquet file of the usual columns
+            writer.write(keep_rows(empty_table("epd"), keep_errors))
     return failed
 
 
@@ -167,7 +168,8 @@ def score_pgn_file(ev, source: str, writer, *, keep_errors: bool = False, empty_
     ``ev`` into ``writer`` (:func:`table_writer`).
 
     Rows: ``game``, the seven standard tags, ``ply``, ``san``, ``uci``, ``fen`` and the value columns
-    (:func:`nnue_infer.io.score.score_pgn`).  Returns the number of rows that could not be scored
+    (:func:`nnue_infer.io.score.score_pgn`), also for an input without games (as :func:`score_epd_file`).
+    Returns the number of rows that could not be scored
     (each also passed to ``on_error`` as ``("FILE: game N", message)``).
 
     Raises
@@ -187,4 +189,6 @@ def score_pgn_file(ev, source: str, writer, *, keep_errors: bool = False, empty_
             writer.write(rows)
             if on_progress is not None:
                 on_progress(len(rows["game"]), games)
+        if writer.columns is None:  # no games: as for EPD
+            writer.write(keep_rows(empty_table("pgn"), keep_errors))
     return failed

@@ -327,6 +327,22 @@ def score_pgn(ev: Evaluator, stream: Iterable[str], *, source: str = "<pgn>", em
 
 
 
+def empty_table(kind: str) -> dict:
+    """The table of an input without positions: the columns of :func:`score_epd` (``kind`` ``"epd"``, no
+    operation columns) or of :func:`score_pgn` (``"pgn"``) with no rows, typed as theirs, so that such an
+    input still gets its CSV header and a Parquet file its schema (a Parquet file of no columns was
+    written: fresh-user trial)."""
+    none = np.zeros(0, bool)
+    text = TextColumn.from_strings([])
+    table: dict = {"line": np.zeros(0, np.int64)} if kind == "epd" else {
+        "game": np.zeros(0, np.int64), **{tag.lower(): text for tag in PGN_TAGS}, "ply": np.zeros(0, np.int64),
+        "san": text, "uci": text}
+    table["fen"] = text
+    table |= value_columns(np.zeros(0, np.int32), none, none, np.zeros(0, np.int64), none, 1)
+    table["error"] = error_column(0, {})
+    return table
+
+
 def score_training_data(ev: Evaluator, data) -> dict:
     """The output table of training-data rows (:class:`nnue_infer.io.training_data.TrainingData`):
     ``game`` (the chain number), ``ply``, ``uci``, ``fen`` and :data:`VALUE_COLUMNS` (``outcome`` is
