@@ -488,8 +488,17 @@ class Activations:
     def to_arrow(self):
         """A ``pyarrow.Table`` with one row per position and one column per array: integer
         columns for per-position scalars, fixed-size lists (nested for 2-D rows) otherwise,
-        values as the arrays' dtypes.  Needs pyarrow (``pip install nnue-infer[parquet]``)."""
-        import pyarrow as pa
+        values as the arrays' dtypes.
+
+        Raises
+        ------
+        ImportError
+            pyarrow is not installed, naming the extra to install (``pip install 'nnue-infer[parquet]'``).
+        """
+        try:
+            import pyarrow as pa
+        except ImportError as exc:  # a bare ModuleNotFoundError named no extra (fresh-user trial)
+            raise ImportError("Activations.to_arrow() needs pyarrow: pip install 'nnue-infer[parquet]'") from exc
 
         columns = {}
         for name, arr in self._arrays.items():

@@ -53,3 +53,17 @@ def test_activations_to_parquet_without_pyarrow_names_the_extra(monkeypatch, tmp
     err = capsys.readouterr().err
     assert status == 1 and "Parquet output needs pyarrow: pip install 'nnue-infer[parquet]'" in err
     assert "Traceback" not in err and list(tmp_path.iterdir()) == []
+
+
+def test_activations_to_arrow_without_pyarrow_names_the_extra(monkeypatch):
+    """The Python API's ``Activations.to_arrow()`` without pyarrow names the extra as the command line
+    does (was a bare ``ModuleNotFoundError: No module named 'pyarrow'``: fresh-user trial)."""
+    import chess
+    import pytest
+
+    import nnue_infer
+
+    acts = nnue_infer.Evaluator().activations(chess.Board())
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(ImportError, match=r"Activations\.to_arrow\(\) needs pyarrow: pip install 'nnue-infer\[parquet\]'"):
+        acts.to_arrow()
