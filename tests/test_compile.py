@@ -263,6 +263,23 @@ def test_warmup_without_a_path_is_a_usage_error(capsys):
     assert "no path given; known: board" in capsys.readouterr().err
 
 
+def test_warmup_prints_each_line_as_its_step_finishes(capsys, monkeypatch):
+    """``warmup`` printed its lines only when every step was done (a CI log showed nothing for 86 s):
+    each step's line is out before the next step starts.  The paths are stand-ins that record what
+    was printed when they start (the real ones compile for seconds)."""
+    from nnue_infer.cli import main
+    from nnue_infer.warmup import PATHS
+
+    printed = []
+    for name in ("board", "batch"):
+        monkeypatch.setitem(PATHS, name, lambda ev, name=name: printed.append((name, capsys.readouterr().out)))
+    assert main(["warmup", "--paths", "board,batch,board", "--net", "default", "--net", "stockfish", "-q"]) == 0
+    lines = [(name, out.split("\t")[:2]) for name, out in printed]
+    assert lines == [("board", [""]), ("batch", ["default", "board"]), ("board", ["default", "batch"]),
+                     ("batch", ["stockfish", "board"])], printed
+    assert capsys.readouterr().out.startswith("stockfish\tbatch\t0.0 s CPU\n")
+
+
 def test_cache_report_names_an_unwritable_cache_directory(tmp_path):
     """``info --cache`` with ``NUMBA_CACHE_DIR`` a file: no cache, said so with the directory tried (was ``cache: None``)."""
     blocker = tmp_path / "a-file"

@@ -33,19 +33,25 @@ def warmup(nets, paths, progress, quiet):
     from ..io.score import warm_up_files
     from ..warmup import warmup as run
 
-    names = [p.strip() for p in paths.split(",") if p.strip()]
+    names = list(dict.fromkeys(p.strip() for p in paths.split(",") if p.strip()))  # each once, in order
     unknown = [p for p in names if p not in NAMES]
     if not names:
         raise click.BadParameter(f"no path given; known: {', '.join(NAMES)}", param_hint="--paths")
     if unknown:
         raise click.BadParameter(f"unknown path(s) {', '.join(unknown)}; known: {', '.join(NAMES)}",
                                  param_hint="--paths")
+    from tqdm import tqdm
+
     specs = list(nets) or ["default"]
+    networks = [load_network(s) for s in specs]
+    registry = {**PATHS, "files": warm_up_files}
     with progress_bar(len(specs) * len(names), "step", show_progress(progress, quiet)) as bar:
-        steps = run([load_network(s) for s in specs], names, progress=lambda label: bar.update(1),
-                    registry={**PATHS, "files": warm_up_files})
-    for (_, path, seconds), spec in zip(steps, [s for s in specs for _ in names]):
-        click.echo(f"{spec}\t{path}\t{seconds:.1f} s CPU")
+        for spec, network in zip(specs, networks):
+            for name in names:  # each step's line as it finishes (a CI log showed nothing for 86 s)
+                [(_, path, seconds)] = run([network], [name], registry=registry)
+                with tqdm.external_write_mode():  # the bar (stderr) cleared while the line is written
+                    click.echo(f"{spec}\t{path}\t{seconds:.1f} s CPU")  # click.echo flushes
+                bar.update(1)
 
 
 def show_cache_report(as_json: bool) -> None:
