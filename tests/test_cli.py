@@ -150,6 +150,25 @@ def test_info(capsys, network_path):
     assert "0x1C102EF2" in out and "0x7F2344B8" in out and "0x63336A4A" in out
 
 
+def test_info_prints_the_digest_a_dataset_manifest_records(capsys, tmp_path, network_path):
+    """A dataset's ``_nnue_infer.json`` records ``network_sha256``, the digest of the network's parameters
+    (``network_digest``), not the file's SHA-256 that ``info`` printed (docs said "the network's SHA-256":
+    fresh-user trial); ``info`` prints both, the digest equal to a real manifest's."""
+    pytest.importorskip("distributed")
+    from nnue_infer.io.distributed import score_files
+
+    epd = tmp_path / "one.epd"
+    epd.write_text(chess.STARTING_FEN + "\n")
+    score_files([str(epd)], str(tmp_path / "scores"), network=str(network_path))
+    recorded = json.loads((tmp_path / "scores" / "_nnue_infer.json").read_text())["network_sha256"]
+    status, out, err = run(capsys, ["info", "--json", str(network_path)])
+    assert status == 0, err
+    shown = json.loads(out)
+    assert shown["network_digest"] == recorded and shown["sha256"] == SHA256 != recorded
+    status, out, err = run(capsys, ["info", str(network_path)])
+    assert f"digest:        {recorded} (parameters: a dataset manifest's network_sha256)" in out.splitlines()
+
+
 def test_info_not_a_network(capsys, tmp_path):
     text = tmp_path / "x.txt"
     text.write_text("hello\n")

@@ -16,10 +16,14 @@ from .common import (check_output_dir, example, json_option, quiet_option)
 @click.argument("file", type=click.Path(exists=True, dir_okay=False), required=False)
 @click.option("--cache", "show_cache", is_flag=True,
               help="Show the compiled-kernel cache instead: where, its size, what is compiled for this CPU.")
-@json_option("Print one JSON object (file, format, sha256, description, architecture, dimensions, hashes).")
+@json_option("Print one JSON object (file, format, sha256, network_digest, description, architecture, dimensions, "
+             "hashes).")
 def info(file, show_cache, as_json):
     """Show a network file's format, architecture, dimensions, hashes and SHA-256 (or, with
     --cache, Numba's cache of the compiled kernels: see ``nnue-infer warmup``).
+
+    The digest is the SHA-256 of the network's parameters (nnue_infer.network.network_digest), not of
+    the file: what a Parquet dataset's _nnue_infer.json records as network_sha256.
 
     Dimensions are counts (features, neurons); the architecture's units_per_pawn is the
     number of internal units the network's value gives one pawn (361 for Stockfish 15.1).
@@ -38,6 +42,7 @@ def info(file, show_cache, as_json):
     from ..errors import NnueError
     from ..formats import detect_format
     from ..formats.stockfish import network_hashes
+    from ..network import network_digest
 
     try:
         fmt = detect_format(file)
@@ -46,6 +51,7 @@ def info(file, show_cache, as_json):
         raise click.ClickException(str(exc)) from exc
     arch = network.architecture
     sha = hashlib.sha256(Path(file).read_bytes()).hexdigest()
+    digest = network_digest(network)
     ft = {"features": int(network.ft_weights.shape[0]), "width": arch.ft_width, "dtype": str(network.ft_weights.dtype),
           "psqt_buckets": arch.psqt_buckets, "psqt_dtype": str(network.psqt_weights.dtype)}
     layers = [{"outputs": l.outputs, "activation": l.activation, "dtype": str(w.dtype)}
@@ -55,13 +61,15 @@ def info(file, show_cache, as_json):
         net_h, ft_h, stack_h = network_hashes(arch)
         hashes = {"network": f"0x{net_h:08X}", "feature_transformer": f"0x{ft_h:08X}", "layer_stack": f"0x{stack_h:08X}"}
     if as_json:
-        click.echo(json.dumps({"file": file, "format": fmt, "sha256": sha, "description": network.description,
+        click.echo(json.dumps({"file": file, "format": fmt, "sha256": sha, "network_digest": digest,
+                               "description": network.description,
                                "summary": repr(network), "architecture": json.loads(arch.to_json()),
                                "feature_transformer": ft, "layers": layers, "hashes": hashes}))
         return
     click.echo(f"file:          {file}")
     click.echo(f"format:        {fmt}")
     click.echo(f"sha256:        {sha}")
+    click.echo(f"digest:        {digest} (parameters: a dataset manifest's network_sha256)")
     click.echo(f"description:   {network.description.encode('utf-8', 'backslashreplace').decode()}")
     click.echo(f"architecture:  {network!r}")
     for key, value in dataclasses.asdict(arch).items():
