@@ -1263,7 +1263,7 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
             cluster.close()
     for message in report.failed + report.changed:
         log(f"error: {message}")
-    log(f"{output}: {report.rows} positions from {len(files)} input(s) ({report.skipped} done before), "
+    log(f"{output}: {report.rows} positions from {len(files)} input(s) ({report.skipped} task(s) done before), "
         f"{report.errors} error(s)" + (f" in {os.path.join(output, ERRORS_DIR)}" if report.errors else "")
         + (f"; {len(report.failed)} input(s) or range(s) not scored: a re-run scores them again once they are "
            "mended (a file cut into ranges that changed meanwhile is refused while its other parts exist: "
