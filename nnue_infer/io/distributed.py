@@ -1164,6 +1164,8 @@ def _changed_inputs(stamps: dict[str, tuple[int, int] | None]) -> list[str]:
             continue
         if now == (-1, -1):
             what = "was removed"
+        elif now is None:  # replaced by a directory, a FIFO, a device
+            what = "is no longer a regular file"
         elif now[0] != before[0]:
             what = f"was {before[0]} bytes when the job planned it, {now[0]} now"
         else:
