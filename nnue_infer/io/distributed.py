@@ -218,7 +218,8 @@ def warm_up(network: str, threads: int | None = None) -> float:
     ``client.run(warm_up, network)``; :func:`score_files` does, for the workers it has not warmed yet).  Returns the
     seconds it took: 0 once this process is warm for ``network``.
 
-    The first call per network scores three EPD lines into an in-memory Parquet file: the network is
+    The first call per network scores three EPD lines into an in-memory Parquet file, and a short PGN game
+    (:data:`nnue_infer.io.score.WARM_UP_GAME`) into an Arrow table: the network is
     read once per process (:func:`worker_evaluator`), the kernels come from Numba's cache
     (``__pycache__`` next to the sources, or ``NUMBA_CACHE_DIR``: one cache shared by every worker
     process of a machine), so a task's own time is scoring.
@@ -228,14 +229,16 @@ def warm_up(network: str, threads: int | None = None) -> float:
     import pyarrow.parquet as pq
 
     from .epd import read_epd
-    from .score import score_epd
+    from .score import WARM_UP_GAME, score_epd, score_pgn
 
     if network in _warm:
         return 0.0
     t = time.perf_counter()
     _set_threads(threads)
-    table, _ = _score_tables(score_epd(worker_evaluator(network), read_epd(_WARM_FENS), operations=False), "<warm-up>")
+    ev = worker_evaluator(network)
+    table, _ = _score_tables(score_epd(ev, read_epd(_WARM_FENS), operations=False), "<warm-up>")
     pq.write_table(table, io.BytesIO(), **_parquet())
+    _score_tables((table for table, _ in score_pgn(ev, WARM_UP_GAME.splitlines(keepends=True))), "<warm-up>")
     with _lock:
         _warm.add(network)
     return time.perf_counter() - t

@@ -363,16 +363,19 @@ def score_training_data(ev: Evaluator, data) -> dict:
 
 
 def warm_up_files(ev: Evaluator) -> None:
-    """Compile (or load) the kernels of scoring EPD files with ``ev``'s network: line splitting and EPD operations,
-    FEN parsing with the in-check and mate flags, the result columns as CSV lines and (with pyarrow) a dataset
-    part's Arrow table: ``eval --epd`` into CSV, JSON lines or Parquet, and the workers of
-    :func:`nnue_infer.io.distributed.score_files` (``nnue-infer warmup --paths files``)."""
+    """Compile (or load) the kernels of scoring EPD and PGN files with ``ev``'s network: line splitting and EPD
+    operations, FEN parsing with the in-check and mate flags, a game's SAN, UCI and FEN (:data:`WARM_UP_GAME`), the
+    result columns as CSV lines and (with pyarrow) a dataset part's Arrow table: ``eval --epd`` / ``--pgn`` into
+    CSV, JSON lines or Parquet, and the workers of :func:`nnue_infer.io.distributed.score_files` (``nnue-infer
+    warmup --paths files``)."""
     from .epd import read_epd
     from .output import encode
 
     fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
     text = f"{fen}\n{' '.join(fen.split()[:4])} bm Nxe5; id \"warm-up\";\n".encode()
     for table in score_epd(ev, read_epd(text)):
+        encode(table, "csv")
+    for table, _ in score_pgn(ev, WARM_UP_GAME.splitlines(keepends=True)):
         encode(table, "csv")
     try:
         import pyarrow  # noqa: F401  (the parquet extra: Parquet outputs and datasets)
@@ -382,3 +385,11 @@ def warm_up_files(ev: Evaluator) -> None:
 
     for table in score_epd(ev, read_epd(text), operations=False):
         dataset_table(table, "<warm-up>", schema())
+    for table, _ in score_pgn(ev, WARM_UP_GAME.splitlines(keepends=True)):
+        dataset_table(table, "<warm-up>", schema())
+
+
+#: The PGN game the warm-ups score (:func:`warm_up_files`, :func:`nnue_infer.io.distributed.warm_up`): a capture, a
+#: check and castling, so that the SAN, UCI and FEN writers of PGN rows are compiled too (``eval --pgn`` and a
+#: Dask job over PGN inputs compiled them after ``warmup --paths files``, about 5 s of CPU, every worker at once).
+WARM_UP_GAME = '[Event "warm-up"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 Nf6 4. O-O Nxe4 5. Bxc6 dxc6 6. Re1 Be7 7. Rxe4 *\n'
