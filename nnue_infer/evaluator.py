@@ -666,7 +666,8 @@ class Evaluator:
         with its own scratch buffers, and does not touch the incremental state.  Calls from
         several Python threads are safe (also on one ``Evaluator``, alone among its methods);
         they take turns (one lock), each using all threads.
-        The first bad row is reported, whatever its problem; nothing is returned then.
+        The first bad row is reported, whatever its problem (a row of the wrong type comes first: its
+        ``TypeError`` is raised even after a bad FEN or position in an earlier row); nothing is returned then.
         The threading layer is fork-safe (TBB, else Numba's ``workqueue``; see
         :mod:`nnue_infer.kernels.threads`): ``multiprocessing`` pools started with ``fork``
         after a batch work.

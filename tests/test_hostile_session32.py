@@ -92,3 +92,37 @@ def test_the_warm_ups_compile_what_pgn_inputs_use(tmp_path):
         out, err = _python(f"from nnue_infer.cli import main; main(['eval', '--pgn', {str(pgn)!r}, '-o', {output!r}])",
                            cache)
         assert "compiling" not in err, err
+
+
+# --- evaluate_batch on FEN strings, in chunks ----------------------------------------------------------------------
+
+def test_fen_chunks_name_rows_of_the_whole_list(evaluator, fens, monkeypatch):
+    """Over 131,072 rows (three chunks of ``batch.FEN_CHUNK_ROWS``), and with 7-row chunks: the values of each FEN
+    alone; a bad FEN, a FEN python-chess reads (Unicode spaces) that lacks a field, and a wrong-typed element at
+    and around chunk boundaries are named by their row in the whole list; a row python-chess reads is evaluated
+    in any chunk; a wrong-typed row is the error even after a bad FEN of an earlier chunk (as the docstring says)."""
+    import chess
+    import numpy as np
+
+    from nnue_infer import FenError, batch
+
+    alone = np.array([evaluator.evaluate(f) for f in fens], np.int32)
+    many = (fens * (131_072 // len(fens) + 3))[:131_100]
+    want = np.resize(alone, len(many))
+    assert np.array_equal(evaluator.evaluate_batch(tuple(many)), want)
+    for size, rows in ((batch.FEN_CHUNK_ROWS, (65_535, 65_536, 131_072, 131_099)), (7, (0, 6, 7, 13, 14))):
+        monkeypatch.setattr(batch, "FEN_CHUNK_ROWS", size)
+        for i in rows:
+            bad = list(many)
+            bad[i] = many[i].replace(" ", "\u2003")
+            assert np.array_equal(evaluator.evaluate_batch(f for f in bad), want)
+            bad[i] = "\u2003".join(many[i].split()[:3])
+            with pytest.raises(FenError, match=rf"^row {i}: FEN .* has no en passant square field"):
+                evaluator.evaluate_batch(bad)
+            bad[i] = many[i][:-1] + "x"
+            with pytest.raises(FenError, match=rf"^row {i}: "):
+                evaluator.evaluate_batch(bad)
+            if i + 1 < len(bad):  # (a board in row 0 would make it a list of boards)
+                bad[i + 1] = chess.Board()
+                with pytest.raises(TypeError, match=rf"^row {i + 1}: expected a FEN string like the rows before"):
+                    evaluator.evaluate_batch(bad)
