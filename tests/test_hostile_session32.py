@@ -126,3 +126,46 @@ def test_fen_chunks_name_rows_of_the_whole_list(evaluator, fens, monkeypatch):
                 bad[i + 1] = chess.Board()
                 with pytest.raises(TypeError, match=rf"^row {i + 1}: expected a FEN string like the rows before"):
                     evaluator.evaluate_batch(bad)
+
+
+# --- Parquet text columns --------------------------------------------------------------------------------------------
+
+def test_text_array_gives_the_cells_of_any_layout():
+    """``io.parquet.text_array`` (its fast paths: cells one byte apart, a few labels) against the cells' own strings,
+    over random layouts: cells one byte apart, overlapping, empty, sharing a start, at the buffer's end, non-ASCII,
+    null, none at all."""
+    import random
+
+    import numpy as np
+
+    from nnue_infer.io.output import TextColumn
+    from nnue_infer.io.parquet import text_array
+
+    rng = random.Random(32)
+    for _ in range(1500):
+        text = "".join(rng.choice("ab\n é€😀") for _ in range(rng.choice([0, 1, 5, 30, 64, 65, 200])))
+        bounds = [0]
+        for ch in text:
+            bounds.append(bounds[-1] + len(ch.encode()))
+        n, layout, cells = rng.choice([0, 1, 2, 65, 100, 300]), rng.choice(["lines", "any", "labels", "end"]), []
+        k = 0
+        for _ in range(n):
+            if layout == "lines":  # each cell a run of characters, the next one character after it
+                if k >= len(bounds) - 1:
+                    break
+                end = rng.randint(k, len(bounds) - 2)
+                cells.append((bounds[k], bounds[end]))
+                if bounds[end] + 1 != bounds[end + 1]:
+                    break
+                k = end + 1
+            elif layout == "labels":
+                cells.append(rng.choice([(0, 0), (0, bounds[min(1, len(bounds) - 1)]), (bounds[-1], bounds[-1])]))
+            else:
+                a = rng.randrange(len(bounds))
+                cells.append((bounds[a], bounds[-1] if layout == "end" else bounds[rng.randrange(a, len(bounds))]))
+        starts = np.array([c[0] for c in cells], np.int64)
+        ends = np.array([c[1] for c in cells], np.int64)
+        valid = np.array([rng.random() < 0.7 for _ in cells], bool) if cells and rng.random() < 0.3 else None
+        column = TextColumn(np.frombuffer(bytearray(text.encode()), np.uint8), starts, ends, valid)
+        array = text_array(column)
+        assert str(array.type) == "string" and array.to_pylist() == column.to_list(), (text, cells, valid)
