@@ -169,3 +169,28 @@ def test_text_array_gives_the_cells_of_any_layout():
         column = TextColumn(np.frombuffer(bytearray(text.encode()), np.uint8), starts, ends, valid)
         array = text_array(column)
         assert str(array.type) == "string" and array.to_pylist() == column.to_list(), (text, cells, valid)
+
+
+# --- score_files on a cluster: relative names --------------------------------------------------------------------
+
+def test_a_relative_network_file_reaches_workers_in_other_directories(tmp_path, fens, network_path, monkeypatch):
+    """The inputs and the output are made absolute before they go to the workers, but the network file was not:
+    with ``network="nets/sf.nnue"`` and workers started in another directory, the job failed at their warm-up
+    with ``NetworkNotFoundError: 'nets/sf.nnue' is no known network name and no file``, after the output
+    directory and its manifest were made.  Now it is resolved as the inputs, and the manifest keeps the name."""
+    from distributed import Client, LocalCluster
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.epd").write_text("\n".join(fens[:6]) + "\n")
+    (tmp_path / "nets").mkdir()
+    (tmp_path / "nets" / "sf.nnue").symlink_to(network_path)
+    (tmp_path / "elsewhere").mkdir()
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as lc, Client(lc) as client:
+        client.run(os.chdir, str(tmp_path / "elsewhere"))
+        monkeypatch.chdir(tmp_path)
+        report = D.score_files("in/a.epd", "out", "nets/sf.nnue", client, threads=1)
+    assert (report.rows, report.errors, report.failed) == (6, 0, [])
+    with open(tmp_path / "out" / D.MANIFEST) as f:
+        assert json.load(f)["network"] == "nets/sf.nnue"
+    assert os.listdir(tmp_path / "elsewhere") == []

@@ -1050,7 +1050,8 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
         Read it back with ``pyarrow.parquet.read_table(output)`` (it skips ``_errors/``) or
         ``dask.dataframe.read_parquet(output + "/part-*.parquet")`` (Dask reads ``_errors/`` too otherwise).
     network : str
-        A network file every worker can read, ``default`` or ``stockfish``.
+        A network file every worker can read (on a cluster, a relative name is made absolute as the inputs'),
+        ``default`` or ``stockfish``.
     client : distributed.Client, optional
         The cluster (each worker is warmed up first: :func:`warm_up`); ``None`` scores in this
         process, one task after another.
@@ -1130,6 +1131,10 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
         return report
     from distributed import as_completed
 
+    # a network file named relative to this process's directory, as the inputs: resolved here (workers started
+    # elsewhere did not find it, and the job failed at their warm-up); the manifest keeps the name as given
+    if network not in ("default", "stockfish", "sf15.1", "sf15") and os.path.exists(network):
+        network = os.path.abspath(network)
     workers = _warm_workers(client, network, threads)
     run = os.urandom(4).hex()
     groups = batches(tasks, workers, split_bytes)
