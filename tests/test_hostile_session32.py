@@ -194,3 +194,24 @@ def test_a_relative_network_file_reaches_workers_in_other_directories(tmp_path, 
     with open(tmp_path / "out" / D.MANIFEST) as f:
         assert json.load(f)["network"] == "nets/sf.nnue"
     assert os.listdir(tmp_path / "elsewhere") == []
+
+
+def test_a_relative_network_file_reaches_the_partitions_of_a_dataframe(tmp_path, fens, network_path, monkeypatch):
+    """``evaluate_dataframe(ddf, network="nets/sf.nnue")`` computed on workers in another directory: each partition
+    failed with ``NetworkNotFoundError``; now the name is resolved where the frame is built, as ``score_files``'."""
+    import dask.dataframe as dd
+    import pandas as pd
+    from distributed import Client, LocalCluster
+
+    import nnue_infer
+
+    (tmp_path / "nets").mkdir()
+    (tmp_path / "nets" / "sf.nnue").symlink_to(network_path)
+    (tmp_path / "elsewhere").mkdir()
+    ddf = dd.from_pandas(pd.DataFrame({"fen": fens[:6]}), npartitions=2)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
+                      scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}) as lc, Client(lc) as client:
+        client.run(os.chdir, str(tmp_path / "elsewhere"))
+        monkeypatch.chdir(tmp_path)
+        values = D.evaluate_dataframe(ddf, network="nets/sf.nnue", threads=1).compute()["value"].tolist()
+    assert values == nnue_infer.Evaluator(nnue_infer.load(network_path)).evaluate_batch(fens[:6]).tolist()

@@ -1131,10 +1131,7 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
         return report
     from distributed import as_completed
 
-    # a network file named relative to this process's directory, as the inputs: resolved here (workers started
-    # elsewhere did not find it, and the job failed at their warm-up); the manifest keeps the name as given
-    if network not in ("default", "stockfish", "sf15.1", "sf15") and os.path.exists(network):
-        network = os.path.abspath(network)
+    network = _absolute_network(network)  # (the manifest keeps the name as given)
     workers = _warm_workers(client, network, threads)
     run = os.urandom(4).hex()
     groups = batches(tasks, workers, split_bytes)
@@ -1150,6 +1147,15 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     report.parts.sort(key=lambda p: order[p["input"], p["range"][0]])
     report.changed = _changed_inputs(stamps)
     return report
+
+
+def _absolute_network(network: str) -> str:
+    """``network`` for workers that may run in other directories: a file named relative to this process's directory
+    made absolute, as the inputs (workers started elsewhere did not find it: a job failed at their warm-up, a
+    DataFrame's partitions at compute time); names (``default``, ``sf16``) and absolute paths as they are."""
+    if network not in ("default", "stockfish", "sf15.1", "sf15") and os.path.exists(network):
+        return os.path.abspath(network)
+    return network
 
 
 def _file_stamp(path: str) -> tuple[int, int] | None:
@@ -1211,8 +1217,8 @@ def evaluate_dataframe(ddf, column: str = "fen", network: str = "default", *, th
     """A Dask DataFrame like ``ddf`` with ``value`` (int64, internal units, side to move), ``cp`` and
     ``cp_white`` (int64 centipawns) columns for the FENs in ``column``, computed lazily per partition.
 
-    ``network`` is a path every worker can read, ``default`` or ``stockfish``; each worker
-    process loads it once.  A bad FEN fails its partition with
+    ``network`` is a path every worker can read (a relative one made absolute here), ``default`` or
+    ``stockfish``; each worker process loads it once.  A bad FEN fails its partition with
     :class:`~nnue_infer.errors.FenError` / :class:`~nnue_infer.errors.PositionError` (``TypeError`` for a
     cell that is no string) naming the column and the row's index label; use :func:`score_files` for error
     tables.  ``KeyError`` at once when ``ddf`` has no ``column``.
@@ -1222,7 +1228,7 @@ def evaluate_dataframe(ddf, column: str = "fen", network: str = "default", *, th
     if column not in ddf.columns:
         raise KeyError(f"no column {column!r} (columns: {', '.join(map(str, ddf.columns))})")
     meta = ddf._meta.assign(value=np.int64(0), cp=np.int64(0), cp_white=np.int64(0))
-    return ddf.map_partitions(_evaluate_partition, column, network, threads, meta=meta)
+    return ddf.map_partitions(_evaluate_partition, column, _absolute_network(network), threads, meta=meta)
 
 
 def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str | None = None,
