@@ -314,22 +314,27 @@ def test_a_damaged_cache_file_compiles_again_with_a_warning(tmp_path):
 
 
 def test_warmup_files_compiles_what_epd_scoring_and_datasets_use(tmp_path):
-    """``nnue-infer warmup --paths files`` (a cluster node, a Docker image): afterwards ``eval --epd`` into CSV and
-    Parquet and ``score_files`` compile nothing (a new user's cluster compiled for 20-30 s after ``warmup``, whose
-    paths left these kernels out)."""
+    """``nnue-infer warmup --paths files`` (a cluster node, a Docker image): afterwards ``eval --epd`` and ``eval --pgn``
+    into CSV and Parquet compile nothing (a new user's cluster compiled for 20-30 s after ``warmup``, whose paths
+    left these kernels out; PGN rows' writers were left out of the warm-ups until the second hostile pass); and
+    after a Dask worker's warm-up (``distributed.warm_up``) a job over EPD and PGN inputs loads no further kernel."""
     env = {"NUMBA_CACHE_DIR": str(tmp_path / "cold")}
     _, out, err = run("from nnue_infer.cli import main; main(['warmup', '--paths', 'files'])", env)
     assert out.startswith("default\tfiles\t") and "compiling kernels for this CPU" in err, (out, err)
     epd = tmp_path / "a.epd"
     epd.write_text(f"{chess.STARTING_FEN}\n8/8/8/4k3/8/8/3PK3/8 w - - 0 1 bm d4; id \"x\";\n")
-    for output in ("-", str(tmp_path / "a.parquet")):
-        _, out, err = run(f"from nnue_infer.cli import main; main(['eval', '--epd', {str(epd)!r}, '-o', {output!r}])",
-                          env)
-        assert "compiling" not in err, err
-    _, out, err = run("import logging; logging.basicConfig(level=logging.INFO)\n"
-                      "from nnue_infer.io.distributed import score_files\n"
-                      f"print(score_files({str(epd)!r}, {str(tmp_path / 'ds')!r}).rows)", env)
-    assert out.strip() == "2" and "compiling" not in err, err
+    pgn = tmp_path / "g.pgn"
+    pgn.write_text('[Event "g"]\n[White "Zoë"]\n\n1. d4 d5 2. c4 dxc4 3. e4 e5 4. Nf3 exd4 5. Bxc4 Bb4+ 6. Bd2 Bxd2+ *\n')
+    for option, source in (("--epd", epd), ("--pgn", pgn)):
+        for output in ("-", str(tmp_path / "a.parquet")):
+            _, out, err = run(f"from nnue_infer.cli import main; main(['eval', {option!r}, {str(source)!r}, '-o', "
+                              f"{output!r}])", env)
+            assert "compiling" not in err, (option, output, err)
+    _, out, err = run("from nnue_infer.io import distributed as D\n"
+                      "D.warm_up('default'); n = len(seen)\n"
+                      f"r = D.score_files([{str(epd)!r}, {str(pgn)!r}], {str(tmp_path / 'ds')!r})\n"
+                      "print(r.rows, r.errors, n > 0, seen[n:])", env)
+    assert out.strip() == "15 0 True []", (out, err)
 
 
 def test_a_local_cluster_compiles_once_and_says_so(tmp_path):

@@ -47,53 +47,6 @@ def test_an_input_replaced_by_a_directory_during_the_job_is_reported(tmp_path, f
                               "another output directory, or delete its parts"]
 
 
-# --- Warm-ups: PGN inputs ------------------------------------------------------------------------------------------
-
-#: Run in a subprocess before a case: counts the kernels compiled or loaded (Numba's dispatcher), ``COMPILED()``.
-COUNT = """
-from numba.core import dispatcher
-seen = []
-_compile = dispatcher.Dispatcher.compile
-def compile(self, sig):
-    seen.append(self.py_func.__module__ + "." + self.py_func.__qualname__)
-    return _compile(self, sig)
-dispatcher.Dispatcher.compile = compile
-"""
-
-GAME = '[Event "g"]\n[White "Zoë"]\n\n1. d4 d5 2. c4 dxc4 3. e4 e5 4. Nf3 exd4 5. Bxc4 Bb4+ 6. Bd2 Bxd2+ *\n'
-
-
-def _python(code: str, cache) -> tuple[str, str]:
-    import subprocess
-    import sys
-
-    proc = subprocess.run([sys.executable, "-c", COUNT + code], capture_output=True, text=True, check=True,
-                          env={**os.environ, "NUMBA_CACHE_DIR": str(cache)})
-    return proc.stdout, proc.stderr
-
-
-def test_the_warm_ups_compile_what_pgn_inputs_use(tmp_path):
-    """A Dask worker's warm-up (``distributed.warm_up``: what ``score_files`` runs on each worker, ``eval --workers``
-    in the command's process) and ``nnue-infer warmup --paths files`` (a cluster node, a Docker image) scored EPD
-    lines only: a job over PGN inputs then compiled the SAN, UCI and FEN writers of PGN rows (about 5 s of CPU) in
-    every cold worker at once, and ``eval --pgn`` after ``warmup --paths files`` printed the compile notice.
-    Now both warm-ups score a game too, and nothing compiles afterwards."""
-    pgn = tmp_path / "g.pgn"
-    pgn.write_text(GAME)
-    out, err = _python("from nnue_infer.io import distributed as D\n"
-                       "D.warm_up('default'); n = len(seen)\n"
-                       f"r = D.score_files({str(pgn)!r}, {str(tmp_path / 'ds')!r})\n"
-                       "print(r.rows, r.errors, n > 0, seen[n:])", tmp_path / "cold1")
-    assert out.strip() == "13 0 True []", (out, err)
-    cache = tmp_path / "cold2"
-    _, err = _python("from nnue_infer.cli import main; main(['warmup', '--paths', 'files'])", cache)
-    assert "compiling kernels for this CPU" in err, err
-    for output in ("-", str(tmp_path / "g.parquet")):  # (the notice: a kernel compiled, not loaded from the cache)
-        out, err = _python(f"from nnue_infer.cli import main; main(['eval', '--pgn', {str(pgn)!r}, '-o', {output!r}])",
-                           cache)
-        assert "compiling" not in err, err
-
-
 # --- evaluate_batch on FEN strings, in chunks ----------------------------------------------------------------------
 
 def test_fen_chunks_name_rows_of_the_whole_list(evaluator, fens, monkeypatch):

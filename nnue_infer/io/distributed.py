@@ -203,12 +203,6 @@ def worker_evaluator(network: str, sha256: str | None = None):
 
 
 #: FENs a warm-up scores: a quiet position, one in check (the compiled legal-move count), a checkmate.
-_WARM_FENS = b"""rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1
-rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3
-4k3/8/8/8/8/8/8/4K2R w K - 0 1
-"""
-
-
 #: Networks this process has been warmed up for (:func:`warm_up`).
 _warm: set[str] = set()
 
@@ -218,8 +212,8 @@ def warm_up(network: str, threads: int | None = None) -> float:
     ``client.run(warm_up, network)``; :func:`score_files` does, for the workers it has not warmed yet).  Returns the
     seconds it took: 0 once this process is warm for ``network``.
 
-    The first call per network scores three EPD lines into an in-memory Parquet file, and a short PGN game
-    (:data:`nnue_infer.io.score.WARM_UP_GAME`) into an Arrow table: the network is
+    The first call per network scores EPD lines and a short game as the files path of ``nnue-infer warmup`` does
+    (:func:`nnue_infer.io.score.warm_up_files`), and a part into an in-memory Parquet file: the network is
     read once per process (:func:`worker_evaluator`), the kernels come from Numba's cache
     (``__pycache__`` next to the sources, or ``NUMBA_CACHE_DIR``: one cache shared by every worker
     process of a machine), so a task's own time is scoring.
@@ -229,16 +223,16 @@ def warm_up(network: str, threads: int | None = None) -> float:
     import pyarrow.parquet as pq
 
     from .epd import read_epd
-    from .score import WARM_UP_GAME, score_epd, score_pgn
+    from .score import WARM_UP_EPD, score_epd, warm_up_files
 
     if network in _warm:
         return 0.0
     t = time.perf_counter()
     _set_threads(threads)
     ev = worker_evaluator(network)
-    table, _ = _score_tables(score_epd(ev, read_epd(_WARM_FENS), operations=False), "<warm-up>")
+    warm_up_files(ev)
+    table, _ = _score_tables(score_epd(ev, read_epd(WARM_UP_EPD), operations=False), "<warm-up>")
     pq.write_table(table, io.BytesIO(), **_parquet())
-    _score_tables((table for table, _ in score_pgn(ev, WARM_UP_GAME.splitlines(keepends=True))), "<warm-up>")
     with _lock:
         _warm.add(network)
     return time.perf_counter() - t

@@ -371,8 +371,7 @@ def warm_up_files(ev: Evaluator) -> None:
     from .epd import read_epd
     from .output import encode
 
-    fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
-    text = f"{fen}\n{' '.join(fen.split()[:4])} bm Nxe5; id \"warm-up\";\n".encode()
+    text = WARM_UP_EPD
     for table in score_epd(ev, read_epd(text)):
         encode(table, "csv")
     for table, _ in score_pgn(ev, WARM_UP_GAME.splitlines(keepends=True)):
@@ -388,6 +387,15 @@ def warm_up_files(ev: Evaluator) -> None:
     for table, _ in score_pgn(ev, WARM_UP_GAME.splitlines(keepends=True)):
         dataset_table(table, "<warm-up>", schema())
 
+
+#: The EPD lines the warm-ups score (:func:`warm_up_files`, :func:`nnue_infer.io.distributed.warm_up`): a position, a
+#: checkmate (its legal moves counted), castling rights (python-chess decides the outcome) and a line with
+#: operations (its FEN packed apart from them: ``kernels.epd.pack_rows``, which a Dask job over such a file compiled
+#: after the worker's warm-up, found by tests/test_compile.py).
+WARM_UP_EPD = (b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1\n"
+               b"rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3\n"
+               b"4k3/8/8/8/8/8/8/4K2R w K - 0 1\n"
+               b'r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq bm Nxe5; id "warm-up";\n')
 
 #: The PGN game the warm-ups score (:func:`warm_up_files`, :func:`nnue_infer.io.distributed.warm_up`): a capture, a
 #: check and castling, so that the SAN, UCI and FEN writers of PGN rows are compiled too (``eval --pgn`` and a
