@@ -635,6 +635,32 @@ def test_relative_paths_reach_workers_in_other_directories(tmp_path, fens, monke
         lc.close()
 
 
+def _no_network_here():
+    """Run on a worker: its network loader fails, as on a machine that cannot read the network's path."""
+    from nnue_infer.io import distributed as worker_side
+
+    def fail(network, sha256=None):
+        raise FileNotFoundError(f"{network}: not on this worker's machine")
+
+    worker_side.worker_evaluator = fail
+    worker_side._warm.clear()
+
+
+def test_workers_that_cannot_load_the_network_leave_nothing(tmp_path, fens):
+    """The workers' warm-up fails (a network path only the client can read): the job fails before it makes the
+    output directory (it wrote the manifest and the lock first, and left them: the second hostile pass)."""
+    (tmp_path / "a.epd").write_text("\n".join(fens[:3]) + "\n")
+    lc, client = cluster(n_workers=1)
+    try:
+        client.run(_no_network_here)
+        with pytest.raises(FileNotFoundError, match="not on this worker's machine"):
+            D.score_files(str(tmp_path / "a.epd"), str(tmp_path / "out"), "default", client, threads=1)
+        assert not (tmp_path / "out").exists()
+    finally:
+        client.close()
+        lc.close()
+
+
 def test_a_link_in_a_later_run_is_the_same_input(tmp_path, fens):
     """Parts are named by the input's real path: the same file through a link, in a later run, is a part
     already done (it was scored again: every row twice in the dataset)."""

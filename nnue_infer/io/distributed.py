@@ -1099,6 +1099,9 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
     _check_columns(files, column)  # so do Parquet inputs without the FEN column
     stamps = {f: _file_stamp(f) for f in files}  # before planning: a change from here on is reported
     identity = network_identity(network)  # a network that cannot be read fails before anything is created
+    if client is not None:  # so do workers that cannot load it (warmed before the output directory is made)
+        worker_network = _absolute_network(network)  # (the manifest keeps the name as given)
+        workers = _warm_workers(client, worker_network, threads)
     created = not os.path.exists(output)
     with planning(output):
         fresh = not os.path.exists(os.path.join(output, MANIFEST))  # (else another run got here first)
@@ -1125,13 +1128,11 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
         return report
     from distributed import as_completed
 
-    network = _absolute_network(network)  # (the manifest keeps the name as given)
-    workers = _warm_workers(client, network, threads)
     run = os.urandom(4).hex()
     groups = batches(tasks, workers, split_bytes)
-    futures = client.map(score_batch, groups, network=network, out_dir=os.path.abspath(output), threads=threads,
-                         column=column,
-                         compression=compression, network_sha256=identity["network_sha256"],
+    futures = client.map(score_batch, groups, network=worker_network, out_dir=os.path.abspath(output),
+                         threads=threads, column=column, compression=compression,
+                         network_sha256=identity["network_sha256"],
                          pure=False, key=[f"nnue-infer-{run}-{g[0].part}" + (f"+{len(g) - 1}" if len(g) > 1 else "")
                                           for g in groups])
     for future in as_completed(futures):
