@@ -225,6 +225,13 @@ def known_network(spec: str, *, fetch: bool = False) -> Network:
         return _known[known.spec]
 
 
+#: Names of Stockfish 15.1's network for :func:`network_from_spec`.
+STOCKFISH_15_1_NAMES = ("stockfish", "sf15.1", "sf15")
+#: The names :func:`network_from_spec` reads as names whatever files exist (the bundled networks); a known
+#: Stockfish network's name is a name only when no file has it.
+BUILT_IN_NAMES = ("default", *STOCKFISH_15_1_NAMES)
+
+
 def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
     """A quantised network from a name or a file: ``None`` or ``"default"`` (the bundled default
     network), ``"stockfish"`` / ``"sf15.1"`` (:func:`stockfish_15_1_network`), a known Stockfish
@@ -243,7 +250,7 @@ def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
 
     if spec is None or spec == "default":
         return default_network()
-    if spec in ("stockfish", "sf15.1", "sf15"):
+    if spec in STOCKFISH_15_1_NAMES:
         return stockfish_15_1_network()
     from .formats.registry import known_by_spec, specs
 

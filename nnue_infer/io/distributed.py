@@ -202,7 +202,6 @@ def worker_evaluator(network: str, sha256: str | None = None):
     return ev
 
 
-#: FENs a warm-up scores: a quiet position, one in check (the compiled legal-move count), a checkmate.
 #: Networks this process has been warmed up for (:func:`warm_up`).
 _warm: set[str] = set()
 
@@ -1148,7 +1147,9 @@ def _absolute_network(network: str) -> str:
     """``network`` for workers that may run in other directories: a file named relative to this process's directory
     made absolute, as the inputs (workers started elsewhere did not find it: a job failed at their warm-up, a
     DataFrame's partitions at compute time); names (``default``, ``sf16``) and absolute paths as they are."""
-    if network not in ("default", "stockfish", "sf15.1", "sf15") and os.path.exists(network):
+    from ..resources import BUILT_IN_NAMES
+
+    if network not in BUILT_IN_NAMES and os.path.exists(network):  # (network_from_spec's rule: then a file)
         return os.path.abspath(network)
     return network
 
@@ -1199,8 +1200,10 @@ def _evaluate_partition(df, column: str, network: str, threads: int | None):
         row = int(at.group(1))
         label = df.index[row]
         label = label.item() if isinstance(label, np.generic) else label  # 11, not np.int64(11)
+        import pandas as pd
+
         cell = fens[row]
-        null = cell is None or type(cell).__name__ in ("NAType", "NaTType") or (isinstance(cell, float) and cell != cell)
+        null = pd.api.types.is_scalar(cell) and pd.isna(cell)  # None, NaN, pd.NA, NaT
         problem = "a null cell, not a FEN string" if null else str(exc)[at.end():]
         raise type(exc)(f"{column!r} at index {label!r}: {problem}") from None
     black = np.array([f.split()[1:2] == ["b"] for f in fens], bool)
