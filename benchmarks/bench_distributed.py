@@ -18,6 +18,9 @@ to fill the shards), written to a temporary directory.  Figures, all in one run:
   the job's wall clock would be with a core per worker), with the CPU time of the client's process
   (the scheduler's threads included);
 * the cost per input from many tiny shards, in process and on 2 workers;
+* the ceiling of the in-process ratio: the steps a task cannot skip (splitting lines, parsing with the flags,
+  evaluating, pyarrow writing the part), each timed alone on one shard, against ``evaluate_batch`` on it
+  (:func:`ceiling`);
 * the profile of one in-process ``score_files`` (thread CPU time under cProfile with
   ``time.thread_time`` as its clock): by stage (reading and splitting lines, FEN parsing with the
   check/outcome flags, evaluation, Arrow tables, Parquet writing) and the functions with the most own time.
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import glob
 import io
 import os
 import pstats
@@ -124,6 +128,44 @@ def stage_profile(pattern: str, out: str, net: str, top: int) -> tuple[list[tupl
             file.split("site-packages/")[-1] if "site-packages/" in file else file)
         functions.append(f"{tt:>7.3f} s {100 * tt / total:>5.1f} %  {calls:>6} calls  {where}:{line}({func})")
     return rows, total, functions
+
+
+def ceiling(ev, path: str, repeats: int = 7, calls: int = 10) -> dict[str, float]:
+    """Thread CPU milliseconds (best of ``repeats`` runs of ``calls`` calls, the steps interleaved so they see one
+    load) of the steps a shard's ``score_files`` task cannot skip, each timed alone, with ``evaluate_batch`` on the
+    same FENs: splitting the file's lines (``read_epd``), parsing with the in-check and mate flags
+    (``parse_and_flag``), evaluating (``Evaluator.evaluate_bitboards``) and pyarrow writing the part's table
+    (``pyarrow.parquet.write_table`` into memory, the parts' settings, per codec).  Their sum is the least a task
+    could cost: ``evaluate_batch`` over it is the best ratio ``score_files(client=None)`` can reach."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from nnue_infer.io.epd import read_epd
+    from nnue_infer.io.score import parse_and_flag, score_epd
+
+    with open(path, "rb") as f:
+        data = f.read()
+    fens = data.decode().splitlines()
+    rows = read_epd(data)
+    buf, offsets = rows.fen_buffer()
+    bitboards, stm = parse_and_flag(buf, offsets)[:2]
+    table, _ = D._score_tables(score_epd(ev, rows, operations=False), path)
+
+    def write(codec: str) -> None:
+        pq.write_table(table, pa.BufferOutputStream(), **D._parquet(codec))
+
+    steps = {"evaluate_batch": lambda: ev.evaluate_batch(fens), "split lines": lambda: read_epd(data),
+             "parse + flags": lambda: parse_and_flag(buf, offsets),
+             "evaluate": lambda: ev.evaluate_bitboards(bitboards, stm)}
+    steps |= {f"write part, {codec}": (lambda c=codec: write(c)) for codec in CODECS}
+    best = dict.fromkeys(steps, float("inf"))
+    for _ in range(repeats):
+        for name, step in steps.items():
+            t = time.thread_time()
+            for _ in range(calls):
+                step()
+            best[name] = min(best[name], (time.thread_time() - t) / calls * 1e3)
+    return best
 
 
 def stats(values: list[float]) -> tuple[float, float]:
@@ -223,6 +265,7 @@ def main() -> None:
                     tiny_cluster, _, _ = timed(lambda: job(client, tiny))
             for codec, codec_runs in runs.items():
                 clusters[workers, codec] = codec_runs
+        floor = ceiling(ev, sorted(glob.glob(shards))[0])
         stages, total, top = stage_profile(shards, os.path.join(tmp, "prof"), args.net, args.top)
 
         say(f"{n:,} positions ({len(set(fens)):,} distinct real FENs) in {args.shards} EPD shards of {args.size:,}; "
@@ -281,6 +324,16 @@ def main() -> None:
         say(f"per-input cost, {args.tiny} shards of 5 positions: in process {tiny_wall / args.tiny * 1e3:.1f} ms per "
             f"shard, LocalCluster 2 workers {tiny_cluster * 2 / args.tiny * 1e3:.1f} ms of worker time per shard (wall "
             "clock; small shards run several to a Dask task)")
+        say()
+        say(f"the steps of one shard's task that score_files cannot skip, each timed alone (thread CPU ms, best of 7 "
+            f"runs of 10 calls), and evaluate_batch on the shard's {args.size:,} FENs:")
+        say("  " + ", ".join(f"{name} {ms:.2f}" for name, ms in floor.items()))
+        least = floor["split lines"] + floor["parse + flags"] + floor["evaluate"]
+        for codec in CODECS:
+            say(f"  ceiling of score_files(client=None{'' if codec == 'zstd' else f', compression={codec!r}'}): "
+                f"evaluate_batch / (split + parse + evaluate + write) = {floor['evaluate_batch']:.2f} / "
+                f"{least + floor[f'write part, {codec}']:.2f} = "
+                f"{floor['evaluate_batch'] / (least + floor[f'write part, {codec}']):.3f}x, with no other code at all")
         say()
         say(f"one in-process score_files over the {args.shards} shards under cProfile (thread CPU time, profiler "
             "overhead included), by stage:")
