@@ -803,3 +803,25 @@ def test_a_network_file_replaced_during_a_job_stops_it(tmp_path, fens):
     t = pq.read_table(tmp_path / "out", columns=["fen", "value"]).to_pydict()
     assert len(t["fen"]) == 10  # the first input's part, scored before the swap
     np.testing.assert_array_equal(t["value"], nnue_infer.evaluate_batch(t["fen"], nnue_infer.default_network()))
+
+
+def test_a_rerun_removes_the_temporary_files_of_dead_writers_only(tmp_path, fens):
+    """The hidden temporary file of a part (and of the manifest) that a killed worker was writing stayed in the
+    dataset directory for ever: a run into the directory removes those last written over ``STALE_SECONDS`` ago, and
+    leaves a fresh one (a live writer's) and other hidden files alone."""
+    write_shards(tmp_path / "in", fens, 2)
+    out = tmp_path / "out"
+    D.score_files(str(tmp_path / "in" / "*"), str(out), "default")
+    part = D.part_name(str(tmp_path / "in" / "s0.epd"))
+    (out / D.ERRORS_DIR).mkdir(exist_ok=True)
+    old = [out / f".{part}.tmp-4242-0", out / D.ERRORS_DIR / f".{part}.tmp-4242-1", out / f"{D.MANIFEST}.tmp-4242-7"]
+    kept = [out / f".{part}.tmp-4343-0", out / ".notes.tmp-1-1", out / D.ERRORS_DIR / ".keep"]
+    for path in old + kept:
+        path.write_bytes(b"PAR1 half a part")
+    stale = time.time() - D.STALE_SECONDS - 60
+    for path in old + kept[1:]:
+        os.utime(path, (stale, stale))
+    again = D.score_files(str(tmp_path / "in" / "*"), str(out), "default")
+    assert again.skipped == 2
+    assert [p.exists() for p in old] == [False] * 3
+    assert [p.exists() for p in kept] == [True] * 3

@@ -12,7 +12,8 @@ Needs the ``dask`` extra (``pip install 'nnue-infer[dask]'``: ``dask[distributed
   row never stops the job.  Each part is written to a temporary name and renamed, so a part
   that exists is complete: a re-run skips the tasks whose part exists (ranges are recorded in
   the manifest and reused), and a task re-run after a worker died rewrites the same name (no
-  duplicated or missing rows).  ``_nnue_infer.json`` records the network and each input's plan; a re-run
+  duplicated or missing rows; the temporary file of a part a killed worker was writing is removed by a later run,
+  :data:`STALE_SECONDS` after it was last written).  ``_nnue_infer.json`` records the network and each input's plan; a re-run
   with another network is refused, and runs into one output plan one at a time (``_nnue_infer.lock``),
   so a concurrent run with other task sizes follows the first run's plan.
 * :func:`evaluate_dataframe` adds ``value``, ``cp`` and ``cp_white`` columns to a Dask
@@ -946,6 +947,38 @@ _PART = re.compile(r"part-.*-[0-9a-f]{12}(-b\d+)?\.parquet", re.S)
 #: Names of the files :func:`score_files` writes into a dataset directory (:func:`expand_inputs` passes over them):
 #: parts, the manifest (and its temporary names) and the lock.
 _OWN_FILE = re.compile(rf"{_PART.pattern}|{re.escape(MANIFEST)}(\.tmp-.*)?|{re.escape(LOCK)}", re.S)
+#: Temporary files of parts (:func:`nnue_infer.inputs.replacing`) and of the manifest (:func:`_write_manifest`).
+_TEMPORARY = re.compile(rf"\.{_PART.pattern}\.tmp-\d+-\d+|{re.escape(MANIFEST)}\.tmp-\d+-\d+", re.S)
+#: Seconds after which a temporary file of a dataset directory is a dead writer's (a worker killed while it wrote a
+#: part) and a run into the directory removes it (:func:`_remove_stale_temporaries`): a live writer's exists for the
+#: one call that writes a part put together in memory.
+STALE_SECONDS = 600
+
+
+def _remove_stale_temporaries(out_dir: str) -> list[str]:
+    """Remove the temporary files (:data:`_TEMPORARY`) of ``out_dir`` and its errors directory last written more than
+    :data:`STALE_SECONDS` ago: those of writers that died (readers skip them, being hidden, but they took the disk
+    space of a part each).  Returns the paths removed (a warning names how many and the first)."""
+    import time
+
+    removed = []
+    now = time.time()
+    for directory in (out_dir, os.path.join(out_dir, ERRORS_DIR)):
+        try:
+            names = os.listdir(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            path = os.path.join(directory, name)
+            with contextlib.suppress(OSError):  # removed by another run first, or not ours to remove: left
+                if _TEMPORARY.fullmatch(name) and os.path.isfile(path) and not os.path.islink(path) \
+                        and now - os.stat(path).st_mtime > STALE_SECONDS:
+                    os.remove(path)
+                    removed.append(path)
+    if removed:
+        log.warning("removed %d temporary file(s) of writers that died (killed workers), e.g. %s", len(removed),
+                    removed[0])
+    return removed
 
 
 @contextlib.contextmanager
@@ -1108,6 +1141,8 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
             _check_manifest(output, network, identity)
             tasks = plan_tasks(files, output, split_bytes=split_bytes, split_rows=split_rows,
                                binpack_task_bytes=binpack_task_bytes)
+            if not fresh:
+                _remove_stale_temporaries(output)
         except BaseException:
             if created and fresh:  # a refused plan changes nothing; removed under the lock: no other run wrote here
                 shutil.rmtree(output, ignore_errors=True)
