@@ -309,6 +309,28 @@ def test_parquet_cells_are_cells(tmp_path, fens):
         D.score_files(str(path), str(tmp_path / "out2"), "default", column="fens")
 
 
+def test_parquet_cells_with_text_after_the_fen_are_errors_as_in_evaluate_batch(tmp_path, fens):
+    """A Parquet FEN cell with EPD operations or a seventh field after its FEN was scored as the FEN alone (the
+    operations dropped), where ``evaluate_batch`` and ``evaluate_dataframe`` refuse the same cell: an error of its
+    row naming the text, and the FEN alone in another cell is still scored."""
+    cells = [fens[0] + " bm e4;", fens[1] + " extra", fens[2]]
+    for cell in cells[:2]:
+        with pytest.raises(ValueError):
+            nnue_infer.evaluate_batch([cell])
+    path = tmp_path / "ops.parquet"
+    pq.write_table(pa.table({"fen": cells}), path)
+    out = tmp_path / "out"
+    report = D.score_files(str(path), str(out), "default")
+    assert (report.rows, report.errors) == (1, 2)
+    check_complete(out, [(str(path), 3, fens[2])], nnue_infer.default_network())
+    errors = pq.read_table(out / D.ERRORS_DIR).to_pydict()
+    assert sorted(zip(errors["line"], errors["message"])) == [
+        (1, "row 1: text after the FEN ('bm e4;'): a FEN column holds one FEN per cell (EPD operations are not "
+            "read from Parquet)"),
+        (2, "row 2: text after the FEN ('extra'): a FEN column holds one FEN per cell (EPD operations are not "
+            "read from Parquet)")]
+
+
 def test_inputs_named_twice_are_scored_once(tmp_path, fens):
     """Overlapping patterns and a link to an input name one file (issue 26 item 3): counted once."""
     expected = write_shards(tmp_path / "in", fens[:60], n=2)

@@ -604,11 +604,25 @@ def _parquet_rows(task: Task, column: str):
     for message, mask in problems:
         for i in np.flatnonzero(mask.fill_null(False).to_numpy(zero_copy_only=False)).tolist():
             bad.setdefault(task.first + i, f"row {task.first + i}: {message}")
-    if bad:
-        mask = np.zeros(len(cells), bool)
-        mask[np.array(list(bad), np.int64) - task.first] = True
-        cells = pc.replace_with_mask(cells, pa.array(mask), pa.array(["?"] * len(bad), cells.type))
-    return read_epd(_lines(cells.cast(pa.large_string())), first_line=task.first, source=task.path), bad
+    def unread(cells):  # the cells of the rows in bad as "?" lines (error rows), then read as EPD lines
+        if bad:
+            mask = np.zeros(len(cells), bool)
+            mask[np.array(list(bad), np.int64) - task.first] = True
+            cells = pc.replace_with_mask(cells, pa.array(mask), pa.array(["?"] * len(bad), cells.type))
+        return read_epd(_lines(cells.cast(pa.large_string())), first_line=task.first, source=task.path)
+
+    rows = unread(cells)
+    more = np.zeros(len(rows), bool)  # a cell with text after its FEN: EPD operations, read or refused
+    more[rows.op_row] = True
+    more |= rows.op_problem != 0
+    if more.any():  # (evaluate_batch and evaluate_dataframe refuse such a cell: a dataset's row must not differ)
+        for i in np.flatnonzero(more).tolist():
+            cell, fen = cells[i].as_py(), rows.fen[i] or ""
+            rest = cell.split(fen, 1)[-1].strip() if fen else cell.strip()
+            bad.setdefault(task.first + i, f"row {task.first + i}: text after the FEN ({rest[:40]!r}): a FEN column "
+                                           "holds one FEN per cell (EPD operations are not read from Parquet)")
+        rows = unread(cells)
+    return rows, bad
 
 
 def _check_column(path: str, schema, column: str) -> None:
