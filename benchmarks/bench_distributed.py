@@ -18,6 +18,8 @@ to fill the shards), written to a temporary directory.  Figures, all in one run:
   the job's wall clock would be with a core per worker), with the CPU time of the client's process
   (the scheduler's threads included);
 * the cost per input from many tiny shards, in process and on 2 workers;
+* one machine's choice: ``evaluate_batch`` and ``score_files(client=None)`` on every core of one process (wall
+  clock), against the LocalCluster of one worker per core;
 * the ceiling of the in-process ratio: the steps a task cannot skip (splitting lines, parsing with the flags,
   evaluating, pyarrow writing the part), each timed alone on one shard, against ``evaluate_batch`` on it
   (:func:`ceiling`);
@@ -200,9 +202,9 @@ def main() -> None:
         order = sorted(range(len(t["line"])), key=lambda i: (t["source"][i], t["line"][i]))
         assert np.array_equal(np.array(t["value"])[order], want), f"values differ in {out}"
 
-    def job(client=None, pattern=None, compression="zstd") -> tuple[str, dict]:
+    def job(client=None, pattern=None, compression="zstd", threads=1) -> tuple[str, dict]:
         out = os.path.join(tmp, f"out{next(jobs)}")
-        report = D.score_files(pattern or shards, out, args.net, client, threads=1, compression=compression)
+        report = D.score_files(pattern or shards, out, args.net, client, threads=threads, compression=compression)
         return out, report
 
     def dataset_bytes(out: str) -> int:
@@ -235,6 +237,13 @@ def main() -> None:
             around.append((base[-2][1] + base[-1][1]) / 2)  # the baseline before and after the round's jobs
         base_wall, base_cpu = stats([r[0] for r in base])[1], stats([r[1] for r in base])[0]
         tiny_wall, _, _ = timed(lambda: job(pattern=tiny))
+        cores = os.cpu_count() or 1
+        every_core: dict[str, list] = {"evaluate_batch": [], "score_files": []}
+        for _ in range(args.rounds):  # one machine's choice: one process on every core, or a worker per core
+            numba.set_num_threads(cores)
+            every_core["evaluate_batch"].append(timed(lambda: ev.evaluate_batch(fens)))
+            every_core["score_files"].append(timed(lambda: job(threads=cores)))
+        numba.set_num_threads(1)
         clusters = {}
         for workers in (1, 2):
             with dask.config.set(D.QUIET_WORKERS), LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
@@ -316,6 +325,11 @@ def main() -> None:
             "rounds of that ratio with the mean of the evaluate_batch runs just before and after each job (the same load); "
             "'client+scheduler': "
             "process CPU of this process during a job (the LocalCluster's scheduler runs in it)")
+        say(f"one machine, wall clock (medians of {args.rounds}): in one process on all {cores} cores, evaluate_batch "
+            + f", score_files(client=None, threads={cores}) ".join(
+                f"{stats([r[0] for r in every_core[k]])[1]:.3f} s ({base_wall / stats([r[0] for r in every_core[k]])[1]:.2f}x "
+                "of evaluate_batch on 1 thread)" for k in ("evaluate_batch", "score_files"))
+            + "; the LocalCluster of 2 workers x 1 thread: its wall ratio above")
         for (workers, codec), runs in clusters.items():
             extra = [(sum(r["workers"]) - r["tasks"]) / r["dask_tasks"] for r in runs]
             say(f"{workers} worker(s), {codec}: {runs[0]['dask_tasks']} Dask tasks a job; the workers' process CPU "
