@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine, positions  # noqa: E402
+from common import best_of, machine, positions  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer.float_network import FloatNetwork
@@ -50,22 +50,6 @@ def pairwise_before(acc, stm, clamp_max, shift, out):
             a = min(max(row[j], 0), clamp_max)
             b = min(max(row[j + half], 0), clamp_max)
             out[base + j] = (a * b) >> shift
-
-
-def best_of(fns: dict, repeat: int, number: int) -> dict:
-    """Per key, the minimum over ``repeat`` rounds of the mean seconds per call of ``fns[key]``
-    called ``number`` times.  The functions are timed round-robin within each round, so load
-    changes on a shared machine hit all of them alike."""
-    for fn in fns.values():
-        fn()
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for key, fn in fns.items():
-            t = time.perf_counter()
-            for _ in range(number):
-                fn()
-            best[key] = min(best[key], (time.perf_counter() - t) / number)
-    return best
 
 
 def architecture(activation: str, width: int) -> Architecture:

@@ -51,7 +51,7 @@ import numba
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import games, positions  # noqa: E402
+from common import best_of, games, positions  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer.io import distributed as D  # noqa: E402
@@ -160,14 +160,7 @@ def ceiling(ev, path: str, repeats: int = 7, calls: int = 10) -> dict[str, float
              "parse + flags": lambda: parse_and_flag(buf, offsets),
              "evaluate": lambda: ev.evaluate_bitboards(bitboards, stm)}
     steps |= {f"write part, {codec}": (lambda c=codec: write(c)) for codec in CODECS}
-    best = dict.fromkeys(steps, float("inf"))
-    for _ in range(repeats):
-        for name, step in steps.items():
-            t = time.thread_time()
-            for _ in range(calls):
-                step()
-            best[name] = min(best[name], (time.thread_time() - t) / calls * 1e3)
-    return best
+    return {name: seconds * 1e3 for name, seconds in best_of(steps, repeats, calls, time.thread_time).items()}
 
 
 def stats(values: list[float]) -> tuple[float, float]:
