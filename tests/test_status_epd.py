@@ -6,10 +6,11 @@ import random
 
 import chess
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nnue_infer.io.epd import read_epd
+from nnue_infer.io.epd import UNICODE_SPACES, read_epd
 from nnue_infer.kernels import status as KS
 from nnue_infer.io.score import CHECKMATE, NONE, STALEMATE, outcomes, parse_and_flag
 from nnue_infer.positions import fen_buffer
@@ -162,3 +163,36 @@ def test_epd_split_lines_agrees_with_a_python_reference(parts, max_line):
     n = KE.split_lines(buf, max_line, *arrays, problem)
     got = list(zip(*(a[:n].tolist() for a in arrays)))
     assert (got, tuple(problem.tolist())) == _reference_split(data, max_line)
+
+
+def test_unicode_spaces_are_every_white_space_of_str_split():
+    assert UNICODE_SPACES == "".join(c for c in map(chr, range(0x80, 0x110000)) if c.isspace())
+
+
+@pytest.mark.parametrize("space", list(UNICODE_SPACES))
+def test_fen_fields_separated_by_unicode_white_space_are_read_as_python_chess_reads_them(space, evaluator):
+    """A FEN whose fields are separated by a Unicode space (a no-break space copied from a web page), which
+    ``nnue_infer.evaluate`` and python-chess read, is scored the same from a file, its FEN column as the line gives
+    it; it was an error row saying the FEN had "a half-move clock but no full-move number" (or, the space between
+    the counters, an EPD opcode '0\\u20031')."""
+    from nnue_infer.io.score import score_epd
+
+    base = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3".split(" ")
+    fens = [space.join(base)] + [" ".join(base[:k]) + space + " ".join(base[k:]) for k in range(1, 6)]
+    fens.append(" ".join(base[:4]) + space + 'id "a' + space + 'b";')  # an EPD line: the operand keeps its text
+    rows = read_epd(("\n".join(fens) + "\n").encode())
+    assert rows.fen.to_list() == fens[:-1] + [" ".join(base[:4])]
+    assert rows.fields.tolist() == [6] * 6 + [4]
+    table = next(score_epd(evaluator, rows))
+    expected = evaluator.evaluate(chess.Board(" ".join(base)))
+    assert table["error"].to_list() == [None] * 7
+    assert table["value"].tolist() == [expected] * 7
+    assert table["id"].to_list() == [None] * 6 + ["a" + space + "b"]
+
+
+def test_a_unicode_space_inside_epd_operations_is_named():
+    line = '4k3/8/8/8/8/8/8/4K3 w - - bm\u00a0Kd2; id "x";\n'
+    rows = read_epd(line.encode())
+    assert rows.problem(0) == (f"column {line.index('bm') + 1}: EPD opcode 'bm\\xa0Kd2' is not a name (a letter, then letters, digits or "
+                               "'_', at most 15) (U+00A0 NO-BREAK SPACE is not white space in EPD operations: "
+                               "separate opcodes and operands with ASCII spaces)")

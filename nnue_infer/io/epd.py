@@ -2,8 +2,10 @@
 
 One line per position: a FEN (six fields) or an EPD record (the first four FEN fields, then
 operations such as ``bm Nf3; id "WAC.001";``; PGN standard, section 16.2).  Blank lines and
-lines starting with ``#`` are skipped.  Splitting runs in compiled code over the file's bytes
-(:mod:`nnue_infer.kernels.epd`); the FENs and operands stay byte ranges of that buffer
+lines starting with ``#`` are skipped.  Fields are separated by white space as python-chess
+reads a FEN (``str.split()``): ASCII and :data:`UNICODE_SPACES` (a no-break space copied from a
+web page); the FEN column keeps the line's own characters.  Splitting runs in compiled code over
+the file's bytes (:mod:`nnue_infer.kernels.epd`); the FENs and operands stay byte ranges of that buffer
 (:class:`~nnue_infer.io.output.TextColumn`), so a file of millions of lines is read without a
 Python object per line, and :func:`iter_epd` reads a stream in chunks of
 :data:`CHUNK_BYTES`, so memory stays bounded whatever the input.
@@ -17,6 +19,7 @@ breaking these rules is a problem of that line (:meth:`EpdRows.problem`), like a
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -39,6 +42,10 @@ _OP_PROBLEMS = {
     KE.OP_UNTERMINATED: "EPD string operand without its closing '\"'",
     KE.OP_REPEATED: "EPD opcode {opcode!r} given twice on the line",
 }
+#: The characters beyond ASCII that Python's ``str.split()``, and so python-chess's ``chess.Board(fen)``, takes for white
+#: space (U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000; none lies above U+3000).
+UNICODE_SPACES = "".join(c for c in map(chr, range(0x80, 0x3001)) if c.isspace())
+_UNICODE_SPACE = re.compile(b"|".join(re.escape(c.encode("utf-8")) for c in UNICODE_SPACES))
 _PGN_LINE = re.compile(rb"\s*(\[[A-Za-z0-9_]+\s+\"|1\.\s*[a-hNBRQKO])")
 _FEN_LINE = re.compile(r"\s*[1-8pnbrqkPNBRQK]{1,8}(/[1-8pnbrqkPNBRQK~]{1,9}){7}(\s|$)")
 
@@ -101,6 +108,11 @@ class EpdRows:
         before = bytes(buf[int(self.line_start[i]):at])
         column = len(before.decode("utf-8", "replace")) + 1
         hint = " (the file's lines end in CR only: convert them to LF)" if b"\r" in before.replace(b"\r\n", b"") else ""
+        space = next((c for c in opcode if c in UNICODE_SPACES), None)
+        if space:  # the fields are split as python-chess splits them, the operations by the PGN standard
+            # (U+0085, the one without a name, has the alias NEXT LINE)
+            hint = (f" (U+{ord(space):04X} {unicodedata.name(space, 'NEXT LINE')} is not white space in EPD "
+                    "operations: separate opcodes and operands with ASCII spaces)")
         return f"column {column}: {_OP_PROBLEMS[code].format(opcode=opcode)}{hint}"
 
     def opcodes(self, keep: np.ndarray | None = None) -> list[str]:
@@ -199,13 +211,16 @@ def _split(data: bytes, first_line: int, source: str, max_line: int) -> tuple[Ep
         except UnicodeDecodeError:
             data = data.decode("utf-8", "replace").encode("utf-8")
     buf = np.frombuffer(bytearray(data), np.uint8)  # writeable: string operands are unescaped in place
-    size = KE.count_lines(buf)
+    scan = buf  # the bytes split into lines and fields: Unicode white space as ASCII spaces of its length (the
+    if not data.isascii() and _UNICODE_SPACE.search(data):  # fields python-chess reads; the FENs keep their text)
+        scan = np.frombuffer(bytearray(_UNICODE_SPACE.sub(lambda m: b" " * len(m[0]), data)), np.uint8)
+    size = KE.count_lines(scan)
     line, line_start = np.empty(size, np.int64), np.empty(size, np.int64)
     starts, ends = np.empty(size, np.int64), np.empty(size, np.int64)
     fields = np.empty(size, np.int8)
     ops_starts, ops_ends = np.empty(size, np.int64), np.empty(size, np.int64)
     problem = np.zeros(3, np.int64)
-    n = KE.split_lines(buf, max_line, line, line_start, starts, ends, fields, ops_starts, ops_ends, problem)
+    n = KE.split_lines(scan, max_line, line, line_start, starts, ends, fields, ops_starts, ops_ends, problem)
     message = None
     if problem[0] == KE.LINE_TOO_LONG:
         message = (f"{source}:{first_line - 1 + int(problem[1])}: line longer than {max_line} bytes "
