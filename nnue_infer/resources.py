@@ -232,6 +232,30 @@ STOCKFISH_15_1_NAMES = ("stockfish", "sf15.1", "sf15")
 BUILT_IN_NAMES = ("default", *STOCKFISH_15_1_NAMES)
 
 
+def is_network_name(spec: str | os.PathLike[str] | None) -> bool:
+    """Whether :func:`network_from_spec` reads ``spec`` as a network's name (``None``, :data:`BUILT_IN_NAMES`
+    whatever files exist, a known Stockfish network's spec when no file has that name), not as a file."""
+    from .formats.registry import known_by_spec
+
+    return spec is None or spec in BUILT_IN_NAMES or (isinstance(spec, str) and known_by_spec(spec) is not None
+                                                      and not Path(spec).exists())
+
+
+def network_file(spec: str | os.PathLike[str] | None) -> Path:
+    """The file :func:`network_from_spec` reads for ``spec``: the bundled default network's, Stockfish 15.1's
+    (extracted on first use), a known network's in the cache, or ``spec`` itself (not checked here).
+
+    Raises :class:`NetworkNotFoundError` as :func:`network_from_spec` does for a name whose file cannot be had.
+    """
+    if spec is None or spec == "default":
+        return default_network_path()
+    if spec in STOCKFISH_15_1_NAMES:
+        return stockfish_15_1_network_path()
+    if is_network_name(spec):
+        return known_network_path(str(spec))
+    return Path(spec)
+
+
 def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
     """A quantised network from a name or a file: ``None`` or ``"default"`` (the bundled default
     network), ``"stockfish"`` / ``"sf15.1"`` (:func:`stockfish_15_1_network`), a known Stockfish
@@ -252,9 +276,9 @@ def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
         return default_network()
     if spec in STOCKFISH_15_1_NAMES:
         return stockfish_15_1_network()
-    from .formats.registry import known_by_spec, specs
+    from .formats.registry import specs
 
-    if isinstance(spec, str) and known_by_spec(spec) is not None and not Path(spec).exists():
+    if is_network_name(spec):
         return known_network(spec)
     if not Path(spec).exists():  # a directory or device: load() says what it is
         raise NetworkNotFoundError(f"{os.fspath(spec)!r} is no known network name and no file (it does not exist); "

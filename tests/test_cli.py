@@ -169,6 +169,35 @@ def test_info_prints_the_digest_a_dataset_manifest_records(capsys, tmp_path, net
     assert f"digest:        {recorded} (parameters: a dataset manifest's network_sha256)" in out.splitlines()
 
 
+def test_info_takes_the_names_net_takes(capsys, tmp_path, stockfish_binary):
+    """``info default`` was refused (info wanted a file), so the ``network_sha256`` of a dataset scored with
+    ``network="default"`` could not be checked from the command line: every built-in name (and a known network's
+    spec) shows its file and the digest the manifest records."""
+    pytest.importorskip("distributed")
+    from nnue_infer.io.distributed import score_files
+    from nnue_infer.network import network_digest
+
+    epd = tmp_path / "one.epd"
+    epd.write_text(chess.STARTING_FEN + "\n")
+    score_files([str(epd)], str(tmp_path / "scores"), network="default")
+    recorded = json.loads((tmp_path / "scores" / "_nnue_infer.json").read_text())["network_sha256"]
+    status, out, err = run(capsys, ["info", "--json", "default"])
+    assert status == 0, err
+    shown = json.loads(out)
+    assert shown["network"] == "default" and shown["network_digest"] == recorded
+    assert shown["file"] == str(resources.default_network_path())
+    assert shown["sha256"] == hashlib.sha256(resources.default_network_path().read_bytes()).hexdigest()
+    for name in resources.BUILT_IN_NAMES[1:]:
+        status, out, err = run(capsys, ["info", "--json", name])
+        shown = json.loads(out)
+        assert status == 0 and shown["sha256"] == SHA256, err
+        assert shown["network_digest"] == network_digest(resources.network_from_spec(name))
+    status, out, err = run(capsys, ["info", "default"])
+    assert status == 0 and out.startswith("network:       default\nfile:          ") and recorded in out
+    status, out, err = run(capsys, ["info", str(tmp_path / "nosuch")])
+    assert status == 1 and "is no known network name and no file (it does not exist)" in err
+
+
 def test_info_not_a_network(capsys, tmp_path):
     text = tmp_path / "x.txt"
     text.write_text("hello\n")

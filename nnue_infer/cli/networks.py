@@ -12,15 +12,18 @@ from .common import (check_output_dir, example, json_option, quiet_option)
 
 
 @click.command(epilog=example("nnue-infer info nn-ad9b42354671.nnue", "nnue-infer info --json sf.safetensors | jq .architecture",
-                             "nnue-infer info --cache"))
-@click.argument("file", type=click.Path(exists=True, dir_okay=False), required=False)
+                             "nnue-infer info default", "nnue-infer info --cache"))
+@click.argument("file", metavar="NETWORK", required=False)
 @click.option("--cache", "show_cache", is_flag=True,
               help="Show the compiled-kernel cache instead: where, its size, what is compiled for this CPU.")
-@json_option("Print one JSON object (file, format, sha256, network_digest, description, architecture, dimensions, "
+@json_option("Print one JSON object (network: the name given or null, file, format, sha256, network_digest, description, architecture, dimensions, "
              "hashes).")
 def info(file, show_cache, as_json):
-    """Show a network file's format, architecture, dimensions, hashes and SHA-256 (or, with
+    """Show a network's format, architecture, dimensions, hashes and SHA-256 (or, with
     --cache, Numba's cache of the compiled kernels: see ``nnue-infer warmup``).
+
+    NETWORK is a file or a name that --net takes (default, stockfish, sf16, ...): then its
+    file is shown (the bundled one, or the cache's).
 
     The digest is the SHA-256 of the network's parameters (nnue_infer.network.network_digest), not of
     the file: what a Parquet dataset's _nnue_infer.json records as network_sha256.
@@ -34,7 +37,7 @@ def info(file, show_cache, as_json):
         show_cache_report(as_json)
         return
     if file is None:
-        raise click.UsageError("give a network FILE (or --cache)")
+        raise click.UsageError("give a NETWORK (a file, or a name such as default; or --cache)")
     import dataclasses
     import hashlib
 
@@ -43,12 +46,18 @@ def info(file, show_cache, as_json):
     from ..formats import detect_format
     from ..formats.stockfish import network_hashes
     from ..network import network_digest
+    from ..resources import is_network_name, network_file, network_from_spec
 
+    name = file if is_network_name(file) else None
     try:
-        fmt = detect_format(file)
-        network = load(file)
+        if name is None and not os.path.exists(file):
+            network_from_spec(file)  # raises: no such file (the message names the networks there are)
+        path = network_file(file)
+        fmt = detect_format(path)
+        network = network_from_spec(file) if name else load(path)  # (a name: as jobs load it; a file may be float)
     except NnueError as exc:
         raise click.ClickException(str(exc)) from exc
+    file = os.fspath(path)
     arch = network.architecture
     sha = hashlib.sha256(Path(file).read_bytes()).hexdigest()
     digest = network_digest(network)
@@ -61,11 +70,13 @@ def info(file, show_cache, as_json):
         net_h, ft_h, stack_h = network_hashes(arch)
         hashes = {"network": f"0x{net_h:08X}", "feature_transformer": f"0x{ft_h:08X}", "layer_stack": f"0x{stack_h:08X}"}
     if as_json:
-        click.echo(json.dumps({"file": file, "format": fmt, "sha256": sha, "network_digest": digest,
+        click.echo(json.dumps({"network": name, "file": file, "format": fmt, "sha256": sha, "network_digest": digest,
                                "description": network.description,
                                "summary": repr(network), "architecture": json.loads(arch.to_json()),
                                "feature_transformer": ft, "layers": layers, "hashes": hashes}))
         return
+    if name:
+        click.echo(f"network:       {name}")
     click.echo(f"file:          {file}")
     click.echo(f"format:        {fmt}")
     click.echo(f"sha256:        {sha}")
