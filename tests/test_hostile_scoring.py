@@ -365,11 +365,31 @@ def test_the_cli_refuses_a_local_cluster_larger_than_the_machine(tmp_path, fens,
     (tmp_path / "a.epd").write_text(fens[0] + "\n")
     handed = []
     monkeypatch.setattr(D, "run_job", lambda inputs, output, *a, **k: handed.append(k["workers"]) or 0)
-    most = max(E.MAX_LOCAL_WORKERS_PER_CORE * (os.cpu_count() or 1), 8)
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    most = max(E.MAX_LOCAL_WORKERS_PER_CORE * usable, 8)
     assert main(["eval", "--epd", str(tmp_path / "a.epd"), "--workers", str(most + 1), "-o", str(tmp_path / "o")]) == 2
     assert f"Invalid value for '--workers': {most + 1} local worker processes is more than {most}" in \
         capsys.readouterr().err
     assert not (tmp_path / "o").exists() and handed == []
+    assert main(["eval", "--epd", str(tmp_path / "a.epd"), "--workers", str(most), "-o", str(tmp_path / "o")]) == 0
+    assert handed == [most]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity masks on this system")
+def test_the_local_cluster_limit_counts_the_cpus_this_process_may_use(tmp_path, fens, capsys, monkeypatch):
+    """The ``--workers`` limit counted ``os.cpu_count()``, the machine's CPUs, not the ones a container or ``taskset``
+    leaves the process: 3 usable CPUs of 64 allow 12 workers, not 256."""
+    from nnue_infer.cli import eval as E
+    from nnue_infer.cli import main
+
+    (tmp_path / "a.epd").write_text(fens[0] + "\n")
+    handed = []
+    monkeypatch.setattr(D, "run_job", lambda inputs, output, *a, **k: handed.append(k["workers"]) or 0)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    most = 3 * E.MAX_LOCAL_WORKERS_PER_CORE
+    assert main(["eval", "--epd", str(tmp_path / "a.epd"), "--workers", str(most + 1), "-o", str(tmp_path / "o")]) == 2
+    assert f"{most + 1} local worker processes is more than {most}" in capsys.readouterr().err and handed == []
     assert main(["eval", "--epd", str(tmp_path / "a.epd"), "--workers", str(most), "-o", str(tmp_path / "o")]) == 0
     assert handed == [most]
 
