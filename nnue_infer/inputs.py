@@ -43,6 +43,33 @@ STDIN = "-"
 MAX_LINE = 1 << 24
 
 
+#: Bytes at the start of a text input (EPD/FEN, PGN) looked at for a NUL byte, the mark of binary data
+#: (:func:`binary_problem`; git's test for binary files looks at 8,000).
+SNIFF_BYTES = 8192
+
+
+def binary_problem(head: bytes, label: str, what: str) -> str | None:
+    """The message refusing a text input named ``label`` whose first bytes ``head`` (decompressed; the first
+    :data:`SNIFF_BYTES` are looked at) hold a NUL byte: binary data (an image, an archive, UTF-16 text) is not
+    ``what``; it names the byte's offset and line.  ``None`` for text: bytes that are not UTF-8 alone do not make
+    binary data (they are read as U+FFFD, as in a Latin-1 PGN's names)."""
+    at = head.find(b"\0", 0, SNIFF_BYTES)
+    if at < 0:
+        return None
+    line = head.count(b"\n", 0, at) + 1
+    utf16 = " (UTF-16 text: convert it to UTF-8)" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+    return f"{label}: NUL byte at byte offset {at} (line {line}): binary data, not {what}{utf16}"
+
+
+def peek_start(stream) -> bytes:
+    """The first bytes that ``stream`` (a buffered binary stream, or a text stream over one: ``.buffer``) will
+    give, reading nothing (at most a buffer's worth, fewer from a pipe); ``b""`` when it cannot tell (a list of
+    lines).  Call it before the stream is read."""
+    buffer = stream if hasattr(stream, "peek") else getattr(stream, "buffer", None)
+    peek = getattr(buffer, "peek", None)
+    return peek(SNIFF_BYTES)[:SNIFF_BYTES] if peek is not None else b""
+
+
 class _LineGuard(io.RawIOBase):
     """A raw stream over ``source`` (decompressed bytes) that raises :class:`InputError` once a line
     exceeds ``max_line`` bytes; checked per chunk in C (``bytes.rfind``, ``bytes.count``), so
@@ -219,8 +246,11 @@ class Input:
         except (OSError, io.UnsupportedOperation):  # e.g. a replaced sys.stdin without a descriptor
             self.size = None
         head = b""
+        read1 = getattr(raw, "read1", raw.read)
         while len(head) < len(ZSTD_MAGIC):  # a pipe may deliver fewer bytes per read
-            chunk = raw.read(len(ZSTD_MAGIC) - len(head))
+            # what one read gives (a regular file: SNIFF_BYTES), so that the first block of a text input can be
+            # peeked at (peek_start) through the buffered streams over this one
+            chunk = read1(SNIFF_BYTES - len(head))
             if not chunk:
                 break
             head += chunk

@@ -22,6 +22,7 @@ import nnue_infer
 from nnue_infer.io import epd
 from nnue_infer.cli import main
 from nnue_infer.errors import FenError, InputError
+from nnue_infer.inputs import SNIFF_BYTES
 
 SF = ["--net", "stockfish"]
 AFTER_E4 = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
@@ -185,10 +186,11 @@ def test_epd_is_read_in_bounded_chunks_across_line_boundaries():
 
 
 class Endless(io.RawIOBase):
-    """A stream of zero bytes that counts what was read (``/dev/zero`` with a meter)."""
+    """A stream of ``fill`` bytes after ``head`` that counts what was read (``/dev/zero`` with a meter, or
+    of another byte: NUL bytes among the first are binary data, refused before any line is split)."""
 
-    def __init__(self, head: bytes = b"") -> None:
-        self.head, self.served = head, 0
+    def __init__(self, head: bytes = b"", fill: bytes = b"\0") -> None:
+        self.head, self.fill, self.served = head, fill, 0
 
     def readable(self) -> bool:
         return True
@@ -196,14 +198,14 @@ class Endless(io.RawIOBase):
     def readinto(self, b) -> int:
         n = len(b)
         data = self.head[self.served:self.served + n]
-        b[:n] = data + bytes(n - len(data))
+        b[:n] = data + self.fill * (n - len(data))
         self.served += n
         return n
 
 
 def test_an_endless_line_is_refused_with_its_number_in_bounded_memory():
     head = (chess.STARTING_FEN + "\n") * 3
-    stream = io.BufferedReader(Endless(head.encode()))
+    stream = io.BufferedReader(Endless(head.encode(), b"x"))
     with pytest.raises(InputError, match=r"^<x>:4: line longer than 100 bytes"):
         for _ in epd.iter_epd(stream, "<x>", chunk_bytes=1000, max_line=100):
             pass
@@ -214,13 +216,18 @@ def test_dev_zero_and_binary_files_are_named(capsys, tmp_path):
     zeros = tmp_path / "zero.epd"  # /dev/zero without its endlessness (code that reads it whole fills the memory)
     zeros.write_bytes(bytes(20 << 20))
     status, out, err = run(capsys, "eval", *SF, "--epd", zeros)
+    assert status == 1 and out == "" and err.strip() == f"error: {zeros}: NUL byte at byte offset 0 (line 1): " \
+        "binary data, not an EPD/FEN text file"
+    zeros.write_bytes(b"x" * (20 << 20))
+    status, out, err = run(capsys, "eval", *SF, "--epd", zeros)
     assert status == 1 and out == "" and err.strip() == f"error: {zeros}:1: line longer than {epd.MAX_LINE_BYTES} " \
         "bytes (not an EPD/FEN file?)"
-    binary = tmp_path / "b.epd"
-    binary.write_bytes(f"{chess.STARTING_FEN}\n".encode() + b"\x7fELF\x00\x01 id x;\n")
+    binary = tmp_path / "b.epd"  # binary data after the first bytes (there: refused at once, test_reliability_cli)
+    lines = 1 + SNIFF_BYTES // len(chess.STARTING_FEN)
+    binary.write_bytes(f"{chess.STARTING_FEN}\n".encode() * lines + b"\x7fELF\x00\x01 id x;\n")
     status, out, err = run(capsys, "eval", *SF, "--epd", binary)
-    assert status == 1 and f"{binary}:2: NUL byte at column 5: binary data" in err
-    assert len(out.splitlines()) == 2  # the line before it is scored, nothing of the binary line
+    assert status == 1 and f"{binary}:{lines + 1}: NUL byte at column 5: binary data" in err
+    assert len(out.splitlines()) == lines + 1  # the lines before it are scored, nothing of the binary line
 
 
 @pytest.mark.parametrize("ops, column, message", [
@@ -319,9 +326,11 @@ def test_parquet_output_of_a_run_stopped_early(capsys, tmp_path, monkeypatch):
     assert run(capsys, "eval", *SF, "--epd", demo, "-o", good)[0] == 1  # demo.epd has one bad line
     before = good.read_bytes()
     bad = tmp_path / "nulmid.epd"
-    bad.write_bytes(b"".join(demo.read_bytes().splitlines(keepends=True)[:3]) + b"abc\0\n")
+    good_lines = b"".join(demo.read_bytes().splitlines(keepends=True)[:3])  # (a NUL among the first bytes: refused)
+    copies = 1 + SNIFF_BYTES // len(good_lines)
+    bad.write_bytes(good_lines * copies + b"abc\0\n")
     status, out, err = run(capsys, "eval", *SF, "--epd", bad, "-o", good)
-    assert status == 1 and f"{bad}:4: NUL byte" in err
+    assert status == 1 and f"{bad}:{3 * copies + 1}: NUL byte" in err
     csv_rows = run(capsys, "eval", *SF, "--epd", bad)[1].splitlines()[1:]
     assert pq.read_table(good).num_rows == len(csv_rows) > 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.parquet", "nulmid.epd"]

@@ -618,6 +618,18 @@ def test_content_of_the_other_kind_is_refused_naming_the_file(tmp_path, fens, na
     assert not any(p.startswith("part-") for p in os.listdir(tmp_path / "out"))
 
 
+@pytest.mark.parametrize("name, what", [("image.pgn", "a PGN text file"), ("image.epd", "an EPD/FEN text file")])
+def test_a_binary_input_is_refused_naming_the_byte(tmp_path, name, what):
+    """An image named ``.pgn`` gave a row of the start position and an error row, named ``.epd`` error rows: binary
+    data (a NUL byte among its first bytes) is the job's error, naming the file, the byte offset and its line."""
+    src = tmp_path / name
+    src.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    with pytest.raises(nnue_infer.InputKindError,
+                       match=re.escape(f"{src}: NUL byte at byte offset 8 (line 3): binary data, not {what}")):
+        D.score_files(str(src), str(tmp_path / "out"))
+    assert not any(p.startswith("part-") for p in os.listdir(tmp_path / "out"))
+
+
 @pytest.mark.usefixtures("dask_timeouts")
 def test_eval_workers_with_port_8787_in_use(tmp_path, fens, capsys):
     """Another Dask cluster (a notebook's, another job's) holds port 8787: ``eval --workers`` warned "Port 8787 is

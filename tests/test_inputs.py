@@ -196,16 +196,22 @@ def test_corrupt_compressed_pgn_is_a_clear_error(tmp_path):
         "ended before the end-of-stream marker was reached); the rows before it were read")
 
 
-def test_a_file_without_newlines_is_refused_not_read_into_memory(capsys):
+def test_a_file_without_newlines_is_refused_not_read_into_memory(capsys, tmp_path):
     """Hostile pass: ``--pgn /dev/zero`` (or any line reader) read one endless line until the
-    memory ran out; lines are capped at ``MAX_LINE`` bytes."""
+    memory ran out; lines are capped at ``MAX_LINE`` bytes (``/dev/zero`` itself is binary data, refused
+    by its first bytes)."""
     from nnue_infer.cli import main
     from nnue_infer.inputs import MAX_LINE
 
+    assert main(["eval", "--pgn", "/dev/zero"]) == 1
+    assert capsys.readouterr().err.strip() == ("error: /dev/zero: NUL byte at byte offset 0 (line 1): binary data, "
+                                               "not a PGN text file")
+    long_line = tmp_path / "long.pgn"
+    long_line.write_bytes(b"x" * (MAX_LINE + 1))
     for option in ("--pgn",):  # (--epd now reads the whole input as bytes first: not line by line)
-        assert main(["eval", option, "/dev/zero"]) == 1
+        assert main(["eval", option, str(long_line)]) == 1
         err = capsys.readouterr().err
-        assert err.strip() == (f"error: /dev/zero: line 1 is longer than {MAX_LINE} bytes (not a text file "
+        assert err.strip() == (f"error: {long_line}: line 1 is longer than {MAX_LINE} bytes (not a text file "
                                "of positions or games?)")
     with pytest.raises(InputError, match="line 1 is longer"):
         read_positions("/dev/zero")

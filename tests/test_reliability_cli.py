@@ -173,3 +173,42 @@ def test_compressed_network_and_two_stdin_inputs_are_named(tmp_path, capsys):
     assert status == 1 and "a gzip-compressed file; decompress the network first (gunzip" in err
     status, out, err = run(capsys, "datagen", "-o", tmp_path / "p.npz", "--games", "-", "--exclude", "-")
     assert status == 2 and "cannot both read standard input" in err
+
+
+#: The first bytes of a PNG image (signature, IHDR chunk: its first NUL at byte offset 8, on line 3), then noise.
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00P\x00\x00\x00P\x08\x06" + bytes(range(1, 256)) * 4
+
+
+@pytest.mark.parametrize("kind, what", [("pgn", "a PGN text file"), ("epd", "an EPD/FEN text file")])
+@pytest.mark.parametrize("how", ["plain", "gzip", "stdin"])
+def test_a_binary_file_is_refused_naming_the_byte(tmp_path, capsys, monkeypatch, kind, what, how):
+    """An image named ``.pgn`` gave a row of the start position and an error row ("failed to parse SAN at ply 1:
+    \\ufffdPNG"); named ``.epd``, error rows up to its first NUL.  A NUL byte among an input's first bytes is binary
+    data: refused before any row, naming the file, the byte offset and its line."""
+    import gzip
+    import io
+
+    path = tmp_path / f"image.{kind}"
+    path.write_bytes(gzip.compress(PNG) if how == "gzip" else PNG)
+    if how == "stdin":
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(PNG)))
+    name = "-" if how == "stdin" else path
+    status, out, err = run(capsys, "eval", f"--{kind}", name)
+    label = "<stdin>" if how == "stdin" else path
+    assert (status, out, err) == (1, "", f"error: {label}: NUL byte at byte offset 8 (line 3): binary data, not {what}\n")
+
+
+def test_binary_pgn_refused_by_read_pgn_and_latin1_pgn_still_read(tmp_path):
+    """The Python reader refuses binary data too; bytes that are not UTF-8 alone are no binary data: a Latin-1 PGN's
+    names are read as U+FFFD (the rule of ``inputs.open_input``) and its games scored."""
+    from nnue_infer.errors import InputKindError
+    from nnue_infer.io.pgn import read_pgn
+
+    image = tmp_path / "image.pgn"
+    image.write_bytes(PNG)
+    with pytest.raises(InputKindError, match=f"^{image}: NUL byte at byte offset 8 "):
+        list(read_pgn(image))
+    latin1 = tmp_path / "latin1.pgn"
+    latin1.write_bytes('[White "Müller"]\n\n1. e4 e5 *\n'.encode("latin-1"))
+    (batch,) = read_pgn(latin1)
+    assert batch.headers["White"].tolist() == ["M\ufffdller"] * 3 and batch.san == ["", "e4", "e5"]

@@ -26,7 +26,8 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, InputKindError
+from ..inputs import binary_problem
 from ..kernels import epd as KE
 from .output import TextColumn
 from ..positions import missing_field
@@ -250,7 +251,9 @@ def iter_epd(stream: BinaryIO, source: str = "<epd>", *, chunk_bytes: int = CHUN
     Memory stays within a few chunks and ``max_line``: a line longer than ``max_line`` bytes
     (``/dev/zero``) or holding a NUL byte (a binary file) is an
     :class:`~nnue_infer.errors.InputError` naming ``source`` and the line number, raised when
-    it is reached, after the positions before it have been yielded.
+    it is reached, after the positions before it have been yielded; a NUL byte among the stream's
+    first bytes (``first_line`` 1: :func:`nnue_infer.inputs.binary_problem`) is an
+    :class:`~nnue_infer.errors.InputKindError` raised before anything is yielded.
 
     Each block is split once the next one has been read: a stream's last line without a newline belongs to
     the chunk before it (as a chunk of its own it was "after the first chunk", and an opcode first written
@@ -259,6 +262,9 @@ def iter_epd(stream: BinaryIO, source: str = "<epd>", *, chunk_bytes: int = CHUN
     carry = b""
     line = first_line
     block = stream.read(chunk_bytes)
+    problem = binary_problem(block, source, "an EPD/FEN text file") if first_line == 1 else None
+    if problem:  # an image named .epd: nothing is scored (it gave error rows up to its first NUL)
+        raise InputKindError(problem)
     while True:
         following = stream.read(chunk_bytes) if block else b""
         data = carry + block if carry else block

@@ -19,7 +19,7 @@ from typing import IO
 import numpy as np
 
 from ..errors import InputError, InputKindError
-from ..inputs import input_label, open_input
+from ..inputs import binary_problem, input_label, open_input, peek_start
 from .epd import iter_epd, looks_like_fen, looks_like_pgn
 from .output import TableWriter, take
 from .score import empty_table, score_epd, score_pgn
@@ -112,8 +112,14 @@ def pgn_lines(stream, label: str, *, advice: str = "use --epd for positions", fi
     ------
     InputKindError
         The first line (after blank lines, ``%`` escapes and ``#`` comments) is a FEN, naming the line; the
-        message ends with ``advice``.
+        message ends with ``advice``.  Or, from the stream's start (``first_line`` 1), its first bytes hold a
+        NUL byte (:func:`nnue_infer.inputs.binary_problem`: an image named ``.pgn`` gave rows of the start position
+        and error rows).
     """
+    if first_line == 1:
+        problem = binary_problem(peek_start(stream), label, "a PGN text file")
+        if problem:
+            raise InputKindError(problem)
     for number, line in enumerate(stream, first_line):
         if line.strip() and not line.startswith(("%", "#")):
             if looks_like_fen(line):

@@ -521,10 +521,19 @@ def read_pgn(source: str | os.PathLike[str], *, parser: str = "auto", games_per_
     GameBatch
         Positions of consecutive games, in source order; ``errors`` lists the games of the
         batch the parser rejected.
+
+    Raises
+    ------
+    InputKindError
+        The source's first bytes hold a NUL byte (binary data: :func:`nnue_infer.inputs.binary_problem`).
     """
-    from ..inputs import input_label, open_input
+    from ..errors import InputKindError
+    from ..inputs import binary_problem, input_label, open_input, peek_start
 
     with open_input(source) as inp:
+        problem = binary_problem(peek_start(inp.text), input_label(source), "a PGN text file")
+        if problem:
+            raise InputKindError(problem)
         yield from read_pgn_lines(inp.text, input_label(source), parser=parser, games_per_batch=games_per_batch,
                                   threads=threads)
 
