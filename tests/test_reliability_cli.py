@@ -212,3 +212,44 @@ def test_binary_pgn_refused_by_read_pgn_and_latin1_pgn_still_read(tmp_path):
     latin1.write_bytes('[White "Müller"]\n\n1. e4 e5 *\n'.encode("latin-1"))
     (batch,) = read_pgn(latin1)
     assert batch.headers["White"].tolist() == ["M\ufffdller"] * 3 and batch.san == ["", "e4", "e5"]
+
+
+def _damaged_gzip() -> bytes:
+    import gzip
+
+    return gzip.compress((FEN + "\n").encode() * 3)[:11]  # its header, then nothing that decodes
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+@pytest.mark.parametrize("kind, content, says", [
+    ("epd", b"x" * (2 << 20), ":1: line longer than"),  # InputError at the first line
+    ("epd", None, "corrupt or truncated gzip data found by compressed byte 11"),  # InputError before any line
+    ("epd", b'[Event "x"]\n\n1. e4 *\n', ":1: this is PGN"),  # InputKindError
+    ("pgn", PNG, "binary data, not a PGN text file"),
+])
+def test_a_run_refused_before_any_row_leaves_no_output(tmp_path, capsys, suffix, kind, content, says):
+    """An input refused at its first line with ``-o x.parquet`` left a Parquet file of no columns (a damaged gzip
+    stream, one of the usual columns and no rows), with ``-o x.csv`` an empty file, and an earlier file of that
+    name emptied: a refused run leaves no file, and one that was there as it was."""
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    src = tmp_path / f"in.{kind}"
+    src.write_bytes(_damaged_gzip() if content is None else content)
+    fresh = tmp_path / f"new{suffix}"
+    status, out, err = run(capsys, "eval", f"--{kind}", src, "-o", fresh)
+    assert status == 1 and says in err and out == ""
+    assert not fresh.exists()
+    kept = tmp_path / f"old{suffix}"
+    kept.write_bytes(b"earlier results\n")
+    status, out, err = run(capsys, "eval", f"--{kind}", src, "-o", kept)
+    assert status == 1 and says in err and kept.read_bytes() == b"earlier results\n"
+    assert sorted(os.listdir(tmp_path)) == sorted([src.name, kept.name])  # no temporary file either
+
+
+def test_a_run_with_nothing_to_write_still_makes_its_file(tmp_path, capsys):
+    """The output file is opened by the first write; a run that succeeds with nothing to write (JSON lines of an
+    input without positions) still leaves its (empty) file."""
+    src = tmp_path / "empty.epd"
+    src.write_text("# no positions\n")
+    status, out, err = run(capsys, "eval", "--epd", src, "-o", tmp_path / "out.jsonl")
+    assert status == 0 and (tmp_path / "out.jsonl").read_bytes() == b""

@@ -164,8 +164,39 @@ def json_option(help_text: str):
     return decorate
 
 
+class _FileOnFirstWrite:
+    """The binary file ``path``, opened (created or emptied) by the first :meth:`write`: a run refused before it
+    wrote anything (an input refused at its first line) leaves no file, or the file that was there as it was
+    (it left an empty file, or emptied the user's earlier results)."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.file, self.closed = path, None, False
+
+    def open(self):
+        """The file, opened now if it was not (a run that succeeded with nothing to write: an empty file)."""
+        if self.file is None:
+            try:
+                self.file = open(self.path, "wb")  # noqa: SIM115 (closed by close())
+            except OSError as exc:
+                raise click.ClickException(f"cannot write --output {self.path}: {exc.strerror or exc}") from exc
+        return self.file
+
+    def write(self, data: bytes) -> int:
+        return self.open().write(data)
+
+    def flush(self) -> None:
+        if self.file is not None:
+            self.file.flush()
+
+    def close(self) -> None:
+        self.closed = True
+        if self.file is not None:
+            self.file.close()
+
+
 class Output:
-    """Where results go: ``-o FILE``, or standard output (``None`` or ``-``); binary and text views."""
+    """Where results go: ``-o FILE`` (opened by the first write: :class:`_FileOnFirstWrite`), or standard output
+    (``None`` or ``-``); binary and text views."""
 
     def __init__(self, path: str | None, parquet: bool = False) -> None:
         self.path = None if path in (None, "-") else path
@@ -176,18 +207,21 @@ class Output:
             self.binary = standard_stream("stdout")
             sys.stdout.flush()
         else:
-            try:
-                self.binary = open(self.path, "wb")  # noqa: SIM115 (closed by close())
-            except OSError as exc:
-                raise click.ClickException(f"cannot write --output {self.path}: {exc.strerror or exc}") from exc
+            directory = os.path.dirname(os.path.abspath(self.path))
+            if not os.path.isdir(directory):  # (said before the work, as when the file was opened here)
+                raise click.ClickException(f"cannot write --output {self.path}: directory {directory} does not exist")
+            self.binary = _FileOnFirstWrite(self.path)
 
     def write_text(self, text: str) -> None:
         self.binary.write(text.encode("utf-8", "surrogateescape"))
 
     def close(self) -> None:
+        """Finish the output of a run that succeeded (``-o FILE`` exists then, if empty)."""
         if self.binary is None:
             return
         try:
+            if isinstance(self.binary, _FileOnFirstWrite):
+                self.binary.open()
             self.binary.flush()
         finally:
             if self.path is not None:

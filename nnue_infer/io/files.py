@@ -70,14 +70,19 @@ def row_errors(table: dict) -> list[tuple[int, str]]:
 @contextlib.contextmanager
 def _finishing(writer) -> Iterator[None]:
     """Close a Parquet ``writer`` after its loop: an input refused part-way (``InputError``) keeps the
-    rows written before it; any other failure (Ctrl-C, a bug) removes the temporary file."""
+    rows written before it; refused before any table was written (its first line), or any other failure
+    (Ctrl-C, a bug), the temporary file is removed and the target left as it was (a refused first line left
+    a Parquet file of no columns)."""
     if isinstance(writer, TableWriter):
         yield
         return
     try:
         yield
     except InputError:
-        writer.close()
+        if writer.columns is None:
+            writer.abort()
+        else:
+            writer.close()
         raise
     except BaseException:
         writer.abort()
@@ -154,15 +159,16 @@ def score_epd_file(ev, source: str, writer, *, strict: bool = True, keep_errors:
     """
     label = input_label(source)
     failed = 0
-    with _finishing(writer), open_input(source, text=False) as inp:
-        for table in score_epd(ev, epd_chunks(inp.binary, label), strict=strict, empty_in_check=empty_in_check):
-            for i, message in row_errors(table):
-                failed += 1
-                if on_error is not None:
-                    on_error(f"{label}:{table['line'][i]}", message)
-            writer.write(keep_rows(table, keep_errors))
-            if on_progress is not None:
-                on_progress(len(table["line"]), 0)
+    with _finishing(writer):
+        with open_input(source, text=False) as inp:  # (raises damage found at its end: before the empty table)
+            for table in score_epd(ev, epd_chunks(inp.binary, label), strict=strict, empty_in_check=empty_in_check):
+                for i, message in row_errors(table):
+                    failed += 1
+                    if on_error is not None:
+                        on_error(f"{label}:{table['line'][i]}", message)
+                writer.write(keep_rows(table, keep_errors))
+                if on_progress is not None:
+                    on_progress(len(table["line"]), 0)
         if writer.columns is None:  # no positions: the CSV header alone, a Parquet file of the usual columns
             writer.write(keep_rows(empty_table("epd"), keep_errors))
     return failed
@@ -185,16 +191,17 @@ def score_pgn_file(ev, source: str, writer, *, keep_errors: bool = False, empty_
     """
     label = input_label(source)
     failed = 0
-    with _finishing(writer), open_input(source) as inp:
-        for table, games in score_pgn(ev, pgn_lines(inp.text, label), source=label, empty_in_check=empty_in_check):
-            for i, message in row_errors(table):
-                failed += 1
-                if on_error is not None:
-                    on_error(f"{label}: game {table['game'][i]}", message)
-            rows = keep_rows(table, keep_errors)
-            writer.write(rows)
-            if on_progress is not None:
-                on_progress(len(rows["game"]), games)
+    with _finishing(writer):
+        with open_input(source) as inp:
+            for table, games in score_pgn(ev, pgn_lines(inp.text, label), source=label, empty_in_check=empty_in_check):
+                for i, message in row_errors(table):
+                    failed += 1
+                    if on_error is not None:
+                        on_error(f"{label}: game {table['game'][i]}", message)
+                rows = keep_rows(table, keep_errors)
+                writer.write(rows)
+                if on_progress is not None:
+                    on_progress(len(rows["game"]), games)
         if writer.columns is None:  # no games: as for EPD
             writer.write(keep_rows(empty_table("pgn"), keep_errors))
     return failed
