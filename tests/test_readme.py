@@ -72,3 +72,15 @@ def test_source_files_named_exist(page):
     missing = sorted({p for p in re.findall(r"\b((?:nnue_infer|benchmarks|research|tests)/[\w/]+\.py)\b", text)
                       if not (ROOT / p).is_file()})
     assert not missing, f"{page.name} names files that do not exist: {missing}"
+
+
+def test_set_up_commands_that_install_with_apt_install_python3_venv():
+    """Debian's and Ubuntu's own ``python3 -m venv`` fails without the ``python3-venv`` package ("ensurepip is not
+    available"): README's command that installs Debian packages before making the venv, and CI's script, install
+    it too (they did not)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = [line for line in readme.splitlines() if line.startswith("apt-get") and "python3 -m venv" in line]
+    assert commands and all("python3-venv" in line.split("python3 -m venv")[0] for line in commands), commands
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    installs = [line for line in ci.splitlines() if "apt-get install" in line]
+    assert ci.index("python3-venv") < ci.index("python3 -m venv") and any("python3-venv" in line for line in installs)
