@@ -462,6 +462,27 @@ def test_activations_of_an_epd_file_with_a_refused_line(tmp_path, capsys):
     assert not (tmp_path / "b.npz").exists()
 
 
+def test_activations_of_an_epd_file_echo_its_fens_as_written(tmp_path, capsys):
+    """``--activations --epd``'s ``fen`` column added " 0 1" to a FEN without the move counters (python-chess's
+    FEN); it is the line's FEN as ``eval --epd`` writes it.  Positions given on the command line (``startpos moves
+    e4`` is no FEN) keep python-chess's FEN."""
+    import numpy as np
+
+    placement = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR"
+    lines = [f"{placement} b KQkq -", f'{placement} b KQkq - bm e5; id "x";', "4k3/8/8/8/8/8/8/4K3 w - - 3 9"]
+    epd = tmp_path / "p.epd"
+    epd.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "a.npz"
+    assert main(["eval", "--epd", str(epd), "--activations", "-o", str(out)]) == 0
+    status, csv_out, _ = run(capsys, "eval", "--epd", epd)
+    written = [row["fen"] for row in csv.DictReader(io.StringIO(csv_out))]
+    with np.load(out) as acts:
+        assert acts["fen"].tolist() == written == [lines[0], lines[0], lines[2]]
+    assert main(["eval", "--activations", "-o", str(out), "startpos moves e4"]) == 0
+    with np.load(out) as acts:
+        assert acts["fen"].tolist() == [f"{placement} b KQkq - 0 1"]
+
+
 def test_a_dask_job_refuses_a_file_given_to_the_other_kinds_option(capsys, tmp_path):
     """A Dask job reads each file by its name's kind: a PGN named games.txt given to --pgn was read as EPD
     (every line an error), a .pgn file given to --epd as PGN, silently (hostile pass 2); now a usage error

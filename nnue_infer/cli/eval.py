@@ -259,7 +259,7 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
         raise click.ClickException(str(exc)) from exc
     if activations:
         check_output_dir(output, "--output")
-        sys.exit(_write_activations(ev, boards, output, all_buckets))
+        sys.exit(_write_activations(ev, boards, output, all_buckets, as_written=not (positions or fen_opts)))
     as_json = as_json or (output or "").lower().endswith((".json", ".jsonl", ".ndjson"))  # the suffix says JSON
     fmt = "jsonl" if as_json else "csv"
     if output and output.endswith(".parquet") and (epd or pgn):
@@ -353,21 +353,26 @@ def _epd_boards(source: str, strict: bool) -> list:
     return boards
 
 
-def _write_activations(ev, positions: list, output: str, all_buckets: bool) -> int:
+def _write_activations(ev, positions: list, output: str, all_buckets: bool, as_written: bool = False) -> int:
     """``--activations``: the positions' arrays (:meth:`Evaluator.activations_batch`) with a ``fen``
-    column, as NumPy's .npz or Parquet; status 1 if a position was refused while parsing."""
+    column, as NumPy's .npz or Parquet; status 1 if a position was refused while parsing.
+
+    The ``fen`` column is python-chess's FEN of each position, or with ``as_written`` (an EPD file) the
+    FEN as its line gives it, as ``eval --epd`` writes it (python-chess's added `` 0 1`` to a FEN without
+    the move counters)."""
     import numpy as np
 
     from ..errors import clip
 
-    boards = [p.board for p in positions if p is not None]
+    kept = [p for p in positions if p is not None]
+    boards = [p.board for p in kept]
     try:
         acts = ev.activations_batch(boards, "all" if all_buckets else "used")
     except ValueError as exc:
         raise click.ClickException(clip(str(exc))) from exc
     from ..inputs import replacing
 
-    fens = [b.fen() for b in boards]
+    fens = [p.text if as_written else p.board.fen() for p in kept]
     try:
         if output.lower().endswith(".npz"):
             with replacing(output) as path, open(path, "wb") as f:  # np.savez would append .npz to another name
