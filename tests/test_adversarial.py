@@ -319,9 +319,10 @@ def test_pgn_with_a_bad_fen_header_is_reported_and_skipped(tmp_path, capfd):
 
     assert [(r["game"], r["ply"], r["uci"]) for r in csv.DictReader(io.StringIO(out))] == [
         ("2", "0", ""), ("2", "1", "e2e4"), ("2", "2", "e7e5"), ("3", "0", ""), ("3", "1", "e2e4"), ("3", "2", "e7e5")]
-    lines = err.splitlines()  # game 3's wording is the PGN parser's (Rust: "illegal move at ply 3: Ke3 ...")
-    assert len(lines) == 2 and lines[0] == f"error: {path}: game 1: expected 8 rows in position part of fen: 'xyz'"
-    assert lines[1].startswith(f"error: {path}: game 3: ") and "Ke3" in lines[1]
+    lines = err.splitlines()  # game 3's wording is the PGN parser's (Rust: "illegal move: Ke3 ...")
+    assert len(lines) == 2 and lines[0] == (f"error: {path}: game 1, ply 0: expected 8 rows in position part of fen: "
+                                            "'xyz'")
+    assert lines[1].startswith(f"error: {path}: game 3, ply 3: ") and "Ke3" in lines[1]
 
 
 # -- weight files ------------------------------------------------------------------------------

@@ -284,7 +284,7 @@ def test_pgn_illegal_move_bad_setup_and_variants(tmp_path, capsys, evaluator):
                                                      ("2", "0"), ("2", "1"), ("2", "2"), ("5", "0"), ("5", "1")]
     assert "game 2" in err and "Ke3" in err
     assert "game 3" in err and "Black must have exactly one king" in err
-    assert "game 4: variant 'crazyhouse' is not supported" in err
+    assert "game 4, ply 0: variant 'crazyhouse' is not supported" in err
     board = chess.Board("bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9", chess960=True)
     assert int(rows[-2]["value"]) == evaluator.evaluate(board)
     board.push_san("g3")

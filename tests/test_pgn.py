@@ -179,7 +179,7 @@ def test_bad_games_are_errors_with_line_and_keep_earlier_positions():
     errors = [e for b in batches for e in b.errors]
     assert [(e.game, e.line) for e in errors] == [(2, 5)]
     assert "Ke7" in errors[0].message and errors[0].headers == {"Event": "bad"}
-    assert str(errors[0]).startswith("test.pgn:5: game 2:")
+    assert str(errors[0]).startswith("test.pgn:5: game 2, ply 2: ")
     rows = batch_rows(batches)
     # game 3's [FEN] has no black king: the Rust parser refuses it, python-chess reads it again, and its
     # positions become errors of the evaluator, which names the problem
@@ -197,7 +197,7 @@ def test_unrepresentable_positions_are_errors_not_rows():
     kept, values, errors = pgn.evaluate_games(nnue_infer.Evaluator(nnue_infer.default_network()), batch)
     assert kept.game.tolist() == [1, 1] and len(values) == 2
     assert [(e.game, e.line) for e in errors] == [(2, 5)]
-    assert "more than 32 pieces" in errors[0].message and "ply 0" in errors[0].message
+    assert "more than 32 pieces" in errors[0].message and errors[0].ply == 0
 
 
 #: The Opera Game (Morphy v Duke Karl of Brunswick and Count Isouard, Paris 1858) as its score is
@@ -232,3 +232,40 @@ def test_published_score_and_stockfish_positions(stockfish, parser):
     for ply in range(len(OPERA_GAME) + 1):
         fen, check = _stockfish_position(stockfish, ucis[:ply])
         assert (batch.fen[ply], bool(batch.in_check[ply])) == (fen, check), ply
+
+
+#: Games with each kind of PGN problem: an illegal move (ply 3), a [FEN] python-chess cannot read (ply 0), a
+#: variant (ply 0), a null move (ply 2), positions the network cannot represent (no black king: ply 0).
+PROBLEM_GAMES = ('[Event "illegal"]\n\n1. e4 e5 2. Ke3 *\n\n'
+                 '[Event "fen"]\n[SetUp "1"]\n[FEN "xyz"]\n\n1. e4 *\n\n'
+                 '[Event "variant"]\n[Variant "Atomic"]\n\n1. e4 *\n\n'
+                 '[Event "null"]\n\n1. e4 -- 2. d4 *\n\n'
+                 '[Event "no king"]\n[SetUp "1"]\n[FEN "8/8/8/8/8/8/8/4K3 w - - 0 1"]\n\n1. Kd2 *\n')
+
+
+@pytest.mark.parametrize("parser", ["python-chess", pytest.param("rust", marks=needs_rust)])
+def test_every_pgn_problem_has_one_form(parser, tmp_path, capsys):
+    """PGN problems came in three forms: ``FILE:LINE: game N: message`` (the parser's), ``FILE:LINE: game N: ply P:
+    problem: FEN`` (evaluate_games) and, on the command line, ``FILE: game N: message`` with no ply (the Rust parser's
+    messages had "at ply P" inside); now ``FILE:LINE: game N, ply P: message``, on the command line without the line
+    (its rows do not carry it), the ply that of the error row."""
+    import csv
+
+    from nnue_infer.cli import main
+
+    path = tmp_path / "p.pgn"
+    path.write_text(PROBLEM_GAMES)
+    batches = list(pgn.read_pgn(path, parser=parser))
+    ev = nnue_infer.Evaluator(nnue_infer.default_network())
+    errors = [e for b in batches for e in b.errors] + [e for b in batches for e in pgn.evaluate_games(ev, b)[2]]
+    assert [(e.game, e.line, e.ply) for e in errors] == [(1, 1, 3), (2, 5, 0), (3, 11, 0), (4, 16, 2), (5, 20, 0),
+                                                         (5, 20, 1)]
+    for e in errors:
+        assert str(e) == f"{path}:{e.line}: game {e.game}, ply {e.ply}: {e.message}"
+        assert "at ply" not in e.message and not e.message.startswith("ply")
+    if parser == "rust" or not pgn.rust_parser_available():
+        assert main(["eval", "--pgn", str(path), "--keep-errors"]) == 1
+        out, err = capsys.readouterr()
+        rows = [r for r in csv.DictReader(io.StringIO(out)) if r["error"]]
+        assert err.splitlines() == [f"error: {path}: game {r['game']}, ply {r['ply']}: {r['error']}" for r in rows]
+        assert [(r["game"], r["ply"]) for r in rows] == [("1", "3"), ("2", "0"), ("3", "0"), ("4", "2"), ("5", "0")]

@@ -182,7 +182,8 @@ def score_pgn_file(ev, source: str, writer, *, keep_errors: bool = False, empty_
     Rows: ``game``, the seven standard tags, ``ply``, ``san``, ``uci``, ``fen`` and the value columns
     (:func:`nnue_infer.io.score.score_pgn`), also for an input without games (as :func:`score_epd_file`).
     Returns the number of rows that could not be scored
-    (each also passed to ``on_error`` as ``("FILE: game N", message)``).
+    (each also passed to ``on_error`` as ``("FILE: game N, ply P", message)``, the form of
+    :class:`nnue_infer.io.pgn.PgnError` but the line, which the rows do not carry).
 
     Raises
     ------
@@ -197,7 +198,7 @@ def score_pgn_file(ev, source: str, writer, *, keep_errors: bool = False, empty_
                 for i, message in row_errors(table):
                     failed += 1
                     if on_error is not None:
-                        on_error(f"{label}: game {table['game'][i]}", message)
+                        on_error(f"{label}: game {table['game'][i]}, ply {table['ply'][i]}", message)
                 rows = keep_rows(table, keep_errors)
                 writer.write(rows)
                 if on_progress is not None:

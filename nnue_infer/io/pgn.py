@@ -45,17 +45,28 @@ PARSERS = ("auto", "rust", "python-chess")
 
 
 class PgnError(NamedTuple):
-    """A problem with one game: its source, 1-based game number, first line, the message, and the
-    game's tags (``{}`` if none could be read)."""
+    """A problem with one game: its source, 1-based game number, first line, the message, the
+    game's tags (``{}`` if none could be read) and the ply it is at: the position's, or the one the
+    failed move would have reached (0: the game's start, its ``[FEN]`` or ``[Variant]``).
+
+    Its text is the one form of every PGN problem, ``FILE:LINE: game N, ply P: message`` (the
+    command line's, whose rows do not carry the line: ``FILE: game N, ply P: message``)."""
 
     source: str
     game: int
     line: int
     message: str
     headers: dict = {}
+    ply: int = 0
 
     def __str__(self) -> str:
-        return f"{self.source}:{self.line}: game {self.game}: {self.message}"
+        return f"{self.source}:{self.line}: game {self.game}, ply {self.ply}: {self.message}"
+
+
+def _at_ply(message: str, ply: int) -> str:
+    """``message`` without the parser's own `` at ply P`` (the Rust parser's "illegal move at ply 3: Ke3"): the
+    ply is named once, where every PGN problem names it (:class:`PgnError`)."""
+    return message.replace(f" at ply {ply}:", ":", 1)
 
 
 @dataclass
@@ -329,8 +340,8 @@ def _parse_rust(source: str, games: list[tuple[int, int, str]], threads: int | N
     n_moves = int(move_offsets[-1])
     frm, to, promo = (cat("from_squares"), cat("to_squares"), cat("promotions")) if n_moves else (
         np.zeros(1, np.uint8), np.zeros(1, np.uint8), np.full(1, -1, np.int8))
-    errors = [PgnError(source, number, line, message, h)
-              for (number, line, _), message, h in zip(games, parse_errors, headers) if message]
+    errors = [PgnError(source, number, line, _at_ply(message, ply), h, ply)
+              for (number, line, _), message, h, ply in zip(games, parse_errors, headers, counts.tolist()) if message]
     return _describe(source, [g[0] for g in games], [g[1] for g in games], boards, cat("turn"),
                      np.ascontiguousarray(cat("castling")), cat("en_passant"), frm[move_index].astype(np.int16),
                      to[move_index].astype(np.int16), promo[move_index].astype(np.int16), position_offsets,
@@ -373,11 +384,11 @@ def _parse_python_chess(source: str, games: list[tuple[int, int, str]]) -> GameB
         if game is None:
             continue
         tags = _tags(text)
-        if game.errors:
-            errors.append(PgnError(source, number, line, str(game.errors[0]), tags))
         try:
             board = game.board()
         except ValueError:
+            if game.errors:
+                errors.append(PgnError(source, number, line, str(game.errors[0]), tags))
             continue
         if board.uci_variant != "chess":
             errors.append(PgnError(source, number, line, f"variant {board.uci_variant!r} is not supported "
@@ -387,13 +398,16 @@ def _parse_python_chess(source: str, games: list[tuple[int, int, str]]) -> GameB
         boards = [board.copy(stack=False)]
         for move in game.mainline_moves():
             if not move:  # as the Rust parser: a null move ('--') ends the game with an error
-                errors.append(PgnError(source, number, line, f"null move at ply {len(boards)}: -- (a null move is "
-                                       "not a chess move; in check it would leave the king in check)", tags))
+                errors.append(PgnError(source, number, line, "null move: -- (a null move is not a chess move; in "
+                                       "check it would leave the king in check)", tags, len(boards)))
                 break
             sans.append(board.san(move))
             ucis.append(move.uci())
             board.push(move)
             boards.append(board.copy(stack=False))
+        else:
+            if game.errors:  # (the mainline stops at the move it could not read)
+                errors.append(PgnError(source, number, line, str(game.errors[0]), tags, len(boards)))
         for ply, b in enumerate(boards):
             oc = b.occupied_co
             rows["bb"].append([b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings, oc[1], oc[0]])
@@ -553,6 +567,6 @@ def evaluate_games(evaluator, batch: GameBatch) -> tuple[GameBatch, np.ndarray, 
     if not bad.size:
         return batch, values, []
     errors = [PgnError(batch.source, int(batch.game[i]), int(batch.line[i]),
-                       f"ply {int(batch.ply[i])}: {position_problem(codes[i])}: {batch.fen[i]}") for i in bad.tolist()]
+                       f"{position_problem(codes[i])}: {batch.fen[i]}", {}, int(batch.ply[i])) for i in bad.tolist()]
     keep = codes == 0
     return batch.take(keep), values[keep], errors
