@@ -196,3 +196,19 @@ def test_a_unicode_space_inside_epd_operations_is_named():
     assert rows.problem(0) == (f"column {line.index('bm') + 1}: EPD opcode 'bm\\xa0Kd2' is not a name (a letter, then letters, digits or "
                                "'_', at most 15) (U+00A0 NO-BREAK SPACE is not white space in EPD operations: "
                                "separate opcodes and operands with ASCII spaces)")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(0, 40),
+       st.lists(st.sampled_from([" ", "  ", "\t", " \t", *UNICODE_SPACES]), min_size=5, max_size=5))
+def test_fen_lines_with_any_white_space_score_as_evaluate_reads_them(evaluator, seed, plies, separators):
+    """A FEN line whose fields are separated by any white space, ASCII or Unicode, scores from a file exactly as
+    ``Evaluator.evaluate`` scores that text (python-chess reads it), its ``fen`` cell the line as written."""
+    from nnue_infer.io.score import score_epd
+
+    board = play(seed, plies, False)[-1]
+    fields = board.fen().split(" ")
+    line = fields[0] + "".join(s + f for s, f in zip(separators, fields[1:]))
+    table = next(score_epd(evaluator, read_epd((line + "\n").encode())))
+    assert table["fen"].to_list() == [line] and table["error"].to_list() == [None]
+    assert table["value"].tolist() == [evaluator.evaluate(line)]
