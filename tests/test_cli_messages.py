@@ -463,8 +463,8 @@ def test_activations_of_an_epd_file_with_a_refused_line(tmp_path, capsys):
 
 
 def test_activations_of_an_epd_file_echo_its_fens_as_written(tmp_path, capsys):
-    """``--activations --epd``'s ``fen`` column added " 0 1" to a FEN without the move counters (python-chess's
-    FEN); it is the line's FEN as ``eval --epd`` writes it.  Positions given on the command line (``startpos moves
+    """``--activations --epd``'s ``fen`` column (and ``--trace --json --epd``'s) added " 0 1" to a FEN without the
+    move counters (python-chess's FEN); it is the line's FEN as ``eval --epd`` writes it.  Positions given on the command line (``startpos moves
     e4`` is no FEN) keep python-chess's FEN."""
     import numpy as np
 
@@ -481,6 +481,8 @@ def test_activations_of_an_epd_file_echo_its_fens_as_written(tmp_path, capsys):
     assert main(["eval", "--activations", "-o", str(out), "startpos moves e4"]) == 0
     with np.load(out) as acts:
         assert acts["fen"].tolist() == [f"{placement} b KQkq - 0 1"]
+    status, traced, _ = run(capsys, "eval", "--epd", epd, "--trace", "--json")  # (so do --trace --json's)
+    assert status == 0 and [json.loads(t)["fen"] for t in traced.splitlines()] == written
 
 
 def test_a_dask_job_refuses_a_file_given_to_the_other_kinds_option(capsys, tmp_path):

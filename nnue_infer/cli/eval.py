@@ -243,6 +243,7 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
             raise click.UsageError(f"--output {output} is the standard input file: it would be emptied before it "
                                    "is read")
     boards = []
+    from_file = not (positions or fen_opts)  # positions of an EPD file: their FENs as the lines write them
     if positions or fen_opts:
         boards = _parse_position_args(positions, fen_opts, not lenient)
         if not boards:
@@ -259,7 +260,7 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
         raise click.ClickException(str(exc)) from exc
     if activations:
         check_output_dir(output, "--output")
-        sys.exit(_write_activations(ev, boards, output, all_buckets, as_written=not (positions or fen_opts)))
+        sys.exit(_write_activations(ev, boards, output, all_buckets, as_written=from_file))
     as_json = as_json or (output or "").lower().endswith((".json", ".jsonl", ".ndjson"))  # the suffix says JSON
     fmt = "jsonl" if as_json else "csv"
     if output and output.endswith(".parquet") and (epd or pgn):
@@ -272,7 +273,7 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
         if boards and each_move:
             status = _eval_moves(ev, boards, as_json, out)
         elif boards:
-            status = _eval_boards(ev, boards, trace, svg_path, as_json, empty_in_check, out)
+            status = _eval_boards(ev, boards, trace, svg_path, as_json, empty_in_check, out, as_written=from_file)
         elif pgn:
             status = _score_file(ev, "pgn", pgn, out, fmt, show, keep_errors=keep_errors,
                                  empty_in_check=empty_in_check)
@@ -389,8 +390,11 @@ def _write_activations(ev, positions: list, output: str, all_buckets: bool, as_w
 
 
 def _eval_boards(ev, positions: list, trace: bool, svg_path: str | None, as_json: bool, empty_in_check: bool,
-                 out: Output) -> int:
+                 out: Output, as_written: bool = False) -> int:
     """One position at a time: text lines, JSON objects or Stockfish-style traces.
+
+    The FEN shown is python-chess's, or with ``as_written`` (an EPD file's positions) the line's own, as
+    ``eval --epd`` writes it.
 
     The text line ends with White's value in pawns as the network's Stockfish version's ``NNUE
     evaluation`` line prints it (``normalisation.white_side_pawns``: ``value / units_per_pawn``
@@ -409,7 +413,7 @@ def _eval_boards(ev, positions: list, trace: bool, svg_path: str | None, as_json
             status = 1
             continue
         board = position.board
-        fen = board.fen()
+        fen = position.text if as_written else board.fen()
         try:
             if trace:
                 t = ev.trace(board)
