@@ -394,6 +394,32 @@ def test_the_local_cluster_limit_counts_the_cpus_this_process_may_use(tmp_path, 
     assert handed == [most]
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity masks on this system")
+@pytest.mark.parametrize("workers, threads", [(None, 1), (3, 1), (1, 3)])
+def test_a_local_cluster_shares_the_cpus_this_process_may_use(tmp_path, fens, monkeypatch, workers, threads):
+    """``run_job``'s local cluster counted ``os.cpu_count()``: with 3 usable CPUs of 64 it started 64 workers
+    (``--workers`` not given) or gave each of 3 workers 21 Numba threads; now the usable CPUs are shared."""
+    import distributed
+
+    (tmp_path / "a.epd").write_text(fens[0] + "\n")
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def cluster(**kwargs):
+        seen["workers"] = kwargs["n_workers"]
+        raise Stop
+
+    monkeypatch.setattr(D, "warm_up", lambda network, threads: seen.update(threads=threads))
+    monkeypatch.setattr(distributed, "LocalCluster", cluster)
+    with pytest.raises(Stop):
+        D.run_job([str(tmp_path / "a.epd")], str(tmp_path / "o"), "default", workers=workers, progress=False)
+    assert seen == {"threads": threads, "workers": workers or 3}
+
+
 def test_an_input_changed_during_the_job_is_reported(tmp_path, fens):
     """An input appended to while the job ran (a log still being written): its rows are the file as its task read
     it, and the job said nothing (the next run refused it as "changed since planned"); now the report names it,
@@ -610,12 +636,14 @@ def test_content_of_the_other_kind_is_refused_naming_the_file(tmp_path, fens, na
     """FENs in a ``.pgn`` file were read as movetext: each line a game whose row was the *starting position* (a
     row of a position the file does not hold) and an error; PGN in a ``.txt`` file was an error per line.  As
     ``eval --epd/--pgn`` in process, the job is refused naming the file and line (the call's error: a job reads
-    each input by its name's kind)."""
+    each input by its name's kind).  It is refused before anything is written: a good input scored before it left
+    its part, and the refused job the manifest and the lock (reliability pass of stop 33)."""
     src = tmp_path / name
     src.write_text(text or "\n".join(fens[:3]) + "\n")
+    (tmp_path / "a.epd").write_text(fens[0] + "\n")
     with pytest.raises(ValueError, match=re.escape(f"{src}:1: {says}") + ".*by its name's kind"):
-        D.score_files(str(src), str(tmp_path / "out"))
-    assert not any(p.startswith("part-") for p in os.listdir(tmp_path / "out"))
+        D.score_files([str(tmp_path / "a.epd"), str(src)], str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("name, what", [("image.pgn", "a PGN text file"), ("image.epd", "an EPD/FEN text file")])
@@ -627,7 +655,7 @@ def test_a_binary_input_is_refused_naming_the_byte(tmp_path, name, what):
     with pytest.raises(nnue_infer.InputKindError,
                        match=re.escape(f"{src}: NUL byte at byte offset 8 (line 3): binary data, not {what}")):
         D.score_files(str(src), str(tmp_path / "out"))
-    assert not any(p.startswith("part-") for p in os.listdir(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()  # (refused before planning: no manifest, no lock)
 
 
 @pytest.mark.usefixtures("dask_timeouts")

@@ -45,15 +45,6 @@ def load_network(net: str | None):
         raise
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on: its affinity mask's (``os.sched_getaffinity``: a container's or
-    ``taskset``'s share of the machine), else ``os.cpu_count()`` (at least 1); Numba counts its default threads so."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # (no affinity masks: macOS, Windows)
-        return os.cpu_count() or 1
-
-
 def set_threads(threads: int | None, option: str = "--threads") -> None:
     """Limit Numba's threads (``None``: all cores); a usage error beyond this machine's threads."""
     if threads is None:

@@ -10,11 +10,10 @@ from pathlib import Path
 import click
 
 from .common import (Output, check_output_dir, example, json_option, load_network, output_option, progress_bar,
-                     progress_option, quiet_option, report, set_threads, show_progress, threads_option,
-                     usable_cpus)
+                     progress_option, quiet_option, report, set_threads, show_progress, threads_option)
 
 
-#: Most local worker processes ``eval --workers`` starts per core this process may use (``common.usable_cpus``; at
+#: Most local worker processes ``eval --workers`` starts per core this process may use (``io.distributed.usable_cpus``; at
 #: least 8 in all): every worker is a process holding the network (Stockfish 15.1's: 46 MB of parameters), and a
 #: larger count is more likely a slip of the finger (``--workers 100000`` started as many processes) than a cluster one machine holds.
 MAX_LOCAL_WORKERS_PER_CORE = 4
@@ -31,6 +30,8 @@ def _eval_distributed(epd_files, pgn_files, output, net, scheduler, workers, pro
                                "directory: give --epd or --pgn and --output DIR")
     if scheduler and workers:
         raise click.UsageError("give one of --scheduler and --workers")
+    from ..io.distributed import usable_cpus
+
     most = max(MAX_LOCAL_WORKERS_PER_CORE * usable_cpus(), 8)
     if workers and workers > most:
         raise click.BadParameter(f"{workers} local worker processes is more than {most} ({MAX_LOCAL_WORKERS_PER_CORE} "

@@ -679,6 +679,41 @@ def _plain_file(path: str) -> bool:
         return not f.read(4).startswith(_MAGIC)
 
 
+def _kind_advice(kind: str) -> str:
+    """The end of the message refusing an EPD (``kind``) or PGN input that holds the other kind: content of the
+    other kind (FENs in a .pgn file read as games of the start position, PGN in a .txt file an error per line) is
+    the call's error (InputKindError), naming the file and line, as for ``eval --epd`` / ``--pgn``."""
+    return f"a job reads each input by its name's kind: rename it .{'epd' if kind == 'pgn' else 'pgn'}"
+
+
+def _check_kinds(files: Sequence[str]) -> None:
+    """Raise the ``InputKindError`` an EPD or PGN input's task would raise when its first
+    :data:`~nnue_infer.inputs.SNIFF_BYTES` (decompressed) show another kind: binary data, PGN in an EPD file, FENs in
+    a PGN file.  Checked in the client before planning, so that a job refused for one input writes nothing (it left
+    the manifest and the lock, and the parts other tasks had finished).  Regular files only (a named pipe's bytes
+    would be consumed); an input whose start cannot be read is left to its task (an error row of its own)."""
+    from ..inputs import SNIFF_BYTES, input_label, open_input
+    from .files import epd_chunks, pgn_lines
+
+    for path in files:
+        kind = input_kind(path)
+        if kind not in ("epd", "pgn") or not os.path.isfile(path):
+            continue
+        try:
+            with open_input(path, text=False) as inp:
+                head = inp.binary.read(SNIFF_BYTES)
+        except (OSError, ValueError, EOFError):
+            continue
+        head = head[:head.rfind(b"\n") + 1] or head  # whole lines (or the first line's start)
+        label, advice = input_label(path), _kind_advice(kind)
+        if kind == "epd":
+            next(epd_chunks(io.BytesIO(head), label, advice=advice), None)
+        else:
+            text = io.TextIOWrapper(io.BufferedReader(io.BytesIO(head)), encoding="utf-8-sig", errors="replace")
+            for _ in pgn_lines(text, label, advice=advice):
+                pass
+
+
 def _task_tables(task: Task, ev, column: str) -> tuple[Iterator[dict], dict[int, str]]:
     """The result tables (:mod:`nnue_infer.io.score`) of one task, and the rows (by line) whose
     message is the cell's problem (Parquet inputs)."""
@@ -687,9 +722,7 @@ def _task_tables(task: Task, ev, column: str) -> tuple[Iterator[dict], dict[int,
     from .score import score_epd, score_pgn
 
     label = input_label(task.path)
-    # content of the other kind (FENs in a .pgn file read as games of the start position, PGN in a .txt file an
-    # error per line): the call's error (InputKindError), naming the file and line, as eval --epd/--pgn
-    advice = f"a job reads each input by its name's kind: rename it .{'epd' if task.kind == 'pgn' else 'pgn'}"
+    advice = _kind_advice(task.kind)
     if task.kind == "parquet":
         rows, bad = _parquet_rows(task, column)
         return score_epd(ev, rows, operations=False), bad
@@ -1143,6 +1176,7 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
             raise ValueError(f"{f!r}: the file name is not UTF-8, and the dataset's source column is UTF-8 text "
                              "(it would hold bytes no reader can decode): rename the file") from None
     _check_columns(files, column)  # so do Parquet inputs without the FEN column
+    _check_kinds(files)  # and EPD / PGN inputs holding another kind
     stamps = {f: _file_stamp(f) for f in files}  # before planning: a change from here on is reported
     identity = network_identity(network)  # a network that cannot be read fails before anything is created
     if client is not None:  # so do workers that cannot load it (warmed before the output directory is made)
@@ -1280,6 +1314,16 @@ def evaluate_dataframe(ddf, column: str = "fen", network: str = "default", *, th
     return ddf.map_partitions(_evaluate_partition, column, _absolute_network(network), threads, meta=meta)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask's (``os.sched_getaffinity``: a container's or
+    ``taskset``'s share of the machine), else ``os.cpu_count()`` (at least 1); Numba counts its default threads so.
+    A local cluster's size and threads (:func:`run_job`) and ``eval --workers``' limit count these."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # (no affinity masks: macOS, Windows)
+        return os.cpu_count() or 1
+
+
 def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str | None = None,
             workers: int | None = None, progress: bool | None = None, log: Callable[[str], None] = print) -> int:
     """``nnue-infer eval ... --output DIR.parquet --scheduler ADDRESS | --workers N``: score ``inputs`` on a
@@ -1287,8 +1331,8 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
     or game was bad, as ``nnue-infer eval``).
 
     ``scheduler`` is a running scheduler's address (``tcp://host:8786``); ``workers`` starts a
-    local cluster of that many worker processes (one thread each, the machine's cores shared
-    among them); neither: a local cluster with one worker per core.
+    local cluster of that many worker processes (one Dask thread each; the cores this process may use,
+    :func:`usable_cpus`, shared among them as Numba threads); neither: a local cluster with one worker per such core.
     """
     import sys
 
@@ -1302,8 +1346,9 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
     if scheduler:
         client = Client(scheduler)
     else:
-        n = workers or os.cpu_count() or 1
-        threads = max(1, (os.cpu_count() or 1) // n)
+        cpus = usable_cpus()  # (a container's share: its machine's os.cpu_count() made a worker per host CPU)
+        n = workers or cpus
+        threads = max(1, cpus // n)
         # the workers load the kernels from this machine's Numba cache: compiled here first (once, with the command
         # line's notice on stderr), not by every worker at once and in silence (a new user's cold cache: 30-107 s
         # without a word when stderr was not a terminal, twice the CPU with 2 workers); loads them when cached
