@@ -379,6 +379,9 @@ def _walk(data: np.ndarray, start: int, where: str, size: int | None) -> _Layout
     for name, count, dtype in () if threat_input is not None else (
             ("feature_transformer.biases", l1, "int16"), ("feature_transformer.weights", nf * l1, "int16"),
             ("feature_transformer.psqt_weights", nf * C.SF_BUCKETS, "int32")):
+        if blocks and blocks[0].leb128 and off + len(LEB128_MAGIC) > len(data):  # not a raw block: a cut magic
+            raise NetworkFormatError(f"{where}: truncated at {name}, offset {off - start}: the data ends there "
+                                     f"({len(data) - start} bytes)")
         if off + len(LEB128_MAGIC) <= len(data) and data[off:off + len(LEB128_MAGIC)].tobytes() == LEB128_MAGIC:
             n = _u32(data, off + len(LEB128_MAGIC), f"{name} (LEB128 byte count)", where, start)
             blocks.append(_Block(name, off - start, True, len(LEB128_MAGIC) + 4 + n, off + len(LEB128_MAGIC) + 4,
@@ -441,6 +444,9 @@ def _decode_block(data: np.ndarray, block: _Block, path: str) -> np.ndarray:
     if block.payload + n > len(data):
         raise NetworkFormatError(f"{path}: truncated in {block.name} (LEB128 block at offset {block.offset}): its "
                                  f"byte count says {n} bytes, {len(data) - block.payload} left")
+    if n < count:  # every value takes a byte or more: refused before the array (L1 from a hash: up to 1.4 GiB)
+        raise NetworkFormatError(f"{path}: truncated in {block.name} (LEB128 block at offset {block.offset}): its "
+                                 f"byte count says {n} bytes, fewer than its {count} values (at least one byte each)")
     out = simd.aligned_empty(count, dtype)
     info = np.iinfo(dtype)
     max_bytes = (info.bits + 6) // 7

@@ -1,0 +1,69 @@
+"""Hostile pass over network files, the Python API and thread safety (session 33).
+
+Each test is a way a careless or malicious user broke a loader or an evaluator: the standard is an
+error naming the file, the field and its byte offset (or the argument), never a crash, a hang, an
+allocation of gigabytes or a silently wrong number, and a failed operation changes nothing.
+"""
+
+from __future__ import annotations
+
+import resource
+import struct
+
+import numpy as np
+import pytest
+
+from nnue_infer import NetworkFormatError, load
+from nnue_infer import constants as C
+from nnue_infer.formats import stockfish as S
+
+
+def _leb128_block(payload: bytes) -> bytes:
+    return S.LEB128_MAGIC + struct.pack("<I", len(payload)) + payload
+
+
+def test_item1_leb128_block_shorter_than_its_values_allocates_nothing(tmp_path):
+    """Network files, huge declared sizes: a 33 KB ``.nnue`` whose hashes declare L1 = 32,768 (a valid
+    header, valid biases, then a 10-byte LEB128 weights block) made the reader allocate the 1.4 GiB
+    weights array before decoding found the block short (``MemoryError`` under a memory limit, gigabytes
+    of address space without one).  A LEB128 value takes at least one byte, so a block of fewer bytes
+    than values is refused from its byte count, naming the block, its offset and both numbers."""
+    l1 = 1 << 15
+    fth = C.HALFKAV2_HM_HASH ^ (2 * l1)
+    head = struct.pack("<IIII", S.VERSION_SF12, fth ^ S.stack_hash(l1, C.SF_L2 + 1, C.SF_L3), 0, fth)
+    data = head + _leb128_block(bytes(l1)) + _leb128_block(bytes(10)) + _leb128_block(bytes(10))
+    path = tmp_path / "huge.nnue"
+    path.write_bytes(data)
+    weights_at = len(head) + len(S.LEB128_MAGIC) + 4 + l1
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 + (1 << 30)  # what the process holds + 1 GiB
+    resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+    try:
+        with pytest.raises(NetworkFormatError) as info:
+            load(path)
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert str(info.value) == (
+        f"{path}: truncated in feature_transformer.weights (LEB128 block at offset {weights_at}): its byte count "
+        f"says 10 bytes, fewer than its {22528 * l1} values (at least one byte each)")
+
+
+def test_item1_truncated_at_the_magic_of_the_second_leb128_block(tmp_path):
+    """Network files, truncation at every header field: Stockfish 17.1's small net (LEB128 arrays) cut
+    anywhere in the first 17 bytes of the weights block (its ``COMPRESSED_LEB128`` magic) was reported
+    as "feature transformer mixes raw and LEB128 arrays" with no offset, as if the file were built
+    wrongly; now it is a truncation naming the block and its offset, as every other cut is."""
+    from nnue_infer.resources import known_network_path
+
+    full = known_network_path("sf17.1-small").read_bytes()
+    biases_at = 12 + struct.unpack("<I", full[8:12])[0] + 4
+    assert full[biases_at:biases_at + len(S.LEB128_MAGIC)] == S.LEB128_MAGIC
+    weights_at = biases_at + len(S.LEB128_MAGIC) + 4 + struct.unpack("<I", full[biases_at + 17:biases_at + 21])[0]
+    assert full[weights_at:weights_at + len(S.LEB128_MAGIC)] == S.LEB128_MAGIC
+    path = tmp_path / "cut.nnue"
+    for cut in range(weights_at, weights_at + len(S.LEB128_MAGIC)):
+        path.write_bytes(full[:cut])
+        with pytest.raises(NetworkFormatError) as info:
+            load(path)
+        assert str(info.value) == (f"{path}: truncated at feature_transformer.weights, offset {weights_at}: the data "
+                                   f"ends there ({cut} bytes)")
