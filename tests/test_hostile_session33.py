@@ -67,3 +67,54 @@ def test_item1_truncated_at_the_magic_of_the_second_leb128_block(tmp_path):
             load(path)
         assert str(info.value) == (f"{path}: truncated at feature_transformer.weights, offset {weights_at}: the data "
                                    f"ends there ({cut} bytes)")
+
+
+def _bullet_architecture():
+    from nnue_infer import Architecture, HiddenLayer
+
+    return Architecture(feature_set="Chess768", ft_width=32, ft_activation="screlu", ft_clamp=255, ft_shift=8,
+                        psqt_buckets=0, output_buckets=1, layers=(HiddenLayer(1, "none"),))
+
+
+@pytest.mark.parametrize("reader", ["bullet", "npz"])
+def test_item1_bullet_and_npz_readers_refuse_what_is_not_a_regular_file(tmp_path, reader):
+    """Network files, never a hang: ``read_bullet`` and ``float_network_from_arrays`` (the documented ways
+    trained weights come in) opened whatever they were given: a named pipe blocked for ever in ``open``
+    and ``/dev/zero`` was read until memory ran out (``MemoryError``), where ``load`` refuses both.  Now
+    both readers say the path is not a regular file, as ``load`` does, before opening it."""
+    import os
+    import threading
+
+    from nnue_infer.formats.arrays import float_network_from_arrays
+    from nnue_infer.formats.bullet import read_bullet
+
+    read = (lambda p: read_bullet(p, _bullet_architecture())) if reader == "bullet" else \
+        (lambda p: float_network_from_arrays(_bullet_architecture(), p))
+    fifo = tmp_path / "net.bin"
+    os.mkfifo(fifo)
+    outcome = []
+
+    def run():
+        try:
+            read(fifo)
+        except Exception as exc:  # noqa: BLE001 - the outcome is checked below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():  # blocked in open(): give it a writer that closes at once, so the thread ends
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(10)
+        pytest.fail(f"{reader}: reading a named pipe blocked")
+    assert isinstance(outcome[0], NetworkFormatError) and str(outcome[0]) == (
+        f"{fifo}: not a regular file (a directory, device or FIFO); "
+        + ("bullet's quantised output is a file" if reader == "bullet" else "an .npz archive is a file"))
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 + (1 << 30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+    try:
+        with pytest.raises(NetworkFormatError, match="^/dev/zero: not a regular file"):
+            read("/dev/zero")
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

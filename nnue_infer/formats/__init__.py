@@ -23,6 +23,19 @@ if TYPE_CHECKING:
 FORMAT_EXTENSIONS = {"stockfish": ".nnue", "safetensors": ".safetensors"}
 
 
+def check_regular_file(path: str | os.PathLike[str], hint: str) -> None:
+    """Refuse a path that is not a regular file before any reader opens it: a FIFO would block in
+    ``open``, a device such as ``/dev/zero`` be read until memory runs out.
+
+    Raises ``FileNotFoundError`` when nothing is there, :class:`NetworkFormatError` naming the path
+    and ending with ``hint`` (what the file should be) for a directory, device, FIFO or socket.
+    """
+    if not os.path.isfile(path):
+        if not os.path.exists(path):
+            raise FileNotFoundError(2, "no such network file", os.fspath(path))
+        raise NetworkFormatError(f"{os.fspath(path)}: not a regular file (a directory, device or FIFO); {hint}")
+
+
 def detect_format(path: str | os.PathLike[str]) -> str:
     """``"stockfish"`` (``.nnue``, Stockfish 12-19) or ``"safetensors"`` (native) from the file's magic bytes.
 
@@ -32,11 +45,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     """
     from .safetensors import is_safetensors
 
-    if not os.path.isfile(path):  # a FIFO would block, a device or directory is no network
-        if not os.path.exists(path):
-            raise FileNotFoundError(2, "no such network file", os.fspath(path))
-        raise NetworkFormatError(f"{os.fspath(path)}: not a regular file (a directory, device or FIFO); a network "
-                                 "is a .nnue or .safetensors file")
+    check_regular_file(path, "a network is a .nnue or .safetensors file")
     with open(path, "rb") as f:
         head = f.read(9)
     if len(head) >= 4 and struct.unpack("<I", head[:4])[0] in (C.SF_FILE_VERSION, C.SF19_FILE_VERSION):

@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import NetworkFormatError
 from ..float_network import FloatNetwork
 from ..network import Architecture
+from . import check_regular_file
 
 
 #: Layouts of the feature-transformer arrays: ``[num_features, n]`` or a ``torch.nn.Linear`` weight ``[n, num_features]``.
@@ -103,7 +104,8 @@ def float_network_from_arrays(architecture: Architecture, arrays: Mapping[str, n
     NetworkFormatError
         A tensor is missing (naming canonical and source names), not floating point, or its
         shape fits none of the accepted layouts (naming the tensor and the expected shape), or
-        a square feature-transformer array with ``ft_layout="auto"``.
+        a square feature-transformer array with ``ft_layout="auto"``; a path that is not a
+        regular file (a directory, device or FIFO) or not a readable ``.npz`` archive.
     """
     if ft_layout not in FT_LAYOUTS:
         raise ValueError(f"ft_layout must be one of {FT_LAYOUTS}, got {ft_layout!r}")
@@ -111,6 +113,7 @@ def float_network_from_arrays(architecture: Architecture, arrays: Mapping[str, n
 
     if not isinstance(arrays, Mapping):
         path = os.fspath(arrays)
+        check_regular_file(path, "an .npz archive is a file")
         with open(path, "rb") as f:  # our handle: np.load leaks its own when the archive is corrupt
             try:
                 z = np.load(f, allow_pickle=False)

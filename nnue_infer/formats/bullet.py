@@ -38,6 +38,7 @@ import numpy as np
 from ..errors import NetworkFormatError
 from ..float_network import FloatNetwork
 from ..network import Architecture
+from . import check_regular_file
 
 
 def check_bullet_architecture(arch: Architecture) -> None:
@@ -80,8 +81,9 @@ def read_bullet(path: str | os.PathLike[str], architecture: Architecture, qa: in
     Raises
     ------
     NetworkFormatError
-        Unsupported architecture (naming the field), or a file whose size does not match
-        (naming the expected and found sizes) or whose padding is not zero.
+        Unsupported architecture (naming the field), a path that is not a regular file (a
+        directory, device or FIFO), or a file whose size does not match (naming the expected
+        and found sizes) or whose padding is not zero.
     OSError
         The file cannot be read.
     """
@@ -92,15 +94,19 @@ def read_bullet(path: str | os.PathLike[str], architecture: Architecture, qa: in
     arch = dataclasses.replace(architecture, units_per_pawn=100,
                                output_units=architecture.output_units if scale is None else scale)
     path = os.fspath(path)
-    with open(path, "rb") as f:
-        data = f.read()
+    check_regular_file(path, "bullet's quantised output is a file")
     sections = bullet_sections(arch)
     need = sum(2 * int(np.prod(shape)) for _, shape in sections)
-    if not need <= len(data) < need + 64:
+    size = os.path.getsize(path)  # checked before reading: a wrong file may be large
+    if not need <= size < need + 64:
         raise NetworkFormatError(
-            f"{path}: {len(data)} bytes, but a bullet network with {sections[0][1][0]} features and N = {arch.ft_width} "
+            f"{path}: {size} bytes, but a bullet network with {sections[0][1][0]} features and N = {arch.ft_width} "
             f"({arch.ft_activation}) has {need} bytes of tensors plus 0..63 bytes of padding"
         )
+    with open(path, "rb") as f:
+        data = f.read(need + 64)
+    if len(data) != size:
+        raise NetworkFormatError(f"{path}: changed while it was read ({size} bytes, then {len(data)})")
     if any(data[need:]):
         raise NetworkFormatError(f"{path}: non-zero bytes in the padding after offset {need}")
     arrays, off = {}, 0
