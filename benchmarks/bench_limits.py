@@ -234,7 +234,7 @@ class Python:
             bbs = np.repeat(bb[None, :], 1024, axis=0)
             stm = np.zeros(1024, np.uint8)
             values, codes = np.empty(1024, np.int32), np.empty(1024, np.int32)
-            net_arrays, scratch_len = e._batch_args
+            net_arrays, scratch_len, _ = e._batch_args
             args = (*net_arrays, MAX_PIECES, scratch_len, 1, values, codes)
             self.batch_args[name] = (bbs, stm, args)
 

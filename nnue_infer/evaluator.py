@@ -387,9 +387,10 @@ class Evaluator:
             "_memo": [(None, 0)] * (pairs - stack_base),
             "_net_args": net_args,
             "_kernel_args": kernel_args,
+            # the batch paths' one read (they run without the in-use token): arrays, scratch length, network
             "_batch_args": ((fs.slot_table, fs.king_buckets, params, network.ft_weights, network.ft_biases,
                              network.psqt_weights, network.int8_weights, network.int8_psqt_weights, weights, biases,
-                             layers), scratch.shape[0]),
+                             layers), scratch.shape[0], network),
         }
 
     def _allocate(self, pairs: int) -> None:
@@ -672,7 +673,7 @@ class Evaluator:
         :mod:`nnue_infer.kernels.threads`): ``multiprocessing`` pools started with ``fork``
         after a batch work.
         """
-        net_arrays, scratch_len = self._batch_args  # one read: consistent even while the network is reassigned
+        net_arrays, scratch_len, _ = self._batch_args  # one read: consistent even while the network is reassigned
         return evaluate_rows(as_sequence(positions), net_arrays, scratch_len)
 
     def evaluate_bitboards(self, bitboards: np.ndarray, stm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -705,7 +706,7 @@ class Evaluator:
             runs: the kernels trust their arrays.
         """
         bitboards, stm = _checked_bitboards(bitboards, stm)
-        net_arrays, scratch_len = self._batch_args  # one read, as evaluate_batch (also thread-safe)
+        net_arrays, scratch_len, _ = self._batch_args  # one read, as evaluate_batch (also thread-safe)
         n = len(bitboards)
         values = np.empty(n, np.int32)
         codes = np.empty(n, np.int32)
@@ -762,8 +763,7 @@ class Evaluator:
             raise ValueError(f"buckets must be 'used' or 'all', got {buckets!r}")
         positions = as_sequence(positions)
         (slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8, weights, biases,
-         layers), scratch_len = self._batch_args
-        net = self.network
+         layers), scratch_len, net = self._batch_args  # one read: the network sizing the buffers is the arrays' own
         arch = net.architecture
         bitboards, stm = positions_bitboards(positions)
         n = len(positions)

@@ -118,3 +118,77 @@ def test_item1_bullet_and_npz_readers_refuse_what_is_not_a_regular_file(tmp_path
             read("/dev/zero")
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _interleaved(function, call, action):
+    """Run ``call()`` once per bytecode of ``function``'s frame (the method ``call`` calls), running
+    ``action()`` (standing for another thread's call on the same evaluator) just before that bytecode;
+    returns ``call()``'s results (or the exceptions it raised), one per bytecode, and the exceptions
+    ``action`` raised."""
+    import sys
+
+    code = function.__code__
+    results, refused = [], []
+    k = 0
+    while True:
+        count = [0]
+        done = [False]
+
+        def local(frame, event, arg, target=k):
+            if event == "opcode":
+                if count[0] == target and not done[0]:
+                    done[0] = True
+                    try:
+                        action()
+                    except Exception as exc:  # noqa: BLE001 - ConcurrentUseError is the promised outcome
+                        refused.append(exc)
+                count[0] += 1
+            return local
+
+        def tracer(frame, event, arg):
+            if frame.f_code is code:
+                frame.f_trace_opcodes = True
+                return local
+            return None
+
+        sys.settrace(tracer)
+        try:
+            results.append(call())
+        except Exception as exc:  # noqa: BLE001 - compared by the caller
+            results.append(exc)
+        finally:
+            sys.settrace(None)
+        if not done[0]:
+            return results[:-1], refused
+        k += 1
+
+
+def test_item3_activations_batch_while_the_network_is_reassigned(tmp_path):
+    """Thread safety: ``activations_batch`` (not guarded by the in-use token, like ``evaluate_batch``) read
+    the network's arrays and then, separately, the network whose architecture sizes its output buffers;
+    another thread assigning ``Evaluator.network`` between the two reads handed the kernel a 32-wide
+    network's arrays with 64-wide buffers (uninitialised columns in the result; the other way round the
+    kernel writes past its buffers).  Now one read gives both: with a reassignment at any bytecode the
+    result is wholly one network's (shapes and values)."""
+    import chess
+
+    from nnue_infer import Evaluator, FloatNetwork, quantise, stockfish_15_1_architecture
+
+    narrow = quantise(FloatNetwork.random(stockfish_15_1_architecture(32), seed=1))
+    wide = quantise(FloatNetwork.random(stockfish_15_1_architecture(64), seed=2))
+    boards = [chess.Board(), chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")]
+    expected = {net.architecture.ft_width: Evaluator(net).activations_batch(boards).to_dict() for net in (narrow, wide)}
+    ev = Evaluator(narrow)
+
+    def reassign():
+        ev.network = wide
+
+    def run():
+        ev.network = narrow
+        return ev.activations_batch(boards).to_dict()
+
+    results, refused = _interleaved(Evaluator.activations_batch, run, reassign)
+    assert len(results) > 100 and not refused
+    for i, got in enumerate(results):
+        ref = expected[got["accumulator"].shape[-1]]
+        assert got.keys() == ref.keys() and all(np.array_equal(got[k], ref[k]) for k in ref), f"bytecode {i}"
