@@ -589,33 +589,35 @@ class Evaluator:
         except IndexError:
             raise self._busy() from None
         try:
-            if board is None:  # the incremental path: keep it lean
-                board = self._board
-                ply = len(board.move_stack)
-                occupied_co = board.occupied_co
-                position = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
-                            occupied_co[1], occupied_co[0], board.turn)
-                trusted = self._trusted
-                if ply < trusted:  # evaluated since the last push to this ply (or set_position / refresh)
-                    memo = self._memo[ply]
-                    if memo[0] == position:
-                        return memo[1]
-                    # Another board than the one evaluated at this ply (the board was changed behind the
-                    # evaluator's back): its pair is recomputed from an ancestor, never trusted.
-                    trusted = ply
-                elif self._stack_base + ply >= self._pairs:
-                    self._allocate(2 * (self._stack_base + ply))
-                value = (_ENTRIES[self._ply_entry] or _entry(self._ply_entry))(self._address, ply, trusted, position)
-                if value == INVALID_POSITION:
-                    self._trusted = trusted  # the kernel wrote the refused bitboards into this ply's pair
-                    check_position(board)
-                    raise PositionError(f"position not representable: {board.fen()}")
-                self._trusted = ply + 1
-                self._memo[ply] = (position, value)
-                return value
-            return self._evaluate_fresh(board)
+            return self._evaluate_current() if board is None else self._evaluate_fresh(board)
         finally:
             free.append(_TOKEN)
+
+    def _evaluate_current(self) -> int:
+        """``evaluate()`` of the current position without the in-use token (for methods that hold it)."""
+        board = self._board
+        ply = len(board.move_stack)
+        occupied_co = board.occupied_co
+        position = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
+                    occupied_co[1], occupied_co[0], board.turn)
+        trusted = self._trusted
+        if ply < trusted:  # evaluated since the last push to this ply (or set_position / refresh)
+            memo = self._memo[ply]
+            if memo[0] == position:
+                return memo[1]
+            # Another board than the one evaluated at this ply (the board was changed behind the
+            # evaluator's back): its pair is recomputed from an ancestor, never trusted.
+            trusted = ply
+        elif self._stack_base + ply >= self._pairs:
+            self._allocate(2 * (self._stack_base + ply))
+        value = (_ENTRIES[self._ply_entry] or _entry(self._ply_entry))(self._address, ply, trusted, position)
+        if value == INVALID_POSITION:
+            self._trusted = trusted  # the kernel wrote the refused bitboards into this ply's pair
+            check_position(board)
+            raise PositionError(f"position not representable: {board.fen()}")
+        self._trusted = ply + 1
+        self._memo[ply] = (position, value)
+        return value
 
     def _evaluate_fresh(self, board: chess.Board | str) -> int:
         """``evaluate(board)`` without the in-use token (for methods that hold it)."""
@@ -806,17 +808,19 @@ class Evaluator:
         arrays["value"] = values
         return Activations(arrays, batched=True)
 
+    @_exclusive
     def evaluate_cp(self, board: chess.Board | str | None = None, white_pov: bool = False) -> int:
         """:meth:`evaluate` in centipawns, ``tdiv(100 * value, units_per_pawn)`` (361 for Stockfish 15.1).
 
         Current position (or ``board``), side to move's point of view, or White's when
-        ``white_pov`` is true.
+        ``white_pov`` is true.  The in-use token is held for the whole call (value, side to move
+        and units per pawn come from one position and one network).
         """
         if board is None:
-            v, turn = self.evaluate(), self._board.turn
+            v, turn = self._evaluate_current(), self._board.turn
         else:
             board = _as_board(board)
-            v, turn = self.evaluate(board), board.turn
+            v, turn = self._evaluate_fresh(board), board.turn
         if white_pov and turn == chess.BLACK:
             v = -v
         return to_centipawns(v, self._network.architecture.units_per_pawn)
@@ -951,14 +955,17 @@ class Evaluator:
         finally:
             free.append(_TOKEN)
 
+    @_exclusive
     def evaluate_moves_cp(self, board: chess.Board | str | None = None,
                           moves: Iterable[chess.Move | str] | None = None, white_pov: bool = False) -> np.ndarray:
         """:meth:`evaluate_moves` in centipawns, ``tdiv(100 * value, units_per_pawn)`` (int64[n]).
 
-        From each child's side to move's point of view, or White's when ``white_pov`` is true.
+        From each child's side to move's point of view, or White's when ``white_pov`` is true; the
+        in-use token is held for the whole call, as in :meth:`evaluate_cp`.
         """
-        values = self.evaluate_moves(board, moves).astype(np.int64)
-        parent_turn = self._board.turn if board is None else _as_board(board).turn
+        parent = None if board is None else _as_board(board)
+        values = children.evaluate_moves(self, parent, moves).astype(np.int64)
+        parent_turn = self._board.turn if parent is None else parent.turn
         if white_pov and parent_turn == chess.WHITE:  # the children have Black to move
             values = -values
         scaled = 100 * values

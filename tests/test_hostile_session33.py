@@ -125,9 +125,10 @@ def _interleaved(function, call, action):
     ``action()`` (standing for another thread's call on the same evaluator) just before that bytecode;
     returns ``call()``'s results (or the exceptions it raised), one per bytecode, and the exceptions
     ``action`` raised."""
+    import inspect
     import sys
 
-    code = function.__code__
+    code = inspect.unwrap(function).__code__  # the method's own frame, inside any wrapper taking the token
     results, refused = [], []
     k = 0
     while True:
@@ -192,3 +193,46 @@ def test_item3_activations_batch_while_the_network_is_reassigned(tmp_path):
     for i, got in enumerate(results):
         ref = expected[got["accumulator"].shape[-1]]
         assert got.keys() == ref.keys() and all(np.array_equal(got[k], ref[k]) for k in ref), f"bytecode {i}"
+
+
+@pytest.mark.parametrize("method", ["evaluate_cp", "evaluate_moves_cp"])
+def test_item3_centipawns_while_another_thread_pushes_or_reassigns(method):
+    """Thread safety: ``evaluate_cp`` and ``evaluate_moves_cp`` released the in-use token after the value
+    and then read the side to move and the network's units per pawn; another thread's ``push`` or
+    ``network`` assignment in that gap was not refused with ``ConcurrentUseError`` (as the docs promise for
+    a call made while another is inside one) and the result mixed them: the value of one position with
+    the side to move of the next (White's view with the wrong sign), or one network's value in another's
+    units.  Now the token is held for the whole call: at any bytecode the other call is refused or comes
+    first, and the result is that of one position and one network."""
+    import dataclasses
+
+    import chess
+
+    from nnue_infer import ConcurrentUseError, Evaluator, FloatNetwork, quantise, stockfish_15_1_architecture
+
+    arch = stockfish_15_1_architecture(32)
+    first = quantise(FloatNetwork.random(arch, seed=1))
+    second = quantise(FloatNetwork.random(dataclasses.replace(arch, units_per_pawn=100), seed=1))
+    start = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+    after = start.copy()
+    after.push_san("Bb5")
+
+    def value(net, board):
+        ev = Evaluator(net)
+        out = getattr(ev, method)(board, white_pov=True)
+        return out.tolist() if method == "evaluate_moves_cp" else out
+
+    allowed = {repr(value(net, b)) for net in (first, second) for b in (start, after)}
+    assert len(allowed) == 4
+    ev = Evaluator(first)
+    for action in (lambda: ev.push(after.move_stack[-1]), lambda: setattr(ev, "network", second)):
+        def run():
+            ev.network = first
+            ev.set_position(start)
+            out = getattr(ev, method)(white_pov=True)
+            return out.tolist() if method == "evaluate_moves_cp" else out
+
+        results, refused = _interleaved(getattr(Evaluator, method), run, action)
+        assert len(results) > 20 and all(isinstance(exc, ConcurrentUseError) for exc in refused), refused[:3]
+        for i, got in enumerate(results):
+            assert repr(got) in allowed, f"bytecode {i}: {got!r}"
