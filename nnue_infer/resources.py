@@ -171,7 +171,8 @@ def known_network_path(spec: str, *, fetch: bool = False) -> Path:
     Raises
     ------
     NetworkNotFoundError
-        Unknown spec, or the tarball is missing: the message gives the command that fetches it.
+        Unknown spec, or the tarball is missing: the message gives the command that fetches it
+        (and, for a cached file of another size or SHA-256, says it is damaged or replaced).
     """
     from .formats.registry import known_by_spec, specs
 
@@ -183,11 +184,21 @@ def known_network_path(spec: str, *, fetch: bool = False) -> Path:
     target = cache_dir() / known.name
     if target in _verified and target.is_file():
         return target
-    if target.is_file() and target.stat().st_size == known.size and _sha256(target) == known.sha256:
-        _verified.add(target)
-        return target
+    damaged = None  # (size, SHA-256) of a cached file that is not the network
+    if target.is_file():
+        size, digest = target.stat().st_size, _sha256(target)
+        if size == known.size and digest == known.sha256:
+            _verified.add(target)
+            return target
+        damaged = size, digest
     tarball = npm_dir() / f"stockfish-{known.npm}.tgz"
     if not tarball.is_file():
+        if not fetch and damaged is not None:
+            raise NetworkNotFoundError(
+                f"{target}: damaged or replaced ({damaged[0]} bytes, SHA-256 {damaged[1][:16]}...; expected "
+                f"{known.size} bytes, SHA-256 {known.sha256[:16]}...: {spec}, Stockfish {known.version} {known.role} "
+                f"net); fetch it again (the file is replaced) with: nnue-infer fetch {known.spec}  (or: "
+                f"{fetch_command(known.npm)})")
         if not fetch:
             raise NetworkNotFoundError(
                 f"{known.name} ({spec}: Stockfish {known.version} {known.role} net) is not in {cache_dir()}; it comes "

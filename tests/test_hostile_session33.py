@@ -236,3 +236,27 @@ def test_item3_centipawns_while_another_thread_pushes_or_reassigns(method):
         assert len(results) > 20 and all(isinstance(exc, ConcurrentUseError) for exc in refused), refused[:3]
         for i, got in enumerate(results):
             assert repr(got) in allowed, f"bytecode {i}: {got!r}"
+
+
+def test_item1_a_damaged_cached_network_is_named_as_such(tmp_path, monkeypatch):
+    """Registry: a cached known network cut short or replaced (a disk full during a copy, another file
+    under its name) with no npm package in the cache was reported as "nn-61e7af4bb97d.nnue ... is not in
+    <cache>", though the file is there: the user looks for a missing file.  Now the message says the
+    cached file is damaged or replaced (its size and SHA-256 against the expected ones) and how to
+    fetch it again; nothing is deleted."""
+    from nnue_infer import NetworkNotFoundError
+    from nnue_infer.formats.registry import known_by_spec
+    from nnue_infer.resources import known_network_path
+
+    known = known_by_spec("sf19-lite")
+    good = known_network_path("sf19-lite").read_bytes()
+    monkeypatch.setenv("NNUE_INFER_CACHE", str(tmp_path))
+    damaged = tmp_path / known.name
+    damaged.write_bytes(good[:1000])
+    with pytest.raises(NetworkNotFoundError) as info:
+        known_network_path("sf19-lite")
+    message = str(info.value)
+    assert message.startswith(f"{damaged}: damaged or replaced (1000 bytes, SHA-256 ")
+    assert f"expected {known.size} bytes, SHA-256 {known.sha256[:16]}" in message
+    assert "nnue-infer fetch sf19-lite" in message and "is not in" not in message
+    assert damaged.read_bytes() == good[:1000]
