@@ -245,11 +245,12 @@ BUILT_IN_NAMES = ("default", *STOCKFISH_15_1_NAMES)
 
 def is_network_name(spec: str | os.PathLike[str] | None) -> bool:
     """Whether :func:`network_from_spec` reads ``spec`` as a network's name (``None``, :data:`BUILT_IN_NAMES`
-    whatever files exist, a known Stockfish network's spec when no file has that name), not as a file."""
+    whatever files exist, a known Stockfish network's spec when no regular file has that name: a directory
+    such as one's own ``sf19-lite/`` folder does not take the name over), not as a file."""
     from .formats.registry import known_by_spec
 
     return spec is None or spec in BUILT_IN_NAMES or (isinstance(spec, str) and known_by_spec(spec) is not None
-                                                      and not Path(spec).exists())
+                                                      and not os.path.isfile(spec))
 
 
 def network_file(spec: str | os.PathLike[str] | None) -> Path:

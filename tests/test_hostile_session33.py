@@ -260,3 +260,24 @@ def test_item1_a_damaged_cached_network_is_named_as_such(tmp_path, monkeypatch):
     assert f"expected {known.size} bytes, SHA-256 {known.sha256[:16]}" in message
     assert "nnue-infer fetch sf19-lite" in message and "is not in" not in message
     assert damaged.read_bytes() == good[:1000]
+
+
+def test_item1_a_directory_named_like_a_network_does_not_shadow_the_name(tmp_path, monkeypatch):
+    """Registry: a known network's name is a name "only when no file has it", but a *directory* of that
+    name in the working directory (a folder ``sf19-lite/`` of one's own data) shadowed it:
+    ``Evaluator("sf19-lite")`` and ``eval --net sf19-lite`` failed with "sf19-lite: not a regular file".
+    Now only a regular file takes the name over; the directory is ignored and the known network loads."""
+    from nnue_infer import Evaluator
+    from nnue_infer.resources import known_network, network_from_spec
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sf19-lite").mkdir()
+    assert network_from_spec("sf19-lite") is known_network("sf19-lite")
+    assert Evaluator("sf19-lite").network is known_network("sf19-lite")
+    from nnue_infer.resources import is_network_name  # the rule, also for nnue-infer info
+
+    assert is_network_name("sf19-lite") and not is_network_name(str(tmp_path / "sf19-lite"))  # a path is a path
+    (tmp_path / "sf16").write_bytes(b"not a network")
+    assert not is_network_name("sf16")  # a regular file of that name is the file (it is loaded, and refused here)
+    with pytest.raises(NetworkFormatError, match="^sf16: unknown network format"):
+        network_from_spec("sf16")
