@@ -109,6 +109,8 @@ def evaluate_moves(ev, board: chess.Board | None, moves: Iterable[chess.Move | s
     next ply, as ``push`` / ``evaluate()`` / ``pop`` would; a given board goes one ply above the
     current one (the plies the game uses are left as they are).
     """
+    if moves is not None and not isinstance(moves, (str, chess.Move)):  # a single one: move_codes names it
+        moves = list(moves)  # an iterator is read once; an error quotes moves[i] from this list
     current = board is None
     if current:
         board = ev._board

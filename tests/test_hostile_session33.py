@@ -281,3 +281,29 @@ def test_item1_a_directory_named_like_a_network_does_not_shadow_the_name(tmp_pat
     assert not is_network_name("sf16")  # a regular file of that name is the file (it is loaded, and refused here)
     with pytest.raises(NetworkFormatError, match="^sf16: unknown network format"):
         network_from_spec("sf16")
+
+
+def test_item2_evaluate_moves_names_the_illegal_move_of_an_iterator():
+    """Children evaluation: ``moves=`` is documented as an iterable, but an illegal move given through
+    an iterator or generator raised ``IndexError: list index out of range`` (the error message re-read
+    the already consumed iterator to quote the move) from ``evaluate_moves``, ``evaluate_moves_cp``
+    and the module-level ``evaluate_moves``.  Now it is the ``IllegalMoveError`` a list gives, naming
+    the index and the move, and the evaluator is unchanged."""
+    import chess
+
+    import nnue_infer
+    from nnue_infer import Evaluator, IllegalMoveError
+
+    board = chess.Board()
+    ev = Evaluator()
+    ev.push_uci("g1f3")
+    message = f"moves[1] ('e1g1') is not a legal move in {chess.STARTING_FEN}"
+    for call in (lambda m: ev.evaluate_moves(board, m), lambda m: ev.evaluate_moves_cp(board, m),
+                 lambda m: nnue_infer.evaluate_moves(board, m)):
+        for moves in (iter(["e2e4", "e1g1"]), (m for m in ["e2e4", "e1g1"]), map(str, ["e2e4", "e1g1"])):
+            with pytest.raises(IllegalMoveError) as info:
+                call(moves)
+            assert str(info.value) == message
+    assert ev.board.fen() == "rnbqkbnr/pppppppp/8/8/8/5N2/PPPPPPPP/RNBQKB1R b KQkq - 1 1"
+    assert ev.evaluate() == ev.evaluate(ev.board)
+    assert ev.evaluate_moves(board, iter(["e2e4", "d2d4"])).tolist() == ev.evaluate_moves(board, ["e2e4", "d2d4"]).tolist()
