@@ -307,3 +307,27 @@ def test_item2_evaluate_moves_names_the_illegal_move_of_an_iterator():
     assert ev.board.fen() == "rnbqkbnr/pppppppp/8/8/8/5N2/PPPPPPPP/RNBQKB1R b KQkq - 1 1"
     assert ev.evaluate() == ev.evaluate(ev.board)
     assert ev.evaluate_moves(board, iter(["e2e4", "d2d4"])).tolist() == ev.evaluate_moves(board, ["e2e4", "d2d4"]).tolist()
+
+
+@pytest.mark.parametrize("spec", ["sf17.1-small", "sf19-lite"])
+def test_item1_the_other_versions_header_word_is_named(tmp_path, spec):
+    """Network files, wrong version words: a Stockfish 12-18 net with Stockfish 19's version word (or the
+    other way round) was read with the other version's layer stack, whose hash happens to match a
+    stack of another size (15.1's L2 + 1 = 16 outputs is Stockfish 19's L2 = 16), and the error blamed
+    ``layer_stack[1].hash`` at some offset deep in the file.  Now the reader sees that the other
+    version's stacks fit the file and its hashes and names the version word at offset 0."""
+    from nnue_infer.resources import known_network_path
+
+    data = bytearray(known_network_path(spec).read_bytes())
+    version = struct.unpack("<I", data[:4])[0]
+    other = S.VERSION_SF19 if version == S.VERSION_SF12 else S.VERSION_SF12
+    data[:4] = struct.pack("<I", other)
+    path = tmp_path / "swapped.nnue"
+    path.write_bytes(bytes(data))
+    names = {S.VERSION_SF12: "Stockfish 12-18", S.VERSION_SF19: "Stockfish 19"}
+    with pytest.raises(NetworkFormatError) as info:
+        load(path)
+    assert str(info.value).startswith(
+        f"{path}: header.version at offset 0: 0x{other:08X} ({names[other]}), but the file's layer stacks and hashes "
+        f"are {names[version]}'s (")
+    assert str(info.value).endswith(f"): expected 0x{version:08X}")

@@ -410,6 +410,17 @@ def _walk(data: np.ndarray, start: int, where: str, size: int | None) -> _Layout
             raise NetworkFormatError(
                 f"{where}: header.hash at offset 4: expected 0x{expected:08X} (feature transformer XOR layer stack "
                 f"for L1 = {l1}, L2 = {l2}, L3 = {l3}, the sizes that fit the file), got 0x{net_hash:08X}")
+        else:  # the other version's stacks fit the file and its hashes: the version word is wrong
+            other = VERSION_SF12 if version == VERSION_SF19 else VERSION_SF19
+            other_style = "sf19" if other == VERSION_SF19 else "sf15"
+            alt = [c for c in _stack_candidates(other, l1, net_hash ^ fth)
+                   if stacks + C.SF_BUCKETS * _stack_size(other_style, l1, *c[1:]) == size]
+            if alt:
+                names = {VERSION_SF12: "Stockfish 12-18", VERSION_SF19: "Stockfish 19"}
+                raise NetworkFormatError(
+                    f"{where}: header.version at offset 0: 0x{version:08X} ({names[version]}), but the file's layer "
+                    f"stacks and hashes are {names[other]}'s (L1 = {l1}, L2 = {alt[0][1]}, L3 = {alt[0][2]}): "
+                    f"expected 0x{other:08X}")
     else:
         for cand in candidates:
             size_c = _stack_size(cand[0], l1, *cand[1:])
