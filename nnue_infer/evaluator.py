@@ -1134,11 +1134,13 @@ def as_network(network: Network | str | os.PathLike[str] | None) -> Network:
 
 
 def _spec_network(spec: str | os.PathLike[str]) -> Network:
-    """This thread's network for a file or name, loaded once per (spec, file size, modification time)."""
+    """This thread's network for a file or name, loaded once per (spec, file identity and stamps): the device
+    and inode (another file under the name, a relative name in another directory) and the size, modification
+    and status-change times (a file saved over, also when a copy kept the old modification time)."""
     key: tuple = (os.fspath(spec),)
     try:
         st = os.stat(spec)
-        key += (st.st_size, st.st_mtime_ns)
+        key += (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     except OSError:
         pass
     cache = getattr(_local, "specs", None)

@@ -331,3 +331,38 @@ def test_item1_the_other_versions_header_word_is_named(tmp_path, spec):
         f"{path}: header.version at offset 0: 0x{other:08X} ({names[other]}), but the file's layer stacks and hashes "
         f"are {names[version]}'s (")
     assert str(info.value).endswith(f"): expected 0x{version:08X}")
+
+
+def test_item2_module_functions_see_a_network_file_replaced_with_its_old_stamp(tmp_path, monkeypatch):
+    """Python API, module-level ``evaluate(board, "ck.nnue")``: the per-thread network cache knew a file by
+    its name, size and modification time, so a checkpoint of the same architecture saved over it (same
+    size) whose modification time was kept (``cp -p``, ``rsync -t``, ``tar x``, a file system with a
+    coarse clock) was evaluated with the old network, a silently wrong number; a relative name
+    in another working directory likewise.  The key now has the file's device, inode and
+    status-change time, which no copy keeps."""
+    import os
+
+    import chess
+
+    import nnue_infer
+    from nnue_infer import Evaluator, FloatNetwork, quantise, save, stockfish_15_1_architecture
+
+    nets = [quantise(FloatNetwork.random(stockfish_15_1_architecture(32), seed=s)) for s in (1, 2)]
+    board = chess.Board()
+    truth = [Evaluator(n).evaluate(board) for n in nets]
+    assert truth[0] != truth[1]
+    path = tmp_path / "ck.nnue"
+    save(nets[0], path)
+    stamp = os.stat(path)
+    assert nnue_infer.evaluate(board, str(path)) == truth[0]
+    save(nets[1], path)  # same architecture: same size
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert os.stat(path).st_size == stamp.st_size
+    assert nnue_infer.evaluate(board, str(path)) == truth[1]
+    (tmp_path / "other").mkdir()
+    save(nets[0], tmp_path / "other" / "ck.nnue")
+    os.utime(tmp_path / "other" / "ck.nnue", ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    monkeypatch.chdir(tmp_path)
+    assert nnue_infer.evaluate(board, "ck.nnue") == truth[1]
+    monkeypatch.chdir(tmp_path / "other")
+    assert nnue_infer.evaluate(board, "ck.nnue") == truth[0]
