@@ -379,7 +379,7 @@ def _walk(data: np.ndarray, start: int, where: str, size: int | None) -> _Layout
     for name, count, dtype in () if threat_input is not None else (
             ("feature_transformer.biases", l1, "int16"), ("feature_transformer.weights", nf * l1, "int16"),
             ("feature_transformer.psqt_weights", nf * C.SF_BUCKETS, "int32")):
-        if blocks and blocks[0].leb128 and off + len(LEB128_MAGIC) > len(data):  # not a raw block: a cut magic
+        if blocks and blocks[0].leb128 and off <= len(data) < off + len(LEB128_MAGIC):  # a cut magic, not raw data
             raise NetworkFormatError(f"{where}: truncated at {name}, offset {off - start}: the data ends there "
                                      f"({len(data) - start} bytes)")
         if off + len(LEB128_MAGIC) <= len(data) and data[off:off + len(LEB128_MAGIC)].tobytes() == LEB128_MAGIC:
