@@ -27,7 +27,7 @@ import chess
 import numpy as np
 
 from .constants import NORMALIZE_TO_PAWN_VALUE as PAWN
-from .normalisation import PAWN_VALUE, WDL_A, to_cp, wdl, white_side_pawns
+from .normalisation import PAWN_VALUE, WDL_A, WDL_VERSIONS, to_cp, wdl, white_side_pawns
 
 
 def tdiv(a: int, b: int) -> int:
@@ -249,8 +249,11 @@ class Trace:
         the table (``Normalized``), then the raw ``(side to move, internal units)`` line and the
         white-side line.  No trailing newline.  Stockfish prints none of it when the side to
         move is in check; this renders it anyway.  The numbers are this trace's network's
-        (17.1/18 print their big net's, whichever net evaluates).
+        (17.1/18 print their big net's, whichever net evaluates).  ``ValueError`` for another version.
         """
+        if version is not None and version not in WDL_VERSIONS:
+            raise ValueError(f"version: {version!r} is not a Stockfish version this renders; give one of "
+                             f"{', '.join(map(repr, WDL_VERSIONS))} (or None for the network's own)")
         v = version or self.stockfish_version
         per_pawn = self.units_per_pawn if version is None else PAWN_VALUE.get(v)  # 15.1, 16
         if v in PAWN_VALUE:

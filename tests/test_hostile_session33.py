@@ -366,3 +366,19 @@ def test_item2_module_functions_see_a_network_file_replaced_with_its_old_stamp(t
     assert nnue_infer.evaluate(board, "ck.nnue") == truth[1]
     monkeypatch.chdir(tmp_path / "other")
     assert nnue_infer.evaluate(board, "ck.nnue") == truth[0]
+
+
+@pytest.mark.parametrize("version", ["17", "20", 19, 16.0])
+def test_item2_format_stockfish_names_an_unknown_version(version):
+    """Trace output: ``Trace.format_stockfish(version=...)`` with a version it does not render (``"17"`` for
+    17.1, ``"20"``, the number ``19``) raised a bare ``KeyError: '17'`` from deep inside the formatting.
+    Now a ``ValueError`` names the argument and the versions it renders."""
+    import chess
+
+    from nnue_infer import Evaluator
+
+    trace = Evaluator().trace(chess.Board())
+    with pytest.raises(ValueError) as info:
+        trace.format_stockfish(version)
+    assert str(info.value) == (f"version: {version!r} is not a Stockfish version this renders; "
+                               "give one of '15.1', '16', '17.1', '18', '19' (or None for the network's own)")
