@@ -382,3 +382,49 @@ def test_item2_format_stockfish_names_an_unknown_version(version):
         trace.format_stockfish(version)
     assert str(info.value) == (f"version: {version!r} is not a Stockfish version this renders; "
                                "give one of '15.1', '16', '17.1', '18', '19' (or None for the network's own)")
+
+
+#: 29 pieces, one king each, nothing on a back rank a pawn could not stand on: a position the network
+#: represents, with 271 legal moves for White (found by hill climbing on python-chess's move count).
+MANY_MOVES = "BQQQQQBk/Q5RB/Q6Q/Q6Q/Q6Q/Q6Q/Q6Q/KQQQQQQQ w - - 0 1"
+
+
+def test_item2_children_of_a_position_with_more_than_256_moves():
+    """Children evaluation of positions with many moves: the move generator's buffers held 256 moves
+    ("most legal moves of any chess position, 218, rounded up"), but the evaluator accepts any
+    position with one king a side and at most 32 pieces, and one with 271 legal moves made
+    ``evaluate_moves`` return 256 values (15 moves silently missing) and ``evaluate_children_batch``
+    write past its buffers (glibc: "free(): invalid next size", the process aborted).  The buffers now
+    hold any such position's moves (at most 30 pieces x 27 + 10 for the king = 820, rounded up to
+    1,024); every child equals push / evaluate / pop, in ``board.legal_moves`` order."""
+    import json
+    import subprocess
+    import sys
+
+    import chess
+
+    from nnue_infer import Evaluator
+
+    board = chess.Board(MANY_MOVES)
+    legal = list(board.legal_moves)
+    assert len(legal) == 271
+    ev = Evaluator()
+    expected = []
+    for move in legal:
+        child = board.copy(stack=False)
+        child.push(move)
+        expected.append(ev.evaluate(child))
+    assert ev.evaluate_moves(board).tolist() == expected
+    script = (
+        "import json, chess, nnue_infer\n"
+        f"offsets, moves, values = nnue_infer.Evaluator().evaluate_children_batch([{MANY_MOVES!r}, chess.Board()], "
+        "uci=True)\n"
+        "print(json.dumps([offsets.tolist(), moves, values.tolist()]))\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stderr[-2000:]  # before: aborted by glibc (heap overwritten)
+    offsets, moves, values = json.loads(run.stdout)
+    start = list(chess.Board().legal_moves)
+    assert offsets == [0, 271, 291]
+    assert moves == [m.uci() for m in legal + start]
+    assert values[:271] == expected and values[271:] == ev.evaluate_moves(chess.Board()).tolist()
+

@@ -33,8 +33,11 @@ from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line
 from .features import (BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, king_square,
                        lowest_square, popcount, without_lowest)
 
-#: Most legal moves of any chess position (218), rounded up: the size of a move buffer.
-MAX_MOVES = 256
+#: The size of a move buffer: the most legal moves of any position the kernels accept (one king a side,
+#: at most 32 pieces, any material), not only of chess positions (218): the side to move has at most 30
+#: other pieces, each with at most 27 moves (a queen's), and the king 8 plus 2 castlings: 820, rounded
+#: up.  (256 held every legal game's position, but "BQQQQQBk/Q5RB/Q6Q/Q6Q/Q6Q/Q6Q/Q6Q/KQQQQQQQ w" has 271.)
+MAX_MOVES = 1024
 #: Every square.
 ALL = -1
 #: Move kinds for :func:`is_safe`.
