@@ -795,7 +795,7 @@ class Evaluator:
         ft_output = (ft_bytes.view(np.int8) ^ np.int8(-128)) if arch.ft.signed else ft_bytes  # x + 128 -> x
         arrays = {"accumulator": accs, "psqt": psqts, "ft_output": ft_output, "bucket": bucket}
         zpos = xpos = 0
-        squeeze = (lambda a: a[:, 0]) if k == 1 else (lambda a: a)
+        squeeze = (lambda a: a[:, 0]) if buckets == "used" else (lambda a: a)  # "all": the axis even for one bucket
         for l, n_out, n_act in recorded:
             if arch.layers[l].activation == "none":
                 arrays["output"] = squeeze(z[:, :, zpos])

@@ -428,3 +428,28 @@ def test_item2_children_of_a_position_with_more_than_256_moves():
     assert moves == [m.uci() for m in legal + start]
     assert values[:271] == expected and values[271:] == ev.evaluate_moves(chess.Board()).tolist()
 
+
+def test_item2_all_buckets_of_a_single_bucket_network_keep_the_bucket_axis():
+    """Activations output: ``activations_batch(..., buckets="all")`` is documented to give every layer's array
+    a bucket axis after ``N``, but for a network with one output bucket (bullet-style nets) the axis was
+    squeezed away, so code written for ``[N, B, ...]`` broke on those nets (``fc_0`` [N, 16] instead of
+    [N, 1, 16]).  Now the axis is there for any number of buckets, and its one entry is the used stack's."""
+    import warnings
+
+    import chess
+
+    from nnue_infer import Architecture, Evaluator, FloatNetwork, HiddenLayer, quantise
+
+    arch = Architecture(feature_set="Chess768", ft_width=64, ft_activation="screlu", ft_clamp=255, ft_shift=8,
+                        psqt_buckets=0, output_buckets=1, layers=(HiddenLayer(16, "crelu"), HiddenLayer(1, "none")),
+                        output_units=400, units_per_pawn=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # saturated parameters of a random network
+        ev = Evaluator(quantise(FloatNetwork.random(arch, seed=1)))
+    boards = [chess.Board(), chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")]
+    used, every = ev.activations_batch(boards).to_dict(), ev.activations_batch(boards, buckets="all").to_dict()
+    for name in ("fc_0", "fc_0_activated", "output", "positional"):
+        assert every[name].shape == (2, 1, *used[name].shape[1:]), name
+        assert np.array_equal(every[name][:, 0], used[name]), name
+    for name in ("accumulator", "psqt", "ft_output", "bucket", "value"):
+        assert np.array_equal(every[name], used[name]), name
