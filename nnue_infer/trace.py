@@ -491,7 +491,8 @@ class Activations:
     def to_arrow(self):
         """A ``pyarrow.Table`` with one row per position and one column per array: integer
         columns for per-position scalars, fixed-size lists (nested for 2-D rows) otherwise,
-        values as the arrays' dtypes.
+        values as the arrays' dtypes; an axis of length 0 (``psqt`` of a network without PSQT)
+        as variable-size lists, all empty.
 
         Raises
         ------
@@ -507,7 +508,12 @@ class Activations:
         for name, arr in self._arrays.items():
             rows = arr if self.batched else arr[np.newaxis]
             column = pa.array(np.ascontiguousarray(rows).reshape(-1))
-            for width in reversed(rows.shape[1:]):
-                column = pa.FixedSizeListArray.from_arrays(column, width)
+            for level in range(rows.ndim - 1, 0, -1):
+                width = rows.shape[level]
+                if width:
+                    column = pa.FixedSizeListArray.from_arrays(column, width)
+                else:  # Arrow has no fixed-size list of size 0 (psqt of a network without PSQT): empty lists
+                    lists = int(np.prod(rows.shape[:level]))
+                    column = pa.ListArray.from_arrays(pa.array(np.zeros(lists + 1, np.int32)), column)
             columns[name] = column
         return pa.table(columns)

@@ -453,3 +453,40 @@ def test_item2_all_buckets_of_a_single_bucket_network_keep_the_bucket_axis():
         assert np.array_equal(every[name][:, 0], used[name]), name
     for name in ("accumulator", "psqt", "ft_output", "bucket", "value"):
         assert np.array_equal(every[name], used[name]), name
+
+
+def test_item2_activations_of_a_network_without_psqt_convert_to_arrow(tmp_path):
+    """Activations output: ``Activations.to_arrow()`` (and so ``nnue-infer eval --activations -o x.parquet``)
+    failed with a pyarrow traceback ("list_size needs to be a strict positive integer") for any network
+    without PSQT (``psqt_buckets=0``: bullet-style nets), whose ``psqt`` array is [N, 2, 0].  Now such an
+    axis becomes variable-size lists (empty ones): every column is there, one row per position."""
+    pa = pytest.importorskip("pyarrow")
+    import warnings
+
+    import chess
+
+    from nnue_infer import Architecture, Evaluator, FloatNetwork, HiddenLayer, quantise, save
+    from nnue_infer.cli import main
+
+    arch = Architecture(feature_set="Chess768", ft_width=64, ft_activation="screlu", ft_clamp=255, ft_shift=8,
+                        psqt_buckets=0, output_buckets=8, layers=(HiddenLayer(16, "crelu"), HiddenLayer(1, "none")),
+                        output_units=400, units_per_pawn=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # saturated parameters of a random network
+        net = quantise(FloatNetwork.random(arch, seed=1))
+    boards = [chess.Board(), chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")]
+    for buckets in ("used", "all"):
+        acts = Evaluator(net).activations_batch(boards, buckets=buckets)
+        table = acts.to_arrow()
+        assert table.column_names == acts.names and table.num_rows == 2
+        for name, arr in acts.to_dict().items():
+            assert np.array_equal(np.array(table.column(name).to_pylist(), dtype=arr.dtype).reshape(arr.shape), arr)
+        assert table.column("psqt").to_pylist() == [[[], []], [[], []]]
+    save(net, tmp_path / "nopsqt.safetensors")
+    out = tmp_path / "acts.parquet"
+    assert main(["eval", "--quiet", "--net", str(tmp_path / "nopsqt.safetensors"), "--activations", "-o", str(out),
+                 "startpos"]) in (0, None)
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(out).column("psqt").to_pylist() == [[[], []]]
+    assert pa  # the module the skip imported
