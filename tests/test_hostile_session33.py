@@ -490,3 +490,22 @@ def test_item2_activations_of_a_network_without_psqt_convert_to_arrow(tmp_path):
 
     assert pq.read_table(out).column("psqt").to_pylist() == [[[], []]]
     assert pa  # the module the skip imported
+
+
+@pytest.mark.parametrize("where", ["header", "metadata"])
+def test_item1_safetensors_json_nested_too_deeply(tmp_path, where):
+    """Network files, safetensors with a lying header: a JSON header (or the ``nnue-infer`` metadata
+    string) of 200,000 nested arrays made ``load``, ``Evaluator(path)`` and the command line die with
+    Python's ``RecursionError`` traceback instead of a format error.  Now it is a
+    ``NetworkFormatError`` naming the file and the part that is not readable JSON."""
+    import json
+
+    deep = '{"a": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    raw = deep.encode() if where == "header" else json.dumps({"__metadata__": {"nnue-infer": deep}}).encode()
+    path = tmp_path / "deep.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw)
+    with pytest.raises(NetworkFormatError) as info:
+        load(path)
+    expected = (f"{path}: safetensors header at offset 8 is not JSON: nested too deeply" if where == "header"
+                else f"{path}: metadata 'nnue-infer' is not JSON: nested too deeply")
+    assert str(info.value) == expected

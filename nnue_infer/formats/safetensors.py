@@ -82,6 +82,8 @@ def _read_header(path: str) -> tuple[int, object]:
         header = json.loads(raw)
     except ValueError as exc:
         raise NetworkFormatError(f"{path}: safetensors header at offset 8 is not JSON: {exc}") from exc
+    except RecursionError:  # arrays or objects nested beyond Python's recursion limit
+        raise NetworkFormatError(f"{path}: safetensors header at offset 8 is not JSON: nested too deeply") from None
     return n, header
 
 
@@ -123,6 +125,8 @@ def read_info(path: str | os.PathLike[str]) -> dict:
         info = json.loads(meta[FORMAT_NAME])
     except (TypeError, ValueError) as exc:  # TypeError: a hand-made header whose value is not a string
         raise NetworkFormatError(f"{path}: metadata {FORMAT_NAME!r} is not JSON: {exc}") from exc
+    except RecursionError:
+        raise NetworkFormatError(f"{path}: metadata {FORMAT_NAME!r} is not JSON: nested too deeply") from None
     if not isinstance(info, dict):
         raise NetworkFormatError(f"{path}: metadata {FORMAT_NAME!r} must be a JSON object")
     if type(info.get("format_version")) is not int or info["format_version"] != FORMAT_VERSION:  # not 1.0 or true
