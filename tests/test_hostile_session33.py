@@ -7,6 +7,7 @@ allocation of gigabytes or a silently wrong number, and a failed operation chang
 
 from __future__ import annotations
 
+import contextlib
 import resource
 import struct
 
@@ -16,6 +17,21 @@ import pytest
 from nnue_infer import NetworkFormatError, load
 from nnue_infer import constants as C
 from nnue_infer.formats import stockfish as S
+
+
+@contextlib.contextmanager
+def _address_space_left(extra: int):
+    """Limit the process's address space to what it maps now plus ``extra`` bytes (Linux: VmSize of
+    /proc/self/status), so an allocation of gigabytes fails at once with ``MemoryError``."""
+    with open("/proc/self/status") as f:
+        size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = size + extra if hard == resource.RLIM_INFINITY else min(size + extra, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def _leb128_block(payload: bytes) -> bytes:
@@ -35,14 +51,8 @@ def test_item1_leb128_block_shorter_than_its_values_allocates_nothing(tmp_path):
     path = tmp_path / "huge.nnue"
     path.write_bytes(data)
     weights_at = len(head) + len(S.LEB128_MAGIC) + 4 + l1
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    limit = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 + (1 << 30)  # what the process holds + 1 GiB
-    resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
-    try:
-        with pytest.raises(NetworkFormatError) as info:
-            load(path)
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    with _address_space_left(1 << 30), pytest.raises(NetworkFormatError) as info:
+        load(path)
     assert str(info.value) == (
         f"{path}: truncated in feature_transformer.weights (LEB128 block at offset {weights_at}): its byte count "
         f"says 10 bytes, fewer than its {22528 * l1} values (at least one byte each)")
@@ -110,14 +120,8 @@ def test_item1_bullet_and_npz_readers_refuse_what_is_not_a_regular_file(tmp_path
     assert isinstance(outcome[0], NetworkFormatError) and str(outcome[0]) == (
         f"{fifo}: not a regular file (a directory, device or FIFO); "
         + ("bullet's quantised output is a file" if reader == "bullet" else "an .npz archive is a file"))
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    limit = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 + (1 << 30)
-    resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
-    try:
-        with pytest.raises(NetworkFormatError, match="^/dev/zero: not a regular file"):
-            read("/dev/zero")
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    with _address_space_left(1 << 30), pytest.raises(NetworkFormatError, match="^/dev/zero: not a regular file"):
+        read("/dev/zero")
 
 
 def _interleaved(function, call, action):
