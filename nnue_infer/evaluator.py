@@ -425,8 +425,10 @@ class Evaluator:
 
     # -- incremental API -------------------------------------------------------------
     @property
+    @_exclusive
     def board(self) -> chess.Board:
-        """A copy of the current position, with its move stack."""
+        """A copy of the current position, with its move stack (read while another thread is inside a call,
+        :class:`~nnue_infer.errors.ConcurrentUseError`: a push half done is no position)."""
         return self._board.copy()
 
     @_exclusive

@@ -512,3 +512,34 @@ def test_item1_safetensors_json_nested_too_deeply(tmp_path, where):
     expected = (f"{path}: safetensors header at offset 8 is not JSON: nested too deeply" if where == "header"
                 else f"{path}: metadata 'nnue-infer' is not JSON: nested too deeply")
     assert str(info.value) == expected
+
+
+def test_item3_board_read_while_another_thread_pushes():
+    """Thread safety: ``Evaluator.board`` copied the evaluator's board without the in-use token, so a thread
+    reading it while another was inside ``push`` (python-chess's ``Board.push`` appends the move to the stack
+    before it moves the pieces) got a board that is no position of the game: the move on its stack, the
+    pieces before it (popping it then "undid" a move that was never made).  Now reading ``board`` during
+    another call raises ``ConcurrentUseError`` like every other call; read alone it is the position."""
+    import chess
+
+    from nnue_infer import ConcurrentUseError, Evaluator
+
+    ev = Evaluator()
+    start = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+    move = chess.Move.from_uci("f1c4")
+    after = start.copy()
+    after.push(move)
+    seen = []
+
+    def read():
+        board = ev.board
+        seen.append((board.fen(), tuple(m.uci() for m in board.move_stack)))
+
+    def run():
+        ev.set_position(start.copy(stack=False))
+        ev.push(move)
+
+    results, refused = _interleaved(chess.Board.push, run, read)
+    assert len(results) > 20 and all(isinstance(exc, ConcurrentUseError) for exc in refused)
+    assert set(seen) <= {(start.fen(), ()), (after.fen(), ("f1c4",))}, seen
+    assert ev.board.fen() == after.fen() and ev.board.move_stack == [move]
