@@ -149,6 +149,20 @@ def test_a_relative_network_file_reaches_workers_in_other_directories(tmp_path, 
     assert os.listdir(tmp_path / "elsewhere") == []
 
 
+def test_a_directory_named_like_a_known_network_does_not_turn_the_name_into_a_path(tmp_path, monkeypatch):
+    """A folder named ``sf16`` in the client's directory made ``network="sf16"`` go to the workers as that folder's
+    absolute path (``os.path.exists``), which no worker can load, where ``network_from_spec`` reads the name (a
+    regular file alone takes a known name over: hostile pass of stop 33).  Files named relative to the client are
+    still made absolute, and built-in names stay names whatever files exist."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sf16").mkdir()
+    (tmp_path / "default").write_bytes(b"")
+    (tmp_path / "nets").mkdir()
+    assert D._absolute_network("sf16") == "sf16"
+    assert D._absolute_network("default") == "default"
+    assert D._absolute_network("nets/my.nnue") == str(tmp_path / "nets" / "my.nnue")
+
+
 def test_a_relative_network_file_reaches_the_partitions_of_a_dataframe(tmp_path, fens, network_path, monkeypatch):
     """``evaluate_dataframe(ddf, network="nets/sf.nnue")`` computed on workers in another directory: each partition
     failed with ``NetworkNotFoundError``; now the name is resolved where the frame is built, as ``score_files``'."""

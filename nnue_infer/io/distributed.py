@@ -1231,12 +1231,12 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
 def _absolute_network(network: str) -> str:
     """``network`` for workers that may run in other directories: a file named relative to this process's directory
     made absolute, as the inputs (workers started elsewhere did not find it: a job failed at their warm-up, a
-    DataFrame's partitions at compute time); names (``default``, ``sf16``) and absolute paths as they are."""
-    from ..resources import BUILT_IN_NAMES
+    DataFrame's partitions at compute time); names (``default``, ``sf16``: :func:`nnue_infer.resources.is_network_name`,
+    the rule of ``network_from_spec``, so a directory named ``sf16`` here does not turn the name into its path) as
+    they are."""
+    from ..resources import is_network_name
 
-    if network not in BUILT_IN_NAMES and os.path.exists(network):  # (network_from_spec's rule: then a file)
-        return os.path.abspath(network)
-    return network
+    return network if is_network_name(network) else os.path.abspath(network)
 
 
 def _file_stamp(path: str) -> tuple[int, int] | None:
