@@ -100,17 +100,24 @@ def move_codes(moves: Iterable[chess.Move | str]) -> np.ndarray:
     return codes
 
 
-def evaluate_moves(ev, board: chess.Board | None, moves: Iterable[chess.Move | str] | None) -> np.ndarray:
+def move_list(moves: Iterable[chess.Move | str] | None) -> list | str | chess.Move | None:
+    """``moves`` read into a list (an iterator is read once: an error quotes ``moves[i]`` from the list), before
+    the evaluator's in-use token is taken (a generator reading ``ev.board`` runs then); ``None``, or a single move
+    or string (:func:`move_codes` names it), as it is."""
+    if moves is None or isinstance(moves, (str, chess.Move)):
+        return moves
+    return list(moves)
+
+
+def evaluate_moves(ev, board: chess.Board | None, moves: list | str | chess.Move | None) -> np.ndarray:
     """The work of ``Evaluator.evaluate_moves`` (the caller holds the evaluator's in-use token and
-    has read ``board``, a standard or Chess960 board, or None).
+    has read ``board``, a standard or Chess960 board, or None, and ``moves`` with :func:`move_list`).
 
     Returns the values (int32[n], a new array).  With ``board`` None the parent is
     the evaluator's current position at its ply of the accumulator stack and the children use the
     next ply, as ``push`` / ``evaluate()`` / ``pop`` would; a given board goes one ply above the
     current one (the plies the game uses are left as they are).
     """
-    if moves is not None and not isinstance(moves, (str, chess.Move)):  # a single one: move_codes names it
-        moves = list(moves)  # an iterator is read once; an error quotes moves[i] from this list
     current = board is None
     if current:
         board = ev._board

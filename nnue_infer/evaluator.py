@@ -947,6 +947,7 @@ class Evaluator:
         TypeError
             ``board`` is neither a board nor a FEN, ``moves`` a single move or string.
         """
+        moves = children.move_list(moves)  # before the token: a generator of moves may read self.board
         free = self._free  # the in-use token, as _exclusive takes it (inlined: this call is per position)
         try:
             free.pop()
@@ -957,21 +958,30 @@ class Evaluator:
         finally:
             free.append(_TOKEN)
 
-    @_exclusive
     def evaluate_moves_cp(self, board: chess.Board | str | None = None,
                           moves: Iterable[chess.Move | str] | None = None, white_pov: bool = False) -> np.ndarray:
         """:meth:`evaluate_moves` in centipawns, ``tdiv(100 * value, units_per_pawn)`` (int64[n]).
 
         From each child's side to move's point of view, or White's when ``white_pov`` is true; the
-        in-use token is held for the whole call, as in :meth:`evaluate_cp`.
+        in-use token is held for the whole call, as in :meth:`evaluate_cp` (the moves are read before it).
         """
-        parent = None if board is None else _as_board(board)
-        values = children.evaluate_moves(self, parent, moves).astype(np.int64)
-        parent_turn = self._board.turn if parent is None else parent.turn
+        moves = children.move_list(moves)  # before the token, as in evaluate_moves
+        free = self._free
+        try:
+            free.pop()
+        except IndexError:
+            raise self._busy() from None
+        try:
+            parent = None if board is None else _as_board(board)
+            values = children.evaluate_moves(self, parent, moves).astype(np.int64)
+            parent_turn = self._board.turn if parent is None else parent.turn
+            units_per_pawn = self._network.architecture.units_per_pawn
+        finally:
+            free.append(_TOKEN)
         if white_pov and parent_turn == chess.WHITE:  # the children have Black to move
             values = -values
         scaled = 100 * values
-        return np.sign(scaled) * (np.abs(scaled) // self._network.architecture.units_per_pawn)
+        return np.sign(scaled) * (np.abs(scaled) // units_per_pawn)
 
     @_exclusive
     def evaluate_children_batch(self, positions: Iterable[chess.Board | str], *,

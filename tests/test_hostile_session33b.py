@@ -1,0 +1,36 @@
+"""Hostile pass over session 33's changes (second round).
+
+Each test is a way an adversarial user broke one of the session's changes: the standard is a clear
+error naming the problem, never a traceback, and a refused operation changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+
+import chess
+import pytest
+
+import nnue_infer
+from nnue_infer.cli import main
+
+START_E5 = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+SAN_START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+
+
+def test_item1_moves_generator_may_read_the_evaluators_board():
+    """Item 1 (Evaluator.board takes the in-use token, eb8e8d9): a generator of moves given to
+    ``evaluate_moves`` is read while the call holds the token, so one filtering the current position's
+    moves by ``ev.board`` (``ev.evaluate_moves(moves=(m for m in ... if ev.board.is_capture(m)))``)
+    raised ConcurrentUseError in the caller's own thread; it worked before the session.  The moves are
+    now read before the token is taken, for ``evaluate_moves`` and ``evaluate_moves_cp``."""
+    ev = nnue_infer.Evaluator()
+    board = chess.Board(START_E5)
+    ev.set_position(board)
+    captures = [m for m in board.legal_moves if board.is_capture(m)]
+    assert captures  # Nxe5
+    expected = ev.evaluate_moves(moves=captures)
+    values = ev.evaluate_moves(moves=(m for m in list(ev.board.legal_moves) if ev.board.is_capture(m)))
+    assert values.tolist() == expected.tolist()
+    cps = ev.evaluate_moves_cp(moves=(m for m in list(ev.board.legal_moves) if ev.board.is_capture(m)))
+    assert cps.tolist() == ev.evaluate_moves_cp(moves=captures).tolist()
