@@ -292,7 +292,7 @@ def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
 
     if is_network_name(spec):
         return known_network(spec)
-    if not Path(spec).exists():  # a directory or device: load() says what it is
+    if not os.path.exists(spec):  # (Path("") is ".", which exists); a directory or device: load() says what it is
         raise NetworkNotFoundError(f"{os.fspath(spec)!r} is no known network name and no file (it does not exist); "
                                    "give an existing .nnue or "
                                    f".safetensors file, or one of the names {' or '.join(NETWORK_NAMES)} "

@@ -34,3 +34,16 @@ def test_item1_moves_generator_may_read_the_evaluators_board():
     assert values.tolist() == expected.tolist()
     cps = ev.evaluate_moves_cp(moves=(m for m in list(ev.board.legal_moves) if ev.board.is_capture(m)))
     assert cps.tolist() == ev.evaluate_moves_cp(moves=captures).tolist()
+
+
+def test_item2_info_of_an_empty_name_is_an_error(capsys):
+    """Item 2 (``nnue-infer info NAME``, d0ad832): ``info ""`` died with a FileNotFoundError traceback
+    (``Path("")`` is ``.``, which exists, so ``network_from_spec`` went on to load ``""``); it was a usage
+    error before the session.  Now the message of a name that is no network and no file, as for any
+    missing path; ``Evaluator("")`` raises the same NetworkNotFoundError."""
+    status = main(["info", ""])
+    out, err = capsys.readouterr()
+    assert status == 1 and out == ""
+    assert err.startswith("error: '' is no known network name and no file")
+    with pytest.raises(nnue_infer.NetworkNotFoundError, match="'' is no known network name"):
+        nnue_infer.Evaluator("")
