@@ -47,3 +47,25 @@ def test_item2_info_of_an_empty_name_is_an_error(capsys):
     assert err.startswith("error: '' is no known network name and no file")
     with pytest.raises(nnue_infer.NetworkNotFoundError, match="'' is no known network name"):
         nnue_infer.Evaluator("")
+
+
+@pytest.mark.parametrize("kind", ["epd", "pgn"])
+def test_item3_job_refuses_text_followed_by_nul_bytes_before_writing(tmp_path, kind):
+    """Item 3 (Dask jobs pre-check input kinds, ed0f7e7): the client's check looked at whole lines of
+    the first 8 KiB only, so a NUL byte after their last newline (text followed by a run of NUL bytes,
+    as a file cut short by a crash keeps; a small binary file) passed it; the input's task then
+    refused the file after the job had written the manifest, the lock and the other inputs' parts.
+    Now the NUL byte is found in the client and the refused job writes nothing."""
+    pytest.importorskip("distributed")
+    from nnue_infer.errors import InputKindError
+    from nnue_infer.io.distributed import score_files
+
+    good = tmp_path / "good.epd"
+    good.write_text(f"{SAN_START}\n" * 3)
+    text = f"{SAN_START}\n" * 2 if kind == "epd" else '[Event "x"]\n\n1. e4 e5 *\n'
+    padded = tmp_path / f"padded.{kind}"
+    padded.write_bytes(text.encode() + b"\0" * 4096)
+    out = tmp_path / "scores"
+    with pytest.raises(InputKindError, match=f"padded.{kind}: NUL byte at byte offset {len(text)} "):
+        score_files([str(good), str(padded)], str(out), client=None)
+    assert not os.path.exists(out)

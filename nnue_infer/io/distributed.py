@@ -692,7 +692,7 @@ def _check_kinds(files: Sequence[str]) -> None:
     a PGN file.  Checked in the client before planning, so that a job refused for one input writes nothing (it left
     the manifest and the lock, and the parts other tasks had finished).  Regular files only (a named pipe's bytes
     would be consumed); an input whose start cannot be read is left to its task (an error row of its own)."""
-    from ..inputs import SNIFF_BYTES, input_label, open_input
+    from ..inputs import SNIFF_BYTES, binary_problem, input_label, open_input
     from .files import epd_chunks, pgn_lines
 
     for path in files:
@@ -704,8 +704,11 @@ def _check_kinds(files: Sequence[str]) -> None:
                 head = inp.binary.read(SNIFF_BYTES)
         except (OSError, ValueError, EOFError):
             continue
-        head = head[:head.rfind(b"\n") + 1] or head  # whole lines (or the first line's start)
         label, advice = input_label(path), _kind_advice(kind)
+        problem = binary_problem(head, label, "an EPD/FEN text file" if kind == "epd" else "a PGN text file")
+        if problem:  # (before the cut to whole lines: a NUL after the last newline, as in text padded with NULs)
+            raise InputKindError(problem)
+        head = head[:head.rfind(b"\n") + 1] or head  # whole lines (or the first line's start)
         if kind == "epd":
             next(epd_chunks(io.BytesIO(head), label, advice=advice), None)
         else:
