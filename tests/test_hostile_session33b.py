@@ -69,3 +69,16 @@ def test_item3_job_refuses_text_followed_by_nul_bytes_before_writing(tmp_path, k
     with pytest.raises(InputKindError, match=f"padded.{kind}: NUL byte at byte offset {len(text)} "):
         score_files([str(good), str(padded)], str(out), client=None)
     assert not os.path.exists(out)
+
+
+def test_item4_output_under_a_file_names_it_as_no_directory(capsys, tmp_path):
+    """Item 4 (``-o FILE`` opened by its first write, 480d047): ``-o notes.txt/x.csv`` under a regular file
+    said "directory .../notes.txt does not exist" while it exists (the open said "Not a directory" before
+    the session); now it says the path is not a directory, before any work."""
+    (tmp_path / "notes.txt").write_text("mine\n")
+    target = tmp_path / "notes.txt" / "x.csv"
+    status = main(["eval", "startpos", "-o", str(target)])
+    out, err = capsys.readouterr()
+    assert status == 1 and out == ""
+    assert err == f"error: cannot write --output {target}: {tmp_path / 'notes.txt'} is not a directory\n"
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"

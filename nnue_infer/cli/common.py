@@ -200,7 +200,9 @@ class Output:
         else:
             directory = os.path.dirname(os.path.abspath(self.path))
             if not os.path.isdir(directory):  # (said before the work, as when the file was opened here)
-                raise click.ClickException(f"cannot write --output {self.path}: directory {directory} does not exist")
+                why = f"{directory} is not a directory" if os.path.exists(directory) else \
+                    f"directory {directory} does not exist"
+                raise click.ClickException(f"cannot write --output {self.path}: {why}")
             self.binary = _FileOnFirstWrite(self.path)
 
     def write_text(self, text: str) -> None:
