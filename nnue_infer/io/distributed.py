@@ -1318,8 +1318,8 @@ def evaluate_dataframe(ddf, column: str = "fen", network: str = "default", *, th
 
 
 def usable_cpus() -> int:
-    """The CPUs this process may run on: its affinity mask's (``os.sched_getaffinity``: a container's or
-    ``taskset``'s share of the machine), else ``os.cpu_count()`` (at least 1); Numba counts its default threads so.
+    """The CPUs this process may run on: its affinity mask's (``os.sched_getaffinity``: ``taskset``'s or a
+    container's cpuset; a CPU quota, ``docker --cpus``, is not seen), else ``os.cpu_count()`` (at least 1); Numba counts its default threads so.
     A local cluster's size and threads (:func:`run_job`) and ``eval --workers``' limit count these."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -1349,7 +1349,7 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
     if scheduler:
         client = Client(scheduler)
     else:
-        cpus = usable_cpus()  # (a container's share: its machine's os.cpu_count() made a worker per host CPU)
+        cpus = usable_cpus()  # (a cpuset's share: its machine's os.cpu_count() made a worker per host CPU)
         n = workers or cpus
         threads = max(1, cpus // n)
         # the workers load the kernels from this machine's Numba cache: compiled here first (once, with the command
