@@ -82,3 +82,22 @@ def test_item4_output_under_a_file_names_it_as_no_directory(capsys, tmp_path):
     assert status == 1 and out == ""
     assert err == f"error: cannot write --output {target}: {tmp_path / 'notes.txt'} is not a directory\n"
     assert (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("how", ["positions", "trace", "activations"])
+def test_item5_every_position_refused_leaves_the_output_file_as_it_was(capsys, tmp_path, how):
+    """Item 5 (a refused run leaves no output file, 480d047): with every position refused (a bad FEN on the
+    command line; every line of the EPD file of ``--trace`` / ``--activations``), ``-o FILE`` was still
+    opened when the run ended, so an earlier file of that name was emptied (``--activations``: replaced
+    by an archive of no positions).  Now the run ends with status 1 before any output is opened."""
+    epd = tmp_path / "bad.epd"
+    epd.write_text("8/8/8/8/8/8/8/4K3 w - -\n")
+    target = tmp_path / ("out.npz" if how == "activations" else "out.csv")
+    target.write_text("earlier results\n")
+    argv = {"positions": ["eval", "rnbqkbnr/pppppppp/8/8"], "trace": ["eval", "--trace", "--epd", str(epd)],
+            "activations": ["eval", "--activations", "--epd", str(epd)]}[how]
+    status = main([*argv, "-o", str(target)])
+    out, err = capsys.readouterr()
+    assert status == 1 and out == "" and err.startswith("error: ")
+    assert target.read_text() == "earlier results\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["bad.epd", target.name])

@@ -251,6 +251,8 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
             sys.exit(1)
     elif trace or activations:
         boards = _epd_boards(epd, not lenient)
+    if boards and all(b is None for b in boards):  # every position refused (reported): nothing is written, an
+        sys.exit(1)  # existing -o FILE is left as it was (it was emptied)
     if svg_path and len(boards) != 1:
         raise click.UsageError(f"--svg draws one position; {len(boards)} given")
     if svg_path:
