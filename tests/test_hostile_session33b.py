@@ -15,7 +15,6 @@ import nnue_infer
 from nnue_infer.cli import main
 
 START_E5 = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
-SAN_START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 
 
 def test_item1_moves_generator_may_read_the_evaluators_board():
@@ -61,8 +60,8 @@ def test_item3_job_refuses_text_followed_by_nul_bytes_before_writing(tmp_path, k
     from nnue_infer.io.distributed import score_files
 
     good = tmp_path / "good.epd"
-    good.write_text(f"{SAN_START}\n" * 3)
-    text = f"{SAN_START}\n" * 2 if kind == "epd" else '[Event "x"]\n\n1. e4 e5 *\n'
+    good.write_text(f"{chess.STARTING_FEN}\n" * 3)
+    text = f"{chess.STARTING_FEN}\n" * 2 if kind == "epd" else '[Event "x"]\n\n1. e4 e5 *\n'
     padded = tmp_path / f"padded.{kind}"
     padded.write_bytes(text.encode() + b"\0" * 4096)
     out = tmp_path / "scores"
