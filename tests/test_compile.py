@@ -349,3 +349,73 @@ def test_a_local_cluster_compiles_once_and_says_so(tmp_path):
     compiled, out, err = run(code, {"NUMBA_CACHE_DIR": str(tmp_path / "cold")})
     assert err.count("compiling kernels for this CPU") == 1, err
     assert "nnue_infer.kernels.status.parse_fens_status" in compiled and "1 positions from 1 input" in err, err
+
+
+#: Saves a small quantised Chess768 network per feature-transformer activation named after the
+#: directory (argv[1]): ``glu.safetensors``, ``crelu.safetensors`` (two configurations of one entry kernel).
+SMALL_NETWORKS = """
+import sys
+from nnue_infer.float_network import FloatNetwork
+from nnue_infer.formats import save
+from nnue_infer.network import Architecture, HiddenLayer
+from nnue_infer.quantise import SCHEMES, quantise
+for act in ("glu", "crelu"):
+    arch = Architecture(feature_set="Chess768", ft_width=32, ft_activation=act, ft_clamp=127,
+                        ft_shift=SCHEMES["stockfish"].shift_for(act), psqt_buckets=0, output_buckets=1,
+                        layers=(HiddenLayer(8, "crelu"), HiddenLayer(1, "none")))
+    save(quantise(FloatNetwork.random(arch, seed=5)), f"{sys.argv[1]}/{act}.safetensors")
+"""
+
+#: Evaluates two positions with each network named in argv[2:] (files in argv[1]), printing JSON.
+EVALUATE_NETWORKS = """
+import json, sys
+from nnue_infer import Evaluator
+fens = ["r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
+        "8/5k2/3p4/1p1Pp2p/pP2Pp1P/P4P1K/8/8 b - - 99 50"]
+print(json.dumps({net: [Evaluator(f"{sys.argv[1]}/{net}.safetensors").evaluate(f) for f in fens] for net in sys.argv[2:]}))
+"""
+
+
+def test_a_cache_two_processes_filled_gives_each_network_its_own_values(tmp_path):
+    """Two processes each compile one network's kernels (same factory, other configuration) into
+    caches that are then put together, as pytest-xdist's or Dask's workers fill a shared one; a third
+    process loads both.  With Numba's symbol numbers starting at 1 in every process the two compiles
+    gave different code the same symbol, and the third process ran the glu network's layers for the
+    crelu one (Numba issue #10486): crelu's values were wrong, with no error."""
+    subprocess.run([sys.executable, "-c", SMALL_NETWORKS, str(tmp_path)], check=True)
+
+    def evaluate(cache: str, *nets: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", EVALUATE_NETWORKS, str(tmp_path), *nets], stdout=subprocess.PIPE,
+                                text=True, env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / cache)})
+
+    alone = [evaluate("a", "glu"), evaluate("b", "crelu")]  # cold caches, at once
+    want = {}
+    for proc in alone:
+        out, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0
+        want.update(json.loads(out))
+    shutil.copytree(tmp_path / "a", tmp_path / "both")
+    shutil.copytree(tmp_path / "b", tmp_path / "both", dirs_exist_ok=True)
+    proc = evaluate("both", "glu", "crelu")
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0 and json.loads(out) == want
+
+
+def test_symbol_numbers_differ_between_processes_and_after_fork():
+    """The counter behind Numba's symbol numbers starts at a random number in each process
+    (``nnue_infer.kernels.cache.fresh_symbol_numbers``) and again in a forked child."""
+    code = """
+import os, sys
+import nnue_infer.kernels
+from numba.core.bytecode import FunctionIdentity
+read, write = os.pipe()
+if os.fork() == 0:
+    os.write(write, str(next(FunctionIdentity._unique_ids)).encode())
+    os._exit(0)
+os.wait()
+print(next(FunctionIdentity._unique_ids), os.read(read, 100).decode())
+"""
+    numbers = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+               for _ in range(2)]
+    firsts = [int(n) for pair in numbers for n in pair]
+    assert len(set(firsts)) == 4, numbers

@@ -27,20 +27,32 @@ configuration; when there is none and stderr is a terminal (or a Jupyter kernel'
 (a first session would otherwise compile in silence); the command line shows the INFO record on stderr and, on a terminal, the elapsed
 time while a compile runs (``nnue_infer.cli.main``), unless ``--quiet``.  A warm cache compiles
 nothing and says nothing.
+
+**Symbols.**  Numba names a compiled function's machine-code symbol by its qualified name and a
+number from a counter that starts at 1 in every process (``FunctionIdentity._unique_ids``), so two
+processes compiling two configurations of one kernel factory (two networks' entry kernels) in the
+same order give different code the same symbol.  A process that later loads both from the cache (a
+cache two processes filled: pytest-xdist's workers, Dask workers, two command-line runs with
+different networks, caches copied together) links them into one library, where one symbol wins: the
+second network ran the first's layers and returned wrong values, with no error (Numba issue #10486;
+``tests/test_compile.py``).  :func:`fresh_symbol_numbers` starts the counter at a random 60-bit
+number in every process and again in a forked child, so symbols of different processes differ.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import logging
 import os
+import secrets
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from numba.core import caching, event, types
+from numba.core import bytecode, caching, event, types
 from numba.core.dispatcher import Dispatcher
 from numba.core import config as numba_config
 
@@ -318,11 +330,20 @@ class _Notice(event.Listener):
                       extra={"compile": "end", "cpu_seconds": seconds})
 
 
+def fresh_symbol_numbers() -> None:
+    """Start Numba's function numbering (``numba.core.bytecode.FunctionIdentity._unique_ids``, the
+    number in every compiled function's symbol) at a random 60-bit number: see **Symbols** in the
+    module docstring.  Numbers stay unique within the process (a counter); two processes share a
+    range with probability about ``2 * compiles / 2**60``."""
+    bytecode.FunctionIdentity._unique_ids = itertools.count(1 + secrets.randbits(60))
+
+
 def install() -> None:
     """Put :class:`KernelCacheLocator` first among Numba's locators, key our closures' cache entries
     by :func:`closure_values` (:func:`_index_key`), compile again over a damaged cache file
     (:func:`_load_overload`, :func:`_save_overload`), type our kernels' constant arguments by
-    their plain types (:func:`_get_call_template`) and register the compile notice.
+    their plain types (:func:`_get_call_template`), number compiled symbols from a random start in
+    this process and every forked child (:func:`fresh_symbol_numbers`) and register the compile notice.
 
     Called by ``nnue_infer.kernels`` before any kernel is defined (a kernel's locator is chosen
     when its ``@njit(cache=True)`` decorator runs)."""
@@ -335,4 +356,7 @@ def install() -> None:
         impl._locator_classes = [KernelCacheLocator, *impl._locator_classes]
     if not _Notice.registered:
         _Notice.registered = True
+        fresh_symbol_numbers()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=fresh_symbol_numbers)
         event.register("numba:compile", _Notice())
