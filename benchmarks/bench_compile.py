@@ -8,10 +8,12 @@ callees' compiles excluded); ``--warm`` repeats each case on the cache the first
 
     python benchmarks/bench_compile.py                   # every case, cold
     python benchmarks/bench_compile.py cli-eval --warm   # one case, cold then warm
+    python benchmarks/bench_compile.py cli-epd cli-json --after cli-eval   # what a further mode compiles
     python benchmarks/bench_compile.py --list
 
 The cases: the README's one-FEN ``nnue-infer eval`` with the default network (in-process
-``cli.main``), a first Python session with Stockfish 15.1's network (``evaluate(board)``, push +
+``cli.main``) and its other modes (an EPD file of one position to stdout and to Parquet, ``--json``,
+``--trace``, ``--moves``), a first Python session with Stockfish 15.1's network (``evaluate(board)``, push +
 ``evaluate()`` + pop, ``evaluate_batch``, ``evaluate_game``, ``trace``), the same calls alone, every
 child of a position (``evaluate_moves``), ``activations_batch``, and
 ``evaluate(board)`` / ``evaluate_batch`` with Stockfish 19's network (when its npm tarball is cached).
@@ -53,6 +55,11 @@ CASES = {
     "sf15-trace": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).trace(chess.Board(FEN))",
     "sf15-children": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).evaluate_moves(chess.Board(FEN))",
     "sf15-activations": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).activations_batch([FEN])",
+    "cli-epd": "from nnue_infer.cli import main\nassert main(['eval', '--epd', EPD]) == 0",
+    "cli-parquet": "from nnue_infer.cli import main\nassert main(['eval', '--epd', EPD, '-o', OUT + '.parquet']) == 0",
+    "cli-json": "from nnue_infer.cli import main\nassert main(['eval', '--json', FEN]) == 0",
+    "cli-trace": "from nnue_infer.cli import main\nassert main(['eval', '--trace', FEN]) == 0",
+    "cli-moves": "from nnue_infer.cli import main\nassert main(['eval', '--moves', FEN]) == 0",
     "sf19-board": "nnue_infer.Evaluator(nnue_infer.network_from_spec('sf19')).evaluate(chess.Board(FEN))",
     "sf19-batch": "nnue_infer.Evaluator(nnue_infer.network_from_spec('sf19')).evaluate_batch([FEN])",
 }
@@ -89,6 +96,7 @@ dispatcher.Dispatcher.compile = _timed
 import nnue_infer
 t2 = time.process_time()
 FEN = %(fen)r
+EPD, OUT = sys.argv[2], sys.argv[3]
 exec(%(code)r)
 t3 = time.process_time()
 with open(sys.argv[1], "w") as f:
@@ -98,10 +106,14 @@ with open(sys.argv[1], "w") as f:
 
 def run_case(name: str, cache_dir: str) -> dict:
     """Run case ``name`` in a subprocess on ``cache_dir``; its figures (see :data:`DRIVER`)."""
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+    with tempfile.NamedTemporaryFile(suffix=".json") as out, tempfile.TemporaryDirectory() as work:
+        epd = os.path.join(work, "positions.epd")
+        with open(epd, "w") as f:
+            f.write(FEN + "\n")
         code = DRIVER % {"fen": FEN, "code": textwrap.dedent(CASES[name])}
         env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
-        proc = subprocess.run([sys.executable, "-c", code, out.name], env=env, capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, "-c", code, out.name, epd, os.path.join(work, "out")], env=env,
+                              capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"case {name} failed:\n{proc.stderr[-3000:]}")
         with open(out.name) as f:
@@ -126,21 +138,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="*", help="cases to run (default: all)")
     parser.add_argument("--warm", action="store_true", help="run each case again on its filled cache")
+    parser.add_argument("--after", metavar="CASE", help="run CASE first on each case's empty cache, not reported: "
+                        "the case then shows what it compiles beyond CASE (e.g. --after cli-eval: a further mode of the command)")
     parser.add_argument("--top", type=int, default=12, help="compiles listed per case (by own time)")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     args = parser.parse_args()
     if args.list:
         print("\n".join(CASES))
         return
-    unknown = [c for c in args.cases if c not in CASES]
+    unknown = [c for c in [*args.cases, *([args.after] if args.after else [])] if c not in CASES]
     if unknown:
         parser.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
-    print(f"# bench_compile: process CPU time, empty NUMBA_CACHE_DIR per case; python {sys.version.split()[0]}, "
+    after = f", after {args.after} on it" if args.after else ""
+    print(f"# bench_compile: process CPU time, empty NUMBA_CACHE_DIR per case{after}; python {sys.version.split()[0]}, "
           f"os.getloadavg() {os.getloadavg()[0]:.1f}", flush=True)
     for name in args.cases or CASES:
         with tempfile.TemporaryDirectory(prefix="nnue-compile-") as cache:
             try:
-                report(name, "cold", run_case(name, cache), args.top)
+                if args.after:
+                    run_case(args.after, cache)
+                report(name, "cold" if not args.after else "after", run_case(name, cache), args.top)
                 if args.warm:
                     report(name, "warm", run_case(name, cache), args.top)
             except RuntimeError as e:
