@@ -487,24 +487,28 @@ class Evaluator:
         except IndexError:
             raise self._busy() from None
         try:
-            board = self._board
-            if validate:
-                if move and (not board.is_legal(move) or board.kings & chess.BB_SQUARES[move.to_square]):
-                    raise IllegalMoveError(f"illegal move {move.uci()} in {board.fen()}")
-                if not move and board.is_check():
-                    raise IllegalMoveError(f"null move in check in {board.fen()} (the side that passed would "
-                                           "stand in check with the opponent to move)")
-            elif not board.occupied_co[board.turn] & chess.BB_SQUARES[move.from_square] and move:
-                # python-chess would fail an assertion half-way through push(), leaving the move on the stack
-                # (``move`` last: Move.__bool__ is a Python call, needed only to let a null move through)
-                raise IllegalMoveError(f"move {move.uci()} does not start on a piece of the side to move in "
-                                       f"{board.fen()}")
-            board.push(move)
-            ply = len(board.move_stack)
-            if ply < self._trusted:
-                self._trusted = ply
+            self._play(move, validate)
         finally:
             free.append(_TOKEN)
+
+    def _play(self, move: chess.Move, validate: bool) -> None:
+        """The work of :meth:`push` (the caller holds the in-use token)."""
+        board = self._board
+        if validate:
+            if move and (not board.is_legal(move) or board.kings & chess.BB_SQUARES[move.to_square]):
+                raise IllegalMoveError(f"illegal move {move.uci()} in {board.fen()}")
+            if not move and board.is_check():
+                raise IllegalMoveError(f"null move in check in {board.fen()} (the side that passed would "
+                                       "stand in check with the opponent to move)")
+        elif not board.occupied_co[board.turn] & chess.BB_SQUARES[move.from_square] and move:
+            # python-chess would fail an assertion half-way through push(), leaving the move on the stack
+            # (``move`` last: Move.__bool__ is a Python call, needed only to let a null move through)
+            raise IllegalMoveError(f"move {move.uci()} does not start on a piece of the side to move in "
+                                   f"{board.fen()}")
+        board.push(move)
+        ply = len(board.move_stack)
+        if ply < self._trusted:
+            self._trusted = ply
 
     def push_uci(self, uci: str) -> chess.Move:
         """Play the move in UCI notation (``e2e4``, ``e7e8q``, ``e1g1``), like ``chess.Board.push_uci``; returns it.
@@ -512,7 +516,7 @@ class Evaluator:
         Raises :class:`IllegalMoveError` (a ``ValueError``) for a malformed or illegal move;
         nothing changes then.
         """
-        return self._push_text(uci, "UCI", self._board.parse_uci)
+        return self._push_text(uci, "UCI")
 
     def push_san(self, san: str) -> chess.Move:
         """Play the move in SAN (``Nf3``, ``O-O``, ``exd8=Q+``), like ``chess.Board.push_san``; returns it.
@@ -520,17 +524,20 @@ class Evaluator:
         Raises :class:`IllegalMoveError` (a ``ValueError``) for a malformed, ambiguous or
         illegal move; nothing changes then.
         """
-        return self._push_text(san, "SAN", self._board.parse_san)
+        return self._push_text(san, "SAN")
 
-    def _push_text(self, text: str, notation: str, parse) -> chess.Move:
-        """Parse ``text`` with python-chess's ``parse`` (``parse_uci`` / ``parse_san``) and push it."""
+    @_exclusive
+    def _push_text(self, text: str, notation: str) -> chess.Move:
+        """Parse ``text`` with python-chess's ``parse_uci`` / ``parse_san`` (``notation`` "UCI" / "SAN") and push
+        it, holding the in-use token for both (a push in another thread between them read a half-pushed board)."""
         if not isinstance(text, str):
             raise TypeError(f"expected a {notation} move string, got {type(text).__name__}")
+        board = self._board
         try:
-            move = parse(text)
+            move = board.parse_uci(text) if notation == "UCI" else board.parse_san(text)
         except ValueError as exc:
-            raise IllegalMoveError(_in_position(str(exc), self._board)) from None
-        self.push(move)
+            raise IllegalMoveError(_in_position(str(exc), board)) from None
+        self._play(move, True)
         return move
 
     def pop(self) -> chess.Move:
