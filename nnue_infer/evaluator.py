@@ -18,7 +18,7 @@ import os
 import struct
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Union
 
 import chess
@@ -285,10 +285,11 @@ class Evaluator:
 
     def _busy(self) -> ConcurrentUseError:
         """The error for a call made while another call is running: from another thread, or from code
-        that call runs (a move iterator given to :meth:`evaluate_game`); the token cannot tell which."""
+        that call runs (a method of a ``chess.Board`` subclass given to it); the token cannot tell which.  Moves and
+        positions given as iterators are read before the token is taken, so a generator may use the evaluator."""
         return ConcurrentUseError(
             "this Evaluator is already inside a call: used by another thread at the same time, or called again "
-            "from code that call runs (e.g. a move iterator given to evaluate_game); an Evaluator holds one game's "
+            "from code that call runs (e.g. a method of a chess.Board subclass given to it); an Evaluator holds one game's "
             "accumulators and is not thread-safe: give each thread its own (the module-level "
             "nnue_infer.evaluate, evaluate_batch and evaluate_game keep one per thread)")
 
@@ -834,7 +835,6 @@ class Evaluator:
             v = -v
         return to_centipawns(v, self._network.architecture.units_per_pawn)
 
-    @_exclusive
     def evaluate_game(self, board: chess.Board | str, moves: Iterable[chess.Move | str], *,
                       validate: bool = True) -> np.ndarray:
         """Values of a game's start position and of the position after each move.
@@ -872,14 +872,19 @@ class Evaluator:
         -----
         Incremental (one compiled call for the whole game after python-chess has played the
         moves); uses the refresh cache and scratch accumulators, so the incremental state
-        (:meth:`set_position`, :meth:`push`, :meth:`pop`) is not disturbed.
+        (:meth:`set_position`, :meth:`push`, :meth:`pop`) is not disturbed.  ``moves`` is read (into a
+        list) before the call takes the in-use token: a generator of moves may read :attr:`board`.
         """
-        b = _as_board(board).copy(stack=False)
-        check_position(b)
         if isinstance(moves, (str, chess.Move)):  # a string would be read as one-character moves
             raise TypeError(f"moves must be a sequence of moves, got a single {type(moves).__name__} "
                             f"({moves!r:.40}); wrap it in a list")
-        moves = list(moves)
+        return self._evaluate_game(board, list(moves), validate)
+
+    @_exclusive
+    def _evaluate_game(self, board: chess.Board | str, moves: list, validate: bool) -> np.ndarray:
+        """The work of :meth:`evaluate_game` (``moves`` already a list)."""
+        b = _as_board(board).copy(stack=False)
+        check_position(b)
         n = len(moves) + 1
         bitboards = np.empty((n, 8), np.int64)
         turns = bytearray(n)
@@ -990,7 +995,6 @@ class Evaluator:
         scaled = 100 * values
         return np.sign(scaled) * (np.abs(scaled) // units_per_pawn)
 
-    @_exclusive
     def evaluate_children_batch(self, positions: Iterable[chess.Board | str], *,
                                 uci: bool = False) -> tuple[np.ndarray, np.ndarray | list[str], np.ndarray]:
         """Every legal move of many positions and the value after it, on all cores, as CSR arrays.
@@ -1021,8 +1025,15 @@ class Evaluator:
         Notes
         -----
         Each Numba thread has its own accumulators and refresh cache; the evaluator's
-        incremental state is not touched.
+        incremental state is not touched.  ``positions`` is read (into a list) before the call takes
+        the in-use token: a generator of positions may read :attr:`board`.
         """
+        return self._evaluate_children_batch(as_sequence(positions), uci)
+
+    @_exclusive
+    def _evaluate_children_batch(self, positions: Sequence[chess.Board | str], uci: bool
+                                 ) -> tuple[np.ndarray, np.ndarray | list[str], np.ndarray]:
+        """The work of :meth:`evaluate_children_batch` (``positions`` already a list or tuple)."""
         offsets, codes, values = children.evaluate_children_batch(self, positions, _as_board)
         return offsets, children.uci_moves(codes) if uci else codes, values
 

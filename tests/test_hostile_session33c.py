@@ -81,3 +81,43 @@ def test_push_text_errors_still_name_the_move_and_change_nothing():
     with pytest.raises(TypeError, match="expected a UCI move string, got int"):
         ev.push_uci(7)
     assert ev.board.move_stack == [] and ev._free == [None]  # the token is back after each error
+
+
+def test_evaluate_game_moves_generator_may_read_the_evaluators_board():
+    """``evaluate_game`` read its moves while holding the in-use token, so a generator of moves reading
+    ``ev.board`` raised ConcurrentUseError in the caller's own thread (71a6d4c mended ``evaluate_moves``);
+    so did the module-level ``evaluate_game`` given a generator calling ``nnue_infer.evaluate`` (the same
+    per-thread evaluator).  The moves are now read into a list before the token is taken."""
+    ev = nnue_infer.Evaluator()
+    ev.set_position(chess.Board(START_E5))
+    board = chess.Board(START_E5)
+    captures = [m for m in board.legal_moves if board.is_capture(m)]
+    assert captures  # Nxe5
+    expected = ev.evaluate_game(START_E5, captures[:1])
+    values = ev.evaluate_game(START_E5, (m for m in list(ev.board.legal_moves) if ev.board.is_capture(m)))
+    assert values.tolist() == expected.tolist()
+    moves = ["e2e4", "e7e5", "g1f3"]
+    seen = []
+
+    def moves_noting_their_values():
+        b = chess.Board()
+        for uci in moves:
+            seen.append(nnue_infer.evaluate(b))
+            b.push_uci(uci)
+            yield uci
+
+    values = nnue_infer.evaluate_game(chess.Board(), moves_noting_their_values())
+    assert values.tolist() == nnue_infer.evaluate_game(chess.Board(), moves).tolist()
+    assert seen == values[:-1].tolist()
+
+
+def test_evaluate_children_batch_positions_generator_may_read_the_evaluators_board():
+    """``evaluate_children_batch`` likewise read its positions under the token."""
+    ev = nnue_infer.Evaluator()
+    ev.set_position(chess.Board(START_E5))
+    expected = ev.evaluate_children_batch([START_E5, chess.STARTING_FEN], uci=True)
+    got = ev.evaluate_children_batch((ev.board.fen() if i == 0 else chess.STARTING_FEN for i in range(2)), uci=True)
+    assert got[0].tolist() == expected[0].tolist() and got[1] == expected[1]
+    assert got[2].tolist() == expected[2].tolist()
+    with pytest.raises(TypeError, match="single str"):
+        ev.evaluate_children_batch(START_E5)

@@ -195,13 +195,14 @@ def test_item14_concurrent_use_raises(network):
     inside, release = threading.Event(), threading.Event()
     result = {}
 
-    def slow_moves():  # evaluate_game consumes the moves while holding the evaluator
-        inside.set()
-        release.wait(10)
-        yield from GAME
+    class SlowBoard(chess.Board):  # evaluate_game copies the start board while holding the evaluator
+        def copy(self, *args, **kwargs):
+            inside.set()
+            release.wait(10)
+            return chess.Board(self.fen()).copy(*args, **kwargs)
 
     def worker():
-        result["values"] = ev.evaluate_game(chess.Board(), slow_moves()).tolist()
+        result["values"] = ev.evaluate_game(SlowBoard(), GAME).tolist()
 
     t = threading.Thread(target=worker)
     t.start()
@@ -222,17 +223,18 @@ def test_item14_concurrent_use_raises(network):
 
 
 def test_item14_reentrant_use_is_named(network):
-    """A call from code the evaluator runs inside one of its calls (here a move iterator given to
-    evaluate_game) raises ConcurrentUseError whose message names that case, not only another thread."""
+    """A call from code the evaluator runs inside one of its calls (here a method of a board subclass given to
+    evaluate_game; a move iterator is read before the call takes the evaluator) raises ConcurrentUseError whose
+    message names that case, not only another thread."""
     ev = Evaluator(network)
 
-    def peeking_moves():
-        yield GAME[0]
-        ev.evaluate()
-        yield GAME[1]
+    class PeekingBoard(chess.Board):
+        def copy(self, *args, **kwargs):
+            ev.evaluate()
+            return chess.Board(self.fen()).copy(*args, **kwargs)
 
     with pytest.raises(ConcurrentUseError, match="called again from code that call runs"):
-        ev.evaluate_game(chess.Board(), peeking_moves())
+        ev.evaluate_game(PeekingBoard(), GAME[:2])
     assert ev.evaluate_game(chess.Board(), GAME[:2]).tolist() == Evaluator(network).evaluate_game(chess.Board(), GAME[:2]).tolist()
 
 
