@@ -46,6 +46,8 @@ WDL_PLY = {
     "16": ((0.38036525, -2.82015070, 23.17882135, 307.36768407),
            (-2.29434733, 13.27689788, -14.26828904, 63.45318330)),
 }
+#: The integers :func:`wdl` takes (``value``, ``material``, ``ply``): Stockfish's ``int``, 32 bits.
+INT_RANGE = (-2**31, 2**31 - 1)
 #: The versions :func:`wdl` knows.
 WDL_VERSIONS = ("15.1", "16", "17.1", "18", "19")
 
@@ -99,14 +101,22 @@ def wdl(value: int, material: int, version: str, ply: int | None = None) -> tupl
     Raises
     ------
     TypeError
-        ``value``, ``material`` or ``ply`` not an integer (a bool, a float such as NaN).
+        ``value``, ``material`` or ``ply`` not an integer (a bool, a float such as NaN or infinity).
     ValueError
-        Unknown version, 15.1/16 without ``ply`` (or a negative one), or a negative ``material``
-        for 17.1 and later (no position has one; the model would silently take it as 17).
+        Unknown version, 15.1/16 without ``ply`` (or a negative one), a negative ``material``
+        for 17.1 and later (no position has one; the model would silently take it as 17), or
+        ``value``, ``material`` or ``ply`` outside Stockfish's ``int`` (32-bit, :data:`INT_RANGE`),
+        which its ``UCI::wdl`` takes them as (a score is within +-32001).
     """
     for name, number in (("value", value), ("material", material), ("ply", ply)):
-        if number is not None and (isinstance(number, bool) or not isinstance(number, numbers.Integral)):
+        if number is None:
+            continue
+        if isinstance(number, bool) or not isinstance(number, numbers.Integral):
             raise TypeError(f"{name} must be an integer, got {number!r}")
+        if not INT_RANGE[0] <= number <= INT_RANGE[1]:  # (a larger int overflowed the float conversion)
+            got = number if abs(number) < 10**15 else f"an integer of {int(number).bit_length()} bits"
+            raise ValueError(f"{name} must be within [{INT_RANGE[0]}, {INT_RANGE[1]}] (Stockfish's 32-bit int), "
+                             f"got {got}")
     if version in WDL_PLY:
         if ply is None or ply < 0:
             raise ValueError(f"Stockfish {version}'s WDL model needs the game ply (got ply={ply!r})")

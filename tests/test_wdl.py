@@ -101,9 +101,21 @@ def test_wdl_examples_and_errors():
         wdl(100, 40, "17")
     with pytest.raises(ValueError, match="material must be >= 0.*got -1"):  # was taken as 17
         wdl(100, -1, "19")
-    for bad in (True, float("nan"), 1.5):  # True gave (7, 987, 6), NaN a bare float-conversion error
+    for bad in (True, float("nan"), float("inf"), -float("inf"), np.float64("nan"), 1.5):
+        # True gave (7, 987, 6), NaN a bare float-conversion error
         with pytest.raises(TypeError, match="value must be an integer"):
             wdl(bad, 58, "19")
+    for version in ("19", "15.1"):  # 10**400 was an OverflowError (int too large to convert to float)
+        for big in (10**400, -10**400, 2**31, -2**31 - 1, 10**5000):  # (str(10**5000) raises: the bits are named)
+            with pytest.raises(ValueError, match=r"value must be within \[-2147483648, 2147483647\]"):
+                wdl(big, 58, version, ply=10)
+    with pytest.raises(ValueError, match=r"value .* got an integer of 1329 bits"):
+        wdl(10**400, 58, "19")
+    with pytest.raises(ValueError, match=r"material must be within .* got 2147483648$"):
+        wdl(100, 2**31, "19")
+    with pytest.raises(ValueError, match=r"ply must be within"):
+        wdl(100, 58, "16", ply=10**400)
+    assert wdl(2**31 - 1, 58, "19") == (1000, 0, 0) and wdl(-2**31, 58, "16", ply=2**31 - 1) == (0, 0, 1000)
     assert wdl(np.int32(100), np.int64(58), "19") == wdl(100, 58, "19")
 
 
