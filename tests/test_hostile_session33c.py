@@ -12,6 +12,7 @@ import chess
 import pytest
 
 import nnue_infer
+from nnue_infer.cli import main
 from nnue_infer.errors import ConcurrentUseError
 
 START_E5 = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
@@ -121,3 +122,39 @@ def test_evaluate_children_batch_positions_generator_may_read_the_evaluators_boa
     assert got[2].tolist() == expected[2].tolist()
     with pytest.raises(TypeError, match="single str"):
         ev.evaluate_children_batch(START_E5)
+
+
+def test_a_quoted_glob_pattern_in_process_says_it_names_no_file(capsys, tmp_path, monkeypatch):
+    """A glob pattern the shell did not expand (quoted) as a position argument was read as a FEN ("invalid
+    character 'd' in the placement field"), and as ``--epd PATTERN`` without --workers it said only that the
+    file does not exist.  Both now say that no such file exists, that patterns are expanded only by a Dask
+    job (or by the shell), and where a file goes; a position argument naming an existing file says to give
+    it with --epd / --pgn."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.epd").write_text(f"{chess.STARTING_FEN}\n")
+    pattern_help = ("a glob pattern is expanded only by a Dask job (--epd / --pgn PATTERN with --workers N or "
+                    "--scheduler ADDRESS, and --output DIR), or by the shell when unquoted")
+    status = main(["eval", "data/*.epd"])
+    out, err = capsys.readouterr()
+    assert status == 1 and out == ""
+    assert err.startswith("error: invalid character 'd' in the placement field at column 1 of 'data/*.epd'; "
+                          f"no file 'data/*.epd' exists: {pattern_help}"), err
+    assert err.rstrip().endswith("a file goes with --epd FILE (positions) or --pgn FILE (games)"), err
+    for option in ("--epd", "--pgn"):
+        status = main(["eval", option, f"data/*.{option[2:]}"])
+        out, err = capsys.readouterr()
+        assert status == 2 and out == ""
+        assert f"error: Invalid value for '{option}': File 'data/*.{option[2:]}' does not exist: {pattern_help}" \
+            in err, err
+    status = main(["eval", "data/a.epd"])
+    out, err = capsys.readouterr()
+    assert status == 1 and out == ""
+    assert err.rstrip().endswith("; 'data/a.epd' is a file: give it with --epd FILE (positions) or --pgn FILE "
+                                 "(games)"), err
+    status = main(["eval", "data/missing.pgn"])
+    _, err = capsys.readouterr()
+    assert status == 1 and "; no file 'data/missing.pgn' exists; a file goes with --epd" in err, err
+    status = main(["eval", "8/8/8 w"])  # a FEN's '/' is no path: no file is named
+    _, err = capsys.readouterr()
+    assert status == 1 and err == "error: the placement field does not have 8 ranks at column 6 of '8/8/8 w'\n"

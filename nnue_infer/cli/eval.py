@@ -225,7 +225,9 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
         sys.exit(_eval_distributed(epd_files, pgn_files, output, net, scheduler, workers, progress, quiet))
     for option, path in (("--epd", epd), ("--pgn", pgn)):
         if path and path != "-" and not os.path.exists(path):
-            raise click.BadParameter(f"File {path!r} does not exist.", param_hint=f"'{option}'")
+            pattern = _pattern_hint(path)
+            raise click.BadParameter(f"File {path!r} does not exist" + (f": {pattern}." if pattern else "."),
+                                     param_hint=f"'{option}'")
     set_threads(threads, "--threads" if jobs is None else "--jobs")
     if output not in (None, "-") and (output.endswith(("/", os.sep)) or os.path.isdir(output)):
         raise click.BadParameter(f"{output} is a directory: give a file name (.csv, .jsonl, .parquet), or add "
@@ -301,6 +303,36 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
     sys.exit(status)
 
 
+def _pattern_hint(path: str) -> str:
+    """For a file name that does not exist: what to do when it is a glob pattern (expanded only by a Dask job,
+    :func:`nnue_infer.io.distributed.expand_inputs`), else ``""``."""
+    import glob
+
+    if not glob.has_magic(path):
+        return ""
+    return ("a glob pattern is expanded only by a Dask job (--epd / --pgn PATTERN with --workers N or --scheduler "
+            "ADDRESS, and --output DIR), or by the shell when unquoted (here --epd / --pgn take one file)")
+
+
+def _file_hint(words) -> str:
+    """For position arguments that do not parse: the end of the message when one of them names a file, or looks
+    like a file name or a glob pattern (an input given without --epd / --pgn), else ``""``."""
+    from ..io.distributed import input_kind
+
+    for word in words:
+        if os.path.isfile(word):
+            return f"; {word!r} is a file: give it with --epd FILE (positions) or --pgn FILE (games)"
+        try:
+            input_kind(word)
+        except ValueError:  # (a FEN has '/' too: a word is a path when the directory before its last '/' exists)
+            if not (os.sep in word and " " not in word and os.path.isdir(os.path.dirname(word))):
+                continue
+        pattern = _pattern_hint(word)
+        return (f"; no file {word!r} exists" + (f": {pattern}" if pattern else "")
+                + "; a file goes with --epd FILE (positions) or --pgn FILE (games)")
+    return ""
+
+
 def _parse_position_args(words, fen_opts, strict: bool) -> list:
     """Positions (text, board) of the arguments and --fen options; problems go to stderr and leave a ``None`` board."""
     from ..errors import clip
@@ -317,8 +349,8 @@ def _parse_position_args(words, fen_opts, strict: bool) -> list:
     if words:
         try:
             boards += parse_positions(words, strict)
-        except ValueError as exc:
-            click.echo(f"error: {clip(str(exc))}", err=True)  # the message names the FEN or the move
+        except ValueError as exc:  # the message names the FEN or the move (and the file a word may name)
+            click.echo(f"error: {clip(str(exc))}{_file_hint(words)}", err=True)
             failed = True
     if failed:
         boards.append(None)  # exit status 1 after the others
