@@ -16,6 +16,7 @@ import pytest
 from nnue_infer import Architecture, FloatNetwork, HiddenLayer, quantise, save
 from nnue_infer.cli import main
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FEN = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
 
 
@@ -158,6 +159,51 @@ def test_a_closed_stdout_ends_quietly(tmp_path):
     assert r.stdout.splitlines()[0] == "line,fen,value,cp,cp_white,in_check,outcome" and len(r.stdout.splitlines()) == 2
     # nothing but, on a cold cache, the first-use compile notice (its own test: test_compile)
     assert [line for line in r.stderr.splitlines() if "compiling kernels for this CPU" not in line] == [], r.stderr
+
+
+def _run_into_pipe(args: list[str], reader: str, cwd) -> tuple[int, str, bytes]:
+    """Run ``python -m nnue_infer ARGS`` with its standard output a real pipe whose reader goes away: ``"closed"``
+    before the process starts (its first write fails: the same every run), ``"line"`` after reading one line
+    (as ``| head -1``: the process may have written everything by then, or not).  (status, stderr, what was read)."""
+    r, w = os.pipe()
+    if reader == "closed":
+        os.close(r)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "nnue_infer", *args], stdout=w, stderr=subprocess.PIPE, cwd=cwd,
+                            env=env)
+    os.close(w)
+    read = b""
+    if reader == "line":
+        with os.fdopen(r, "rb") as f:
+            read = f.readline()
+    try:
+        err = proc.communicate(timeout=300)[1].decode()
+    finally:
+        proc.kill()
+    # nothing on stderr but, on a cold cache, the first-use compile notice (its own test: test_compile)
+    err = "".join(line for line in err.splitlines(True) if "compiling kernels for this CPU" not in line)
+    return proc.returncode, err, read
+
+
+@pytest.mark.parametrize("args, reader", [
+    (["eval", "--moves", "startpos"], "closed"), (["eval", "--moves", "startpos"], "line"),
+    (["eval", "--epd", "big.epd"], "closed"), (["eval", "--epd", "big.epd", "-o", "-"], "line"),
+    (["data", "info", "selfplay.binpack"], "closed"), (["data", "convert", "selfplay.binpack", "-", "--to", "plain"], "closed"),
+    (["--help"], "closed")])
+def test_a_reader_going_away_ends_quietly_with_status_0(tmp_path, args, reader):
+    """``nnue-infer eval --moves FEN | head -1`` ended with status 1 when the reader had gone before a write (click's
+    handler of EPIPE), 0 when everything fit in the pipe first: a status that depended on the timing, and ``-o -``
+    said "cannot write to stdout: Broken pipe".  Now a reader going away ends every command (and --help) with
+    status 0 and nothing on stderr, as docs/command-line.md says."""
+    (tmp_path / "big.epd").write_text((FEN + "\n") * 20000)
+    if args[0] == "data":
+        from conftest import shared_dir
+
+        (tmp_path / "selfplay.binpack").write_bytes((shared_dir() / "data/binpack/selfplay.binpack").read_bytes())
+    for _ in range(2):
+        status, err, read = _run_into_pipe(args, reader, tmp_path)
+        assert (status, err) == (0, ""), (status, err)
+        assert reader == "closed" or read.strip(), read
 
 
 def test_compressed_network_and_two_stdin_inputs_are_named(tmp_path, capsys):

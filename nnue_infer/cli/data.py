@@ -4,6 +4,7 @@ rescored with any network, summarised and filtered (:mod:`nnue_infer.io.training
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -53,6 +54,8 @@ def _reported(src: str) -> Iterator[None]:
     except ImportError as exc:  # an optional dependency (pyarrow for .parquet)
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:
+        if exc.errno == errno.EPIPE and exc.filename == "<stdout>":
+            raise  # standard output's reader went away (| head): the command group ends quietly (cli.main._Group)
         raise click.ClickException(f"{exc.filename or src}: {exc.strerror or exc}") from exc
 
 

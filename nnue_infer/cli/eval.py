@@ -289,8 +289,8 @@ def eval_cmd(positions, net, fen_opts, epd, pgn, scheduler, workers, lenient, ke
     except InputKindError as exc:
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:
-        if isinstance(exc, BrokenPipeError) and not output:
-            raise  # stdout's reader went away (| head): click ends quietly with status 1
+        if isinstance(exc, BrokenPipeError) and out.path is None:
+            raise  # stdout's reader went away (| head): the command group ends quietly (cli.main._Group)
         if exc.filename is None and not isinstance(exc, NnueError):  # the output failed, not an input
             raise click.ClickException(f"cannot write {out.path or 'to stdout'}: {exc.strerror or exc}") from exc
         raise click.ClickException(str(exc)) from exc

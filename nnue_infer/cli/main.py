@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
+import os
+import sys
+from collections.abc import Iterator
 
 import click
 
@@ -15,7 +20,63 @@ from .training import crosscheck, datagen, train
 from .warmup import warmup
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+def _reader_gone() -> bool:
+    """After a write failed with ``EPIPE``: whether the reader of standard output or error went away (``| head``),
+    whose stream is then pointed at ``os.devnull``, so that nothing written later fails (Python's own flush of
+    ``sys.stdout`` at exit printed "Exception ignored ... BrokenPipeError" and exited with status 120).  Only the
+    process's own standard streams count (not when a caller replaced ``sys.stdout``, as pytest's capture does):
+    the write end of a pipe whose reader has gone polls as an error."""
+    import select
+
+    if not hasattr(select, "poll"):  # (Windows: no EPIPE from a closed pipe's reader either)
+        return False
+    gone = False
+    for fd, stream, own in ((1, sys.stdout, sys.__stdout__), (2, sys.stderr, sys.__stderr__)):
+        try:
+            if stream is None or stream is not own or stream.fileno() != fd:
+                continue
+            poll = select.poll()
+            poll.register(fd, select.POLLOUT)
+            if not any(event & select.POLLERR for _, event in poll.poll(0)):
+                continue
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, fd)
+            finally:
+                os.close(devnull)
+            gone = True
+        except (OSError, ValueError):
+            continue
+    return gone
+
+
+@contextlib.contextmanager
+def _quiet_when_reader_gone() -> Iterator[None]:
+    """End with status 0 and no message when standard output's (or error's) reader went away (``| head``), as a
+    filter does: output that fit in the pipe before the reader left ends with 0 too, so 141 (a shell's status for a
+    process killed by SIGPIPE) would still depend on the timing."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno != errno.EPIPE or not _reader_gone():
+            raise
+        raise click.exceptions.Exit(0) from None
+
+
+class _Group(click.Group):
+    """The command group: a command (or --help, --version) whose reader went away ends quietly (click's own
+    handler ended with status 1)."""
+
+    def make_context(self, *args, **kwargs) -> click.Context:
+        with _quiet_when_reader_gone():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context):
+        with _quiet_when_reader_gone():
+            return super().invoke(ctx)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
              epilog=example("nnue-infer eval startpos moves e2e4", "nnue-infer eval --net stockfish --epd positions.epd -o scores.csv",
                              "nnue-infer COMMAND --help"))
 @click.version_option(package_name="nnue-infer")
