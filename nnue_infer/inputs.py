@@ -63,8 +63,9 @@ def binary_problem(head: bytes, label: str, what: str) -> str | None:
 
 def peek_start(stream) -> bytes:
     """The first bytes that ``stream`` (a buffered binary stream, or a text stream over one: ``.buffer``) will
-    give, reading nothing (at most a buffer's worth, fewer from a pipe); ``b""`` when it cannot tell (a list of
-    lines).  Call it before the stream is read."""
+    give, reading nothing (at most a buffer's worth: :data:`SNIFF_BYTES` or to the end for an :class:`Input`'s
+    streams, which read that far ahead, from a pipe too); ``b""`` when it cannot tell (a list of lines).  Call it
+    before the stream is read."""
     buffer = stream if hasattr(stream, "peek") else getattr(stream, "buffer", None)
     peek = getattr(buffer, "peek", None)
     return peek(SNIFF_BYTES)[:SNIFF_BYTES] if peek is not None else b""
@@ -247,9 +248,11 @@ class Input:
             self.size = None
         head = b""
         read1 = getattr(raw, "read1", raw.read)
-        while len(head) < len(ZSTD_MAGIC):  # a pipe may deliver fewer bytes per read
-            # what one read gives (a regular file: SNIFF_BYTES), so that the first block of a text input can be
-            # peeked at (peek_start) through the buffered streams over this one
+        # SNIFF_BYTES (or to the end), so that the first block of a text input can be peeked at (peek_start, the
+        # binary check) through the buffered streams over this one: one read of a regular file gives them, one of
+        # a pipe what has arrived (a NUL byte in a later piece went unseen), so a pipe is read until it has them
+        need = len(ZSTD_MAGIC) if self.size is not None else SNIFF_BYTES
+        while len(head) < need:
             chunk = read1(SNIFF_BYTES - len(head))
             if not chunk:
                 break
@@ -272,6 +275,10 @@ class Input:
             self.compression = None
             self._decoder = None
             self.binary = counted
+        if self._decoder is not None:  # one step of a decompressor may give fewer bytes (a zstd frame of a few
+            # bytes, a slow pipe): the first SNIFF_BYTES decompressed, read ahead and served first (closing the
+            # decoder's stream with it), for peek_start as above
+            self.binary = io.BufferedReader(_CountingReader(self.binary, self.binary.read(SNIFF_BYTES), True))
         self._counted = counted
         self._guard = io.BufferedReader(_LineGuard(self.binary, self.name, MAX_LINE)) if text else None
         self.text: TextIO | None = (io.TextIOWrapper(self._guard, encoding=encoding, errors=errors)

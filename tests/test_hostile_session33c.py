@@ -6,7 +6,9 @@ problem, never a traceback, a hang or a silent wrong number, and a refused opera
 
 from __future__ import annotations
 
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import chess
 import pytest
@@ -158,3 +160,67 @@ def test_a_quoted_glob_pattern_in_process_says_it_names_no_file(capsys, tmp_path
     status = main(["eval", "8/8/8 w"])  # a FEN's '/' is no path: no file is named
     _, err = capsys.readouterr()
     assert status == 1 and err == "error: the placement field does not have 8 ranks at column 6 of '8/8/8 w'\n"
+
+
+def _feed_in_pieces(fd: int, pieces: list[bytes]) -> None:
+    """Write ``pieces`` to the pipe ``fd`` (then close it), each once its reader has read everything before it (the
+    pipe is empty: FIONREAD), so that each of the reader's reads gets one piece at most, whatever its start-up time."""
+    import fcntl
+    import struct
+    import termios
+    import time
+
+    for i, piece in enumerate(pieces):
+        if i:
+            deadline = time.monotonic() + 120
+            while struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0] and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)  # the reader is back in its read, waiting
+        os.write(fd, piece)
+    os.close(fd)
+
+
+@pytest.mark.parametrize("option", ["--pgn", "--epd"])
+def test_a_nul_byte_after_the_first_piece_of_a_slow_pipe_is_found(option):
+    """The binary-input check looks for a NUL byte in an input's first 8 KiB (inputs.SNIFF_BYTES), but read
+    from a pipe it saw what the first read gave: a PGN on standard input whose NUL bytes came in a later piece
+    was scored (status 0, the second game's tags lost to the NUL bytes before them).  The start of a pipe is
+    now read until 8 KiB or its end."""
+    import subprocess
+    import sys
+
+    if option == "--pgn":
+        pieces = [b'[Event "x"]\n\n1. e4 e5 *\n', b'\0\0\0[Event "y"]\n\n1. d4 *\n']
+    else:
+        pieces = [f"{chess.STARTING_FEN}\n".encode(), f"{START_E5}\n\0\n".encode()]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    r, w = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "nnue_infer", "eval", option, "-"], stdin=r,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    os.close(r)
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            fed = pool.submit(_feed_in_pieces, w, pieces)
+            out, err = proc.communicate(timeout=300)
+            fed.result()
+    finally:
+        proc.kill()
+        proc.wait()
+    kind = "a PGN text file" if option == "--pgn" else "an EPD/FEN text file"
+    at, line = (len(pieces[0]), 4) if option == "--pgn" else (len(pieces[0]) + len(START_E5) + 1, 3)
+    assert proc.returncode == 1 and out == b"", (proc.returncode, out)
+    assert f"error: <stdin>: NUL byte at byte offset {at} (line {line}): binary data, not {kind}" in err.decode(), err
+
+
+def test_a_nul_byte_in_a_later_gzip_member_is_found(tmp_path, capsys):
+    """One step of the gzip decoder gives one member's bytes: a NUL byte in the second member of a short
+    first one went unseen as from a slow pipe (zstd frames were read on to the chunk's end already)."""
+    import gzip
+
+    path = tmp_path / "games.pgn.gz"
+    path.write_bytes(gzip.compress(b'[Event "x"]\n\n1. e4 e5 *\n') + gzip.compress(b'\0\0\0[Event "y"]\n\n1. d4 *\n'))
+    status = main(["eval", "--pgn", str(path)])
+    out, err = capsys.readouterr()
+    assert status == 1 and out == ""
+    assert err == f"error: {path}: NUL byte at byte offset 24 (line 4): binary data, not a PGN text file\n"
