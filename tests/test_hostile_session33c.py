@@ -224,3 +224,59 @@ def test_a_nul_byte_in_a_later_gzip_member_is_found(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert status == 1 and out == ""
     assert err == f"error: {path}: NUL byte at byte offset 24 (line 4): binary data, not a PGN text file\n"
+
+
+@pytest.mark.parametrize("refusal", ["other network", "damaged manifest", "parts without manifest", "pgn in epd",
+                                     "output is a file", "errors dir is a file"])
+def test_a_refused_dask_job_starts_no_cluster(tmp_path, capsys, monkeypatch, refusal):
+    """``eval --workers N`` started its local cluster (about 4 s, N processes) before the checks that refuse a
+    job without one (its output's manifest, its inputs' content, the output path): a refused job took seconds
+    and started processes for nothing.  The checks (io.distributed.check_job) now come first: the job is
+    refused at once, no cluster is constructed (distributed.LocalCluster and Client raise here), and nothing
+    is created."""
+    distributed = pytest.importorskip("distributed")
+    from nnue_infer.io.distributed import MANIFEST, score_files
+    from nnue_infer.resources import default_network_path
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a cluster was started for a refused job")
+
+    monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
+    monkeypatch.setattr(distributed, "Client", no_cluster)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.epd").write_text(f"{chess.STARTING_FEN}\n")
+    inputs, net = ["--epd", "a.epd"], []
+    out = tmp_path / "ds"
+    expected = {
+        "other network": f"error: {out} holds results of network 'default', not 'net.nnue': use another output "
+                         "directory\n",
+        "damaged manifest": f"error: {out / MANIFEST}: not JSON",
+        "parts without manifest": f"error: {out} holds parts (part-a-0123456789ab.parquet) but no manifest",
+        "pgn in epd": "error: games.epd:1: this is PGN (a tag pair or moves), not a FEN/EPD line",
+        "output is a file": f"error: {out}: exists and is not a directory",
+        "errors dir is a file": f"error: {out / '_errors'}: exists and is not a directory",
+    }[refusal]
+    if refusal == "other network":
+        score_files([str(tmp_path / "a.epd")], str(out), "default")  # in process, no cluster
+        (tmp_path / "net.nnue").write_bytes(default_network_path().read_bytes())
+        net = ["--net", "net.nnue"]
+    elif refusal == "damaged manifest":
+        out.mkdir()
+        (out / MANIFEST).write_text("{")
+    elif refusal == "parts without manifest":
+        out.mkdir()
+        (out / "part-a-0123456789ab.parquet").write_bytes(b"")
+    elif refusal == "pgn in epd":
+        (tmp_path / "games.epd").write_text('[Event "x"]\n\n1. e4 *\n')
+        inputs = ["--epd", "games.epd"]
+    elif refusal == "output is a file":
+        out.write_text("mine\n")
+    else:
+        out.mkdir()
+        (out / "_errors").write_text("mine\n")
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
+    status = main(["eval", *inputs, *net, "--workers", "1", "-o", str(out), "-q"])
+    stdout, err = capsys.readouterr()
+    assert status == 1 and stdout == ""
+    assert err.startswith(expected), err
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before  # nothing created or changed

@@ -918,8 +918,16 @@ def _check_manifest(out_dir: str, network: str, identity: dict | None = None) ->
     if identity is None:
         identity = network_identity(network)
     os.makedirs(out_dir, exist_ok=True)
+    if not _refuse_by_manifest(out_dir, network, identity):
+        _write_manifest(os.path.join(out_dir, MANIFEST), identity | {"schema": "nnue_infer.parquet.schema"})
+
+
+def _refuse_by_manifest(out_dir: str, network: str, identity: dict) -> bool:
+    """``ValueError`` when the dataset directory ``out_dir`` cannot take results of ``network`` (``identity``: its
+    :func:`network_identity`): its manifest names another network or version, is damaged, or is missing beside
+    parts.  Reads only; returns whether the manifest exists (``False`` also for no directory)."""
     path = os.path.join(out_dir, MANIFEST)
-    if not os.path.exists(path):
+    if not os.path.exists(path) and os.path.isdir(out_dir):
         parts = sorted(n for n in os.listdir(out_dir) if _PART.fullmatch(n))
         if parts:  # their network and plans are unknown: new plans would score rows again under other names
             raise ValueError(f"{out_dir} holds parts ({', '.join(parts[:2])}{', ...' if len(parts) > 2 else ''}) "
@@ -936,8 +944,8 @@ def _check_manifest(out_dir: str, network: str, identity: dict | None = None) ->
                    else f"other parameters (SHA-256 {old['network_sha256'][:12]}..., now "
                         f"{identity['network_sha256'][:12]}...: the file was replaced, or the package updated)")
             raise ValueError(f"{out_dir} holds results of {network!r} with {was}: use another output directory")
-        return
-    _write_manifest(path, identity | {"schema": "nnue_infer.parquet.schema"})
+        return True
+    return False
 
 
 def _read_manifest(path: str) -> dict:
@@ -1107,6 +1115,44 @@ class ScoreReport:
         return [p["failed"] for p in self.parts if p.get("failed")]
 
 
+def check_job(inputs: str | Sequence[str], output: str, network: str = "default", *, column: str = "fen",
+              compression: str = "zstd", threads: int | None = None) -> tuple[list[str], dict]:
+    """The checks :func:`score_files` makes before any work, reading only (nothing is created): a refused job fails
+    here at once, before a cluster is started for it (:func:`run_job`).  Returns the input files
+    (:func:`expand_inputs`) and the network's :func:`network_identity`.
+
+    Raises ``ValueError`` (an unknown codec, input kind, a file name that is not UTF-8, a dataset directory whose
+    manifest names another network or is damaged or missing beside parts), ``NotADirectoryError`` (``output`` or
+    its ``_errors`` is a file), ``FileNotFoundError`` (a pattern matching nothing),
+    :class:`~nnue_infer.errors.InputKindError` (a Parquet input without ``column``, an EPD / PGN input holding
+    binary data or the other kind), or as :func:`nnue_infer.resources.network_from_spec` (a network that cannot be
+    read)."""
+    if compression not in CODECS:
+        raise ValueError(f"unknown Parquet compression {compression!r}: one of {', '.join(CODECS)}")
+    if threads is not None:
+        _check_task_sizes(threads=threads)
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise NotADirectoryError(f"{output}: exists and is not a directory (score_files writes a dataset directory "
+                                 "of Parquet parts there)")
+    errors_dir = os.path.join(output, ERRORS_DIR)
+    if os.path.lexists(errors_dir) and not os.path.isdir(errors_dir):
+        raise NotADirectoryError(f"{errors_dir}: exists and is not a directory (score_files writes the errors "
+                                 "table there): move it away or use another output directory")
+    files = expand_inputs(inputs, output)
+    for f in files:
+        input_kind(f)  # unknown kinds fail before any work
+        try:
+            f.encode("utf-8")
+        except UnicodeEncodeError:  # bytes of another encoding, decoded as surrogates
+            raise ValueError(f"{f!r}: the file name is not UTF-8, and the dataset's source column is UTF-8 text "
+                             "(it would hold bytes no reader can decode): rename the file") from None
+    _check_columns(files, column)  # so do Parquet inputs without the FEN column
+    _check_kinds(files)  # and EPD / PGN inputs holding another kind
+    identity = network_identity(network)  # a network that cannot be read fails before anything is created
+    _refuse_by_manifest(output, network, identity)  # (checked again under the dataset's lock by score_files)
+    return files, identity
+
+
 def score_files(inputs: str | Sequence[str], output: str, network: str = "default", client=None, *,
                 threads: int | None = None, column: str = "fen", compression: str = "zstd",
                 progress: Callable[[dict], None] | None = None,
@@ -1157,31 +1203,11 @@ def score_files(inputs: str | Sequence[str], output: str, network: str = "defaul
         With ``changed``: the inputs written to or removed while the job read them (their rows are the file as
         each task found it; the job still completes), as the CLI's exit status 1 reports them.
     """
-    if compression not in CODECS:
-        raise ValueError(f"unknown Parquet compression {compression!r}: one of {', '.join(CODECS)}")
-    _check_task_sizes(split_bytes=split_bytes, split_rows=split_rows, binpack_task_bytes=binpack_task_bytes,
-                      **({} if threads is None else {"threads": threads}))
-    if os.path.exists(output) and not os.path.isdir(output):
-        raise NotADirectoryError(f"{output}: exists and is not a directory (score_files writes a dataset directory "
-                                 "of Parquet parts there)")
-    errors_dir = os.path.join(output, ERRORS_DIR)
-    if os.path.lexists(errors_dir) and not os.path.isdir(errors_dir):
-        raise NotADirectoryError(f"{errors_dir}: exists and is not a directory (score_files writes the errors "
-                                 "table there): move it away or use another output directory")
-    files = expand_inputs(inputs, output)
+    _check_task_sizes(split_bytes=split_bytes, split_rows=split_rows, binpack_task_bytes=binpack_task_bytes)
+    files, identity = check_job(inputs, output, network, column=column, compression=compression, threads=threads)
     if client is not None:  # workers may run in other directories (a cluster of its own): paths resolved here
         files = [os.path.abspath(f) for f in files]
-    for f in files:
-        input_kind(f)  # unknown kinds fail before any work
-        try:
-            f.encode("utf-8")
-        except UnicodeEncodeError:  # bytes of another encoding, decoded as surrogates
-            raise ValueError(f"{f!r}: the file name is not UTF-8, and the dataset's source column is UTF-8 text "
-                             "(it would hold bytes no reader can decode): rename the file") from None
-    _check_columns(files, column)  # so do Parquet inputs without the FEN column
-    _check_kinds(files)  # and EPD / PGN inputs holding another kind
     stamps = {f: _file_stamp(f) for f in files}  # before planning: a change from here on is reported
-    identity = network_identity(network)  # a network that cannot be read fails before anything is created
     if client is not None:  # so do workers that cannot load it (warmed before the output directory is made)
         worker_network = _absolute_network(network)  # (the manifest keeps the name as given)
         workers = _warm_workers(client, worker_network, threads)
@@ -1343,15 +1369,17 @@ def run_job(inputs: Sequence[str], output: str, network: str, *, scheduler: str 
     from distributed import Client, LocalCluster
     from tqdm import tqdm
 
-    files = expand_inputs(inputs, output)
     cluster = None
     threads = None
-    if scheduler:
-        client = Client(scheduler)
-    else:
+    if not scheduler:
         cpus = usable_cpus()  # (a cpuset's share: its machine's os.cpu_count() made a worker per host CPU)
         n = workers or cpus
         threads = max(1, cpus // n)
+    # a job refused by its inputs, output or network fails at once, before a cluster is started or joined for it
+    files, _ = check_job(inputs, output, network, threads=threads)
+    if scheduler:
+        client = Client(scheduler)
+    else:
         # the workers load the kernels from this machine's Numba cache: compiled here first (once, with the command
         # line's notice on stderr), not by every worker at once and in silence (a new user's cold cache: 30-107 s
         # without a word when stderr was not a terminal, twice the CPU with 2 workers); loads them when cached
