@@ -970,6 +970,15 @@ class Evaluator:
         finally:
             free.append(_TOKEN)
 
+    @_exclusive
+    def _children_for_cp(self, board: chess.Board | str | None, moves: list | None) -> tuple[np.ndarray, bool, int]:
+        """:meth:`evaluate_moves_cp`'s part under the in-use token (``moves`` already read, as in
+        :meth:`evaluate_moves`): the values as int64[n], the parent's side to move, units per pawn."""
+        parent = None if board is None else _as_board(board)
+        values = children.evaluate_moves(self, parent, moves).astype(np.int64)
+        parent_turn = self._board.turn if parent is None else parent.turn
+        return values, parent_turn, self._network.architecture.units_per_pawn
+
     def evaluate_moves_cp(self, board: chess.Board | str | None = None,
                           moves: Iterable[chess.Move | str] | None = None, white_pov: bool = False) -> np.ndarray:
         """:meth:`evaluate_moves` in centipawns, ``tdiv(100 * value, units_per_pawn)`` (int64[n]).
@@ -977,19 +986,7 @@ class Evaluator:
         From each child's side to move's point of view, or White's when ``white_pov`` is true; the
         in-use token is held for the whole call, as in :meth:`evaluate_cp` (the moves are read before it).
         """
-        moves = children.move_list(moves)  # before the token, as in evaluate_moves
-        free = self._free
-        try:
-            free.pop()
-        except IndexError:
-            raise self._busy() from None
-        try:
-            parent = None if board is None else _as_board(board)
-            values = children.evaluate_moves(self, parent, moves).astype(np.int64)
-            parent_turn = self._board.turn if parent is None else parent.turn
-            units_per_pawn = self._network.architecture.units_per_pawn
-        finally:
-            free.append(_TOKEN)
+        values, parent_turn, units_per_pawn = self._children_for_cp(board, children.move_list(moves))
         if white_pov and parent_turn == chess.WHITE:  # the children have Black to move
             values = -values
         scaled = 100 * values
