@@ -51,13 +51,18 @@ SNIFF_BYTES = 8192
 def binary_problem(head: bytes, label: str, what: str) -> str | None:
     """The message refusing a text input named ``label`` whose first bytes ``head`` (decompressed; the first
     :data:`SNIFF_BYTES` are looked at) hold a NUL byte: binary data (an image, an archive, UTF-16 text) is not
-    ``what``; it names the byte's offset and line.  ``None`` for text: bytes that are not UTF-8 alone do not make
+    ``what``; it names the byte's offset and line, and for a name ending ``.binpack`` or ``.bin`` (``.gz``,
+    ``.zst``) where Stockfish's training data is read instead.  ``None`` for text: bytes that are not UTF-8 alone do not make
     binary data (they are read as U+FFFD, as in a Latin-1 PGN's names)."""
     at = head.find(b"\0", 0, SNIFF_BYTES)
     if at < 0:
         return None
     line = head.count(b"\n", 0, at) + 1
     utf16 = " (UTF-16 text: convert it to UTF-8)" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+    name = label.lower().removesuffix(".gz").removesuffix(".zst")
+    if name.endswith((".binpack", ".bin")):
+        utf16 = (" (Stockfish training data: nnue-infer data and nnue_infer.io.training_data read it; eval scores a "
+                 ".binpack with --workers or --scheduler: docs/training-data.md)")
     return f"{label}: NUL byte at byte offset {at} (line {line}): binary data, not {what}{utf16}"
 
 

@@ -500,3 +500,30 @@ def test_a_dask_job_refuses_a_file_given_to_the_other_kinds_option(capsys, tmp_p
     status, _, err = run(capsys, "eval", "--epd", pgn, "--output", out, "--workers", "1")
     assert status == 2 and f"--epd {pgn}: a Dask job reads each file by its name's kind, and this one's is pgn" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("suffix, option", [(".binpack", "--epd"), (".bin", "--pgn"), (".binpack.zst", "--epd")])
+def test_training_data_given_to_eval_in_process_says_where_it_is_read(capsys, tmp_path, suffix, option):
+    """A .binpack given to eval --epd in one process said only 'binary data, not an EPD/FEN text file'
+    (fresh-user trial, session 34): the message now says which commands read training data."""
+    path = tmp_path / f"games{suffix}"
+    path.write_bytes(b"BINP\x10\x00\x00\x00" + bytes(64))  # a NUL among the first bytes, as every binpack has
+    status, out, err = run(capsys, "eval", option, path)
+    assert status == 1 and out == ""
+    assert f"{path}: NUL byte at byte offset" in err and "nnue-infer data" in err and "--workers" in err, err
+
+
+def test_a_text_file_with_a_nul_gets_no_training_data_hint(capsys, tmp_path):
+    path = tmp_path / "positions.epd"
+    path.write_bytes(AFTER_E4.encode() + b"\n\0")
+    status, _, err = run(capsys, "eval", "--epd", path)
+    assert status == 1 and "binary data, not an EPD/FEN text file" in err and "training data" not in err, err
+
+
+def test_info_says_what_the_version_fields_of_a_network_mean(capsys):
+    """``info default`` listed stockfish_version: 15.1 and file_version: 2062757664 for a Chess768 network of
+    our own, read as facts about the file (fresh-user trial, session 34): they are conventions, now said."""
+    status, out, _ = run(capsys, "info", "default")
+    assert status == 0
+    assert "  file_version: 2062757664 (0x7AF32F20: the .nnue header version it is written with)" in out
+    assert "  stockfish_version: 15.1 (the Stockfish version whose eval text and pawn normalisation it follows)" in out

@@ -84,13 +84,21 @@ def info(file, show_cache, as_json):
     click.echo(f"description:   {network.description.encode('utf-8', 'backslashreplace').decode()}")
     click.echo(f"architecture:  {network!r}")
     for key, value in dataclasses.asdict(arch).items():
-        click.echo(f"  {key}: {value}")
+        click.echo(f"  {key}: {value}{FIELD_NOTES.get(key, '').format(value=value)}")
     click.echo(f"feature transformer: {ft['features']} features -> {arch.ft_width} {ft['dtype']} "
                f"(+{arch.psqt_buckets} PSQT {ft['psqt_dtype']}) per perspective")
     click.echo("dense layers:  " + ", ".join(f"{l['outputs']} {l['activation']} ({l['dtype']})" for l in layers))
     if hashes:
         click.echo(f"hashes:        network {hashes['network']}, feature transformer {hashes['feature_transformer']}, "
                    f"layer stack {hashes['layer_stack']}")
+
+
+#: What the Architecture fields whose names read as facts about the file mean (a network of our own has
+#: them too: nnue_infer.network.Architecture's docstring), appended to their lines in ``info``.
+FIELD_NOTES = {
+    "file_version": " (0x{value:08X}: the .nnue header version it is written with)",
+    "stockfish_version": " (the Stockfish version whose eval text and pawn normalisation it follows)",
+}
 
 
 @click.command(epilog=example("nnue-infer extract /usr/games/stockfish            (writes nn-ad9b42354671.nnue here)",
