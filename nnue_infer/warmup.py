@@ -119,22 +119,24 @@ def warmup(networks: Iterable = (None,), paths: Iterable[str] = tuple(PATHS), pr
 def cache_report() -> dict:
     """Where the kernels' cache is and what it holds for this CPU and these kernel sources.
 
-    Returns a dict: ``directory`` (str, or None when no candidate directory is writable: then
-    every process compiles again), ``candidates`` (the directories tried, in order,
-    ``kernels.cache.cache_dirs``), ``bytes`` (int, the cache files there), ``kernels``
+    Returns a dict: ``directory`` (str, or None when no candidate directory is writable or
+    readable: then every process compiles again), ``writable`` (bool: False for a read-only cache,
+    whose kernels are loaded and which gets no new ones), ``candidates`` (the directories tried, in
+    order, ``kernels.cache.cache_dirs``), ``bytes`` (int, the cache files there), ``kernels``
     (``{kernel name: number of compiled configurations and signatures for this CPU}``, from
     Numba's index files whose stamp matches the current kernel sources).
     """
     from numba.core.registry import cpu_target
 
     from .kernels import arena
-    from .kernels.cache import KernelCacheLocator, cache_dirs
+    from .kernels.cache import KernelCacheLocator, cache_dirs, usable_cache_dir
 
     py_func = arena.kernels.__wrapped__
     locator = KernelCacheLocator.from_function(py_func, arena.__file__)
     private = locator is None or locator.get_cache_path() not in cache_dirs(arena.__file__)  # this process's only
     directory = None if private else Path(locator.get_cache_path())
     report: dict = {"directory": str(directory) if directory is not None else None,
+                    "writable": directory is not None and usable_cache_dir(str(directory)),
                     "candidates": cache_dirs(arena.__file__), "bytes": 0, "kernels": {}}
     if directory is None or not directory.is_dir():
         return report

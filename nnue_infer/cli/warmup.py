@@ -63,10 +63,11 @@ def show_cache_report(as_json: bool) -> None:
         click.echo(json.dumps(report))
         return
     if report["directory"] is None:
-        click.echo(f"cache:   none: no writable directory among {', '.join(report['candidates'])} "
+        click.echo(f"cache:   none: no writable directory among {', '.join(report['candidates'])}, nor one to read "
                    "(every process compiles the kernels again; set NUMBA_CACHE_DIR to a writable directory)")
         return
-    click.echo(f"cache:   {report['directory']}")
+    click.echo(f"cache:   {report['directory']}" + ("" if report["writable"] else
+               " (read-only: its kernels are loaded; those it lacks compile in every process)"))
     click.echo(f"size:    {report['bytes'] / 1e6:.1f} MB")
     click.echo("compiled for this CPU and these kernel sources (kernel: configurations x signatures):")
     for name, n in sorted(report["kernels"].items()):

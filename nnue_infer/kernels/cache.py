@@ -15,7 +15,11 @@ kernel sources reuses it, and caches of other sources sit beside it.  Otherwise 
 next to the kernels, as Numba does; when the package's directory is read-only (a system or
 shared install), the user's cache directory (:func:`user_cache_dir`, ``numba-<stamp>``).  A
 missing directory is made when the first kernel is saved there, not when the kernels are defined
-(their modules imported): :func:`usable_cache_dir`.
+(their modules imported): :func:`usable_cache_dir`.  When none of these can be written but one
+exists (a cache filled ahead of use, ``nnue-infer warmup``, then read-only: a read-only file system
+or image, another user's directory), its kernels are loaded from it and those it lacks compile for
+the process only, said once by a WARNING (:func:`readable_cache_dir`); with no such directory either,
+a temporary directory of the process (:func:`private_cache_dir`).
 
 **Notice.**  A cold compile takes seconds to minutes of CPU; :func:`install` registers a Numba
 event listener that reports compiles of ``nnue_infer`` kernels (cache misses) to the ``nnue_infer``
@@ -101,6 +105,12 @@ def usable_cache_dir(path: str) -> bool:
         if parent == below:
             return False
     return parent != path and os.path.isdir(parent) and os.access(parent, os.W_OK | os.X_OK)
+
+
+def readable_cache_dir(path: str) -> bool:
+    """Whether ``path`` is an existing directory this process can list and read: a cache that cannot
+    be written (:func:`usable_cache_dir` is false) but may hold kernels compiled ahead of use."""
+    return os.path.isdir(path) and os.access(path, os.R_OK | os.X_OK)
 
 
 def cache_dirs(py_file: str) -> list[str]:
@@ -189,8 +199,9 @@ def _load_overload(self, sig, target_context):
 def _save_overload(self, sig, data):
     """Numba's ``Cache.save_overload``; when our kernel's index file cannot be read (damaged), it is
     started again (its other entries compile again when used) and the save retried once.  When the
-    cache directory cannot be made (:func:`usable_cache_dir` chose it, and it was made read-only or
-    taken since), a WARNING names it and the kernel stays compiled in this process only."""
+    cache directory cannot be made or written (a read-only cache, :func:`readable_cache_dir`; or
+    :func:`usable_cache_dir` chose it, and it was made read-only or taken since), a WARNING names it,
+    once per directory, and the kernel stays compiled in this process only."""
     try:
         _numba_save_overload(self, sig, data)
     except Exception:
@@ -199,8 +210,11 @@ def _save_overload(self, sig, data):
         try:
             self._impl.locator.ensure_cache_path()
         except OSError as exc:
-            log.warning("cannot write the kernel cache in %s (%s): %s is compiled for this process only",
-                        self._cache_path, exc, self._py_func.__qualname__)
+            said = self._cache_path in _UNWRITABLE
+            _UNWRITABLE.add(self._cache_path)
+            (log.debug if said else log.warning)(
+                "cannot write the kernel cache in %s (%s): %s is compiled for this process only (and so is any "
+                "other kernel not cached there)", self._cache_path, exc, self._py_func.__qualname__)
             return
         try:
             os.remove(self._cache_file._index_path)
@@ -211,6 +225,8 @@ def _save_overload(self, sig, data):
 
 _numba_load_overload = caching.Cache.load_overload
 _numba_save_overload = caching.Cache.save_overload
+#: Cache directories a kernel could not be saved in (their WARNING is given once).
+_UNWRITABLE: set[str] = set()
 
 
 def _get_call_template(self, args, kws):
@@ -269,14 +285,16 @@ class KernelCacheLocator(caching._CacheLocator):
     def from_function(cls, py_func, py_file):
         if Path(py_file).resolve().parent != KERNELS and Path(py_file).resolve() not in REGISTERED:
             return None
-        path = next((path for path in cache_dirs(py_file) if usable_cache_dir(path)), None)
+        dirs = cache_dirs(py_file)
+        path = next((path for path in dirs if usable_cache_dir(path)), None) or \
+            next((path for path in dirs if readable_cache_dir(path)), None)
         return cls(py_func, py_file, path or private_cache_dir())
 
 
 @functools.cache
 def private_cache_dir() -> str:
     """A new temporary directory of this process, removed at its exit: the cache of last resort
-    when no directory of :func:`cache_dirs` is writable (e.g. ``NUMBA_CACHE_DIR`` names a file).
+    when no directory of :func:`cache_dirs` is writable or readable (e.g. ``NUMBA_CACHE_DIR`` names a file).
     Our locator must still answer then: Numba's own locators would cache in ``__pycache__``,
     stamped by each file's time alone, and load stale code after an edit of another kernel file.
     Every process then compiles again, as ``nnue-infer info --cache`` says."""
@@ -313,6 +331,8 @@ class _Notice(event.Listener):
             where = getattr(ev.data["dispatcher"]._cache, "_cache_path", None) or "memory only"
             if private_cache_dir.cache_info().currsize and where == private_cache_dir():  # (made only when used)
                 where += ", for this process only: no writable cache directory"
+            elif where != "memory only" and not usable_cache_dir(where):
+                where += ", read-only: what it lacks is compiled for this process only"
             log.info(NOTICE, where)
             if not log.hasHandlers() and sys.stderr is not None and (sys.stderr.isatty() or "ipykernel" in sys.modules):
                 # a first session at a terminal or in a notebook with no logging set up: say it there (the

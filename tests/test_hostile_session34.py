@@ -1,0 +1,69 @@
+"""Hostile pass, session 34: the kernel cache, the training-data files and the research API under
+odd use (each test failed before its fix)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+from numba.core import config as numba_config
+
+needs_jit = pytest.mark.skipif(numba_config.DISABLE_JIT, reason="NUMBA_DISABLE_JIT is set: nothing compiles")
+
+
+def _read_only(directory) -> list[str]:
+    """A command prefix that runs its command with ``directory`` read-only: its write bits off for a
+    user other than root (restored by the caller), a read-only bind mount in a mount namespace of
+    its own for root (whom write bits do not stop); skips the test when neither can be had."""
+    if os.geteuid() != 0:
+        for path in [directory, *directory.rglob("*")]:
+            path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+        return []
+    prefix = ["unshare", "-m", "sh", "-c",
+              'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"', str(directory)]
+    if shutil.which("unshare") is None or subprocess.run(
+            [*prefix, "sh", "-c", f'! touch "{directory}/probe" 2>/dev/null'], capture_output=True).returncode:
+        pytest.skip("no read-only bind mount here (unshare -m)")
+    return prefix
+
+
+@needs_jit
+def test_item1_a_read_only_cache_filled_ahead_is_loaded(tmp_path):
+    """A cache filled ahead of use and then read-only (``NUMBA_CACHE_DIR=/opt/cache nnue-infer warmup``
+    in an image run by another user or on a read-only file system: install.md's Docker advice) was
+    ignored: every process compiled every kernel again into a temporary directory of its own (the
+    one-FEN ``eval``: 9.9 s of CPU instead of 0.56 s).  Now its kernels are loaded; a kernel it lacks
+    compiles for the process, said once by a warning naming the directory."""
+    cache = tmp_path / "cache"
+    code = """
+import json, logging, numpy as np
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+from nnue_infer.kernels.features import popcount
+print(popcount(np.int64(0x0F0F)), sum(popcount.stats.cache_hits.values()))
+"""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert first.stdout == "8 0\n", first.stderr
+    prefix = _read_only(cache)
+    try:
+        also = code + "from nnue_infer.kernels.dense import tdiv\nprint(tdiv(-7, 2), tdiv(9, 4))\n"
+        proc = subprocess.run([*prefix, sys.executable, "-c", also], capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == "8 1\n-3 2\n", proc.stderr  # popcount loaded from the read-only cache
+        assert proc.stderr.count("WARNING cannot write the kernel cache in") == 1, proc.stderr
+        assert f"cached in {cache}/nnue_infer-" in proc.stderr and "read-only" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+        report = subprocess.run([*prefix, sys.executable, "-m", "nnue_infer", "info", "--cache", "--json"],
+                                capture_output=True, text=True, env=env)
+        assert report.returncode == 0, report.stderr
+        report = json.loads(report.stdout)
+        assert report["directory"].startswith(str(cache)) and report["writable"] is False, report
+        assert report["kernels"] == {"features.popcount": 1}, report
+    finally:
+        for path in [cache, *cache.rglob("*")]:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
