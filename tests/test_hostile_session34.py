@@ -67,3 +67,30 @@ print(popcount(np.int64(0x0F0F)), sum(popcount.stats.cache_hits.values()))
     finally:
         for path in [cache, *cache.rglob("*")]:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+@needs_jit
+def test_item2_a_full_cache_device_leaves_the_kernels_in_memory(tmp_path):
+    """A cache on a full device (a full home directory) made the first kernel that compiled raise
+    ``OSError: [Errno 28] No space left on device`` out of the evaluation, in every run until space
+    was freed; now one warning names the directory and the error, and the kernels run."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("a full file system needs root (a small tmpfs in a mount namespace of its own)")
+    full = tmp_path / "full"
+    full.mkdir()
+    prefix = ["unshare", "-m", "sh", "-c", 'mount -t tmpfs -o size=16k tmpfs "$0" && exec "$@"', str(full)]
+    if subprocess.run([*prefix, "true"], capture_output=True).returncode:
+        pytest.skip("no tmpfs mount here (unshare -m)")
+    code = """
+import logging, numpy as np
+logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+from nnue_infer.kernels.features import popcount
+from nnue_infer.kernels.dense import tdiv
+print(popcount(np.int64(0x0F0F)), tdiv(-7, 2))
+"""
+    proc = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "NUMBA_CACHE_DIR": str(full)})
+    assert proc.returncode == 0 and proc.stdout == "8 -3\n", proc.stderr
+    assert proc.stderr.count("WARNING cannot write the kernel cache in") == 1, proc.stderr
+    assert "No space left on device" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+

@@ -199,28 +199,31 @@ def _load_overload(self, sig, target_context):
 def _save_overload(self, sig, data):
     """Numba's ``Cache.save_overload``; when our kernel's index file cannot be read (damaged), it is
     started again (its other entries compile again when used) and the save retried once.  When the
-    cache directory cannot be made or written (a read-only cache, :func:`readable_cache_dir`; or
-    :func:`usable_cache_dir` chose it, and it was made read-only or taken since), a WARNING names it,
-    once per directory, and the kernel stays compiled in this process only."""
+    cache cannot be written (the directory cannot be made or is read-only, :func:`readable_cache_dir`,
+    or made read-only or taken since :func:`usable_cache_dir` chose it; a full device), a WARNING names
+    it and the error, once per directory, and the kernel stays compiled in this process only."""
     try:
         _numba_save_overload(self, sig, data)
-    except Exception:
+    except Exception as exc:
         if not _ours(self._py_func):
             raise
-        try:
-            self._impl.locator.ensure_cache_path()
-        except OSError as exc:
-            said = self._cache_path in _UNWRITABLE
-            _UNWRITABLE.add(self._cache_path)
-            (log.debug if said else log.warning)(
-                "cannot write the kernel cache in %s (%s): %s is compiled for this process only (and so is any "
-                "other kernel not cached there)", self._cache_path, exc, self._py_func.__qualname__)
-            return
-        try:
-            os.remove(self._cache_file._index_path)
-        except OSError:
-            pass
-        _numba_save_overload(self, sig, data)
+        error = exc if isinstance(exc, OSError) else None
+        if error is None:  # the index file could not be read
+            try:
+                self._impl.locator.ensure_cache_path()
+                try:
+                    os.remove(self._cache_file._index_path)
+                except OSError:
+                    pass
+                _numba_save_overload(self, sig, data)
+                return
+            except OSError as again:
+                error = again
+        said = self._cache_path in _UNWRITABLE
+        _UNWRITABLE.add(self._cache_path)
+        (log.debug if said else log.warning)(
+            "cannot write the kernel cache in %s (%s): %s is compiled for this process only (and so is any "
+            "other kernel not cached there)", self._cache_path, error, self._py_func.__qualname__)
 
 
 _numba_load_overload = caching.Cache.load_overload
