@@ -94,3 +94,32 @@ print(popcount(np.int64(0x0F0F)), tdiv(-7, 2))
     assert proc.stderr.count("WARNING cannot write the kernel cache in") == 1, proc.stderr
     assert "No space left on device" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
+
+@needs_jit
+def test_item3_two_versions_of_a_registered_module_keep_their_own_cache_files(tmp_path):
+    """Two checkouts with the same kernels but another ``training/walk.py`` (a module cached with the
+    kernels, ``kernels.cache.register``) share one ``NUMBA_CACHE_DIR``'s directory: each version's
+    save replaced the other's index file, so every run after the other checkout's compiled again (and
+    two saving at once could leave an index of one version naming the other's code).  Now each
+    version has files of its own and loads them."""
+    import nnue_infer
+
+    package = os.path.dirname(nnue_infer.__file__)
+    for name in ("a", "b"):
+        shutil.copytree(package, tmp_path / name / "nnue_infer", ignore=shutil.ignore_patterns("__pycache__", "weights"))
+    with open(tmp_path / "b" / "nnue_infer" / "training" / "walk.py", "a") as f:
+        f.write("# another version of this module\n")
+    code = """
+import numpy as np
+import sys
+from nnue_infer.training import walk
+walk.rehash(np.zeros((4, 2), np.int64), np.zeros((8, 2), np.int64))
+print(sum(walk.rehash.stats.cache_hits.values()), walk.__file__.startswith(sys.argv[1]))
+"""
+
+    def hits(name: str) -> str:
+        env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+        return subprocess.run([sys.executable, "-c", code, str(tmp_path / name)], capture_output=True, text=True,
+                              env=env, check=True, cwd=tmp_path / name).stdout.strip()  # the copy in cwd is imported
+
+    assert [hits("a"), hits("b"), hits("a"), hits("b")] == ["0 True", "0 True", "1 True", "1 True"]

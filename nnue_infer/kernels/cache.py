@@ -282,7 +282,13 @@ class KernelCacheLocator(caching._CacheLocator):
         return ("nnue_infer.kernels", kernels_stamp()) + ((self._own,) if self._own else ())
 
     def get_disambiguator(self) -> str:
-        return f"{self._lineno}-{self._config}" if self._config else str(self._lineno)
+        """The line number, then the configuration (:func:`closure_tag`) of a kernel made by a factory,
+        or the start of a :func:`register`-ed module's hash: that module's versions (two checkouts
+        with the same kernels sharing one ``NUMBA_CACHE_DIR``) keep files of their own instead of
+        replacing each other's index, which made each compile again after the other ran, and two
+        processes saving at once could leave one version's index naming the other's code."""
+        tag = self._config or (self._own[:8] if self._own else "")
+        return f"{self._lineno}-{tag}" if tag else str(self._lineno)
 
     @classmethod
     def from_function(cls, py_func, py_file):
