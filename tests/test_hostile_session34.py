@@ -123,3 +123,63 @@ print(sum(walk.rehash.stats.cache_hits.values()), walk.__file__.startswith(sys.a
                               env=env, check=True, cwd=tmp_path / name).stdout.strip()  # the copy in cwd is imported
 
     assert [hits("a"), hits("b"), hits("a"), hits("b")] == ["0 True", "0 True", "1 True", "1 True"]
+
+
+TWO_ROWS = ("fen rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\nmove e2e4\nscore 35\nply 0\nresult 1\ne\n"
+            "fen rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1\nmove c7c5\nscore -40\nply 1\nresult -1\ne\n")
+
+
+@pytest.mark.parametrize("kind", ["plain", "binpack", "bin", "parquet"])
+def test_item4_a_replaced_training_data_file_keeps_its_permissions(kind, tmp_path):
+    """Writing training data over an existing private file (mode 0600) left it 0644, readable by every
+    user (the writer's temporary file got the umask's bits and was renamed over it), where every other
+    output of the project keeps the replaced file's bits (``inputs.replacing``, as ``cp`` does)."""
+    from nnue_infer.io import training_data as td
+
+    if kind == "parquet":
+        pytest.importorskip("pyarrow", reason="Parquet needs the parquet extra (pyarrow)")
+    source = tmp_path / "two.plain"
+    source.write_text(TWO_ROWS)
+    dest = tmp_path / f"private.{kind}"
+    dest.write_bytes(b"old contents")
+    dest.chmod(0o600)
+    td.write(td.read(source), dest)
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o600
+    assert td.read(dest).equals(td.read(source))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["two.plain", dest.name])
+
+
+def test_item4_a_replaced_parquet_score_file_keeps_its_permissions(tmp_path, capsys):
+    """``eval --epd ... -o x.parquet`` over a private file: the same (ParquetTableWriter)."""
+    pytest.importorskip("pyarrow", reason="Parquet needs the parquet extra (pyarrow)")
+    from nnue_infer.cli import main
+
+    epd = tmp_path / "one.epd"
+    epd.write_text("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\n")
+    dest = tmp_path / "scores.parquet"
+    dest.write_bytes(b"old contents")
+    dest.chmod(0o600)
+    assert main(["eval", "--quiet", "--epd", str(epd), "-o", str(dest)]) == 0, capsys.readouterr().err
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o600 and dest.read_bytes()[:4] == b"PAR1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.epd", "scores.parquet"]
+
+
+def test_item4_two_writers_of_one_training_data_file_in_one_process(tmp_path):
+    """Two ``TrainingDataWriter``s of one destination in one process (two threads converting into one
+    name) shared one temporary file, ``DEST.part-PID``: the second's close failed with a
+    FileNotFoundError naming that file, after its bytes had gone into the file the first renamed into
+    place.  Each now writes a file of its own; the last one closed is the destination, whole."""
+    from nnue_infer.io import training_data as td
+
+    source = tmp_path / "two.plain"
+    source.write_text(TWO_ROWS)
+    rows = td.read(source)
+    dest = tmp_path / "out.plain"
+    first, second = td.TrainingDataWriter(dest), td.TrainingDataWriter(dest)
+    first.write(rows[:1])
+    second.write(rows)
+    first.close()
+    assert dest.read_text() == TWO_ROWS[:TWO_ROWS.index("fen", 1)]
+    second.close()
+    assert dest.read_text() == TWO_ROWS
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.plain", "two.plain"]

@@ -230,17 +230,16 @@ class ParquetTableWriter:
     """Writes result tables (:mod:`nnue_infer.io.output` columns) one after another into one Parquet file,
     the counterpart of :class:`nnue_infer.io.output.TableWriter`.  The first table fixes the schema; the
     file is written under a temporary name and renamed by :meth:`close`; :meth:`abort` removes it,
-    leaving the target untouched."""
+    leaving the target untouched (:func:`nnue_infer.inputs.replacing`: a replaced file keeps its
+    permission bits, a read-only one is refused with ``PermissionError`` here, before any work)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.rows = 0
         self.columns: tuple[str, ...] | None = None
         self._writer = None
-        import os
-
-        head, name = os.path.split(path)
-        self._tmp = os.path.join(head, f".{name}.tmp-{os.getpid()}")
+        self._replacing = replacing(path)
+        self._tmp = self._replacing.__enter__()
 
     def write(self, table) -> None:
         """Append the rows of ``table`` (the same columns as the first table)."""
@@ -257,25 +256,25 @@ class ParquetTableWriter:
 
     def close(self) -> None:
         """Finish the file (an empty table of no columns when nothing was written) and rename it into place."""
-        import os
-
         import pyarrow.parquet as pq
 
         if self._writer is None:
             pq.write_table(_pa().table({}), self._tmp)
         else:
             self._writer.close()
-        os.replace(self._tmp, self.path)
+        cm, self._replacing = self._replacing, None
+        if cm is not None:
+            cm.__exit__(None, None, None)  # renamed into place with the old file's permission bits
 
     def abort(self) -> None:
         """Drop what was written: the temporary file is removed, the target (if any) left untouched."""
         import contextlib
-        import os
 
         try:
             if self._writer is not None:
                 with contextlib.suppress(Exception):
                     self._writer.close()
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self._tmp)
+            cm, self._replacing = self._replacing, None
+            if cm is not None:
+                cm.gen.close()  # replacing's clean-up: the temporary file is removed

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..batch import position_problem
 from ..errors import TrainingDataError
-from ..inputs import STDIN, input_label, open_input, standard_stream
+from ..inputs import STDIN, input_label, open_input, replacing, standard_stream
 from ..kernels import binpack as KB
 from ..kernels.attacks import PAWN_ATTACKS
 from ..kernels.features import BB_BLACK, BB_KINGS, BB_PAWNS, BB_ROOKS, BB_WHITE
@@ -830,7 +830,10 @@ class TrainingDataWriter:
     king per side for ``.bin``.  Use as a context manager: the last block is written on close.
     A file is written under a temporary name beside ``dest`` and renamed on a successful close;
     an error inside the ``with`` block (or :meth:`abort`) leaves ``dest`` as it was.  An existing
-    ``dest`` that is not a regular file (a named pipe, a device) is written in place.
+    ``dest`` that is not a regular file (a named pipe, a device) is written in place.  The rules are
+    :func:`nnue_infer.inputs.replacing`'s: a replaced file keeps its permission bits (a 0600 file
+    stays private), a read-only one is refused with ``PermissionError`` before anything is written,
+    and two writers of one ``dest`` in one process write files of their own.
     """
 
     def __init__(self, dest: str | os.PathLike[str], kind: str | None = None) -> None:
@@ -853,12 +856,24 @@ class TrainingDataWriter:
         self._path = None if path == STDIN else path
         # a FIFO or device (/dev/stdout, a named pipe) is written in place: renaming over it would replace it
         special = self._path is not None and os.path.exists(path) and not os.path.isfile(path)
-        self._tmp = None if path == STDIN or special else f"{path}.part-{os.getpid()}"
+        self._replacing = None if path == STDIN or special else replacing(path)
+        self._tmp = None if self._replacing is None else self._replacing.__enter__()
         if self.kind != "parquet" or special:  # Parquet goes to the temporary file by name (pyarrow seeks in it)
             try:
                 self._file = _open_output(self._tmp or path, path)
             except OSError as exc:  # name the output, not its temporary file
+                self._release(False)
                 raise OSError(exc.errno, exc.strerror or str(exc), self.label) from exc
+
+    def _release(self, done: bool) -> None:
+        """Rename the temporary file over the destination (``done``; with the old file's permission
+        bits) or remove it."""
+        cm, self._replacing, self._tmp = self._replacing, None, None
+        if cm is not None:
+            if done:
+                cm.__exit__(None, None, None)
+            else:
+                cm.gen.close()  # replacing's clean-up: the temporary file is removed
 
     def write(self, data: TrainingData) -> None:
         """Append ``data``'s rows.
@@ -968,9 +983,7 @@ class TrainingDataWriter:
             self._parquet.close()
             self._parquet = None
         self._close_file()
-        if self._tmp is not None:
-            os.replace(self._tmp, self._path)
-            self._tmp = None
+        self._release(True)
 
     def _close_file(self) -> None:
         if self._file is not None:
@@ -986,10 +999,7 @@ class TrainingDataWriter:
             self._parquet.close()
             self._parquet = None
         self._close_file()
-        if self._tmp is not None:
-            if os.path.exists(self._tmp):
-                os.remove(self._tmp)
-            self._tmp = None
+        self._release(False)
 
     def __enter__(self) -> TrainingDataWriter:  # noqa: PYI034 (final class)
         return self
