@@ -183,3 +183,40 @@ def test_item4_two_writers_of_one_training_data_file_in_one_process(tmp_path):
     second.close()
     assert dest.read_text() == TWO_ROWS
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.plain", "two.plain"]
+
+
+@needs_jit
+def test_item5_a_kernel_file_changed_after_the_stamp_is_not_cached_under_it(tmp_path):
+    """The kernels' stamp (the hash of every kernel file) is read once per process, and a kernel module
+    is imported when first needed.  A module changed in between (a ``git checkout`` while a notebook
+    runs) was compiled from its new source and saved under the old sources' stamp: every later process
+    with the old sources loaded it, and ``text.decimal_length(12345)`` (an entry whose callee
+    ``magnitude`` changed) gave 6 instead of 5, with no error.  Now such a module's kernels compile
+    for that process only, with a warning naming the file."""
+    import nnue_infer
+
+    shutil.copytree(os.path.dirname(nnue_infer.__file__), tmp_path / "nnue_infer",
+                    ignore=shutil.ignore_patterns("__pycache__", "weights"))
+    changed = """
+from pathlib import Path
+from nnue_infer.kernels import features  # the stamp is read here
+path = Path("nnue_infer/kernels/text.py")
+original = path.read_text()
+path.write_text(original.replace("    return np.uint64(v)\\n", "    return np.uint64(v) * np.uint64(10)\\n"))
+try:
+    from nnue_infer.kernels import text
+    print(text.decimal_length(12345))
+finally:
+    path.write_text(original)
+"""
+    again = "from nnue_infer.kernels import text\nprint(text.decimal_length(12345), text.magnitude(12345))\n"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(code: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
+                              cwd=tmp_path)  # the copy in cwd is imported
+
+    first = run(changed)
+    assert first.stdout == "6\n"
+    assert run(again).stdout == "5 12345\n"  # (was "6 12345")
+    assert "text.py changed since this process read the kernel sources" in first.stderr

@@ -7,7 +7,8 @@ callers' cache.  :class:`KernelCacheLocator` stamps every kernel with the SHA-25
 contents of all of ``nnue_infer/kernels/*.py`` instead (:func:`kernels_stamp`): any change there
 recompiles, and an unchanged tree reuses its cache whatever the files' times, the checkout's
 folder or the machine (Numba's own key adds the CPU name and features and the Numba and Python
-versions).
+versions).  The stamp is read once per process and the kernel modules are imported when first
+needed: one that changed in between compiles for the process only (:func:`stamped_as_imported`).
 
 **Location.**  ``$NUMBA_CACHE_DIR`` if set, in ``nnue_infer-<stamp>`` below it: the path does
 not depend on the checkout's folder, so a fresh clone, another worktree or a CI run with the same
@@ -77,13 +78,43 @@ def user_cache_dir() -> Path:
     return Path(base) / "nnue-infer"
 
 
+#: SHA-256 (hex) of each ``nnue_infer/kernels/*.py`` file (by name) as :func:`kernels_stamp` read it.
+STAMPED: dict[str, str] = {}
+
+
 @functools.cache
 def kernels_stamp() -> str:
-    """SHA-256 (hex) of the names and contents of ``nnue_infer/kernels/*.py``, read once per process."""
+    """SHA-256 (hex) of the names and contents of ``nnue_infer/kernels/*.py``, read once per process
+    (each file's own hash kept in :data:`STAMPED`)."""
     h = hashlib.sha256()
     for path in sorted(KERNELS.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        data = path.read_bytes()
+        STAMPED[path.name] = hashlib.sha256(data).hexdigest()
+        h.update(path.name.encode() + b"\0" + data + b"\0")
     return h.hexdigest()
+
+
+@functools.cache
+def stamped_as_imported(py_file: str) -> bool:
+    """Whether the kernel file ``py_file``, as it is now (its module being imported: its kernels are
+    being defined), is the file :func:`kernels_stamp` read.  The kernel modules are imported when first
+    needed, so one edited after the stamp was taken (a ``git checkout`` or an edit while a notebook or
+    a worker runs) would be compiled from its new source and saved under the stamp of the old sources,
+    where every later process with the old sources loaded it: a silent wrong result until the kernels
+    changed again.  Such a module's kernels compile for the process only, with a WARNING (once per
+    file).  A :func:`register`-ed module is hashed as it is imported, so it always matches."""
+    path = Path(py_file).resolve()
+    if path in REGISTERED:
+        return True
+    kernels_stamp()
+    try:
+        same = STAMPED.get(path.name) == hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        same = False
+    if not same:
+        log.warning("%s changed since this process read the kernel sources: its kernels are compiled for this "
+                    "process only, not cached (start a new process to use the cache)", path)
+    return same
 
 
 def usable_cache_dir(path: str) -> bool:
@@ -294,7 +325,7 @@ class KernelCacheLocator(caching._CacheLocator):
     def from_function(cls, py_func, py_file):
         if Path(py_file).resolve().parent != KERNELS and Path(py_file).resolve() not in REGISTERED:
             return None
-        dirs = cache_dirs(py_file)
+        dirs = cache_dirs(py_file) if stamped_as_imported(py_file) else []
         path = next((path for path in dirs if usable_cache_dir(path)), None) or \
             next((path for path in dirs if readable_cache_dir(path)), None)
         return cls(py_func, py_file, path or private_cache_dir())
