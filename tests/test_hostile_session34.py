@@ -220,3 +220,27 @@ finally:
     assert first.stdout == "6\n"
     assert run(again).stdout == "5 12345\n"  # (was "6 12345")
     assert "text.py changed since this process read the kernel sources" in first.stderr
+
+
+@needs_jit
+def test_item6_index_files_that_cannot_be_read_are_said_once_not_called_damaged(tmp_path):
+    """A read-only cache is now read (item 1); one filled by another user with private files (umask 077)
+    has index files this user cannot open: each kernel then warned 'damaged kernel cache entry' (a
+    PermissionError is no damage).  Now one warning says the cache cannot be read.  (The error is made
+    by a patched open of the index: root reads any file.)"""
+    code = """
+import errno, logging, numpy as np
+logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+from numba.core import caching
+def refused(self):
+    raise PermissionError(errno.EACCES, "Permission denied", self._index_path)
+caching.IndexDataCacheFile._load_index = refused
+from nnue_infer.kernels.features import popcount
+from nnue_infer.kernels.dense import tdiv
+print(popcount(np.int64(7)), tdiv(-7, 2))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.stdout == "3 -3\n"
+    assert "damaged" not in proc.stderr and proc.stderr.count("WARNING cannot read the kernel cache in") == 1, \
+        proc.stderr

@@ -216,14 +216,23 @@ def _ours(py_func) -> bool:
 def _load_overload(self, sig, target_context):
     """Numba's ``Cache.load_overload``, but a damaged cache file of our kernels (truncated by a full
     disk or a killed process, or garbage) is reported as a WARNING naming the kernel and the cache
-    directory and compiled again, instead of an unpickling traceback on every run."""
+    directory and compiled again, instead of an unpickling traceback on every run.  An index file
+    that cannot be read (an ``OSError``: another user's private file in a read-only cache,
+    :func:`readable_cache_dir`) is no damage: a WARNING says so once per directory."""
     try:
         return _numba_load_overload(self, sig, target_context)
     except Exception as exc:
         if not _ours(self._py_func):
             raise
-        log.warning("damaged kernel cache entry of %s in %s (%s: %s): compiling it again",
-                    self._py_func.__qualname__, self._cache_path, type(exc).__name__, exc)
+        if isinstance(exc, OSError):
+            said = self._cache_path in _UNREADABLE
+            _UNREADABLE.add(self._cache_path)
+            (log.debug if said else log.warning)("cannot read the kernel cache in %s (%s): compiling %s and any other "
+                                                 "kernel it cannot read", self._cache_path, exc,
+                                                 self._py_func.__qualname__)
+        else:
+            log.warning("damaged kernel cache entry of %s in %s (%s: %s): compiling it again",
+                        self._py_func.__qualname__, self._cache_path, type(exc).__name__, exc)
         return None
 
 
@@ -259,8 +268,9 @@ def _save_overload(self, sig, data):
 
 _numba_load_overload = caching.Cache.load_overload
 _numba_save_overload = caching.Cache.save_overload
-#: Cache directories a kernel could not be saved in (their WARNING is given once).
+#: Cache directories a kernel could not be saved in / whose index files could not be read (one WARNING each).
 _UNWRITABLE: set[str] = set()
+_UNREADABLE: set[str] = set()
 
 
 def _get_call_template(self, args, kws):
