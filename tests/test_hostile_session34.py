@@ -244,3 +244,34 @@ print(popcount(np.int64(7)), tdiv(-7, 2))
     assert proc.stdout == "3 -3\n"
     assert "damaged" not in proc.stderr and proc.stderr.count("WARNING cannot read the kernel cache in") == 1, \
         proc.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_item7_a_named_pipe_parquet_target_is_written_not_replaced(tmp_path, capsys):
+    """``eval --epd ... -o out.parquet`` where ``out.parquet`` is a named pipe (a reader waits on it):
+    the Parquet writer renamed its temporary file over the pipe, so the reader waited forever while the
+    command said nothing was wrong.  Now the file is put together in memory and written into the pipe
+    (as ``data convert`` does for training data)."""
+    pa = pytest.importorskip("pyarrow", reason="Parquet needs the parquet extra (pyarrow)")
+    import threading
+
+    import chess
+    import pyarrow.parquet as pq
+
+    import nnue_infer
+    from nnue_infer.cli import main
+
+    epd = tmp_path / "two.epd"
+    fens = [chess.STARTING_FEN, "4k3/8/8/8/8/8/4P3/4K3 b - - 0 1"]
+    epd.write_text("".join(f + "\n" for f in fens))
+    pipe = tmp_path / "out.parquet"
+    os.mkfifo(pipe)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(pipe.read_bytes()), daemon=True)
+    reader.start()
+    status = main(["eval", "--quiet", "--epd", str(epd), "-o", str(pipe)])
+    reader.join(timeout=60)
+    assert status == 0 and not reader.is_alive(), capsys.readouterr().err
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    table = pq.read_table(pa.BufferReader(got[0]))
+    assert table.column("value").to_pylist() == [nnue_infer.evaluate(f) for f in fens]

@@ -32,6 +32,7 @@ EPD operations are not kept in datasets.  Errors (:func:`errors_schema`): ``sour
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 
@@ -231,7 +232,9 @@ class ParquetTableWriter:
     the counterpart of :class:`nnue_infer.io.output.TableWriter`.  The first table fixes the schema; the
     file is written under a temporary name and renamed by :meth:`close`; :meth:`abort` removes it,
     leaving the target untouched (:func:`nnue_infer.inputs.replacing`: a replaced file keeps its
-    permission bits, a read-only one is refused with ``PermissionError`` here, before any work)."""
+    permission bits, a read-only one is refused with ``PermissionError`` here, before any work).  A
+    target that is not a regular file (a named pipe, a device) is written in place by :meth:`close`,
+    the file put together in memory (Arrow's file sink seeks, which a pipe cannot)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -240,6 +243,11 @@ class ParquetTableWriter:
         self._writer = None
         self._replacing = replacing(path)
         self._tmp = self._replacing.__enter__()
+        self._memory = _pa().BufferOutputStream() if self._tmp == os.fspath(path) else None  # in place: a FIFO
+
+    def _sink(self):
+        """Where pyarrow writes: the temporary file's name, or the buffer of a target written in place."""
+        return self._tmp if self._memory is None else self._memory
 
     def write(self, table) -> None:
         """Append the rows of ``table`` (the same columns as the first table)."""
@@ -248,7 +256,7 @@ class ParquetTableWriter:
         arrow = to_arrow(table)
         if self._writer is None:
             self.columns = tuple(arrow.column_names)
-            self._writer = pq.ParquetWriter(self._tmp, arrow.schema, compression="zstd")
+            self._writer = pq.ParquetWriter(self._sink(), arrow.schema, compression="zstd")
         elif tuple(arrow.column_names) != self.columns:
             raise ValueError(f"columns {tuple(arrow.column_names)} differ from the columns written before, {self.columns}")
         self._writer.write_table(arrow.cast(self._writer.schema))
@@ -259,9 +267,12 @@ class ParquetTableWriter:
         import pyarrow.parquet as pq
 
         if self._writer is None:
-            pq.write_table(_pa().table({}), self._tmp)
+            pq.write_table(_pa().table({}), self._sink())
         else:
             self._writer.close()
+        if self._memory is not None:
+            with open(self._tmp, "wb") as f:
+                f.write(self._memory.getvalue())
         cm, self._replacing = self._replacing, None
         if cm is not None:
             cm.__exit__(None, None, None)  # renamed into place with the old file's permission bits
