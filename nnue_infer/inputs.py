@@ -206,11 +206,11 @@ class _ZstdReader(io.RawIOBase):
                                              "were read")
                 return 0
             while chunk:
+                start = chunk if not self._in_frame else None  # a frame's header is at its start
                 try:
                     self._out += self._obj.decompress(chunk)
                 except self._zstd.ZstdError as exc:
-                    self.damage = InputError(f"{self._name}: corrupt zstd data found by compressed byte "
-                                             f"{self._counter.bytes_read} ({exc}); the rows before it were read")
+                    self.damage = InputError(self._zstd_problem(exc, start))
                     break
                 self._in_frame = not self._obj.eof
                 chunk = self._obj.unused_data if self._obj.eof else b""
@@ -220,6 +220,21 @@ class _ZstdReader(io.RawIOBase):
         b[:n] = self._out[self._pos:self._pos + n]
         self._pos += n
         return n
+
+    def _zstd_problem(self, exc: Exception, start: bytes | None) -> str:
+        """The message of a decompression error: a frame whose window is over the decompressor's limit
+        (128 MiB, as the ``zstd`` tool's default: a frame written with ``zstd --long=31`` declares
+        2 GiB) is no corrupt data, and says how to read it; other errors say the data is corrupt."""
+        where = f"compressed byte {self._counter.bytes_read}"
+        if "too much memory" in str(exc):
+            try:
+                window = f"a {self._zstd.get_frame_parameters(start).window_size >> 20} MiB window" if start else "a window"
+            except self._zstd.ZstdError:
+                window = "a window"
+            return (f"{self._name}: a zstd frame (by {where}) needs {window} to decompress, over the 128 MiB "
+                    f"this reader allows (written with zstd --long?); decompress it first, e.g. zstd -d --long=31, "
+                    "or compress it without --long; the rows before it were read")
+        return f"{self._name}: corrupt zstd data found by {where} ({exc}); the rows before it were read"
 
     def close(self) -> None:
         if not self.closed:

@@ -275,3 +275,22 @@ def test_item7_a_named_pipe_parquet_target_is_written_not_replaced(tmp_path, cap
     assert stat.S_ISFIFO(pipe.stat().st_mode)
     table = pq.read_table(pa.BufferReader(got[0]))
     assert table.column("value").to_pylist() == [nnue_infer.evaluate(f) for f in fens]
+
+
+def test_item8_a_zstd_long_window_input_is_not_called_corrupt(tmp_path):
+    """A file compressed with ``zstd --long=31`` (a 2 GiB window, common for large datasets) is refused
+    by the decompressor's 128 MiB limit, as the ``zstd`` tool refuses it without ``--long``; the
+    message said 'corrupt zstd data'.  Now it names the window and how to read the file."""
+    zstandard = pytest.importorskip("zstandard")
+    from nnue_infer.errors import InputError
+    from nnue_infer.io import training_data as td
+
+    params = zstandard.ZstdCompressionParameters(window_log=31, enable_ldm=True, write_content_size=False)
+    path = tmp_path / "two.plain.zst"
+    with open(path, "wb") as f, zstandard.ZstdCompressor(compression_params=params).stream_writer(f) as w:
+        w.write(TWO_ROWS.encode())
+    with pytest.raises(InputError) as refused:
+        td.read(path)
+    message = str(refused.value)
+    assert message.startswith(f"{path}: a zstd frame (by compressed byte ")
+    assert "needs a 2048 MiB window" in message and "zstd -d --long=31" in message and "corrupt" not in message
