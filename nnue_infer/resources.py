@@ -9,6 +9,7 @@ else ``~/.cache/nnue-infer``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -53,7 +54,9 @@ def stockfish_15_1_network_path(binary: str | os.PathLike[str] | None = None) ->
     """Path of ``nn-ad9b42354671.nnue``, extracting it from the engine binary on first use.
 
     ``binary`` defaults to Debian's ``/usr/games/stockfish``.  A cached copy is reused when
-    its size and SHA-256 are right.
+    its size and SHA-256 are right.  When the cache (:func:`cache_dir`) cannot be written (a
+    read-only file system, a full disk), the network is extracted into a temporary directory of the
+    process, removed at its exit, with a WARNING on the ``nnue_infer`` logger.
 
     Raises
     ------
@@ -69,15 +72,38 @@ def stockfish_15_1_network_path(binary: str | os.PathLike[str] | None = None) ->
     binary = Path(binary or C.DEBIAN_STOCKFISH)
     if not binary.is_file():
         raise NetworkNotFoundError(f"no network given and {binary} does not exist. {HOW_TO_GET}")
-    target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        digest = extract_network(binary, target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            digest = extract_network(binary, target)
+        except OSError as exc:  # a read-only or full cache: the network is extracted for this process
+            import logging
+
+            logging.getLogger("nnue_infer").warning(
+                "cannot keep %s in the cache %s (%s): extracted for this process only (set NNUE_INFER_CACHE to a "
+                "writable directory)", C.SF15_1_NET_NAME, target.parent, exc.strerror or exc)
+            target = _private_dir() / C.SF15_1_NET_NAME
+            if target.is_file():  # extracted by an earlier call of this process
+                return target
+            digest = extract_network(binary, target)
     except NetworkFormatError as exc:
         raise NetworkNotFoundError(f"{exc}. {HOW_TO_GET}") from exc
     if digest != C.SF15_1_NET_SHA256:
         target.unlink()
         raise NetworkNotFoundError(f"{binary} embeds a network with SHA-256 {digest}, not {C.SF15_1_NET_NAME}. {HOW_TO_GET}")
     return target
+
+
+@functools.cache
+def _private_dir() -> Path:
+    """A temporary directory of this process, removed at its exit (networks that cannot be cached)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="nnue-infer-networks-")
+    atexit.register(shutil.rmtree, path, True)
+    return Path(path)
 
 
 def default_network_path() -> Path:

@@ -294,3 +294,24 @@ def test_item8_a_zstd_long_window_input_is_not_called_corrupt(tmp_path):
     message = str(refused.value)
     assert message.startswith(f"{path}: a zstd frame (by compressed byte ")
     assert "needs a 2048 MiB window" in message and "zstd -d --long=31" in message and "corrupt" not in message
+
+
+def test_item9_stockfish_network_with_a_read_only_network_cache(tmp_path, evaluator):
+    """``--net stockfish`` extracts Stockfish 15.1's network from Debian's binary into the cache
+    (``NNUE_INFER_CACHE``); with a read-only cache it ended with 'error: [Errno 30] Read-only file
+    system: .../nn-ad9b42354671.nnue.PID-TID.part' (a temporary file's name, no way out).  Now the
+    network is extracted for the process, with a warning naming the cache."""
+    import chess
+
+    cache = tmp_path / "networks"
+    cache.mkdir()
+    prefix = _read_only(cache)
+    try:
+        proc = subprocess.run([*prefix, sys.executable, "-m", "nnue_infer", "eval", "--net", "stockfish", "startpos"],
+                              capture_output=True, text=True, env={**os.environ, "NNUE_INFER_CACHE": str(cache)})
+    finally:
+        cache.chmod(0o755)
+    assert proc.returncode == 0, proc.stderr
+    assert f"\tvalue {evaluator.evaluate(chess.Board())}\t" in proc.stdout
+    assert f"cannot keep nn-ad9b42354671.nnue in the cache {cache}" in proc.stderr and "Traceback" not in proc.stderr
+    assert list(cache.iterdir()) == []
