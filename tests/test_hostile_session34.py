@@ -315,3 +315,26 @@ def test_item9_stockfish_network_with_a_read_only_network_cache(tmp_path, evalua
     assert f"\tvalue {evaluator.evaluate(chess.Board())}\t" in proc.stdout
     assert f"cannot keep nn-ad9b42354671.nnue in the cache {cache}" in proc.stderr and "Traceback" not in proc.stderr
     assert list(cache.iterdir()) == []
+
+
+@pytest.mark.parametrize(("variables", "expected"), [
+    ({"NNUE_INFER_CACHE": "~/nnue-cache"}, "home/nnue-cache"),
+    ({"XDG_CACHE_HOME": "~/xdg"}, "home/xdg/nnue-infer"),
+    ({"XDG_CACHE_HOME": "relative/xdg"}, "home/.cache/nnue-infer"),
+])
+def test_item10_cache_variables_with_a_tilde_or_a_relative_xdg_directory(variables, expected, tmp_path):
+    """``NNUE_INFER_CACHE=~/nnue-cache`` set where no shell expands it (a Dockerfile's ENV, a systemd
+    unit) made a directory named ``~`` in the working directory (``nnue-infer info stockfish`` made
+    ``./~/nnue-cache``: one ``rm -rf ~`` away from the home directory); a relative ``XDG_CACHE_HOME``
+    put the cache below whatever the working directory was.  Now ``~`` is the home directory and a
+    relative ``XDG_CACHE_HOME`` is ignored (XDG Base Directory specification)."""
+    import nnue_infer
+
+    (tmp_path / "home").mkdir()
+    (tmp_path / "work").mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("NNUE_INFER_CACHE", "XDG_CACHE_HOME")}
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(nnue_infer.__file__))  # this checkout, from another cwd
+    code = "from nnue_infer.resources import cache_dir; print(cache_dir())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path / "work",
+                          env={**env, "HOME": str(tmp_path / "home"), **variables})
+    assert proc.stdout.strip() == str(tmp_path / expected)

@@ -71,10 +71,16 @@ log = logging.getLogger("nnue_infer")
 
 def user_cache_dir() -> Path:
     """The user's cache directory for nnue-infer: ``$NNUE_INFER_CACHE``, else
-    ``$XDG_CACHE_HOME/nnue-infer``, else ``~/.cache/nnue-infer``."""
+    ``$XDG_CACHE_HOME/nnue-infer``, else ``~/.cache/nnue-infer``.
+
+    A leading ``~`` of either variable is the home directory (a value set where no shell expands it,
+    a Dockerfile's ``ENV`` or a systemd unit, made a directory named ``~`` in the working directory),
+    and a relative ``$XDG_CACHE_HOME`` is ignored, as the XDG Base Directory specification says."""
     if os.environ.get("NNUE_INFER_CACHE"):
-        return Path(os.environ["NNUE_INFER_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(os.path.expanduser(os.environ["NNUE_INFER_CACHE"]))
+    base = os.path.expanduser(os.environ.get("XDG_CACHE_HOME") or "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "nnue-infer"
 
 
