@@ -17,7 +17,7 @@ next to the kernels, as Numba does; when the package's directory is read-only (a
 shared install), the user's cache directory (:func:`user_cache_dir`, ``numba-<stamp>``).  A
 missing directory is made when the first kernel is saved there, not when the kernels are defined
 (their modules imported): :func:`usable_cache_dir`.  When none of these can be written but one
-exists (a cache filled ahead of use, ``nnue-infer warmup``, then read-only: a read-only file system
+holds kernels (a cache filled ahead of use, ``nnue-infer warmup``, then read-only: a read-only file system
 or image, another user's directory), its kernels are loaded from it and those it lacks compile for
 the process only, said once by a WARNING (:func:`readable_cache_dir`); with no such directory either,
 a temporary directory of the process (:func:`private_cache_dir`).
@@ -145,9 +145,17 @@ def usable_cache_dir(path: str) -> bool:
 
 
 def readable_cache_dir(path: str) -> bool:
-    """Whether ``path`` is an existing directory this process can list and read: a cache that cannot
-    be written (:func:`usable_cache_dir` is false) but may hold kernels compiled ahead of use."""
-    return os.path.isdir(path) and os.access(path, os.R_OK | os.X_OK)
+    """Whether ``path`` is an existing directory this process can list and read that holds kernel index
+    files (``*.nbi``): a cache that cannot be written (:func:`usable_cache_dir` is false) but holds kernels
+    compiled ahead of use.  A read-only package's ``__pycache__`` (a system install: Python's ``.pyc``
+    files only) is none, so the user's cache after it in :func:`cache_dirs`, filled ahead, is read."""
+    if not (os.path.isdir(path) and os.access(path, os.R_OK | os.X_OK)):
+        return False
+    try:
+        with os.scandir(path) as entries:
+            return any(entry.name.endswith(".nbi") for entry in entries)
+    except OSError:
+        return False
 
 
 def cache_dirs(py_file: str) -> list[str]:

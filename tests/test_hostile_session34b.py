@@ -1,0 +1,60 @@
+"""Hostile pass, session 34b: the kernel cache and the command line after the session's changes
+(each test failed before its fix)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+from numba.core import config as numba_config
+
+from test_hostile_session34 import _read_only
+
+needs_jit = pytest.mark.skipif(numba_config.DISABLE_JIT, reason="NUMBA_DISABLE_JIT is set: nothing compiles")
+
+
+@needs_jit
+def test_a_filled_user_cache_is_read_beside_a_read_only_package(tmp_path):
+    """A package installed read-only (root's site-packages: its ``kernels/__pycache__`` holds Python's
+    ``.pyc`` files only) whose kernels were compiled ahead into the user's cache (``nnue-infer warmup``
+    as the image's user, ``NNUE_INFER_CACHE`` or ``~/.cache``), then run on a read-only file system
+    (``docker run --read-only``, a pod's read-only root): the first readable candidate, the package's
+    ``__pycache__``, was taken for the read-only cache, so the filled cache was never read, every
+    kernel compiled in every process and each run warned that ``__pycache__`` cannot be written.  A
+    read-only cache is now a directory that holds kernel index files."""
+    import nnue_infer
+
+    package = tmp_path / "site" / "nnue_infer"
+    shutil.copytree(os.path.dirname(nnue_infer.__file__), package,
+                    ignore=shutil.ignore_patterns("__pycache__", "weights"))
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
+    assert list((package / "kernels" / "__pycache__").glob("*.pyc"))
+    cache = tmp_path / "cache"
+    code = """
+import logging, numpy as np
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+from nnue_infer.kernels.features import popcount
+print(popcount(np.int64(0x0F0F)), sum(popcount.stats.cache_hits.values()))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env |= {"NNUE_INFER_CACHE": str(cache), "PYTHONPATH": str(tmp_path / "site"), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def run(prefix: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                              cwd=tmp_path / "site")
+
+    try:
+        first = run(_read_only(package.parent))  # the package read-only: compiled into the user's cache
+        assert first.returncode == 0 and first.stdout == "8 0\n", first.stderr
+        assert f"cached in {cache}/numba-" in first.stderr, first.stderr
+        proc = run(_read_only(tmp_path))  # now everything read-only
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == "8 1\n", proc.stderr  # loaded from the user's cache (was "8 0")
+        assert "WARNING" not in proc.stderr, proc.stderr  # (was: cannot write the kernel cache in .../__pycache__)
+    finally:
+        for path in [tmp_path, *tmp_path.rglob("*")]:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
