@@ -58,3 +58,41 @@ print(popcount(np.int64(0x0F0F)), sum(popcount.stats.cache_hits.values()))
     finally:
         for path in [tmp_path, *tmp_path.rglob("*")]:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+@needs_jit
+def test_kernels_compiled_into_a_read_only_package_are_read_beside_a_writable_user_cache(tmp_path):
+    """A Docker image built as root (``pip install``, then ``nnue-infer warmup``: the kernels compiled into
+    the package's own ``kernels/__pycache__``) and run as another user with a home directory: the
+    package's cache cannot be written, the user's can, and the user's (empty) was taken alone: every
+    kernel compiled again in every new container (``eval --epd``: about 30 s of CPU).  The kernels a
+    read-only candidate before the chosen cache holds are now loaded from it."""
+    import nnue_infer
+
+    package = tmp_path / "site" / "nnue_infer"
+    shutil.copytree(os.path.dirname(nnue_infer.__file__), package,
+                    ignore=shutil.ignore_patterns("__pycache__", "weights"))
+    code = """
+import logging, numpy as np
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+from nnue_infer.kernels.features import popcount
+print(popcount(np.int64(0x0F0F)), sum(popcount.stats.cache_hits.values()))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env |= {"NNUE_INFER_CACHE": str(tmp_path / "home-cache"), "PYTHONPATH": str(tmp_path / "site")}
+
+    def run(prefix: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                              cwd=tmp_path)
+
+    first = run([])  # the image's build: the package writable
+    assert first.returncode == 0 and first.stdout == "8 0\n", first.stderr
+    assert f"cached in {package}/kernels/__pycache__" in first.stderr, first.stderr
+    try:
+        proc = run(_read_only(package.parent))  # the container's user: the package read-only, a writable home
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == "8 1\n", proc.stderr  # loaded from the package's cache (was "8 0": compiled again)
+        assert "compiling" not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr
+    finally:
+        for path in [tmp_path, *tmp_path.rglob("*")]:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)

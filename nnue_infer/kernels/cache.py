@@ -20,7 +20,9 @@ missing directory is made when the first kernel is saved there, not when the ker
 holds kernels (a cache filled ahead of use, ``nnue-infer warmup``, then read-only: a read-only file system
 or image, another user's directory), its kernels are loaded from it and those it lacks compile for
 the process only, said once by a WARNING (:func:`readable_cache_dir`); with no such directory either,
-a temporary directory of the process (:func:`private_cache_dir`).
+a temporary directory of the process (:func:`private_cache_dir`).  The other candidates that hold kernels
+(the package's ``__pycache__`` filled by another user, beside the user's writable cache) are read too: a
+kernel the directory used lacks loads from them (:attr:`KernelCacheLocator.seeds`).
 
 **Notice.**  A cold compile takes seconds to minutes of CPU; :func:`install` registers a Numba
 event listener that reports compiles of ``nnue_infer`` kernels (cache misses) to the ``nnue_infer``
@@ -234,7 +236,20 @@ def _load_overload(self, sig, target_context):
     that cannot be read (an ``OSError``: another user's private file in a read-only cache,
     :func:`readable_cache_dir`) is no damage: a WARNING says so once per directory."""
     try:
-        return _numba_load_overload(self, sig, target_context)
+        loaded = _numba_load_overload(self, sig, target_context)
+        seeds = getattr(self._impl.locator, "seeds", ())
+        if loaded is None and seeds and self._enabled:
+            key = self._index_key(sig, target_context.codegen())
+            for seed in seeds:  # another candidate holding kernels (:attr:`KernelCacheLocator.seeds`)
+                try:
+                    data = caching.IndexDataCacheFile(seed, self._impl.filename_base,
+                                                      self._impl.locator.get_source_stamp()).load(key)
+                    if data is not None:
+                        return self._impl.rebuild(target_context, data)
+                except Exception as exc:  # (only a help: its unreadable or damaged files are passed over)
+                    log.debug("cannot load %s from %s (%s: %s)", self._py_func.__qualname__, seed,
+                              type(exc).__name__, exc)
+        return loaded
     except Exception as exc:
         if not _ours(self._py_func):
             raise
@@ -323,7 +338,12 @@ class KernelCacheLocator(caching._CacheLocator):
     """Numba cache locator of the ``nnue_infer/kernels`` files and the :func:`register`-ed modules
     (see the module docstring); other files are left to Numba's own locators."""
 
-    def __init__(self, py_func, py_file: str, path: str) -> None:
+    def __init__(self, py_func, py_file: str, path: str, seeds: tuple[str, ...] = ()) -> None:
+        #: The other candidates (:func:`cache_dirs`) that hold kernels and can be read (:func:`readable_cache_dir`):
+        #: a kernel ``path`` lacks is loaded from them (:func:`_load_overload`).  The package's ``__pycache__``
+        #: filled by another user (a Docker image's ``nnue-infer warmup`` as root, run as a user with a home
+        #: directory) was passed over for the user's empty cache: every kernel compiled in every new container.
+        self.seeds = seeds
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
         self._cache_path = path
@@ -350,9 +370,11 @@ class KernelCacheLocator(caching._CacheLocator):
         if Path(py_file).resolve().parent != KERNELS and Path(py_file).resolve() not in REGISTERED:
             return None
         dirs = cache_dirs(py_file) if stamped_as_imported(py_file) else []
-        path = next((path for path in dirs if usable_cache_dir(path)), None) or \
-            next((path for path in dirs if readable_cache_dir(path)), None)
-        return cls(py_func, py_file, path or private_cache_dir())
+        path = next((path for path in dirs if usable_cache_dir(path)), None)
+        others = [d for d in dirs if d != path and readable_cache_dir(d)]
+        if path is None and others:
+            path = others.pop(0)
+        return cls(py_func, py_file, path or private_cache_dir(), tuple(others))
 
 
 @functools.cache
