@@ -122,7 +122,9 @@ def cache_report() -> dict:
     Returns a dict: ``directory`` (str, or None when no candidate directory is writable or
     readable: then every process compiles again), ``writable`` (bool: False for a read-only cache,
     whose kernels are loaded and which gets no new ones), ``candidates`` (the directories tried, in
-    order, ``kernels.cache.cache_dirs``), ``bytes`` (int, the cache files there), ``kernels``
+    order, ``kernels.cache.cache_dirs``), ``also_read`` (the other candidates holding kernels, read-only
+    for this process or not: a kernel ``directory`` lacks is loaded from them, ``KernelCacheLocator.seeds``;
+    their kernels are not counted below), ``bytes`` (int, the cache files there), ``kernels``
     (``{kernel name: number of compiled configurations and signatures for this CPU}``, from
     Numba's index files whose stamp matches the current kernel sources).
     """
@@ -137,7 +139,8 @@ def cache_report() -> dict:
     directory = None if private else Path(locator.get_cache_path())
     report: dict = {"directory": str(directory) if directory is not None else None,
                     "writable": directory is not None and usable_cache_dir(str(directory)),
-                    "candidates": cache_dirs(arena.__file__), "bytes": 0, "kernels": {}}
+                    "candidates": cache_dirs(arena.__file__), "also_read": list(getattr(locator, "seeds", ())),
+                    "bytes": 0, "kernels": {}}
     if directory is None or not directory.is_dir():
         return report
     magic = cpu_target.target_context.codegen().magic_tuple()

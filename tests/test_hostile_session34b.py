@@ -93,6 +93,10 @@ print(popcount(np.int64(0x0F0F)), sum(popcount.stats.cache_hits.values()))
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout == "8 1\n", proc.stderr  # loaded from the package's cache (was "8 0": compiled again)
         assert "compiling" not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr
+        info = subprocess.run([*_read_only(package.parent), sys.executable, "-m", "nnue_infer", "info", "--cache"],
+                              capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert info.returncode == 0, info.stderr
+        assert f"also:    {package}/kernels/__pycache__ (holds kernels" in info.stdout, info.stdout
     finally:
         for path in [tmp_path, *tmp_path.rglob("*")]:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)

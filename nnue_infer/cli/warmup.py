@@ -68,6 +68,8 @@ def show_cache_report(as_json: bool) -> None:
         return
     click.echo(f"cache:   {report['directory']}" + ("" if report["writable"] else
                " (read-only: its kernels are loaded; those it lacks compile in every process)"))
+    for also in report["also_read"]:
+        click.echo(f"also:    {also} (holds kernels: one the cache lacks is loaded from it)")
     click.echo(f"size:    {report['bytes'] / 1e6:.1f} MB")
     click.echo("compiled for this CPU and these kernel sources (kernel: configurations x signatures):")
     for name, n in sorted(report["kernels"].items()):
