@@ -14,6 +14,7 @@ from numba.core import config as numba_config
 
 from test_hostile_session34 import _read_only
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 needs_jit = pytest.mark.skipif(numba_config.DISABLE_JIT, reason="NUMBA_DISABLE_JIT is set: nothing compiles")
 
 
@@ -100,3 +101,25 @@ print(popcount(np.int64(0x0F0F)), sum(popcount.stats.cache_hits.values()))
     finally:
         for path in [tmp_path, *tmp_path.rglob("*")]:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+def test_a_closed_stderr_pipe_with_the_output_in_a_file_is_an_error(tmp_path):
+    """``nnue-infer eval --epd x.epd 2>&1 >scores.csv | grep -m1 error`` (the first message shown, the scores kept in
+    a file): once grep had gone, the next message failed with EPIPE and the command group took it for the output's
+    reader going away (| head): status 0, with scores.csv cut short (here empty) and no word.  Only standard
+    output's reader going away ends quietly with 0; standard error's alone ends with 1 (the output is not whole;
+    no message can be read)."""
+    fen = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+    epd = tmp_path / "x.epd"
+    epd.write_text("not a fen\n" + (fen + "\n") * 1000)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    r, w = os.pipe()
+    os.close(r)  # its reader gone before the first message (a fixed EPIPE)
+    try:
+        with open(tmp_path / "scores.csv", "wb") as out:
+            proc = subprocess.run([sys.executable, "-m", "nnue_infer", "eval", "--epd", str(epd)], stdout=out,
+                                  stderr=w, env=env, timeout=300)
+    finally:
+        os.close(w)
+    rows = (tmp_path / "scores.csv").read_text().count("\n")
+    assert proc.returncode == 1, (proc.returncode, rows)  # (was 0, with 0 of the 1001 rows written)

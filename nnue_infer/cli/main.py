@@ -20,17 +20,17 @@ from .training import crosscheck, datagen, train
 from .warmup import warmup
 
 
-def _reader_gone() -> bool:
-    """After a write failed with ``EPIPE``: whether the reader of standard output or error went away (``| head``),
-    whose stream is then pointed at ``os.devnull``, so that nothing written later fails (Python's own flush of
+def _readers_gone() -> set[int]:
+    """After a write failed with ``EPIPE``: the standard streams (1: output, 2: error) whose reader went away
+    (``| head``), each then pointed at ``os.devnull``, so that nothing written later fails (Python's own flush of
     ``sys.stdout`` at exit printed "Exception ignored ... BrokenPipeError" and exited with status 120).  Only the
     process's own standard streams count (not when a caller replaced ``sys.stdout``, as pytest's capture does):
     the write end of a pipe whose reader has gone polls as an error."""
     import select
 
+    gone: set[int] = set()
     if not hasattr(select, "poll"):  # (Windows: no EPIPE from a closed pipe's reader either)
-        return False
-    gone = False
+        return gone
     for fd, stream, own in ((1, sys.stdout, sys.__stdout__), (2, sys.stderr, sys.__stderr__)):
         try:
             if stream is None or stream is not own or stream.fileno() != fd:
@@ -44,7 +44,7 @@ def _reader_gone() -> bool:
                 os.dup2(devnull, fd)
             finally:
                 os.close(devnull)
-            gone = True
+            gone.add(fd)
         except (OSError, ValueError):
             continue
     return gone
@@ -52,15 +52,20 @@ def _reader_gone() -> bool:
 
 @contextlib.contextmanager
 def _quiet_when_reader_gone() -> Iterator[None]:
-    """End with status 0 and no message when standard output's (or error's) reader went away (``| head``), as a
-    filter does: output that fit in the pipe before the reader left ends with 0 too, so 141 (a shell's status for a
-    process killed by SIGPIPE) would still depend on the timing."""
+    """End with status 0 and no message when standard output's reader went away (``| head``), as a filter does:
+    output that fit in the pipe before the reader left ends with 0 too, so 141 (a shell's status for a process
+    killed by SIGPIPE) would still depend on the timing.  Standard error's reader alone going away (``2>&1
+    >scores.csv | grep -m1 error``) ends with 1 and no message (none can be read): the command stopped before its
+    end, its output is not whole (it ended with 0, the output file cut short)."""
     try:
         yield
     except OSError as exc:
-        if exc.errno != errno.EPIPE or not _reader_gone():
+        if exc.errno != errno.EPIPE:
             raise
-        raise click.exceptions.Exit(0) from None
+        gone = _readers_gone()
+        if not gone:
+            raise
+        sys.exit(0 if 1 in gone else 1)  # (not click's Exit: click.main without standalone_mode returns its status)
 
 
 class _Group(click.Group):
