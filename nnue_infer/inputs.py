@@ -30,7 +30,7 @@ import zlib
 from contextlib import contextmanager
 from typing import BinaryIO, Iterator, TextIO
 
-from .errors import InputError, StreamClosedError
+from .errors import InputError, InputKindError, StreamClosedError
 
 #: Magic bytes of the compressed formats: gzip (RFC 1952) and Zstandard frames (RFC 8878).
 GZIP_MAGIC = b"\x1f\x8b"
@@ -68,9 +68,9 @@ def binary_problem(head: bytes, label: str, what: str) -> str | None:
 
 def peek_start(stream) -> bytes:
     """The first bytes that ``stream`` (a buffered binary stream, or a text stream over one: ``.buffer``) will
-    give, reading nothing (at most a buffer's worth: :data:`SNIFF_BYTES` or to the end for an :class:`Input`'s
-    streams, which read that far ahead, from a pipe too); ``b""`` when it cannot tell (a list of lines).  Call it
-    before the stream is read."""
+    give, reading nothing (at most a buffer's worth, fewer from a pipe: what has arrived); ``b""`` when it cannot
+    tell (a list of lines).  Call it before the stream is read.  The text stream of :func:`open_input` with
+    ``binary_what`` also checks the rest of the first :data:`SNIFF_BYTES` as they are read."""
     buffer = stream if hasattr(stream, "peek") else getattr(stream, "buffer", None)
     peek = getattr(buffer, "peek", None)
     return peek(SNIFF_BYTES)[:SNIFF_BYTES] if peek is not None else b""
@@ -79,12 +79,16 @@ def peek_start(stream) -> bytes:
 class _LineGuard(io.RawIOBase):
     """A raw stream over ``source`` (decompressed bytes) that raises :class:`InputError` once a line
     exceeds ``max_line`` bytes; checked per chunk in C (``bytes.rfind``, ``bytes.count``), so
-    reading lines costs no Python work per line."""
+    reading lines costs no Python work per line.  With ``binary_what``, a NUL byte among the first
+    :data:`SNIFF_BYTES` is :class:`InputKindError` (:func:`binary_problem`), found as they are read: a pipe's
+    later pieces too, without waiting for them before the first line (a stream of games read as they come)."""
 
-    def __init__(self, source: BinaryIO, name: str, max_line: int) -> None:
+    def __init__(self, source: BinaryIO, name: str, max_line: int, binary_what: str | None = None) -> None:
         self._source, self._name, self._max_line = source, name, max_line
         self._open_line = 0  # bytes since the last newline
         self._newlines = 0
+        self._what = binary_what
+        self._head = b""  # the first SNIFF_BYTES read so far (while binary_what is checked)
 
     def readable(self) -> bool:
         return True
@@ -92,6 +96,13 @@ class _LineGuard(io.RawIOBase):
     def readinto(self, b) -> int:  # type: ignore[override]
         data = self._source.read1(len(b))  # type: ignore[attr-defined]
         n = len(data)
+        if self._what is not None and data:
+            self._head += data[:SNIFF_BYTES - len(self._head)]
+            problem = binary_problem(self._head, self._name, self._what) if b"\0" in self._head else None
+            if problem:
+                raise InputKindError(problem)
+            if len(self._head) >= SNIFF_BYTES:
+                self._what, self._head = None, b""
         last = data.rfind(b"\n")
         if last < 0:
             self._open_line += n
@@ -255,7 +266,8 @@ class Input:
         Bytes of the source when it is a regular file, else ``None`` (pipe, FIFO, terminal).
     """
 
-    def __init__(self, source: str | os.PathLike[str], text: bool, encoding: str, errors: str) -> None:
+    def __init__(self, source: str | os.PathLike[str], text: bool, encoding: str, errors: str,
+                 binary_what: str | None = None) -> None:
         path = os.fspath(source)
         if path == STDIN:
             raw, self.name, close_source = standard_stream("stdin"), "<stdin>", False
@@ -268,11 +280,10 @@ class Input:
             self.size = None
         head = b""
         read1 = getattr(raw, "read1", raw.read)
-        # SNIFF_BYTES (or to the end), so that the first block of a text input can be peeked at (peek_start, the
-        # binary check) through the buffered streams over this one: one read of a regular file gives them, one of
-        # a pipe what has arrived (a NUL byte in a later piece went unseen), so a pipe is read until it has them
-        need = len(ZSTD_MAGIC) if self.size is not None else SNIFF_BYTES
-        while len(head) < need:
+        while len(head) < len(ZSTD_MAGIC):  # a pipe may deliver fewer bytes per read
+            # what one read gives (a regular file: SNIFF_BYTES), so that the first block of a text input can be
+            # peeked at (peek_start) through the buffered streams over this one; not more from a pipe, whose
+            # first lines are read as they come (the binary check of its later pieces: _LineGuard)
             chunk = read1(SNIFF_BYTES - len(head))
             if not chunk:
                 break
@@ -295,12 +306,8 @@ class Input:
             self.compression = None
             self._decoder = None
             self.binary = counted
-        if self._decoder is not None:  # one step of a decompressor may give fewer bytes (a zstd frame of a few
-            # bytes, a slow pipe): the first SNIFF_BYTES decompressed, read ahead and served first (closing the
-            # decoder's stream with it), for peek_start as above
-            self.binary = io.BufferedReader(_CountingReader(self.binary, self.binary.read(SNIFF_BYTES), True))
         self._counted = counted
-        self._guard = io.BufferedReader(_LineGuard(self.binary, self.name, MAX_LINE)) if text else None
+        self._guard = io.BufferedReader(_LineGuard(self.binary, self.name, MAX_LINE, binary_what)) if text else None
         self.text: TextIO | None = (io.TextIOWrapper(self._guard, encoding=encoding, errors=errors)
                                     if self._guard is not None else None)
 
@@ -346,7 +353,7 @@ def standard_stream(name: str) -> BinaryIO:
 
 
 def open_input(source: str | os.PathLike[str], *, text: bool = True, encoding: str = "utf-8-sig",
-               errors: str = "replace") -> Input:
+               errors: str = "replace", binary_what: str | None = None) -> Input:
     """Open ``source`` (a path, or ``-`` for standard input) for one front-to-back read.
 
     Parameters
@@ -361,6 +368,10 @@ def open_input(source: str | os.PathLike[str], *, text: bool = True, encoding: s
     encoding, errors : str
         Text decoding, as for :func:`open` (default: UTF-8 with an optional BOM; undecodable
         bytes become U+FFFD, so a bad line is reported by whatever parses it).
+    binary_what : str, optional
+        What the text should be (``"a PGN text file"``): a NUL byte among its first :data:`SNIFF_BYTES`
+        (decompressed) is then :class:`~nnue_infer.errors.InputKindError` (:func:`binary_problem`), raised by
+        the read that reaches it (from a pipe, lines before it are read as they come).
 
     Returns
     -------
@@ -375,7 +386,7 @@ def open_input(source: str | os.PathLike[str], *, text: bool = True, encoding: s
     InputError
         On read: corrupt or truncated compressed data (an ``OSError`` naming the source).
     """
-    return Input(source, text, encoding, errors)
+    return Input(source, text, encoding, errors, binary_what)
 
 
 def input_label(source: str | os.PathLike[str]) -> str:

@@ -123,3 +123,39 @@ def test_a_closed_stderr_pipe_with_the_output_in_a_file_is_an_error(tmp_path):
         os.close(w)
     rows = (tmp_path / "scores.csv").read_text().count("\n")
     assert proc.returncode == 1, (proc.returncode, rows)  # (was 0, with 0 of the 1001 rows written)
+
+
+def test_read_pgn_streams_games_from_a_slow_pipe():
+    """``nnue_infer.io.pgn.read_pgn('-', games_per_batch=1)`` gave each game as it came through a pipe (a live
+    feed of games); since the binary-input check read a pipe's first 8 KiB (or its end) before looking at them
+    (aa6cffa), nothing came until then.  The check now looks at those bytes as they are read: a NUL byte among
+    them still refuses the input (test_hostile_session33c), and a game that has arrived is read at once."""
+    code = ("from nnue_infer.io.pgn import read_pgn\n"
+            "for batch in read_pgn('-', games_per_batch=1):\n"
+            "    print(len(batch.fen), flush=True)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    with proc:
+        _feed_a_game_at_a_time(proc)
+
+
+def _feed_a_game_at_a_time(proc: subprocess.Popen) -> None:
+    import select
+    import time
+
+    try:
+        proc.stdin.write(b'[Event "x"]\n\n1. e4 e5 *\n\n')  # one game of 3 positions; the pipe stays open
+        proc.stdin.flush()
+        deadline, out = time.monotonic() + 60, b""
+        while b"\n" not in out and time.monotonic() < deadline and proc.poll() is None:
+            if select.select([proc.stdout], [], [], 0.5)[0]:
+                out += os.read(proc.stdout.fileno(), 100)
+        assert out == b"3\n", (out, proc.poll())  # (was b"": nothing until the pipe's end)
+        proc.stdin.write(b'[Event "y"]\n\n1. d4 *\n')
+        proc.stdin.close()
+        rest, err = proc.stdout.read(), proc.stderr.read()
+        assert proc.wait(timeout=120) == 0 and rest == b"2\n", (rest, err)
+    finally:
+        proc.kill()
+        proc.wait()

@@ -193,7 +193,7 @@ def score_pgn_file(ev, source: str, writer, *, keep_errors: bool = False, empty_
     label = input_label(source)
     failed = 0
     with _finishing(writer):
-        with open_input(source) as inp:
+        with open_input(source, binary_what="a PGN text file") as inp:  # (a NUL byte in a pipe's later piece)
             for table, games in score_pgn(ev, pgn_lines(inp.text, label), source=label, empty_in_check=empty_in_check):
                 for i, message in row_errors(table):
                     failed += 1

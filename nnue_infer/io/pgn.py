@@ -544,7 +544,7 @@ def read_pgn(source: str | os.PathLike[str], *, parser: str = "auto", games_per_
     from ..errors import InputKindError
     from ..inputs import binary_problem, input_label, open_input, peek_start
 
-    with open_input(source) as inp:
+    with open_input(source, binary_what="a PGN text file") as inp:  # (a NUL byte in a pipe's later piece)
         problem = binary_problem(peek_start(inp.text), input_label(source), "a PGN text file")
         if problem:
             raise InputKindError(problem)
