@@ -541,13 +541,9 @@ def read_pgn(source: str | os.PathLike[str], *, parser: str = "auto", games_per_
     InputKindError
         The source's first bytes hold a NUL byte (binary data: :func:`nnue_infer.inputs.binary_problem`).
     """
-    from ..errors import InputKindError
-    from ..inputs import binary_problem, input_label, open_input, peek_start
+    from ..inputs import input_label, open_input
 
-    with open_input(source, binary_what="a PGN text file") as inp:  # (a NUL byte in a pipe's later piece)
-        problem = binary_problem(peek_start(inp.text), input_label(source), "a PGN text file")
-        if problem:
-            raise InputKindError(problem)
+    with open_input(source, binary_what="a PGN text file") as inp:  # (the NUL check of the first 8 KiB as read)
         yield from read_pgn_lines(inp.text, input_label(source), parser=parser, games_per_batch=games_per_batch,
                                   threads=threads)
 

@@ -367,14 +367,25 @@ class KernelCacheLocator(caching._CacheLocator):
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        if Path(py_file).resolve().parent != KERNELS and Path(py_file).resolve() not in REGISTERED:
+        resolved = Path(py_file).resolve()
+        if resolved.parent != KERNELS and resolved not in REGISTERED:
             return None
-        dirs = cache_dirs(py_file) if stamped_as_imported(py_file) else []
-        path = next((path for path in dirs if usable_cache_dir(path)), None)
-        others = [d for d in dirs if d != path and readable_cache_dir(d)]
-        if path is None and others:
-            path = others.pop(0)
-        return cls(py_func, py_file, path or private_cache_dir(), tuple(others))
+        path, seeds = chosen_cache_dirs(tuple(cache_dirs(py_file)) if stamped_as_imported(py_file) else ())
+        return cls(py_func, py_file, path or private_cache_dir(), seeds)
+
+
+@functools.cache
+def chosen_cache_dirs(dirs: tuple[str, ...]) -> tuple[str | None, tuple[str, ...]]:
+    """Of the candidate cache directories ``dirs`` (:func:`cache_dirs`), the one kernels are saved in (the first
+    :func:`usable_cache_dir`; else the first :func:`readable_cache_dir`, loaded from only; else None) and the
+    others holding kernels, read beside it (:attr:`KernelCacheLocator.seeds`).  Chosen once per process for each
+    list, when the first kernel of a file is defined: every kernel probed them (a temporary file made, a directory
+    listed), some 220 times in a process importing every kernel module."""
+    path = next((d for d in dirs if usable_cache_dir(d)), None)
+    others = [d for d in dirs if d != path and readable_cache_dir(d)]
+    if path is None and others:
+        path = others.pop(0)
+    return path, tuple(others)
 
 
 @functools.cache
