@@ -4,7 +4,7 @@
 inline kernels of other files (``arena`` contains ``forward``, ``dense``, ``activation``,
 ``accumulator``, ...), so an edit of an inlined kernel would leave stale machine code in their
 callers' cache.  :class:`KernelCacheLocator` stamps every kernel with the SHA-256 of the
-contents of all of ``nnue_infer/kernels/*.py`` instead (:func:`kernels_stamp`): any change there
+contents of all of ``nnue_infer/kernels/**/*.py`` instead (:func:`kernels_stamp`): any change there
 recompiles, and an unchanged tree reuses its cache whatever the files' times, the checkout's
 folder or the machine (Numba's own key adds the CPU name and features and the Numba and Python
 versions).  The stamp is read once per process and the kernel modules are imported when first
@@ -86,20 +86,28 @@ def user_cache_dir() -> Path:
     return Path(base) / "nnue-infer"
 
 
-#: SHA-256 (hex) of each ``nnue_infer/kernels/*.py`` file (by name) as :func:`kernels_stamp` read it.
+#: SHA-256 (hex) of each ``nnue_infer/kernels/**/*.py`` file (by its path below ``kernels/``, e.g.
+#: ``chess/perft.py``) as :func:`kernels_stamp` read it.
 STAMPED: dict[str, str] = {}
 
 
 @functools.cache
 def kernels_stamp() -> str:
-    """SHA-256 (hex) of the names and contents of ``nnue_infer/kernels/*.py``, read once per process
-    (each file's own hash kept in :data:`STAMPED`)."""
+    """SHA-256 (hex) of the paths (below ``kernels/``) and contents of ``nnue_infer/kernels/**/*.py``, the
+    kernel families' subfolders (``kernels/chess/``, ...) included, read once per process (each file's own hash
+    kept in :data:`STAMPED`)."""
     h = hashlib.sha256()
-    for path in sorted(KERNELS.glob("*.py")):
+    for path in sorted(KERNELS.glob("**/*.py")):
+        name = path.relative_to(KERNELS).as_posix()
         data = path.read_bytes()
-        STAMPED[path.name] = hashlib.sha256(data).hexdigest()
-        h.update(path.name.encode() + b"\0" + data + b"\0")
+        STAMPED[name] = hashlib.sha256(data).hexdigest()
+        h.update(name.encode() + b"\0" + data + b"\0")
     return h.hexdigest()
+
+
+def _stamped_name(path: Path) -> str | None:
+    """The key of the resolved kernel file ``path`` in :data:`STAMPED` (None outside ``kernels/``)."""
+    return path.relative_to(KERNELS).as_posix() if path.is_relative_to(KERNELS) else None
 
 
 @functools.cache
@@ -116,7 +124,7 @@ def stamped_as_imported(py_file: str) -> bool:
         return True
     kernels_stamp()
     try:
-        same = STAMPED.get(path.name) == hashlib.sha256(path.read_bytes()).hexdigest()
+        same = STAMPED.get(_stamped_name(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         same = False
     if not same:
@@ -368,7 +376,7 @@ class KernelCacheLocator(caching._CacheLocator):
     @classmethod
     def from_function(cls, py_func, py_file):
         resolved = Path(py_file).resolve()
-        if resolved.parent != KERNELS and resolved not in REGISTERED:
+        if not resolved.is_relative_to(KERNELS) and resolved not in REGISTERED:  # (subfolders included)
             return None
         path, seeds = chosen_cache_dirs(tuple(cache_dirs(py_file)) if stamped_as_imported(py_file) else ())
         return cls(py_func, py_file, path or private_cache_dir(), seeds)

@@ -1,0 +1,1 @@
+"""Chess rules in compiled code."""
