@@ -8,7 +8,7 @@ import chess
 import numpy as np
 
 from ..errors import NnueError, PositionError
-from ..features.board import board_bitboards, check_variant
+from ..features.board import board_bitboards, check_position, check_variant
 
 #: The deepest perft accepted (its buffers are a few KiB a ply; depth 10 of the start position is
 #: already 7e13 leaves).
@@ -17,6 +17,23 @@ MAX_DEPTH = 64
 
 class PerftStopped(NnueError):
     """A perft was abandoned through its ``stop`` flag before it finished."""
+
+
+def check_perft_position(board: chess.Board) -> None:
+    """Check that the compiled move generator takes ``board``: standard chess or Chess960, one king a side, at
+    most 32 pieces, no pawn on the first or last rank (:func:`~nnue_infer.features.board.check_position`), no
+    king marked promoted (python-chess's rules then differ).
+
+    Raises
+    ------
+    PositionError
+        Naming the problem (and the squares).
+    """
+    check_variant(board)
+    check_position(board)
+    if board.promoted & board.kings:
+        squares = ", ".join(chess.SQUARE_NAMES[s] for s in chess.scan_forward(board.promoted & board.kings))
+        raise PositionError(f"a king marked promoted ({squares}): python-chess's move rules then differ")
 
 
 def perft(board: chess.Board, depth: int, *, stop: np.ndarray | None = None) -> dict[chess.Move, int]:
@@ -54,11 +71,8 @@ def perft(board: chess.Board, depth: int, *, stop: np.ndarray | None = None) -> 
 
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not 1 <= depth <= MAX_DEPTH:
         raise ValueError(f"perft depth must be an integer from 1 to {MAX_DEPTH}, got {depth!r}")
-    check_variant(board)
+    check_perft_position(board)
     bitboards = board_bitboards(board)
-    if board.promoted & board.kings:
-        squares = ", ".join(chess.SQUARE_NAMES[s] for s in chess.scan_forward(board.promoted & board.kings))
-        raise PositionError(f"a king marked promoted ({squares}): python-chess's move rules then differ")
     castling = board.clean_castling_rights()
     moves = np.empty(MAX_MOVES, np.uint16)
     counts = np.empty(MAX_MOVES, np.int64)
