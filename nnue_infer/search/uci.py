@@ -38,6 +38,8 @@ GO_WORDS = ("searchmoves", "ponder", "wtime", "btime", "winc", "binc", "movestog
 #: Largest ``Hash`` in MB (Stockfish 15.1 offers 33,554,432 on 64-bit machines; this engine's table is a
 #: NumPy array in one process).
 MAX_HASH_MB = 65536
+#: The names of the thread a ``go`` starts.
+SEARCH_THREAD, PERFT_THREAD = "nnue-infer search", "nnue-infer perft"
 
 
 @dataclass(frozen=True)
@@ -256,11 +258,24 @@ class UciSession:
             self.say(f"{words[0]} failed: {type(exc).__name__}: {exc}")
 
     def finish(self) -> None:
-        """Stop a running search and wait for it (it prints its ``bestmove``)."""
-        self._request_stop()
+        """At ``quit`` or the end of the input: stop a running search and wait for its ``bestmove``; a running
+        ``go perft`` is waited for to its end (as Stockfish does: only ``stop`` abandons it)."""
+        worker = self._worker
+        if worker is None:
+            return
+        if worker.name == PERFT_THREAD:
+            worker.join()
+        else:
+            self._request_stop()
+            worker.join(timeout=10.0)  # (a daemon thread: a search that does not stop does not hold the exit)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds (None: no limit) for the running ``go`` to end by itself (its limits
+        reached, its ``bestmove`` or perft report sent); returns whether none runs any more."""
         worker = self._worker
         if worker is not None:
-            worker.join(timeout=5.0)
+            worker.join(timeout)
+        return worker is None or not worker.is_alive()
 
     # -- commands ------------------------------------------------------------------------------------------------
     def _ignore(self, words: list[str]) -> None:
@@ -369,8 +384,9 @@ class UciSession:
                 if not move:
                     raise ValueError("a null move is no move")
             except ValueError as exc:
-                raise UciInputError(f"position refused: move {index} {text!r} is illegal in {board.fen()} "
-                                    f"({exc}); the position stays as it was") from None
+                reason = str(exc).replace(f" in {board.fen()}", "")  # (python-chess names the position too)
+                raise UciInputError(f"position refused: move {index} {text!r} of the moves is illegal in "
+                                    f"{board.fen()} ({reason}); the position stays as it was") from None
             board.push(move)
         self.board = board
         self.position_given = True
@@ -386,10 +402,10 @@ class UciSession:
         self._stop.clear()
         self._perft_stop[0] = 0
         if perft_depth is not None:
-            target, args = self._run_perft, (board, perft_depth)
+            target, args, name = self._run_perft, (board, perft_depth), PERFT_THREAD
         else:
-            target, args = self._run_search, (board, limits)
-        self._worker = threading.Thread(target=target, args=args, name="nnue-infer search", daemon=True)
+            target, args, name = self._run_search, (board, limits), SEARCH_THREAD
+        self._worker = threading.Thread(target=target, args=args, name=name, daemon=True)
         self._worker.start()
 
     def _go_limits(self, words: list[str]) -> tuple[dict, int | None]:
@@ -463,7 +479,7 @@ class UciSession:
         for row in str(self.board).split("\n"):
             self.send(row)
         self.send(f"Fen: {self.board.fen()}")
-        checkers = " ".join(chess.SQUARE_NAMES[s] for s in chess.scan_forward(self.board.checkers_mask))
+        checkers = " ".join(chess.SQUARE_NAMES[s] for s in self.board.checkers())
         self.send(f"Checkers: {checkers}")
 
     def _eval(self, words: list[str]) -> None:
