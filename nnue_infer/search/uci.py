@@ -38,6 +38,10 @@ GO_WORDS = ("searchmoves", "ponder", "wtime", "btime", "winc", "binc", "movestog
 #: Largest ``Hash`` in MB (Stockfish 15.1 offers 33,554,432 on 64-bit machines; this engine's table is a
 #: NumPy array in one process).
 MAX_HASH_MB = 65536
+#: The flags of python-chess's ``Board.status()`` a position may have (positions no game reaches that the move
+#: generator and the search still read as python-chess does); any other (too many pawns or pieces, a side not
+#: to move in check, ...) refuses it.
+ACCEPTED_STATUS = chess.STATUS_IMPOSSIBLE_CHECK | chess.STATUS_TOO_MANY_CHECKERS | chess.STATUS_INVALID_EP_SQUARE
 #: The names of the thread a ``go`` starts.
 SEARCH_THREAD, PERFT_THREAD = "nnue-infer search", "nnue-infer perft"
 
@@ -192,6 +196,7 @@ class UciSession:
         self.position_given = False
         self._worker: threading.Thread | None = None
         self._stop = threading.Event()
+        self._answered = threading.Event()  # the running go's last lines are being sent
         self._perft_stop = np.zeros(1, np.uint8)
         self.quitting = False
         self._ponder: str | None = None  # the reply the last search expects (its PV's second move)
@@ -296,10 +301,17 @@ class UciSession:
         worker = self._worker
         if worker is None or not worker.is_alive():
             return False
-        if self._stop.is_set():
+        if self._stop.is_set() or self._answered.is_set():
             worker.join()
             return False
         return True
+
+    def _answer(self, lines: list[str]) -> None:
+        """The last lines of a ``go`` (its ``bestmove`` or perft report): the search counts as ended before the
+        GUI can read them, so a ``go`` sent on reading them is not taken for one during the search."""
+        self._answered.set()
+        for line in lines:
+            self.send(line)
 
     def _refuse_while_searching(self, command: str) -> None:
         if self._searching():
@@ -378,6 +390,11 @@ class UciSession:
             raise UciInputError(f"position refused: {exc}") from None
         if board.was_into_check():
             raise UciInputError(f"position refused: the side not to move is in check in {board.fen()}")
+        board.castling_rights = board.clean_castling_rights()  # (rights python-chess ignores: no rook, king moved)
+        bad = board.status() & ~ACCEPTED_STATUS
+        if bad:
+            names = ", ".join(f.name.lower().replace("_", " ") for f in chess.Status if f and f & bad)
+            raise UciInputError(f"position refused: {names} in {board.fen()}")
         for index, text in enumerate(words[split + 1:], start=1):
             try:
                 move = board.parse_uci(text)
@@ -400,6 +417,7 @@ class UciSession:
             self.position_given = True
         board = self.board.copy()
         self._stop.clear()
+        self._answered.clear()
         self._perft_stop[0] = 0
         if perft_depth is not None:
             target, args, name = self._run_perft, (board, perft_depth), PERFT_THREAD
@@ -518,8 +536,8 @@ class UciSession:
             move = next(iter(board.legal_moves), None)
         if infinite:  # UCI: the best move of an infinite search is sent after stop only
             self._stop.wait()
-        self.send(f"bestmove {board.uci(move) if move is not None else '0000'}"
-                  + (f" ponder {self._ponder}" if move is not None and self._ponder else ""))
+        self._answer([f"bestmove {board.uci(move) if move is not None else '0000'}"
+                      + (f" ponder {self._ponder}" if move is not None and self._ponder else "")])
 
     def _search(self, board: chess.Board, limits: dict) -> chess.Move | None:
         self._ponder = None
@@ -546,10 +564,9 @@ class UciSession:
         try:
             counts = perft(board, depth, stop=self._perft_stop)
         except PerftStopped as exc:
-            self.say(str(exc))
+            self._answer([f"info string {exc}"])
             return
         except Exception as exc:  # (the position was checked by the position command)
-            self.say(f"go perft {depth}: {type(exc).__name__}: {exc}")
+            self._answer([f"info string go perft {depth}: {type(exc).__name__}: {_single_line(exc)}"])
             return
-        for line in perft_text(board, counts).split("\n"):
-            self.send(line)
+        self._answer(perft_text(board, counts).split("\n"))
