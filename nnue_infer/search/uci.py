@@ -42,6 +42,8 @@ MAX_HASH_MB = 65536
 #: generator and the search still read as python-chess does); any other (too many pawns or pieces, a side not
 #: to move in check, ...) refuses it.
 ACCEPTED_STATUS = chess.STATUS_IMPOSSIBLE_CHECK | chess.STATUS_TOO_MANY_CHECKERS | chess.STATUS_INVALID_EP_SQUARE
+#: The commands that take no arguments (extra words are said and ignored).
+NO_ARGUMENTS = ("uci", "isready", "ucinewgame", "stop", "ponderhit", "quit", "d", "eval")
 #: The names of the thread a ``go`` starts.
 SEARCH_THREAD, PERFT_THREAD = "nnue-infer search", "nnue-infer perft"
 
@@ -253,6 +255,9 @@ class UciSession:
         if handler is None:
             self.say(f"unknown command {_single_line(line)[:80]!r} (known: {', '.join(self._handlers)})")
             return
+        if len(words) > 1 and words[0] in NO_ARGUMENTS:
+            self.say(f"{words[0]} takes no arguments: {' '.join(words[1:])[:80]!r} ignored")
+            words = words[:1]
         try:
             handler(words[1:])
         except UciInputError as exc:
