@@ -67,7 +67,7 @@ def perft(board: chess.Board, depth: int, *, stop: np.ndarray | None = None) -> 
         ``stop`` was set before the count finished.
     """
     from ..kernels.chess.perft import STOPPED, perft as count
-    from ..kernels.movegen import MAX_MOVES
+    from ..kernels.chess.movegen import MAX_MOVES
 
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not 1 <= depth <= MAX_DEPTH:
         raise ValueError(f"perft depth must be an integer from 1 to {MAX_DEPTH}, got {depth!r}")

@@ -3,7 +3,7 @@
 The move generator's correctness check used across the field (the Chess Programming Wiki's "Perft"
 and "Perft Results" pages; Stockfish's ``go perft N``): every legal move sequence of ``depth``
 plies is counted once.  Positions, moves and their order are those of
-:mod:`nnue_infer.kernels.movegen` (python-chess's rules); a child position is made as
+:mod:`nnue_infer.kernels.chess.movegen` (python-chess's rules); a child position is made as
 python-chess's ``Board.push`` makes it (:func:`child_state`).  The last ply is counted in bulk: a
 position one ply above the leaves adds its number of legal moves without making them.
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..attacks import SQUARE_BB
-from ..features import BB_KINGS, BB_PAWNS
-from ..movegen import MAX_MOVES, legal_moves, play
+from .attacks import SQUARE_BB
+from .bitboard import BB_KINGS, BB_PAWNS
+from .movegen import MAX_MOVES, legal_moves, play
 
 #: The castling rights a king move of White (index 0) or Black loses: its whole back rank.
 BACK_RANK = np.array([0xFF, 0xFF << 56], np.uint64).view(np.int64)
@@ -52,7 +52,7 @@ def perft(bitboards, stm, castling, ep, chess960, depth, root_moves, root_counts
     Parameters
     ----------
     bitboards : int64[8]
-        The root position (:mod:`nnue_infer.kernels.movegen`'s layout: exactly one king per side).
+        The root position (:mod:`nnue_infer.kernels.chess.movegen`'s layout: exactly one king per side).
     stm : int
         Side to move, 0 White, 1 Black.
     castling : int
