@@ -1,0 +1,1 @@
+"""Search and play: the match runner and its statistics (:mod:`.match`, :mod:`.statistics`)."""
