@@ -152,6 +152,8 @@ class PlayerSpec:
     def __post_init__(self) -> None:
         if isinstance(self.uci, str):
             object.__setattr__(self, "uci", tuple(shlex.split(self.uci)))
+        elif self.uci is not None:
+            object.__setattr__(self, "uci", tuple(str(a) for a in self.uci))
         if (self.uci is None) == (self.network is None):
             raise MatchError("a player is either a UCI command or a network, not both or neither")
         if self.uci is not None and not self.uci:
@@ -825,13 +827,6 @@ def _finite(v: float) -> float | None:
 
 # ------------------------------------------------------------------------------------------------- the runner
 
-def _cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def play_match(players: Sequence[PlayerSpec], *, games: int, openings: Sequence[Opening] | None = None,
                concurrency: int = 1, scheduler: str | None = None, workers: int | None = None,
                pgn: str | os.PathLike | None = None, sprt: SPRT | None = None,
@@ -883,8 +878,9 @@ def play_match(players: Sequence[PlayerSpec], *, games: int, openings: Sequence[
         raise MatchError(f"concurrency must be >= 1 (got {concurrency})")
     specs = list(players)
     names = [s.label for s in specs]
-    if names[0] == names[1]:
-        specs = [PlayerSpec(s.limits, s.uci, s.network, s.options, f"{s.label} #{i + 1}") for i, s in enumerate(specs)]
+    if names[0] == names[1]:  # told apart by their limits, else by their order
+        tags = [str(s.limits) for s in specs] if specs[0].limits != specs[1].limits else ["#1", "#2"]
+        specs = [PlayerSpec(s.limits, s.uci, s.network, s.options, f"{s.label} {t}") for s, t in zip(specs, tags)]
         names = [s.label for s in specs]
     check_players(specs)
     book = list(openings) if openings else [Opening(source="start position")]
