@@ -845,8 +845,8 @@ def play_match(players: Sequence[PlayerSpec], *, games: int, openings: Sequence[
         The book, used in order (shuffled with ``seed`` when given) and cycled when it has fewer openings than pairs;
         default: the start position.
     concurrency : int
-        Pairs played at once on threads of this process (one game per core: the machine's cores / 1 for a match of
-        two single-threaded engines).
+        Pairs played at once (one game per core for two single-threaded engines): on threads of this process for
+        UCI engines, on worker processes when a network plays (its search holds the interpreter's lock).
     scheduler, workers : optional
         A Dask scheduler's address, or a local Dask cluster of ``workers`` processes: pairs run as tasks there.
     pgn : path, optional
@@ -944,7 +944,7 @@ def play_match(players: Sequence[PlayerSpec], *, games: int, openings: Sequence[
                     result.stopped = "sprt"
                     break
         else:
-            _run_threads(specs, tasks(), adjudication, event, date, concurrency, finished, result)
+            _run_pool(specs, tasks(), adjudication, event, date, concurrency, finished, result)
     except KeyboardInterrupt:
         result.stopped = "interrupted"
     finally:
@@ -958,11 +958,18 @@ def play_match(players: Sequence[PlayerSpec], *, games: int, openings: Sequence[
     return result
 
 
-def _run_threads(specs, tasks, adjudication, event, date, concurrency, finished, result) -> None:
-    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+def _run_pool(specs, tasks, adjudication, event, date, concurrency, finished, result) -> None:
+    """Play the pairs on ``concurrency`` threads (UCI engines only: each game's engines are processes of their own)
+    or, with a network player (its search holds the interpreter), on as many processes started afresh
+    (``spawn``: no fork of a process that runs threads)."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 
+    in_process = any(s.network is not None for s in specs)
+    pool = ProcessPoolExecutor(concurrency, mp_context=multiprocessing.get_context("spawn")) if in_process else \
+        ThreadPoolExecutor(concurrency, thread_name_prefix="match")
     todo = iter(tasks)
-    with ThreadPoolExecutor(concurrency, thread_name_prefix="match") as pool:
+    with pool:
         running = set()
         stop = False
         try:
@@ -981,9 +988,7 @@ def _run_threads(specs, tasks, adjudication, event, date, concurrency, finished,
         finally:
             for f in running:
                 f.cancel()
-            # each worker thread closes the engines it opened
-            for _ in range(concurrency):
-                pool.submit(close_players)
+    # (the threads' engines are closed by play_match's close_players; a worker process's engines end with it)
 
 
 def _run_dask(specs, tasks, adjudication, event, date, scheduler, workers, finished, result) -> None:

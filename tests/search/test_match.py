@@ -318,3 +318,37 @@ def test_the_command_writes_pgn_and_json(capsys, tmp_path, book_file):
     assert len(_games(pgn)) == 4
     out = capsys.readouterr().out
     assert "Ptnml(0-2):" in out and "Elo:" in out and "LLR:" in out
+
+
+# ------------------------------------------------------------------------------------------ in-process networks
+
+def _net(nodes: int, name: str) -> PlayerSpec:
+    return PlayerSpec(Limits(nodes=nodes), network="default", name=name)
+
+
+def test_networks_play_in_process_with_the_same_games_on_worker_processes(tmp_path):
+    pytest.importorskip("nnue_infer.search.engine")
+    one, two = tmp_path / "one.pgn", tmp_path / "two.pgn"
+    rules = Adjudication(max_moves=30)
+    book = [Opening(f) for f in BOOK[:2]]
+    specs = [_net(300, "net300"), _net(150, "net150")]
+    a = play_match(specs, games=4, openings=book, pgn=one, adjudication=rules)
+    b = play_match(specs, games=4, openings=book, pgn=two, adjudication=rules, concurrency=2)
+    assert a.games == 4 and sum(a.pentanomial) == 2 and not a.forfeits
+    assert b.pentanomial == a.pentanomial
+    assert one.read_text() == two.read_text()
+    for g in _games(one):
+        assert not g.errors
+        assert g.headers["White"] in ("net300", "net150")
+
+
+@needs_stockfish
+def test_a_network_plays_a_uci_engine(tmp_path):
+    pytest.importorskip("nnue_infer.search.engine")
+    specs = [_net(200, "net"), PlayerSpec(Limits(depth=1), uci=STOCKFISH, name="sf")]
+    result = play_match(specs, games=2, openings=[Opening(BOOK[2])], adjudication=Adjudication(max_moves=40),
+                        pgn=tmp_path / "g.pgn")
+    assert result.games == 2 and not result.forfeits
+    games = _games(tmp_path / "g.pgn")
+    assert [g.headers["White"] for g in games] == ["net", "sf"]
+    assert all(not g.errors for g in games)
