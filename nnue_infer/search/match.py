@@ -363,12 +363,40 @@ def close_players() -> int:
     return len(players)
 
 
+class _Unstartable:
+    """A player whose engine could not be started again during a match (after a crash): it forfeits its games."""
+
+    def __init__(self, spec: PlayerSpec, error: str):
+        self.spec, self.error, self.dead = spec, error, True
+
+    def new_game(self) -> None:
+        pass
+
+    def play(self, board: chess.Board, clocks) -> MoveReport:
+        return MoveReport(None, error=f"{self.spec.label} could not be started ({self.error})", termination=ABANDONED)
+
+    def close(self) -> None:
+        pass
+
+
+def _player_or_forfeit(spec: PlayerSpec):
+    try:
+        return _player(spec)
+    except MatchError as exc:
+        return _Unstartable(spec, str(exc))
+
+
 def check_players(specs: Sequence[PlayerSpec]) -> None:
-    """Start each UCI engine of ``specs`` once (the ``uci`` handshake, its options) and quit it: a bad command,
-    not a UCI engine or a bad option is a :class:`MatchError` before any game."""
+    """Start each UCI engine of ``specs`` once (the ``uci`` handshake, its options) and quit it, and load each
+    network: a bad command, not a UCI engine, a bad option or a missing or malformed network raises before any
+    game (:class:`MatchError`, or the network loader's :class:`~nnue_infer.errors.NnueError`)."""
+    from ..resources import network_from_spec
+
     for spec in specs:
         if spec.uci is not None:
             UciPlayer(spec).close()
+        else:
+            network_from_spec(spec.network)
 
 
 # -------------------------------------------------------------------------------------------------- openings
@@ -638,7 +666,7 @@ def play_game(specs: Sequence[PlayerSpec], white: int, opening: Opening, *, adju
     """Play one game of ``specs[white]`` (White) against the other from ``opening``; a failing engine loses it.
 
     ``players``: open players for ``specs`` (default: this thread's, started on first use)."""
-    players = list(players) if players is not None else [_player(s) for s in specs]
+    players = list(players) if players is not None else [_player_or_forfeit(s) for s in specs]
     by_colour = {chess.WHITE: white, chess.BLACK: 1 - white}
     board = opening.board()
     game = chess.pgn.Game()
@@ -876,7 +904,9 @@ def play_match(players: Sequence[PlayerSpec], *, games: int, openings: Sequence[
         raise MatchError(f"the number of games must be even and > 0: each opening is played twice (got {games})")
     if concurrency < 1:
         raise MatchError(f"concurrency must be >= 1 (got {concurrency})")
-    specs = list(players)
+    # a network file named relative to this directory, made absolute for workers that run elsewhere
+    specs = [PlayerSpec(s.limits, s.uci, os.path.abspath(s.network), s.options, s.name)
+             if s.network is not None and os.path.exists(s.network) else s for s in players]
     names = [s.label for s in specs]
     if names[0] == names[1]:  # told apart by their limits, else by their order
         tags = [str(s.limits) for s in specs] if specs[0].limits != specs[1].limits else ["#1", "#2"]

@@ -181,6 +181,11 @@ def test_an_engine_that_is_not_uci_or_missing_is_refused_before_any_game(tmp_pat
     spec = PlayerSpec(Limits(nodes=10), uci=FAKE + ["legal"], options={"NoSuchOption": "1"})
     with pytest.raises(MatchError, match="has no option 'NoSuchOption'"):
         play_match([spec, spec], games=2)
+    from nnue_infer.errors import NetworkNotFoundError
+
+    missing = str(tmp_path / "missing.nnue")
+    with pytest.raises(NetworkNotFoundError, match="missing.nnue"):
+        play_match([PlayerSpec(Limits(nodes=10), network=missing), spec], games=2)
 
 
 def test_bad_limits_and_games_are_refused():
