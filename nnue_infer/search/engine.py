@@ -245,8 +245,8 @@ class Engine:
                     name in ("wtime", "btime") and isinstance(limit, (int, float)) and math.isfinite(limit)):
                 raise ValueError(f"{name}: expected a non-negative number of seconds, got {limit!r}")
         status = board.status()
-        if status & ~(chess.STATUS_VALID | chess.STATUS_IMPOSSIBLE_CHECK | chess.STATUS_TOO_MANY_CHECKERS
-                      | chess.STATUS_INVALID_EP_SQUARE):
+        if status & (chess.STATUS_EMPTY | chess.STATUS_NO_WHITE_KING | chess.STATUS_NO_BLACK_KING
+                     | chess.STATUS_TOO_MANY_KINGS | chess.STATUS_OPPOSITE_CHECK | chess.STATUS_PAWNS_ON_BACKRANK):
             raise PositionError(f"not a valid position ({chess.Status(status)!r}): {board.fen()}")
         check_position(board)
         board = board.copy()

@@ -125,10 +125,15 @@ def set_stack_position(arena, ply, bitboards):
     params = config_views(h)[0]
     state = header_arrays(h)[9]
     pair = params[forward.P_CACHE_PAIRS] + 3 + ply
+    white = state[pair, 0]
+    black = state[pair, 1]
     for i in range(8):
-        state[pair, 0, i] = bitboards[i]
-    state[pair, 0, STATE_FLAG] = 0
-    state[pair, 1, STATE_FLAG] = 0
+        white[i] = bitboards[i]
+    # Through row views: ``state[pair, 0, STATE_FLAG] = 0`` on this carray was dropped by the
+    # compiler in a function that reads nothing back (Numba 0.61 / LLVM; checked by
+    # tests/kernels/test_search_moves.py)
+    white[STATE_FLAG] = 0
+    black[STATE_FLAG] = 0
 
 
 @njit(cache=True)
@@ -375,6 +380,7 @@ def kernels(config: forward.Config) -> Kernels:
                     info[I_MISMATCH_PLY] = ply
                     info[I_MISMATCH_STACK] = v
                     info[I_MISMATCH_FRESH] = fresh
+                    info[I_STOPPED] = 1  # the line to the first difference stays in ``positions``
                 info[I_MISMATCHES] += 1
         if v == forward.INVALID_POSITION:
             v = 0
