@@ -109,6 +109,8 @@ class Engine:
         self._stop = np.zeros(1, np.int64)
         self._running = False
         self.debug = bool(debug)
+        #: Count the CPU cycles of the evaluations (:attr:`evaluation_cycles`; benchmarks/bench_search.py).
+        self.profile = False
         self.chess960 = bool(chess960)
         self._positions = np.zeros((MAX_PLY + 2, A.POS_COLUMNS), np.int64)
         self._moves = np.zeros((MAX_PLY + 1, MAX_MOVES), np.uint16)
@@ -164,6 +166,16 @@ class Engine:
         self._killers[:] = 0
         self._history[:] = 0
         self._generation = 0
+
+    @property
+    def evaluations(self) -> int:
+        """Evaluations of the network in the last search."""
+        return int(self._info[A.I_EVALS])
+
+    @property
+    def evaluation_cycles(self) -> int:
+        """CPU cycles spent in the evaluations of the last search (counted when :attr:`profile` is set)."""
+        return int(self._info[A.I_EVAL_CYCLES])
 
     def stop(self) -> None:
         """Stop the running search (thread-safe): it returns promptly with its best move so far.
@@ -297,6 +309,7 @@ class Engine:
             info[A.I_NODE_LIMIT] = 1
         info[A.I_HISTORY] = len(history) - 1
         info[A.I_DEBUG] = int(self.debug)
+        info[A.I_PROFILE] = int(self.profile)
         info[A.I_CHESS960] = int(board.chess960)
         self._generation = (self._generation + 1) & 63
         info[A.I_GENERATION] = self._generation

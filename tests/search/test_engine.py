@@ -189,14 +189,9 @@ def _debug_search(network, nodes_each: int) -> int:
     total = 0
     for fen in DEBUG_POSITIONS:
         result = engine.search(chess.Board(fen), nodes=nodes_each)  # AssertionError on any difference
-        total += int(engine._info[engine_info_evals()])
+        total += engine.evaluations
         _assert_legal(chess.Board(fen), result)
     return total
-
-
-def engine_info_evals() -> int:
-    from nnue_infer.kernels.search.alphabeta import I_EVALS
-    return I_EVALS
 
 
 def test_debug_evaluations_equal_a_full_refresh_stockfish_15_1(network):

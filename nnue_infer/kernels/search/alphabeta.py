@@ -40,7 +40,10 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
-from numba import carray, njit
+from llvmlite import ir
+from numba import carray, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from .. import forward
 from ..accumulator import STATE_FLAG
@@ -79,10 +82,10 @@ CONTEXT_SIZE = 16
 #: transposition table's search generation; ``I_ROOT_DEPTH``; ``I_BEST_MOVE`` /
 #: ``I_BEST_SCORE``: the root's best move so far in this iteration (0 / -INFINITE before the
 #: first move's score); ``I_PREVIOUS_BEST``: searched first at the root; ``I_EVALS``:
-#: evaluations.
+#: evaluations; with ``I_PROFILE`` set, ``I_EVAL_CYCLES`` counts the CPU cycles spent in them.
 (I_NODES, I_NODE_LIMIT, I_SELDEPTH, I_HISTORY, I_DEBUG, I_MISMATCHES, I_MISMATCH_PLY, I_MISMATCH_STACK,
  I_MISMATCH_FRESH, I_CHESS960, I_STOPPED, I_GENERATION, I_ROOT_DEPTH, I_BEST_MOVE, I_BEST_SCORE, I_PREVIOUS_BEST,
- I_EVALS, I_ROOT_MOVES) = range(18)
+ I_EVALS, I_ROOT_MOVES, I_PROFILE, I_EVAL_CYCLES) = range(20)
 INFO_SIZE = 32
 #: Ordering scores.
 ORDER_HASH = 1 << 30
@@ -99,6 +102,27 @@ for _d in range(1, 64):
 #: Reverse futility margin per ply of depth, internal units.
 FUTILITY_MARGIN = 90
 LOW_63 = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
+def cycles() -> int:
+    """The CPU's cycle counter (LLVM's ``readcyclecounter``: x86 ``rdtsc``, ARM's virtual counter;
+    0 where there is none), for the search's profile (``I_PROFILE``).  Plain Python: 0."""
+    return 0
+
+
+@intrinsic
+def _cycles(typingctx):
+    def codegen(context, builder, sig, args):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(64), []),
+                                            "llvm.readcyclecounter")
+        return builder.call(fn, [])
+
+    return types.int64(), codegen
+
+
+@overload(cycles, inline="always")
+def _cycles_overload():
+    return lambda: _cycles()
 
 
 @njit(cache=True, inline="always")
@@ -357,6 +381,9 @@ def kernels(config: forward.Config) -> Kernels:
         pos = positions[ply]
         if pos[P_EVAL] != NO_EVAL:
             return pos[P_EVAL]
+        profile = info[I_PROFILE] != 0
+        if profile:
+            started = cycles()
         h = header_at(arena)
         a = header_arrays(h)
         params, slot_table, king_buckets, layers = config_views(h)
@@ -365,6 +392,8 @@ def kernels(config: forward.Config) -> Kernels:
         v = forward.evaluate_stack(ply, pos[P_STM], ply, params, slot_table, king_buckets, layers, a[0], a[1], a[2],
                                    a[3], a[4], a[5], a[7], a[8], state, a[10], added, removed, rel, idx, update, value)
         info[I_EVALS] += 1
+        if profile:
+            info[I_EVAL_CYCLES] += cycles() - started
         if info[I_DEBUG] != 0:
             work = params[forward.P_CACHE_PAIRS] + 1
             for i in range(8):
@@ -605,3 +634,9 @@ def kernels(config: forward.Config) -> Kernels:
         return evaluate(arena, positions, info, ply)
 
     return Kernels(search_root, evaluate_position)
+
+
+@njit(cache=True)
+def read_cycles():
+    """The cycle counter now (:func:`cycles`), callable from Python (benchmarks/bench_search.py)."""
+    return cycles()
