@@ -1,9 +1,9 @@
 """Nodes per second of the compiled search (``nnue_infer.search.Engine``) with Stockfish 15.1's
 network against Debian's Stockfish 15.1 ``bench`` on the same positions, measured in one run.
 
-The positions are those of Stockfish 15.1's ``bench`` (its ``benchmark.cpp`` list of 47: 45
-standard, 2 Chess960, some with moves played), read from the Debian binary itself (the FEN strings
-stored in it, in order), so nothing of Stockfish's source is copied here.  Stockfish runs ``bench
+The positions are those of Stockfish 15.1's ``bench`` (48: 46 standard, 2 of them stalemates, and 2
+Chess960), as the Debian binary prints them (``Position: i/48 (FEN)``), so nothing of Stockfish's
+source is copied here.  Stockfish runs ``bench
 16 1 DEPTH default depth`` (Hash 16 MB, one thread); its node count, and its CPU time taken from the
 child process's resource usage (the ``Nodes/second`` it prints is wall time, which a loaded
 machine inflates).  nnue-infer searches the same positions in the same order with ``Hash`` 16 MB
@@ -37,24 +37,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine  # noqa: E402
 
 STOCKFISH = "/usr/games/stockfish"
-#: A FEN as stored in the binary: placement, side, castling, en passant, counters, optional moves.
-FEN_TEXT = re.compile(rb"[1-8pnbrqkPNBRQK/]{15,71} [wb] [KQkqA-Ha-h-]{1,4} [a-h1-8-]{1,2} \d+ \d+(?: moves(?: [a-h][1-8][a-h][1-8][qrbn]?)+)?")
-
-
 def bench_positions(binary: str = STOCKFISH) -> list[chess.Board]:
-    """The 47 positions of Stockfish 15.1's ``bench``, read from the binary's strings in their stored
-    order; a Chess960 start position's FEN (castling rights as files) makes a Chess960 board."""
-    data = Path(binary).read_bytes()
-    boards = []
-    for match in FEN_TEXT.finditer(data):
-        text = match.group().decode()
-        fen, _, moves = text.partition(" moves ")
-        board = chess.Board(fen, chess960=bool(re.search(r" [A-H]+[a-h]* ", fen)) or fen.startswith("nqbnrkrb"))
-        for uci in moves.split():
-            board.push_uci(uci)
-        boards.append(board)
-    if len(boards) != 47:
-        raise SystemExit(f"expected the 47 bench positions in {binary}, found {len(boards)}")
+    """The positions of Stockfish 15.1's ``bench`` as the engine itself prints them (``bench 16 1 1
+    default depth`` writes ``Position: i/48 (FEN)`` for each, after the moves its list plays); a FEN
+    whose castling rights are files (``HFhf``) is a Chess960 board."""
+    run = subprocess.run([binary, "bench", "16", "1", "1", "default", "depth"], capture_output=True, text=True,
+                         check=True)
+    fens = re.findall(r"^Position: \d+/\d+ \((.*)\)$", run.stderr + run.stdout, re.M)
+    boards = [chess.Board(fen, chess960=bool(re.search(r" [A-H]+[a-h]* ", fen))) for fen in fens]
+    if len(boards) != 48:
+        raise SystemExit(f"expected the 48 bench positions of Stockfish 15.1, {binary} printed {len(boards)}")
     return boards
 
 

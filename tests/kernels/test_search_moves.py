@@ -86,3 +86,70 @@ def test_make_move_equals_board_push(arena):
             engine._evaluator._state[pair, :, 8] = 1
             checked += 1
     assert checked > 5000
+
+
+def test_capture_moves_are_the_legal_captures_and_promotions():
+    buffer = np.zeros(A.MAX_MOVES if hasattr(A, "MAX_MOVES") else 1024, np.uint16)
+    row = np.zeros(A.POS_COLUMNS, np.int64)
+    checked = 0
+    for board in _games(3, 30):
+        if board.is_check():
+            continue
+        row[:8] = _bitboards(board)
+        row[A.P_STM] = 0 if board.turn else 1
+        row[A.P_EP] = board.ep_square or 0
+        n = A.capture_moves(row, buffer)
+        got = sorted(int(c) for c in buffer[:n])
+        want = sorted(m.from_square | m.to_square << 6 | (m.promotion or 0) << 12 for m in board.legal_moves
+                      if board.is_capture(m) or m.promotion)
+        assert got == want, board.fen()
+        checked += n
+    assert checked > 500
+
+
+_VALUES = {chess.PAWN: 100, chess.KNIGHT: 300, chess.BISHOP: 300, chess.ROOK: 500, chess.QUEEN: 900, chess.KING: 20000}
+
+
+def _exchange(board: chess.BaseBoard, square: int, side: bool) -> int:
+    """What ``side`` gains by capturing on ``square`` with its least valuable attacker, then the
+    other side likewise, each stopping when it no longer pays (the textbook swap, on python-chess's
+    attack sets of the pieces left on the board: x-rays open as pieces leave)."""
+    attackers = [s for s in board.attackers(side, square)]
+    if not attackers:
+        return 0
+    frm = min(attackers, key=lambda s: _VALUES[board.piece_type_at(s)])
+    captured = _VALUES[board.piece_type_at(square)]
+    after = board.copy()
+    after.set_piece_at(square, after.remove_piece_at(frm))
+    return max(0, captured - _exchange(after, square, not side))
+
+
+def _see(board: chess.Board, move: chess.Move) -> int:
+    base = chess.BaseBoard(board.board_fen())
+    victim = _VALUES[chess.PAWN] if board.is_en_passant(move) else _VALUES[board.piece_type_at(move.to_square)]
+    if board.is_en_passant(move):
+        base.remove_piece_at(move.to_square + (-8 if board.turn else 8))
+    piece = base.remove_piece_at(move.from_square)
+    if move.promotion:
+        victim += _VALUES[move.promotion] - _VALUES[chess.PAWN]
+        piece = chess.Piece(move.promotion, board.turn)
+    base.set_piece_at(move.to_square, piece)
+    return victim - _exchange(base, move.to_square, not board.turn)
+
+
+def test_see_ge_agrees_with_the_swap_on_the_board():
+    from nnue_infer.kernels.search.ordering import see_ge
+
+    checked = 0
+    for board in _games(4, 30):
+        bitboards = _bitboards(board)
+        for move in board.legal_moves:
+            if not board.is_capture(move) or board.is_castling(move):
+                continue
+            code = move.from_square | move.to_square << 6 | (move.promotion or 0) << 12
+            value = _see(board, move)
+            for threshold in (-400, -1, 0, 1, 100, 200, 300):
+                assert see_ge(bitboards, 0 if board.turn else 1, code, board.ep_square or 0, threshold) == (
+                    value >= threshold), (board.fen(), move, value, threshold)
+            checked += 1
+    assert checked > 300

@@ -52,9 +52,9 @@ from ..attacks import SQUARE_BB
 from ..dense import SCRATCH_FEATURES, scratch_layout
 from ..features import (BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, king_square,
                         popcount)
-from ..movegen import MAX_MOVES, attackers, legal_moves, play, to_chess960
+from ..movegen import MAX_MOVES, RANKS, attackers, legal_moves, play, pseudo_moves, slider_blockers, to_chess960
 from ..simd import address_pointer
-from .ordering import SEE_VALUES, captured_type, see
+from .ordering import SEE_VALUES, captured_type, see_ge
 from .tt import (BOUND_EXACT, BOUND_LOWER, BOUND_UPPER, MATE, MATE_BOUND, MAX_PLY, entry_bound, entry_depth,
                  entry_eval, entry_move, entry_score, probe, score_from_tt, score_to_tt, store)
 from .zobrist import position_key
@@ -271,7 +271,7 @@ def score_moves(positions, ply, moves, scores, n, hash_move, killers, history, c
                     attacker = t
             value = SEE_VALUES[victim] if victim >= 0 else 0
             mvv_lva = 16 * value // 100 * 8 - attacker + (800 if promotion == 5 else 0)
-            s = ORDER_GOOD_CAPTURE + mvv_lva if see(pos[:8], stm, code, ep) >= 0 else ORDER_BAD_CAPTURE + mvv_lva
+            s = ORDER_GOOD_CAPTURE + mvv_lva if see_ge(pos[:8], stm, code, ep, 0) else ORDER_BAD_CAPTURE + mvv_lva
             if captures_only and s < 0 and pos[P_CHECKERS] == 0:
                 continue
         elif promotion != 0:
@@ -291,6 +291,26 @@ def score_moves(positions, ply, moves, scores, n, hash_move, killers, history, c
         scores[ply, k] = s
         k += 1
     return k
+
+
+@njit(cache=True)
+def capture_moves(pos, out):
+    """The legal captures and promotions (and pawn pushes to the last rank) of a position not in
+    check into ``out`` (python-chess's pseudo-legal generation restricted to those target squares,
+    each kept when safe); returns their number."""
+    bitboards = pos[:8]
+    stm = pos[P_STM]
+    ep = pos[P_EP]
+    occupied = bitboards[BB_WHITE] | bitboards[BB_WHITE + 1]
+    king = king_square(bitboards, stm)
+    blockers = slider_blockers(bitboards, stm, king, occupied)
+    them = bitboards[BB_WHITE + 1 - stm]
+    pawns = bitboards[BB_PAWNS]
+    n = pseudo_moves(bitboards, stm, king, blockers, np.int64(0), ep, False, ~pawns, them, out, 0)
+    targets = them | (RANKS[7] if stm == 0 else RANKS[0])
+    if ep != 0:
+        targets |= SQUARE_BB[ep]
+    return pseudo_moves(bitboards, stm, king, blockers, np.int64(0), ep, False, pawns, targets, out, n)
 
 
 @njit(cache=True, inline="always")
@@ -449,9 +469,12 @@ def kernels(config: forward.Config) -> Kernels:
             best = stand
             if stand > alpha:
                 alpha = stand
-        n = legal_moves(pos[:8], pos[P_STM], pos[P_CASTLING], pos[P_EP], info[I_CHESS960] != 0, moves[ply])
-        if n == 0:
-            return np.int64(-MATE + ply) if in_check else np.int64(DRAW)
+        if in_check:
+            n = legal_moves(pos[:8], pos[P_STM], pos[P_CASTLING], pos[P_EP], info[I_CHESS960] != 0, moves[ply])
+            if n == 0:
+                return np.int64(-MATE + ply)
+        else:
+            n = capture_moves(pos, moves[ply])
         n = score_moves(positions, ply, moves, scores, n, hash_move, killers, history, True)
         best_move = np.int64(0)
         original_alpha = alpha
