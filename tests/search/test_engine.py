@@ -219,3 +219,21 @@ def test_debug_evaluations_equal_a_full_refresh_gated_chess768(activation):
                         layers=(HiddenLayer(8, "crelu"), HiddenLayer(1, "none")))
     network = quantise(FloatNetwork.random(arch, seed=5))
     assert _debug_search(network, 1500) > 3000
+
+
+def test_repetition_history_keys_equal_polyglot_hashes(engine):
+    import chess.polyglot
+
+    rng = random.Random(3)
+    board = chess.Board()
+    for _ in range(80):
+        quiet = [m for m in board.legal_moves if not board.is_capture(m)
+                 and board.piece_type_at(m.from_square) != chess.PAWN]
+        board.push(rng.choice(quiet or list(board.legal_moves)))
+        keys = [int(k) & (2**64 - 1) for k in engine._game_keys(board)]
+        b = board.copy()
+        want = [chess.polyglot.zobrist_hash(b)]
+        for _ in range(min(board.halfmove_clock, len(board.move_stack))):
+            b.pop()
+            want.append(chess.polyglot.zobrist_hash(b))
+        assert keys == want[::-1], board.fen()

@@ -21,7 +21,7 @@ argument costs reference counting on every call).  The buffers are made and kept
 * ``keys`` int64[history + MAX_PLY + 2]: the Zobrist keys of the game's positions since its last
   irreversible move (the root's at index ``history - 1``... see ``C_HISTORY``), then the line's;
 * ``info`` int64[INFO_SIZE]: counters and results (``I_*``); ``stop`` int64[1]: set non-zero by
-  another thread to stop the search (read every 1024 nodes; the kernels release the GIL).
+  another thread to stop the search (read every 256 nodes; the kernels release the GIL).
 
 Scores are Stockfish's internal units (the network's value, side to move's point of view), mate
 in ``n`` plies ``MATE - n``.  Nodes are counted as Stockfish counts them: every position reached by
@@ -347,11 +347,11 @@ def is_quiet(pos, code):
 
 @njit(cache=True, inline="always")
 def should_stop(info, stop):
-    """Whether the search must stop: the node limit reached, or ``stop`` set (read every 1024 nodes)."""
+    """Whether the search must stop: the node limit reached, or ``stop`` set (read every 256 nodes)."""
     if info[I_STOPPED] != 0:
         return True
     nodes = info[I_NODES]
-    if (info[I_NODE_LIMIT] > 0 and nodes >= info[I_NODE_LIMIT]) or ((nodes & 1023) == 0 and stop[0] != 0):
+    if (info[I_NODE_LIMIT] > 0 and nodes >= info[I_NODE_LIMIT]) or ((nodes & 255) == 0 and stop[0] != 0):
         info[I_STOPPED] = 1
         return True
     return False
