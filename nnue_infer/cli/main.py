@@ -15,6 +15,7 @@ from ..errors import NnueError
 from .common import compile_notice, example
 from .data import data
 from .eval import eval_cmd
+from .network_tools import check, permute
 from .networks import convert, extract, fetch, info, quantise
 from .training import crosscheck, datagen, train
 from .warmup import warmup
@@ -92,7 +93,8 @@ def cli() -> None:
     """
 
 
-for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, data, warmup):
+for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, permute, check, data,
+                 warmup):
     cli.add_command(_command)
 
 

@@ -1,5 +1,5 @@
 """Zero-chunk statistics of a feature-transformer output and the search for a neuron order that
-puts its zeros into whole 4-byte chunks (``nnue_infer.inspect.permutation`` drives them).
+puts its zeros into whole 4-byte chunks (``nnue_infer.inspection.permutation`` drives them).
 
 Inputs are bit matrices: row ``m`` of ``bits`` (int64[M, W]) has bit ``s`` set when output neuron
 ``m`` of one perspective's half is zero in sample ``s`` (a sample is one perspective's half of one

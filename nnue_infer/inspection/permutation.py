@@ -188,7 +188,7 @@ def permute(network: Network, bitboards: np.ndarray, stm: np.ndarray, max_rounds
     network : Network
         A quantised network of any architecture.
     bitboards : int64[n, 8], stm : uint8[n]
-        The positions (:func:`nnue_infer.inspect.positions.read_positions`), n >= 1.
+        The positions (:func:`nnue_infer.inspection.positions.read_positions`), n >= 1.
     max_rounds : int
         Most rounds of exchanges after the greedy grouping.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,7 +29,33 @@ def _kind(path: str) -> str:
         return "lines"
 
 
-def read_positions(path: str | os.PathLike[str], limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class Positions:
+    """Positions as the batch kernels read them, with their FENs.
+
+    Attributes
+    ----------
+    bitboards : int64[n, 8]
+        Pawns, knights, bishops, rooks, queens, kings, White's pieces, Black's pieces (a1 = bit 0).
+    stm : uint8[n]
+        Side to move, 0 White, 1 Black.
+    fens : list of str
+        The positions' FENs (for messages and the float reference, which reads boards).
+    """
+
+    bitboards: np.ndarray
+    stm: np.ndarray
+    fens: list[str]
+
+    def __len__(self) -> int:
+        return len(self.fens)
+
+    def __getitem__(self, rows: slice) -> Positions:
+        """The positions of a slice of rows."""
+        return Positions(self.bitboards[rows], self.stm[rows], self.fens[rows])
+
+
+def read_positions(path: str | os.PathLike[str], limit: int | None = None) -> Positions:
     """The first ``limit`` positions (all when ``None``) of a file, as bitboards.
 
     Parameters
@@ -45,10 +72,8 @@ def read_positions(path: str | os.PathLike[str], limit: int | None = None) -> tu
 
     Returns
     -------
-    bitboards : int64[n, 8]
-        Pawns, knights, bishops, rooks, queens, kings, White's pieces, Black's pieces (a1 = bit 0).
-    stm : uint8[n]
-        Side to move, 0 White, 1 Black.
+    Positions
+        Bitboards, sides to move and FENs, in file order.
 
     Raises
     ------
@@ -62,6 +87,7 @@ def read_positions(path: str | os.PathLike[str], limit: int | None = None) -> tu
     path = os.fspath(path)
     kind = _kind(path)
     parts: list[tuple[np.ndarray, np.ndarray]] = []
+    fens: list[str] = []
     count = 0
     if kind == "lines":
         from ..training.crosscheck import read_positions as read_fens
@@ -82,10 +108,11 @@ def read_positions(path: str | os.PathLike[str], limit: int | None = None) -> tu
         for batch in batches:
             take = len(batch.stm) if limit is None else min(len(batch.stm), limit - count)
             parts.append((np.asarray(batch.bitboards[:take], np.int64), np.asarray(batch.stm[:take], np.uint8)))
+            fens += (batch.fen if kind == "pgn" else batch.fens())[:take]
             count += take
             if limit is not None and count >= limit:
                 break
     if count == 0:
         raise ValueError(f"{path}: no positions")
-    return (np.ascontiguousarray(np.concatenate([p[0] for p in parts])),
-            np.ascontiguousarray(np.concatenate([p[1] for p in parts])))
+    return Positions(np.ascontiguousarray(np.concatenate([p[0] for p in parts])),
+                     np.ascontiguousarray(np.concatenate([p[1] for p in parts])), fens)
