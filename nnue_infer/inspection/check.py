@@ -241,6 +241,7 @@ class CheckReport:
             names = ", ".join(f"{j} ({int(lo[j])}..{int(hi[j])})" for j in bad[:LISTED])
             more = f" and {len(bad) - LISTED} more" if len(bad) > LISTED else ""
             lines.append(f"  INT16 OVERFLOW POSSIBLE in {len(bad)} neuron(s): {names}{more}")
+            lines.append("  (the worst case is an upper bound: the largest rows of a family need not be active together)")
         else:
             lines.append(f"  no int16 overflow possible (headroom {int(min(32767 - hi.max(), lo.min() + 32768))})")
         if self.psqt_high.size:
