@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import click
 
@@ -137,4 +138,4 @@ def check(net, data, limit, plot_path, as_json, quiet):
         raise click.ClickException(str(exc)) from exc
     click.echo(json.dumps(report.to_dict()) if as_json else str(report))
     if not report.safe:
-        raise click.exceptions.Exit(1)
+        sys.exit(1)  # (click's Exit is returned, not raised, by cli.main without standalone mode)
