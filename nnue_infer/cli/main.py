@@ -17,6 +17,7 @@ from .data import data
 from .eval import eval_cmd
 from .network_tools import check, permute
 from .networks import convert, extract, fetch, info, quantise
+from .play import perft, uci
 from .training import crosscheck, datagen, train
 from .warmup import warmup
 
@@ -94,7 +95,7 @@ def cli() -> None:
 
 
 for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, permute, check, data,
-                 warmup):
+                 warmup, uci, perft):
     cli.add_command(_command)
 
 

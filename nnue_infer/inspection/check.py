@@ -112,7 +112,7 @@ def data_statistics(network: Network, positions: Positions) -> dict[str, Any]:
     :meth:`nnue_infer.Evaluator.activations_bitboards`.
     """
     from ..evaluator import Evaluator
-    from ..kernels.permutation import CHUNK
+    from ..kernels.nnue.permutation import CHUNK
 
     ev = Evaluator(network)
     H = half_width(network)

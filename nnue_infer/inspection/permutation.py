@@ -17,7 +17,7 @@ What moves together:
 * the same order applies to both perspectives' halves (they share the weights), and to the first
   dense layer's columns of both halves; PSQT columns are per bucket, not per neuron: they stay.
 
-The search (:mod:`nnue_infer.kernels.permutation`) groups neurons greedily by common zeros into
+The search (:mod:`nnue_infer.kernels.nnue.permutation`) groups neurons greedily by common zeros into
 chunks of four, then exchanges neurons between chunks while the number of all-zero chunks on the
 positions grows.
 """
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..evaluator import Evaluator
-from ..kernels import permutation as KP
+from ..kernels.nnue import permutation as KP
 from ..kernels.threads import PARALLEL_LOCK
 from ..network import Network
 

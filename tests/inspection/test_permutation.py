@@ -15,7 +15,7 @@ from nnue_infer.float_network import FloatNetwork
 from nnue_infer.inspection.permutation import (find_order, half_width, permute, permute_network, zero_bits,
                                                zero_chunk_share)
 from nnue_infer.inspection.positions import Positions, read_positions
-from nnue_infer.kernels import permutation as KP
+from nnue_infer.kernels.nnue import permutation as KP
 from nnue_infer.network import Architecture, HiddenLayer
 from nnue_infer.quantise import SCHEMES, quantise
 

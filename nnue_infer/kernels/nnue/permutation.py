@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .features import popcount
+from ..chess.bitboard import popcount
 
 #: Bytes of the feature-transformer output the first dense layer skips as one unit (Stockfish's
 #: ``find_nnz`` reads the output as int32 words).
