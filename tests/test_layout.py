@@ -54,7 +54,7 @@ def _room(module: str) -> str:
     parts = module.split(".")
     if module == "nnue_infer.__main__":
         return "cli"
-    return parts[1] if len(parts) > 1 and parts[1] in ("io", "training", "cli") else "core"
+    return parts[1] if len(parts) > 1 and parts[1] in ("io", "training", "inspection", "cli") else "core"
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) == "core"))
@@ -63,10 +63,17 @@ def test_core_imports_neither_io_training_nor_cli(module):
     assert not wrong, f"{module} (inference core) imports {wrong}"
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "training")))
-def test_io_and_training_never_import_the_cli(module):
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "training", "inspection")))
+def test_io_training_and_inspection_never_import_the_cli(module):
     wrong = sorted(m for m in _imports(MODULES[module]) if _room(m) == "cli")
     assert not wrong, f"{module} imports the command line {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "training")))
+def test_io_and_training_never_import_the_network_tools(module):
+    """``inspection`` (the network tools) reads files with ``io`` and compares float networks with ``training``."""
+    wrong = sorted(m for m in _imports(MODULES[module]) if _room(m) == "inspection")
+    assert not wrong, f"{module} imports the network tools {wrong}"
 
 
 def test_no_import_circle_between_modules():

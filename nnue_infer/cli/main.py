@@ -18,6 +18,7 @@ from .common import compile_notice, example
 from .data import data
 from .eval import eval_cmd
 from .match import match_cmd
+from .network_tools import check, permute
 from .networks import convert, extract, fetch, info, quantise
 from .play import perft, uci
 from .training import crosscheck, datagen, train
@@ -96,8 +97,8 @@ def cli() -> None:
     """
 
 
-for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, data, warmup, uci, perft,
-                 match_cmd):
+for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, permute, check, data,
+                 warmup, uci, perft, match_cmd):
     cli.add_command(_command)
 
 
