@@ -95,10 +95,11 @@ def kernels_stamp() -> str:
     """SHA-256 (hex) of the names and contents of ``nnue_infer/kernels/*.py``, read once per process
     (each file's own hash kept in :data:`STAMPED`)."""
     h = hashlib.sha256()
-    for path in sorted(KERNELS.glob("*.py")):
+    for path in sorted(KERNELS.rglob("*.py")):  # the kernel subpackages too (kernels/search/)
+        name = path.relative_to(KERNELS).as_posix()
         data = path.read_bytes()
-        STAMPED[path.name] = hashlib.sha256(data).hexdigest()
-        h.update(path.name.encode() + b"\0" + data + b"\0")
+        STAMPED[name] = hashlib.sha256(data).hexdigest()
+        h.update(name.encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
 
@@ -116,7 +117,8 @@ def stamped_as_imported(py_file: str) -> bool:
         return True
     kernels_stamp()
     try:
-        same = STAMPED.get(path.name) == hashlib.sha256(path.read_bytes()).hexdigest()
+        name = path.relative_to(KERNELS).as_posix() if KERNELS in path.parents else path.name
+        same = STAMPED.get(name) == hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         same = False
     if not same:
@@ -169,11 +171,13 @@ def cache_dirs(py_file: str) -> list[str]:
     return [os.path.join(os.path.dirname(py_file), "__pycache__"), str(user_cache_dir() / f"numba-{tag}")]
 
 
-def closure_values(py_func) -> tuple | None:
+def closure_values(py_func, _seen: tuple = ()) -> tuple | None:
     """The closure variables of ``py_func`` as a stable value: integers and booleans as they are,
     a kernel (``Dispatcher``, e.g. a ``forward.Stages`` member called by an entry kernel) as its module,
     qualified name and closure values; ``()`` for a module-level kernel, None when a variable (or a
-    called kernel's) is of another type (:func:`_index_key` then leaves the key to Numba)."""
+    called kernel's) is of another type (:func:`_index_key` then leaves the key to Numba).  A kernel
+    calling itself, or one that calls it (the recursive search, ``kernels.search.alphabeta``), appears
+    by its name alone inside its own value."""
     values = []
     for cell in py_func.__closure__ or ():
         try:
@@ -183,7 +187,10 @@ def closure_values(py_func) -> tuple | None:
         if isinstance(value, (bool, int)):
             values.append(value)
             continue
-        inner = closure_values(value.py_func) if isinstance(value, Dispatcher) else None
+        if isinstance(value, Dispatcher) and (value.py_func is py_func or value.py_func in _seen):
+            values.append((value.py_func.__module__, value.py_func.__qualname__))
+            continue
+        inner = closure_values(value.py_func, _seen + (py_func,)) if isinstance(value, Dispatcher) else None
         if inner is None:
             return None
         values.append((value.py_func.__module__, value.py_func.__qualname__, inner))
@@ -368,7 +375,7 @@ class KernelCacheLocator(caching._CacheLocator):
     @classmethod
     def from_function(cls, py_func, py_file):
         resolved = Path(py_file).resolve()
-        if resolved.parent != KERNELS and resolved not in REGISTERED:
+        if KERNELS not in resolved.parents and resolved not in REGISTERED:
             return None
         path, seeds = chosen_cache_dirs(tuple(cache_dirs(py_file)) if stamped_as_imported(py_file) else ())
         return cls(py_func, py_file, path or private_cache_dir(), seeds)

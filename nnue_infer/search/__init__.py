@@ -1,0 +1,9 @@
+"""Playing chess with any network: the search engine (:mod:`.engine`) and its front ends.
+
+The inference core never imports this package; its compiled parts are in
+:mod:`nnue_infer.kernels.search`.
+"""
+
+from .engine import Engine, SearchInfo, SearchResult
+
+__all__ = ["Engine", "SearchInfo", "SearchResult"]
