@@ -113,7 +113,7 @@ class Config:
     val_positions: int = 40_000
     test_positions: int = 40_000
     chunk_positions: int = 250_000
-    sources: tuple = (("walk", 0.5), ("selfplay", 0.5), ("search", 0.0))
+    sources: tuple = (("walk", 0.475), ("selfplay", 0.475), ("search", 0.05))
     search_nodes: int = 400
     batch_size: int = 4096
     lr_final_fraction: float = 0.05
@@ -384,22 +384,45 @@ def sweep_rates(lrs, loss_of, lr_min: float, lr_max: float) -> tuple[list[float]
             return rates, best
 
 
-def sweep_of(out: Path, cfg: Config, variant: str, cell: tuple) -> tuple[list[float], float | None]:
-    """:func:`sweep_rates` of ``variant`` in ``cell`` from the finished sweep runs (validation loss)."""
-    def loss_of(lr):
-        p = out / "runs" / f"{Run(variant, cfg.sweep_seed, cell[0], cell[1], lr).name}.json"
+def first_rates(lookup, cfg: Config, variant: str, cell: tuple) -> tuple:
+    """The rates a sweep starts with: around the chosen rate of the same variant in the largest
+    smaller-budget cell of the same width (half, it, twice) once that is chosen, else :attr:`Config.lrs`."""
+    smaller = [c for c in cfg.cells if c[0] == cell[0] and c[1] < cell[1]]
+    if smaller:
+        _, lr = sweep_of(lookup, cfg, variant, max(smaller, key=lambda c: c[1]))
+        if lr is not None:
+            return (lr / 2, lr, lr * 2)
+    return tuple(cfg.lrs)
+
+
+def run_files(out: Path):
+    """``lookup(run name)``: the quantised validation loss of a finished run in ``out``, else ``None``."""
+    def lookup(name):
+        p = out / "runs" / f"{name}.json"
         return json.loads(p.read_text())["quantised_val_loss"] if p.exists() else None
 
-    return sweep_rates(cfg.lrs, loss_of, cfg.lr_min, cfg.lr_max)
+    return lookup
+
+
+def sweep_of(lookup, cfg: Config, variant: str, cell: tuple) -> tuple[list[float], float | None]:
+    """:func:`sweep_rates` of ``variant`` in ``cell`` from the finished sweep runs (validation loss).
+    ``lookup``: a study directory, or a function from run name to validation loss (``None``: not run)."""
+    if isinstance(lookup, Path):
+        lookup = run_files(lookup)
+
+    def loss_of(lr):
+        return lookup(Run(variant, cfg.sweep_seed, cell[0], cell[1], lr).name)
+
+    return sweep_rates(first_rates(lookup, cfg, variant, cell), loss_of, cfg.lr_min, cfg.lr_max)
 
 
 def planned_runs(out: Path, cfg: Config) -> list[Run]:
     """Cell by cell in :attr:`Config.cells` order: the sweeps of every variant (interleaved), then
     seed by seed every variant at its chosen rate (so a stopped study has paired runs)."""
-    runs = []
+    runs, lookup = [], run_files(out)
     for cell in cfg.cells:
         variants = cfg.variants_of(cell)
-        sweeps = {v: sweep_of(out, cfg, v, cell) for v in variants}
+        sweeps = {v: sweep_of(lookup, cfg, v, cell) for v in variants}
         runs += [Run(v, cfg.sweep_seed, *cell, lr, "sweep") for v in variants for lr in sweeps[v][0]]
         runs += [Run(v, s, *cell, sweeps[v][1]) for s in cfg.seeds for v in variants if sweeps[v][1] is not None]
     return runs
@@ -691,6 +714,60 @@ def measure_training_speed(widths=(256, 512, 1024), variants=VARIANTS, positions
             "median": {k: float(np.median(x)) for k, x in rates.items()}}
 
 
+def estimate(cfg: Config, training: dict, datagen: dict, sweep_runs: int = 4, overhead_s: float = 40.0) -> dict:
+    """Core-hours of the plan from measured rates (:func:`measure_training_speed`'s and
+    ``benchmarks/bench_datagen.py --json``'s medians).
+
+    Per cell and variant: ``len(seeds) + sweep_runs`` runs (3 sweep rates plus one extension
+    expected; each further extension adds a run), each ``budget / rate`` CPU seconds of training
+    plus ``overhead_s`` (validation points, quantisation, metrics); data: the largest budget and the
+    validation and test splits at the mix's rate (a source's share over its rate, summed)."""
+    speed = {**training["median"]}
+    cells = []
+    for w, n in cfg.cells:
+        for v in cfg.variants_of((w, n)):
+            rate = speed.get(f"{v}-{w}")
+            runs = len(cfg.seeds) + sweep_runs
+            cells.append({"ft_width": w, "budget": n, "variant": v, "runs": runs, "rate": rate,
+                          "cpu_seconds": None if rate is None else runs * (n / rate + overhead_s)})
+    rates = datagen["median"]
+    names = {"walk": "compiled", "selfplay": "selfplay", "search": f"search-{cfg.search_nodes}"}
+    per_position = sum(share / rates[names[src]] for src, share in cfg.sources if share > 0)
+    positions = cfg.max_budget + cfg.val_positions + cfg.test_positions
+    train_s = sum(c["cpu_seconds"] or 0 for c in cells)
+    by_cell = {}
+    for c in cells:
+        key = f"{c['ft_width']} x {c['budget'] / 1e6:g} M"
+        by_cell[key] = by_cell.get(key, 0.0) + (c["cpu_seconds"] or 0) / 3600
+    return {"runs": cells, "training_core_hours": train_s / 3600, "training_core_hours_by_cell": by_cell,
+            "missing_rates": [f"{c['variant']}-{c['ft_width']}" for c in cells if c["rate"] is None],
+            "data_positions": positions, "data_positions_per_cpu_second": 1 / per_position,
+            "data_core_hours": positions * per_position / 3600,
+            "data_core_hours_10m": (10_000_000 + cfg.val_positions + cfg.test_positions) * per_position / 3600,
+            "assumptions": {"sweep_runs_per_variant_and_cell": sweep_runs, "overhead_seconds_per_run": overhead_s,
+                            "sources": cfg.sources, "search_nodes": cfg.search_nodes}}
+
+
+def primary_power(cfg: Config, v2_results: Path) -> dict:
+    """What the primary family can detect: its size (every non-reference variant of every cell),
+    the |t| Holm's first step needs with ``len(seeds)`` seeds, and the minimal detectable MAE
+    difference (80 % power) taking v2's pooled SD of paired test-MAE differences at its largest
+    budget as the SD to expect."""
+    import activation_study_v2_report as R2
+
+    family = sum(len(cfg.variants_of(c)) - 1 for c in cfg.cells)
+    raw = json.loads(v2_results.read_text())
+    sizes = dict(raw["config"]["budgets"])
+    large = max(sizes, key=sizes.get)
+    comps = [c for c in R2.comparisons(R2.main_runs(raw), R2._variants(raw), [large])
+             if c["metric"] == "quantised_test_mae_cp"]
+    pooled = math.sqrt(sum(c["sd"] ** 2 * (c["n"] - 1) for c in comps) / sum(c["n"] - 1 for c in comps))
+    p = R2.power(len(cfg.seeds), family)
+    return {"family": family, "seeds": len(cfg.seeds), "t_first_step": p["t_first_step"],
+            "mdd_sd_units": p["mdd_sd_units"], "v2_pooled_sd_cp": pooled, "v2_budget": sizes[large],
+            "mdd_cp": p["mdd_sd_units"] * pooled}
+
+
 def _head() -> str:
     import subprocess
 
@@ -718,8 +795,21 @@ def main(argv=None) -> int:
     r.add_argument("--max-runs", type=int, default=None)
     dp.add_argument("--positions", type=int, default=None,
                     help="training positions to make (default: the largest cell's budget)")
+    es = sub.add_parser("estimate", help="core-hours of the plan from measured rates")
+    es.add_argument("--training", type=Path, nargs="+", required=True, help="measure-training JSON file(s)")
+    es.add_argument("--datagen", type=Path, required=True, help="bench_datagen.py --json file")
+    es.add_argument("--json", type=Path, required=True)
     a = ap.parse_args(argv)
-    if a.command == "run":
+    if a.command == "estimate":
+        training = {"median": {}}
+        for p in a.training:
+            training["median"].update(json.loads(p.read_text())["median"])
+        result = estimate(Config(), training, json.loads(a.datagen.read_text()))
+        result["primary_power"] = primary_power(Config(), HERE / "activation-study-v2" / "results.json")
+        result["command"] = "python research/activation_study_v3.py " + " ".join(argv or sys.argv[1:])
+        a.json.write_text(json.dumps(result, indent=1))
+        print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
+    elif a.command == "run":
         run_study(a.out, None, a.results, a.max_runs)
     elif a.command == "data":
         cfg = load_config(a.out)

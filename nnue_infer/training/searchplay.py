@@ -235,7 +235,7 @@ def generate(n: int, seed: int, teacher=None, *, engine=None, games: list[dict] 
         Games (:func:`nnue_infer.training.datagen.read_games`) whose positions start a share
         ``start_fraction`` of the games.
     seen : PositionSet, optional
-        Positions never to emit; the emitted ones are added to it.
+        Positions never to emit; the emitted ones are added to it when the call succeeds.
     settings : SearchPlaySettings
     progress : bool
         A tqdm progress bar on stderr.
@@ -279,7 +279,7 @@ def generate(n: int, seed: int, teacher=None, *, engine=None, games: list[dict] 
         raise ValueError("games: every game is held out; lower holdout_fraction")
     seen = seen if seen is not None else PositionSet()
     evaluator = Evaluator(teacher) if s.label == "teacher" else None
-    parts, have, game, idle = [], 0, first_game, 0
+    parts, have, game, idle, emitted = [], 0, first_game, 0, set()
     dropped = {"duplicate": 0, "unrepresentable": 0}
     results = {"1-0": 0, "1/2-1/2": 0, "0-1": 0}
     bar = tqdm(total=n, unit="pos", smoothing=0.05, disable=not progress)
@@ -297,7 +297,7 @@ def generate(n: int, seed: int, teacher=None, *, engine=None, games: list[dict] 
             bb = np.array([r[0] for r in rows], np.uint64).view(np.int64)
             stm = np.array([r[1] for r in rows], np.uint8)
             hashes = position_hashes(bb, stm)
-            keep = seen.new_rows(hashes)
+            keep = seen.new_rows(hashes) & np.array([int(h) not in emitted for h in hashes.tolist()], bool)
             dropped["duplicate"] += int((~keep).sum())
             if evaluator is not None:
                 values, codes = evaluator.evaluate_bitboards(bb, stm)
@@ -313,7 +313,7 @@ def generate(n: int, seed: int, teacher=None, *, engine=None, games: list[dict] 
                 raise ValueError(f"searchplay stalled at {have} positions: 1,000 games without a new position")
             if not len(idx):
                 continue
-            seen.add(hashes[idx])
+            emitted.update(hashes[idx].tolist())  # added to ``seen`` at the end: one merge, not one per game
             result = np.array([0 if white == 0.5 else (1 if (white == 1.0) == (r[1] == 0) else -1) for r in rows],
                               np.int16)
             parts.append(TrainingData._trusted({
@@ -329,6 +329,7 @@ def generate(n: int, seed: int, teacher=None, *, engine=None, games: list[dict] 
             bar.update(len(idx))
     finally:
         bar.close()
+    seen.add(np.fromiter(emitted, np.uint64, len(emitted)))  # only once every row is made
     data = TrainingData.concat(parts).with_chains()
     summary = {"generator": GENERATOR, "seed": seed, "n": n, "settings": asdict(s), "first_game": first_game,
                "next_game": game, "games_played": game - first_game, "results": results, "dropped": dropped,
