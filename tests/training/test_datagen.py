@@ -151,3 +151,13 @@ def test_cli_search_datagen_writes_binpack_and_extends_the_dedup_set(tmp_path, c
     assert ".binpack" in capsys.readouterr().err
     assert main(["datagen", "--nodes", "5", "-o", str(tmp_path / "x.npz"), "-n", "10"]) == 2
     assert "--nodes applies to --search only" in capsys.readouterr().err
+
+
+def test_train_reads_the_binpack(tmp_path, capsys, chunk):
+    pytest.importorskip("torch")
+    path = tmp_path / "games.binpack"
+    write(chunk[0], path)
+    assert main(["train", str(path), "-o", str(tmp_path / "run"), "--epochs", "1", "--ft-width", "8", "--quiet"]) == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["positions"] == 300 and summary["data"] == [str(path)]
+    assert summary["data_meta"]["training_data"] == str(path)
