@@ -581,17 +581,30 @@ def elo_candidates(out: Path, cfg: Config) -> dict:
     return picks
 
 
-def play_match(net_a: Path, net_b: Path, cfg: Config) -> dict:
-    """HOOK for the match runner (``nnue_infer.search.match``, built on branch ``match``): a fixed-node
-    match of game pairs from a balanced opening book between two networks.  Must return a dict with
-    ``games``, ``pentanomial`` (5 counts of game-pair scores 0, 0.5, 1, 1.5, 2 for ``a``), ``elo`` and
-    ``elo_error95`` (and, when a difference is claimed, the SPRT's ``llr`` and bounds)."""
+def play_match(net_a: Path, net_b: Path, cfg: Config, pgn: Path | None = None) -> dict:
+    """HOOK to the match runner (``nnue_infer.search.match``, branch ``match``): ``net_a`` against
+    ``net_b`` searched by :class:`nnue_infer.search.Engine` at ``elo_nodes`` nodes per move, game
+    pairs (colours swapped) from balanced openings (``generate_openings``: 8 random plies, |static
+    eval| <= 100 cp, seed 38), up to ``elo_game_pairs`` pairs with an SPRT (elo0 0, elo1 10, alpha =
+    beta = 0.05, normalized Elo) that stops the match at its decision.  Returns ``games``,
+    ``pentanomial`` (pairs by ``a``'s points: LL, LD, WL+DD, WD, WW), ``elo`` and ``elo_error95``
+    (logistic, from the pentanomial), and the SPRT's ``sprt`` (``result``, ``llr``, bounds)."""
     try:
-        from nnue_infer.search import match
+        from nnue_infer.search import match as M
+        from nnue_infer.search.statistics import SPRT
     except ImportError as exc:
         raise SystemExit(f"elo: the match runner (nnue_infer.search.match) is not on this checkout ({exc})") from exc
-    result = match.run_match(net_a, net_b, nodes=cfg.elo_nodes, game_pairs=cfg.elo_game_pairs)  # adapt to its API
-    return {k: result[k] for k in ("games", "pentanomial", "elo", "elo_error95")} | dict(result)
+    limits = M.Limits(nodes=cfg.elo_nodes)
+    specs = [M.PlayerSpec(limits, network=str(net_a), name=Path(net_a).stem),
+             M.PlayerSpec(limits, network=str(net_b), name=Path(net_b).stem)]
+    openings = M.generate_openings(cfg.elo_game_pairs, plies=8, seed=38, network=str(net_b))
+    result = M.play_match(specs, games=2 * cfg.elo_game_pairs, openings=openings, pgn=pgn,
+                          sprt=SPRT(0.0, 10.0, 0.05, 0.05), concurrency=max(1, (os.cpu_count() or 2) // 2))
+    r = result.to_dict()
+    return {"games": r["games"], "pentanomial": r["pentanomial"], "elo": r["elo"], "elo_error95": r["elo_error95"],
+            "sprt": {"result": r["sprt_result"], "llr": r["llr"], "lower": r["lower"], "upper": r["upper"],
+                     "settings": r["sprt"]}, "wins": r["wins"], "draws": r["draws"], "losses": r["losses"],
+            "forfeits": r["forfeits"], "stopped": r["stopped"]}
 
 
 def elo_stage(out: Path, cfg: Config, results: Path, log=print) -> None:
@@ -607,7 +620,7 @@ def elo_stage(out: Path, cfg: Config, results: Path, log=print) -> None:
         if v == REFERENCE or any(m["a"] == v and m["b"] == REFERENCE for m in matches):
             continue
         m = {"a": v, "b": REFERENCE, "net_a": str(net), "net_b": str(picks[REFERENCE]), "nodes": cfg.elo_nodes,
-             **play_match(net, picks[REFERENCE], cfg)}
+             **play_match(net, picks[REFERENCE], cfg, out / f"match-{v}-{REFERENCE}.pgn")}
         matches.append(m)
         path.write_text(json.dumps(matches, indent=1))
         log(f"elo: {v} vs {REFERENCE}: {m['elo']:+.1f} +- {m['elo_error95']:.1f}")
