@@ -7,7 +7,7 @@ accumulators (int16 ``[2, L1]`` + int32 PSQT ``[2, P]``) -> pairwise multiplicat
 
 Incremental evaluation (:meth:`Evaluator.push` / :meth:`Evaluator.pop` /
 :meth:`Evaluator.evaluate`) keeps one accumulator pair per ply and a refresh cache; see
-:class:`Evaluator`, :func:`nnue_infer.kernels.forward.evaluate_stack` and :mod:`nnue_infer.kernels.arena`.
+:class:`Evaluator`, :func:`nnue_infer.kernels.nnue.forward.evaluate_stack` and :mod:`nnue_infer.kernels.nnue.arena`.
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ from . import children
 from .batch import as_sequence, evaluate_bitboards, evaluate_rows, positions_bitboards, raise_row_error
 from .errors import ConcurrentUseError, IllegalMoveError, NetworkNotFoundError, PositionError, clip, quote
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant, int8_layout
-from .kernels import activations as KA
-from .kernels import arena
-from .kernels import forward as K
+from .kernels.nnue import layer_outputs as KA
+from .kernels.nnue import arena
+from .kernels.nnue import forward as K
 from .kernels import simd
-from .kernels.accumulator import STATE_COLUMNS
-from .kernels.children import kernels as children_kernels
-from .kernels.dense import SCRATCH_FEATURES, scratch_size
-from .kernels.forward import INVALID_POSITION
+from .kernels.nnue.accumulator import STATE_COLUMNS
+from .kernels.nnue.children import kernels as children_kernels
+from .kernels.nnue.dense import SCRATCH_FEATURES, scratch_size
+from .kernels.nnue.forward import INVALID_POSITION
 from .kernels.threads import PARALLEL_LOCK, n_chunks
 from .normalisation import material
 from .positions import board_from_fen
@@ -53,7 +53,7 @@ _INITIAL_PLIES = 256
 _SINGLE_NET_WIDTH = 256
 
 # evaluate(board) keeps both perspectives' active features (int32[2, MAX_PIECES]) and their counts in
-# the scratch buffer's feature lists (kernels.arena.evaluate_board).
+# the scratch buffer's feature lists (kernels.nnue.arena.evaluate_board).
 assert 2 * MAX_PIECES <= SCRATCH_FEATURES // 2
 
 #: Compiled entry points of the per-position kernels, found once per (kernel, argument types)
@@ -124,7 +124,7 @@ def _as_board(board: chess.Board | str) -> chess.Board:
     raise TypeError(f"expected a chess.Board or a FEN string, got {type(board).__name__}")
 
 
-#: Argument types of ``evaluate_fen`` (``kernels.arena.kernels``): the header's address and the FEN's bytes.
+#: Argument types of ``evaluate_fen`` (``kernels.nnue.arena.kernels``): the header's address and the FEN's bytes.
 _FEN_TYPES = (numba.types.int64, numba.types.Bytes(numba.types.uint8, 1, "C", readonly=True))
 
 
@@ -257,7 +257,7 @@ class Evaluator:
 
     @staticmethod
     def _arena(kernel_args: tuple | None) -> dict:
-        """The arena header of ``kernel_args`` (see ``kernels.arena``: the per-position kernels
+        """The arena header of ``kernel_args`` (see ``kernels.nnue.arena``: the per-position kernels
         take its address instead of the eleven arrays), that address, the entry-point indices
         of those kernels and the other entry kernels, all specialised for the network's
         ``forward.Config``, and the moves / values buffer of ``evaluate_moves``
@@ -364,7 +364,7 @@ class Evaluator:
         scratch = simd.aligned_zeros(scratch_size(layers) + K.relation_scratch_size(int8.threats, int8.pairs), np.int16)
         # Incremental state: pairs [0, frames) refresh cache, pair `frames` the biases with an empty
         # piece set, `frames + 1` and `+ 2` scratch (evaluate_game), then one pair per ply
-        # (ply + _stack_base).  See kernels.forward.evaluate_stack.
+        # (ply + _stack_base).  See kernels.nnue.forward.evaluate_stack.
         cache_pairs = fs.num_king_frames
         stack_base = cache_pairs + 3
         pairs = stack_base + _INITIAL_PLIES
@@ -704,7 +704,7 @@ class Evaluator:
         values : int32[n]
             Internal units, side to move's point of view; 0 for rows that cannot be represented.
         codes : int32[n]
-            0 for evaluated rows, else the problem (``nnue_infer.kernels.features.POS_*``; a
+            0 for evaluated rows, else the problem (``nnue_infer.kernels.nnue.feature_index.POS_*``; a
             side without exactly one king, more than 32 pieces, a pawn on a back rank, or
             contradictory bitboards).  Nothing is raised for bad rows.
 
@@ -767,7 +767,7 @@ class Evaluator:
 
         Notes
         -----
-        One compiled entry point of its own (:mod:`nnue_infer.kernels.activations`), compiled on
+        One compiled entry point of its own (:mod:`nnue_infer.kernels.nnue.layer_outputs`), compiled on
         first use from the evaluation's kernels (refresh, feature-transformer activation, layer
         stack), so every number is the evaluation's own.
         """

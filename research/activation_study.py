@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from nnue_infer.kernels.activation import ft_activate
+from nnue_infer.kernels.nnue.activation import ft_activate
 
 
 

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from nnue_infer.errors import TrainingDataError
 from nnue_infer.io import training_data as td
-from nnue_infer.kernels import binpack as KB
+from nnue_infer.kernels.data import binpack as KB
 
 NAMES = ("dev-games", "selfplay")
 

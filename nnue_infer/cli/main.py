@@ -16,6 +16,7 @@ from .common import compile_notice, example
 from .data import data
 from .eval import eval_cmd
 from .networks import convert, extract, fetch, info, quantise
+from .play import perft, uci
 from .training import crosscheck, datagen, train
 from .warmup import warmup
 
@@ -92,7 +93,7 @@ def cli() -> None:
     """
 
 
-for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, data, warmup):
+for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, data, warmup, uci, perft):
     cli.add_command(_command)
 
 

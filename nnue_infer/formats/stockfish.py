@@ -5,7 +5,7 @@ description), feature transformer (u32 hash, int16 biases [L1], int16 weights [F
 PSQT weights [F][8]), then 8 layer stacks (u32 hash, then per dense layer int32 biases and
 int8 row-major weights [outputs][padded inputs]).  Each feature-transformer array is stored
 raw or as a LEB128 block (``COMPRESSED_LEB128``, u32 byte count, signed LEB128 values; see
-:mod:`nnue_infer.kernels.leb128`).  Nothing in the file is tabled here: the feature set and L1
+:mod:`nnue_infer.kernels.data.leb128`).  Nothing in the file is tabled here: the feature set and L1
 come from the feature-transformer hash, the layer sizes from the whole-net hash (and, when
 several fit, the file size), and every hash is recomputed and checked.
 
@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import constants as C
 from ..errors import NetworkFormatError
-from ..kernels import leb128 as L
+from ..kernels.data import leb128 as L
 from ..kernels import simd
 from ..network import Architecture, HiddenLayer, Network
 

@@ -14,7 +14,7 @@ Three formats carry the same record (position, move played, score, game ply, gam
   ply, result, padding 0xFF);
 * ``.plain``: text records ``fen ...``, ``move ...`` (UCI), ``score``, ``ply``, ``result``, ``e``.
 
-Reading gives :class:`TrainingData` (columns, see :mod:`nnue_infer.kernels.binpack`); writing
+Reading gives :class:`TrainingData` (columns, see :mod:`nnue_infer.kernels.data.binpack`); writing
 takes it.  Output is byte-identical to Stockfish's ``tools`` branch (``convert`` in
 ``src/tools/convert.cpp``, format rules in ``src/extra/nnue_data_binpack_format.h``; checked
 against files it wrote, see ``tests/test_training_data.py``).  Inputs may be gzip or Zstandard
@@ -37,9 +37,9 @@ import numpy as np
 from ..batch import position_problem
 from ..errors import TrainingDataError
 from ..inputs import STDIN, input_label, open_input, replacing, standard_stream
-from ..kernels import binpack as KB
-from ..kernels.attacks import PAWN_ATTACKS
-from ..kernels.features import BB_BLACK, BB_KINGS, BB_PAWNS, BB_ROOKS, BB_WHITE
+from ..kernels.data import binpack as KB
+from ..kernels.chess.attacks import PAWN_ATTACKS
+from ..kernels.chess.bitboard import BB_BLACK, BB_KINGS, BB_PAWNS, BB_ROOKS, BB_WHITE
 from ..kernels.threads import PARALLEL_LOCK
 from .parquet import _pa
 
@@ -89,7 +89,7 @@ class TrainingData:
         uint16[n], the FEN's full-move number.
     move : numpy.ndarray
         uint16[n], the move played, in the tools' ``CompressedMove`` layout (see
-        :mod:`nnue_infer.kernels.binpack`); :meth:`uci` gives text.
+        :mod:`nnue_infer.kernels.data.binpack`); :meth:`uci` gives text.
     score : numpy.ndarray
         int16[n], score in Stockfish's internal units from the side to move.
     ply : numpy.ndarray

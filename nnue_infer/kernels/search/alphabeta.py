@@ -6,7 +6,7 @@ buffers (see ``C_*``), passed by address so that the recursive calls take intege
 argument costs reference counting on every call).  The buffers are made and kept alive by
 :class:`nnue_infer.search.engine.Engine`:
 
-* ``arena``: an evaluator's arena header (:mod:`nnue_infer.kernels.arena`) with a stack of at
+* ``arena``: an evaluator's arena header (:mod:`nnue_infer.kernels.nnue.arena`) with a stack of at
   least ``MAX_PLY + 1`` plies; the position at search ply ``p`` is written to stack ply ``p`` and
   evaluated lazily from its nearest computed ancestor (``forward.evaluate_stack`` with
   ``trusted = p``: the plies below ``p`` hold the current line, their "computed" flags cleared
@@ -42,14 +42,14 @@ from typing import NamedTuple
 import numpy as np
 from numba import carray, njit
 
-from .. import forward
-from ..accumulator import STATE_FLAG
-from ..arena import config_views, header_arrays, header_at, scratch_views
-from ..attacks import SQUARE_BB
-from ..dense import SCRATCH_FEATURES, scratch_layout
-from ..features import (BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, king_square,
+from ..nnue import forward
+from ..nnue.accumulator import STATE_FLAG
+from ..nnue.arena import config_views, header_arrays, header_at, scratch_views
+from ..chess.attacks import SQUARE_BB
+from ..nnue.dense import SCRATCH_FEATURES, scratch_layout
+from ..chess.bitboard import (BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, king_square,
                         popcount)
-from ..movegen import MAX_MOVES, attackers, legal_moves, play, to_chess960
+from ..chess.movegen import MAX_MOVES, attackers, legal_moves, play, to_chess960
 from ..simd import address_pointer
 from .ordering import SEE_VALUES, captured_type, see
 from .tt import (BOUND_EXACT, BOUND_LOWER, BOUND_UPPER, MATE, MATE_BOUND, MAX_PLY, entry_bound, entry_depth,
@@ -330,7 +330,7 @@ class Kernels(NamedTuple):
 @functools.cache
 def kernels(config: forward.Config) -> Kernels:
     """The search kernels specialised for ``config`` (its fields are compile-time constants, as in
-    :func:`forward.kernels <nnue_infer.kernels.forward.kernels>`; each configuration compiles its own).
+    :func:`forward.kernels <nnue_infer.kernels.nnue.forward.kernels>`; each configuration compiles its own).
 
     ``search_root(ctx, depth, alpha, beta)``: one iteration of iterative deepening (a principal
     variation search of the root, row 0 of ``positions``, to ``depth`` plies inside the window

@@ -36,8 +36,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .attacks import KNIGHT_ATTACKS, SQUARE_BB, line_attacks, piece_attacks
-from .features import BB_BLACK, BB_KINGS, BB_PAWNS, BB_WHITE, lowest_square, popcount, without_lowest
+from ..chess.attacks import KNIGHT_ATTACKS, SQUARE_BB, line_attacks, piece_attacks
+from ..chess.bitboard import BB_BLACK, BB_KINGS, BB_PAWNS, BB_WHITE, lowest_square, popcount, without_lowest
 
 #: Number of FullThreats features per perspective (Stockfish 19, and Stockfish 18's variant).
 NUM_THREAT_FEATURES = 59_808
@@ -77,10 +77,10 @@ THREAT_SLOTS = (THREAT_SLOT >= 0).sum(axis=2).astype(np.int64)
 
 
 def _empty_board_attacks() -> np.ndarray:
-    """int64[12, 64]: :func:`~nnue_infer.kernels.attacks.piece_attacks` of White's (0..5) and
+    """int64[12, 64]: :func:`~nnue_infer.kernels.chess.attacks.piece_attacks` of White's (0..5) and
     Black's (6..11) P..K from each square of the empty board, computed in plain Python (the
     kernels' Python source: importing this module compiles nothing)."""
-    from .attacks import KING_ATTACKS, PAWN_ATTACKS
+    from ..chess.attacks import KING_ATTACKS, PAWN_ATTACKS
 
     lines = getattr(line_attacks, "py_func", line_attacks)
     out = np.zeros((12, 64), np.int64)
@@ -348,3 +348,15 @@ def active_relation_features(bitboards, threats, pairs, pair_offset, out, counts
         kings = bitboards[BB_KINGS] & bitboards[BB_WHITE + p]
         orient = relation_orientation(lowest_square(kings), p)
         counts[p] = relation_indices(entries, n, p, orient, threats, pair_offset, out[p])
+
+
+@njit(cache=True)
+def active_relation_features_batch(bitboards, threats, pairs, out, counts):
+    """:func:`~nnue_infer.kernels.nnue.threats.active_relation_features` of many positions.
+
+    ``bitboards`` int64[n, 8]; ``out`` int32[n, 2, >= MAX_RELATIONS] receives each position's
+    indices (White's perspective, then Black's; the relation list's order, entries past the
+    count left as they were); ``counts`` int64[n, 2].  The caller guarantees one king per side.
+    """
+    for i in range(bitboards.shape[0]):
+        active_relation_features(bitboards[i], threats, pairs, np.int64(0), out[i], counts[i])

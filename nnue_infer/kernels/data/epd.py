@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .fen import is_space
+from ..chess.fen import is_space
 
 #: ``fields`` value of a line whose fifth field is a number but which has no sixth (a FEN
 #: missing its full-move number).
@@ -54,7 +54,7 @@ OTHER, SPACE, NEWLINE, NUL = 0, 1, 2, 3
 
 def _byte_classes() -> np.ndarray:
     table = np.full(256, OTHER, np.uint8)
-    for c in [*range(9, 14), *range(28, 33)]:  # kernels.fen.is_space
+    for c in [*range(9, 14), *range(28, 33)]:  # kernels.chess.fen.is_space
         table[c] = SPACE
     table[10], table[0] = NEWLINE, NUL
     return table
@@ -75,7 +75,7 @@ def split_lines(buf, max_line, line_numbers, line_starts, fen_starts, fen_ends, 
     ``buf[fen_starts[i]:fen_ends[i]]`` (its first four fields, or six when the fifth and
     sixth are numbers), ``fields[i]`` (1-4, 6, or :data:`HALFMOVE_WITHOUT_FULLMOVE`) and the
     operations ``buf[ops_starts[i]:ops_ends[i]]`` (stripped; empty when none).  White space is
-    ``kernels.fen.is_space``'s.
+    ``kernels.chess.fen.is_space``'s.
 
     Stops at the first line longer than ``max_line`` bytes or holding a NUL byte:
     ``problem`` (int64[3]) is set to (:data:`LINE_TOO_LONG` or :data:`LINE_BINARY`, its
@@ -275,7 +275,7 @@ def split_operations(buf, ops_starts, ops_ends, rows, opcode_starts, opcode_ends
 def pack_rows(buf, starts, ends, out, offsets):
     """Copy ``buf[starts[i]:ends[i]]`` + ``\\n`` for every ``i`` into ``out``, row ``i`` at
     ``out[offsets[i]:offsets[i + 1]]`` (``offsets`` int64[n + 1] is filled; ``out`` needs
-    ``sum(ends - starts) + n`` bytes): the layout of ``kernels.batch.evaluate_fens``."""
+    ``sum(ends - starts) + n`` bytes): the layout of ``kernels.nnue.batch.evaluate_fens``."""
     pos = 0
     for i in range(starts.shape[0]):
         offsets[i] = pos

@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit, prange
 
-from . import simd
+from .. import simd
 from .activation import ACT_FLOAT, ACT_NONE, activate, ft_transform
 from .dense import affine, propagate_layer_stack, psqt_term, scratch_layout
-from .features import POS_OK, check_bitboards
+from ..chess.bitboard import POS_OK, check_bitboards
 from .forward import (P_BUCKET_DIVISOR, P_FC0_SIMD, P_FLOAT_OUTPUT, P_FT_ACTIVATION, P_FT_CLAMP, P_FT_SHIFT, P_PAIRS,
                       P_SIMD, P_SKIP_DEN, P_SKIP_INDEX, P_SKIP_MODE, P_SKIP_NUM, P_SKIP_SUB, P_THREATS, P_WEIGHT_SHIFT,
                       bucket_value, refresh_pair, relation_buffers)
@@ -75,7 +75,7 @@ def activations_batch(bitboards, stm, slot_table, king_buckets, params, ft_weigh
     Parameters
     ----------
     bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8, weights, biases, layers, max_pieces, scratch_len, n_chunks
-        As for :func:`nnue_infer.kernels.batch.evaluate_batch`.
+        As for :func:`nnue_infer.kernels.nnue.batch.evaluate_batch`.
     all_buckets : int
         1: run every layer stack (``z_out.shape[1]`` of them); 0: only the position's bucket.
     accs : int16[n, 2, L1], psqts : int32[n, 2, P]
@@ -89,7 +89,7 @@ def activations_batch(bitboards, stm, slot_table, king_buckets, params, ft_weigh
     positional : int32[n, k]
         Output: the layer stack's result with the forward skip (internal units x OutputScale).
     values : int32[n]
-        Output: the value, as :func:`nnue_infer.kernels.forward.evaluate_bitboards`.
+        Output: the value, as :func:`nnue_infer.kernels.nnue.forward.evaluate_bitboards`.
     codes : int32[n]
         Output: ``POS_OK`` or the row's problem (the row's other outputs are then left as they were).
     """

@@ -3,7 +3,7 @@
 A training position is held in columns (one row per position; see
 :class:`nnue_infer.io.training_data.TrainingData`):
 
-* ``bitboards`` int64[n, 8] in the :mod:`nnue_infer.kernels.features` layout (pawns .. kings,
+* ``bitboards`` int64[n, 8] in the :mod:`nnue_infer.kernels.chess.bitboard` layout (pawns .. kings,
   then White's and Black's pieces), ``stm`` uint8 (0 White), ``castling`` uint8 (1 White O-O,
   2 White O-O-O, 4 Black O-O, 8 Black O-O-O), ``ep`` int8 (en passant square, -1 none: set only
   when a capture is possible, as the tools do), ``rule50`` uint8, ``fullmove`` uint16;
@@ -27,9 +27,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks, piece_attacks
-from .features import BB_KINGS, BB_PAWNS, BB_ROOKS, BB_WHITE, lowest_square, popcount, without_lowest
-from .notation import king_attacked, put_square, put_uint, write_fen
+from ..chess.attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks, piece_attacks
+from ..chess.bitboard import BB_KINGS, BB_PAWNS, BB_ROOKS, BB_WHITE, lowest_square, popcount, without_lowest
+from ..chess.notation import king_attacked, put_square, put_uint, write_fen
 
 #: Move types of the ``move`` column (bits 14-15).
 NORMAL, PROMOTION, CASTLE, EN_PASSANT = range(4)

@@ -26,11 +26,11 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, njit
 
-from . import simd
-from .refcount import last_use
+from .. import simd
+from ..refcount import last_use
 # bare names, not ``simd.X``: Numba prunes a branch on a global (or a constant argument of a
 # specialised entry kernel, see ``forward.kernels``) compared with a global before typing it
-from .simd import (FC0_AVX2_PAIRED, FC0_AVX2_WIDE, ISA_AVX2, ISA_AVXVNNI, ISA_PORTABLE, ISA_VNNI512, TARGET_AVX2,
+from ..simd import (FC0_AVX2_PAIRED, FC0_AVX2_WIDE, ISA_AVX2, ISA_AVXVNNI, ISA_PORTABLE, ISA_VNNI512, TARGET_AVX2,
                    TARGET_VNNI256, TARGET_VNNI512)
 from .activation import ACT_F_NONE, ACT_FLOAT, ACT_NONE, activate, activate_float, activate_lanes
 
@@ -357,7 +357,7 @@ def scratch_layout(layers):
 @njit(cache=True, inline="always")
 def ft_input(scratch, layers):
     """The first layer's input bytes in ``scratch``: uint8[layers[0, 0]] (signed transformed
-    features as x + 128, see ``kernels.activation.ft_transform``)."""
+    features as x + 128, see ``kernels.nnue.activation.ft_transform``)."""
     start = scratch_layout(layers)[0]
     return scratch[start:].view(np.uint8)[:layers[0, COL_IN]]
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from . import simd
-from .refcount import last_use
-from .simd import ISA_PORTABLE  # a bare global: branches on it are pruned in specialised kernels
-from .features import changed_features, count_changes, king_frame, king_square
+from .. import simd
+from ..refcount import last_use
+from ..simd import ISA_PORTABLE  # a bare global: branches on it are pruned in specialised kernels
+from .feature_index import changed_features, count_changes, king_frame
+from ..chess.bitboard import king_square
 from .threats import MAX_RELATIONS, relation_changes, relation_indices, relation_list, relation_orientation
 
 #: Size of the int64 scratch of :func:`update_relations` (two relation lists, their difference)
@@ -247,7 +248,7 @@ def update_relations(old, new, p, threats, pairs, pair_offset, weights8, psqt8, 
     Parameters
     ----------
     old, new : int64[8]
-        Bitboards (see ``kernels.features``); ``new`` has one king per side.
+        Bitboards (see ``kernels.chess.bitboard``); ``new`` has one king per side.
     threats, pairs, pair_offset : int
         Which int8 sets the network has and where the pair rows start (``features.Int8Layout``).
     weights8, psqt8 : int8[F8, L], int32[F8, P]
@@ -293,7 +294,7 @@ def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psq
     ``psqts`` int32[pairs, 2, P] and ``state`` int64[pairs, 2, STATE_COLUMNS] (the piece set,
     as 8 bitboards, each accumulator was computed for, and a flag).  Pairs
     ``0 .. 2 * n_buckets - 1`` are the **refresh cache** ("Finny tables", Stockfish's
-    ``AccumulatorCaches``): entry ``key`` of :func:`~nnue_infer.kernels.features.king_frame`
+    ``AccumulatorCaches``): entry ``key`` of :func:`~nnue_infer.kernels.nnue.feature_index.king_frame`
     holds the last accumulator computed in that king frame and its piece set.  Pair
     ``empty`` holds the biases and an empty piece set and is never written.
 
@@ -307,7 +308,7 @@ def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psq
     Parameters
     ----------
     new : int64[8]
-        Bitboards of the target position (see ``kernels.features``).
+        Bitboards of the target position (see ``kernels.chess.bitboard``).
     p : int
         Perspective, 0 White, 1 Black.
     src, dst, empty : int
@@ -315,7 +316,7 @@ def update_perspective(new, p, src, dst, empty, accs, psqts, state, weights, psq
     weights, psqt_weights : int16[F, L], int32[F, P]
         The feature transformer.
     slot_table, king_buckets, mirror, num_slots
-        The feature set (see :func:`~nnue_infer.kernels.features.active_features`).
+        The feature set (see :func:`~nnue_infer.kernels.nnue.feature_index.active_features`).
     added, removed : int32[>= 64]
         Scratch.
     weights8, psqt8, threats, pairs, pair_offset, rel, idx

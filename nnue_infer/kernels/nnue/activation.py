@@ -46,9 +46,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from . import simd
-from .refcount import last_use
-from .simd import ISA_PORTABLE  # a bare global: branches on it are pruned in specialised kernels
+from .. import simd
+from ..refcount import last_use
+from ..simd import ISA_PORTABLE  # a bare global: branches on it are pruned in specialised kernels
 
 #: Hidden-layer activation codes used in the layer table (see ``dense.propagate_layer_stack``).
 ACT_NONE = 0  #: output layer: raw int32

@@ -20,7 +20,8 @@ from .accumulator import (INDEX_SCRATCH, RELATION_SCRATCH, STATE_FLAG, refresh_a
 from .activation import ACT_FLOAT, ft_transform
 from .dense import (COL_ACT, LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, ft_input, propagate_layer_stack, psqt_term,
                     scratch_layout, tdiv, wrap_int32)
-from .features import BB_BLACK, BB_WHITE, POS_OK, active_features, check_bitboards, popcount
+from ..chess.bitboard import BB_BLACK, BB_WHITE, POS_OK, check_bitboards, popcount
+from .feature_index import active_features
 
 #: Indices into the ``params`` int64 array.  ``P_CACHE_PAIRS``: refresh-cache entries per
 #: perspective (pairs ``0 .. P_CACHE_PAIRS - 1`` of the incremental kernels' arrays).
@@ -150,9 +151,9 @@ def refresh_pair(bitboards, slot_table, king_buckets, params, ft_weights, ft_bia
 def evaluate_refresh(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8,
                      psqt8, weights, biases, layers, feats, counts, acc, psqt_acc, scratch, refresh, value):
     """Full-refresh evaluation of one position (the body of the batch kernels' rows,
-    ``kernels.batch.kernels``).
+    ``kernels.nnue.batch.kernels``).
 
-    Parameters are the validated bitboards (int64[8], see ``kernels.features``), the side
+    Parameters are the validated bitboards (int64[8], see ``kernels.chess.bitboard``), the side
     to move (0 White, 1 Black), the feature set's tables, ``params`` (int64[N_PARAMS]),
     the network's arrays (compute layout; ``weights8``/``psqt8`` the int8 feature rows), scratch
     buffers: ``feats`` int32[2, 32], ``counts`` int64[2], ``acc`` int16[2, L1], ``psqt_acc``
@@ -203,7 +204,7 @@ def evaluate_fresh(stm, params, slot_table, king_buckets, layers, ft_weights, ps
                    biases, accs, psqts, state, scratch, feats, counts, rel, idx, refresh, value):
     """Full-refresh evaluation of one position, on the arrays of :func:`evaluate_stack`.
 
-    Inlined into its caller (``kernels.arena``'s ``evaluate_board``, which builds every argument as a
+    Inlined into its caller (``kernels.nnue.arena``'s ``evaluate_board``, which builds every argument as a
     view of the evaluator's arrays).  The caller has written the position's bitboards to
     ``state[work, 0, :8]``, where ``work = params[P_CACHE_PAIRS] + 1`` is the first scratch pair;
     both perspectives are refreshed with the biases pair's biases into pair ``work`` (the refresh cache
@@ -271,13 +272,13 @@ def evaluate_stack(ply, stm, trusted, params, slot_table, king_buckets, layers, 
                    psqt8, weights, biases, accs, psqts, state, scratch, added, removed, rel, idx, update, value):
     """Evaluate the position at ``ply`` of an accumulator stack, updating lazily.
 
-    Inlined into its caller (``kernels.arena``'s ``evaluate_ply``, which builds every argument as a
+    Inlined into its caller (``kernels.nnue.arena``'s ``evaluate_ply``, which builds every argument as a
     view of the evaluator's arrays: one compiled function, no reshapes or dtype views at run time).
     ``params``, ``slot_table``, ``king_buckets`` and ``layers`` are the parts of the ``cfg`` array
     (see :func:`unpack_config`); the network's arrays are in compute layout (``weights8``/``psqt8``
     the int8 feature rows).  Pairs of ``accs`` int16[pairs, 2, L1], ``psqts`` int32[pairs, 2, P]
     and ``state`` int64[pairs, 2, STATE_COLUMNS] (see
-    :func:`~nnue_infer.kernels.accumulator.update_perspective`) are: the refresh cache
+    :func:`~nnue_infer.kernels.nnue.accumulator.update_perspective`) are: the refresh cache
     (``params[P_CACHE_PAIRS]`` pairs), the biases with an empty piece set, two scratch pairs, then
     one pair per ply.  The caller has written the position's bitboards to ``state[pair, 0, :8]``
     where ``pair = P_CACHE_PAIRS + 3 + ply``.  Plies below ``trusted`` have correct "computed"
@@ -303,8 +304,8 @@ def evaluate_stack(ply, stm, trusted, params, slot_table, king_buckets, layers, 
 
 
 class Stages(NamedTuple):
-    """The stages of one :class:`Config` that the entry kernels (here, ``kernels.arena``,
-    ``kernels.batch``, ``kernels.children``) call instead of inlining: each is compiled once per
+    """The stages of one :class:`Config` that the entry kernels (here, ``kernels.nnue.arena``,
+    ``kernels.nnue.batch``, ``kernels.nnue.children``) call instead of inlining: each is compiled once per
     configuration and linked into every entry kernel that calls it, rather than typed and optimised
     again inside each of them (issue 19: the layer stack inlined into six entry kernels was most of
     a cold compile).  The call costs a few nanoseconds an evaluation.

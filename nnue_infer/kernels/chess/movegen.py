@@ -1,6 +1,6 @@
 """Legal moves of a position from bitboards, in python-chess's ``Board.legal_moves`` order.
 
-A position is what :mod:`nnue_infer.kernels.features` reads (``bitboards`` int64[8]: pawns,
+A position is what :mod:`nnue_infer.kernels.chess.bitboard` reads (``bitboards`` int64[8]: pawns,
 knights, bishops, rooks, queens, kings, White's pieces, Black's pieces; a1 = bit 0) plus the
 side to move (0 White, 1 Black), the castling rights as python-chess's
 ``Board.clean_castling_rights()`` (a bitboard of the rooks that may castle), the en passant
@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks as _line_attacks
-from .features import (BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, king_square,
+from .bitboard import (BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, king_square,
                        lowest_square, popcount, without_lowest)
 
 #: The size of a move buffer: the most legal moves of any position the kernels accept (one king a side,
@@ -80,7 +80,7 @@ RANKS = (np.uint64(0xFF) << (np.arange(8, dtype=np.uint64) * np.uint64(8))).view
 
 @njit(cache=True)
 def line_attacks(sq, occupied, first, last):
-    """:func:`~nnue_infer.kernels.attacks.line_attacks` as one compiled function (called, not inlined:
+    """:func:`~nnue_infer.kernels.chess.attacks.line_attacks` as one compiled function (called, not inlined:
     the generator uses it in many places, and each inlined copy costs compile time)."""
     return _line_attacks(sq, occupied, first, last)
 

@@ -2,8 +2,8 @@
 
 Stockfish prints no NNUE evaluation when the side to move is in check, and a network's number
 for a finished game means nothing; the file mode flags such rows.  Only attack arithmetic
-runs here (:mod:`nnue_infer.kernels.attacks`): rows this filter cannot clear get their legal
-moves counted (python-chess's rules, compiled in :mod:`nnue_infer.kernels.movegen`), or, where
+runs here (:mod:`nnue_infer.kernels.chess.attacks`): rows this filter cannot clear get their legal
+moves counted (python-chess's rules, compiled in :mod:`nnue_infer.kernels.chess.movegen`), or, where
 castling could matter, go to python-chess's ``Board.is_checkmate`` / ``is_stalemate``
 (:func:`nnue_infer.io.score.outcome_code`).  :func:`parse_fens_status` does it all in the pass
 that parses the FENs (one walk over the rows, the bitboards still in cache).
@@ -28,8 +28,8 @@ import numpy as np
 from numba import njit, prange
 
 from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks, piece_reach
-from .features import BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, POS_OK, \
-    check_bitboards, lowest_square, without_lowest
+from .bitboard import (BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, POS_OK, check_bitboards,
+                       lowest_square, without_lowest)
 from .fen import FEN_OK, parse_fen
 from .movegen import MAX_MOVES, legal_moves
 
@@ -185,11 +185,11 @@ def _outcome(buf, start, end, bitboards, stm, in_check, moves):
 @njit(parallel=True, cache=True)
 def parse_fens_status(buf, offsets, max_pieces, bitboards, stm, codes, problem_offsets, in_check, outcome):
     """Parse ``n`` FENs and flag each position, in one parallel pass (``buf`` uint8 / ``offsets`` int64[n + 1]
-    as :func:`nnue_infer.kernels.fen.parse_fens` reads them).
+    as :func:`nnue_infer.kernels.chess.fen.parse_fens` reads them).
 
-    Fills what :func:`~nnue_infer.kernels.fen.parse_fens` fills (``bitboards`` int64[n, 8], ``stm`` uint8[n],
+    Fills what :func:`~nnue_infer.kernels.chess.fen.parse_fens` fills (``bitboards`` int64[n, 8], ``stm`` uint8[n],
     ``codes`` int32[n], ``problem_offsets`` int64[n]) and, for a row that parses and that a feature set of
-    ``max_pieces`` (int64) can represent (:func:`~nnue_infer.kernels.features.check_bitboards`),
+    ``max_pieces`` (int64) can represent (:func:`~nnue_infer.kernels.chess.bitboard.check_bitboards`),
     ``in_check`` bool[n] (:func:`position_status`) and ``outcome`` int8[n]: :data:`OUTCOME_NONE` where the
     filter clears it, else from its legal moves (:func:`_outcome`: :data:`OUTCOME_CHECKMATE`,
     :data:`OUTCOME_STALEMATE`, or :data:`OUTCOME_ASK`).  Other rows get ``in_check`` false and

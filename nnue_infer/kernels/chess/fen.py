@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .features import BB_BISHOPS, BB_BLACK, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE
+from .bitboard import BB_BISHOPS, BB_BLACK, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE
 
 #: Per-row result codes of :func:`parse_fen` (0: valid).
 (FEN_OK, FEN_EMPTY, FEN_BAD_CHARACTER, FEN_TWO_DIGITS, FEN_BAD_TILDE, FEN_RANK_LENGTH, FEN_RANK_COUNT,
@@ -228,7 +228,7 @@ def fen_fields(buf, bitboards):
 
     Returns ``(fields, stm)``: the number of white-space separated fields (-1 when
     :func:`parse_fen` refuses the text) and the side to move (0 White, 1 Black).  Used by
-    ``kernels.arena``'s ``evaluate_fen`` (the string path of ``Evaluator.evaluate``).
+    ``kernels.nnue.arena``'s ``evaluate_fen`` (the string path of ``Evaluator.evaluate``).
     """
     # copied into a uint8 array, the batch path's buffer type (``positions.fen_buffer``), so the parser
     # compiles one signature for both callers (a FEN is ~60 bytes: the copy costs tens of ns)

@@ -8,7 +8,7 @@ address and shape of each of its arrays into a header (:func:`write_header`) and
 header's *address*; :func:`evaluate_ply` and :func:`evaluate_board` rebuild the arrays from it
 (views, no copy), write the position's bitboards (given as a tuple of Python ints, see
 :data:`POSITION`) into the evaluator's state and run the kernels of
-:mod:`~nnue_infer.kernels.forward`.  Both are made per ``forward.Config`` (:func:`kernels`).
+:mod:`~nnue_infer.kernels.nnue.forward`.  Both are made per ``forward.Config`` (:func:`kernels`).
 
 The caller keeps the header and every array alive while the address is in use and rewrites the
 header whenever it replaces an array (the header holds raw addresses; they are never pickled).
@@ -28,8 +28,8 @@ from numba import carray, njit, types
 from . import forward
 from .accumulator import INDEX_SCRATCH, RELATION_SCRATCH, STATE_FLAG
 from .dense import LAYER_TABLE_COLUMNS, SCRATCH_FEATURES, scratch_layout
-from .fen import fen_fields
-from .simd import address_pointer as _pointer
+from ..chess.fen import fen_fields
+from ..simd import address_pointer as _pointer
 
 #: The arrays a header stands for, in the order of the ``forward`` kernels' arguments: name,
 #: dtype, number of dimensions.  Each takes ``SLOT`` int64 entries: address, then the shape.
@@ -134,7 +134,7 @@ def scratch_views(h, params, layers):
 
 @njit(cache=True, inline="always")
 def ply_value(address, ply, trusted, position, update, value):
-    """:func:`forward.evaluate_stack <nnue_infer.kernels.forward.evaluate_stack>` of ``position``
+    """:func:`forward.evaluate_stack <nnue_infer.kernels.nnue.forward.evaluate_stack>` of ``position``
     (a :data:`POSITION` tuple) at ``ply`` on the arrays of the header at ``address``; ``update`` and
     ``value``: the configuration's ``forward.Stages`` members.
 
@@ -160,7 +160,7 @@ def ply_value(address, ply, trusted, position, update, value):
 
 @njit(cache=True, inline="always")
 def board_value(address, position, refresh, value):
-    """:func:`forward.evaluate_fresh <nnue_infer.kernels.forward.evaluate_fresh>` of ``position``
+    """:func:`forward.evaluate_fresh <nnue_infer.kernels.nnue.forward.evaluate_fresh>` of ``position``
     (a :data:`POSITION` tuple, written to the first scratch pair) on the arrays of the header at
     ``address``: a full refresh; the value or ``INVALID_POSITION``.  ``refresh`` and ``value``: the
     configuration's ``forward.Stages`` members.  The active features go to the
@@ -190,7 +190,7 @@ class Kernels(NamedTuple):
 @functools.cache
 def kernels(config: forward.Config) -> Kernels:
     """The Evaluator's per-position kernels specialised for ``config`` (its fields are compile-time
-    constants, as in :func:`forward.kernels <nnue_infer.kernels.forward.kernels>`).
+    constants, as in :func:`forward.kernels <nnue_infer.kernels.nnue.forward.kernels>`).
 
     ``evaluate_ply(address, ply, trusted, position)``: :func:`ply_value`.
 
@@ -198,7 +198,7 @@ def kernels(config: forward.Config) -> Kernels:
 
     ``evaluate_fen(address, buf)``: parses one FEN, the whole of ``buf`` (``bytes``), and evaluates
     it as ``evaluate_board`` (the string path of ``Evaluator.evaluate``).  Returns ``(fields,
-    value)``: the number of white-space separated fields (-1 when ``kernels.fen.parse_fen``
+    value)``: the number of white-space separated fields (-1 when ``kernels.chess.fen.parse_fen``
     refuses the text; nothing is evaluated then, nor with other than 4 or 6 fields: python-chess's
     path names the missing field) and the value (or ``INVALID_POSITION``).
     """

@@ -12,7 +12,7 @@ SAN disambiguation among legal moves only, ``+`` / ``#`` suffixes.
 
 It decides no rule of its own: the moves were validated by the parser, which also says
 whether a game ends in checkmate or stalemate.  What it needs beyond formatting is attack
-arithmetic on bitboards (:mod:`nnue_infer.kernels.attacks`): is the side to move in check,
+arithmetic on bitboards (:mod:`nnue_infer.kernels.chess.attacks`): is the side to move in check,
 would a rival piece that also reaches the target square leave its king attacked (then it does
 not count for SAN disambiguation), is an en passant capture possible without exposing the king.
 
@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks, piece_attacks
-from .features import BB_BLACK, BB_KINGS, BB_WHITE, king_square, lowest_square, without_lowest
+from .bitboard import BB_BLACK, BB_KINGS, BB_WHITE, king_square, lowest_square, without_lowest
 
 #: Piece codes of the boards (White; Black adds ``BLACK_OFFSET``).
 EMPTY, PAWN, KNIGHT, BISHOP, ROOK, QUEEN, KING = range(7)

@@ -11,6 +11,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from nnue_infer.kernels.cache import register
+
+register(__file__)  # cached like the kernels, stamped with them and this file
+
 
 @njit(cache=True)
 def sum_rows(indices, pad, weights, out):

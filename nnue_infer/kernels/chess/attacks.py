@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .features import BB_KINGS, BB_PAWNS, BB_WHITE
+from .bitboard import BB_KINGS, BB_PAWNS, BB_WHITE
 
 
 def _square_bb() -> np.ndarray:
@@ -87,7 +87,7 @@ def piece_attacks(piece_type, colour, sq, occupied):
 @njit(cache=True, inline="always")
 def piece_reach(bitboards, sq, occupied):
     """Squares attacked by the piece standing on ``sq`` (0 if none) of a position's ``bitboards``
-    (int64[8], :mod:`nnue_infer.kernels.features` layout: pawns .. kings by type, then White's
+    (int64[8], :mod:`nnue_infer.kernels.chess.bitboard` layout: pawns .. kings by type, then White's
     and Black's pieces), with ``occupied`` squares blocking the sliders: :func:`piece_attacks`
     of whatever piece is there."""
     bit = SQUARE_BB[sq]

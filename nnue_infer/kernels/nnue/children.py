@@ -1,7 +1,7 @@
 """Every child of a position evaluated in one call: legal moves generated and played in compiled
 code, each child one incremental update from its parent's accumulator.
 
-The kernels work on an evaluator's arena header (see :mod:`~nnue_infer.kernels.arena`) and are made
+The kernels work on an evaluator's arena header (see :mod:`~nnue_infer.kernels.nnue.arena`) and are made
 per ``forward.Config`` (:func:`kernels`: a network compiles its own path only).  The parent goes to
 some ply of the accumulator stack and is brought up to date as ``Evaluator.evaluate`` does
 (``forward.update_stack``: from the nearest computed ancestor below ``trusted``, or through the
@@ -36,13 +36,13 @@ from numba.extending import intrinsic, overload
 
 from .accumulator import STATE_FLAG, update_accumulator, update_relations
 from .arena import config_views, header_arrays, header_at, put_position, scratch_views
-from .features import (BB_WHITE, POS_BLACK_KINGS, POS_INCONSISTENT, POS_OK, POS_WHITE_KINGS, changed_features,
-                       check_bitboards, king_frame, king_square)
+from ..chess.bitboard import BB_WHITE, POS_BLACK_KINGS, POS_INCONSISTENT, POS_OK, POS_WHITE_KINGS, check_bitboards, king_square
+from .feature_index import changed_features, king_frame
 from .forward import (INVALID_POSITION, P_CACHE_PAIRS, P_MAX_PIECES, P_MIRROR, P_NUM_SLOTS, P_PAIR_OFFSET, P_PAIRS,
                       P_THREATS, Config, evaluate_pair, stages, update_stack)
-from .movegen import MAX_MOVES, attackers, legal_moves, play, to_chess960
-from .refcount import last_use
-from .simd import address_pointer
+from ..chess.movegen import MAX_MOVES, attackers, legal_moves, play, to_chess960
+from ..refcount import last_use
+from ..simd import address_pointer
 
 OPPONENT_IN_CHECK = -(1 << 60)
 ILLEGAL_MOVE = -(1 << 50)
@@ -111,7 +111,7 @@ def child_delta(parent, child, kings, orients, bases, slot_table, ft_weights, ps
 
 @njit(cache=True, inline="always")
 def as_position(bitboards, white_to_move):
-    """A position tuple of :data:`nnue_infer.kernels.arena.POSITION` (uint64 bitboards, side to move)."""
+    """A position tuple of :data:`nnue_infer.kernels.nnue.arena.POSITION` (uint64 bitboards, side to move)."""
     return (np.uint64(bitboards[0]), np.uint64(bitboards[1]), np.uint64(bitboards[2]), np.uint64(bitboards[3]),
             np.uint64(bitboards[4]), np.uint64(bitboards[5]), np.uint64(bitboards[6]), np.uint64(bitboards[7]),
             white_to_move)
@@ -264,14 +264,14 @@ class Kernels(NamedTuple):
 @functools.cache
 def kernels(config: Config) -> Kernels:
     """The children kernels specialised for ``config`` (its fields are compile-time constants, as in
-    :func:`forward.kernels <nnue_infer.kernels.forward.kernels>`).
+    :func:`forward.kernels <nnue_infer.kernels.nnue.forward.kernels>`).
 
     ``evaluate_children(address, ply, trusted, position, castling, ep, chess960, n_given,
     with_parent, io)``: values of the positions after the legal moves (or the given ones) of
     ``position``.  Arrays travel as addresses (ints unbox in a few ns, each array argument
     costs about 0.35 us of a call from Python).
 
-    * ``address``: an arena header (:func:`nnue_infer.kernels.arena.write_header`);
+    * ``address``: an arena header (:func:`nnue_infer.kernels.nnue.arena.write_header`);
     * ``ply``, ``trusted``: the parent goes to pair ``ply`` of the stack (as
       ``arena.kernels(config).evaluate_ply(address, ply, trusted, position)`` would compute it),
       the children to pair ``ply + 1``: the header needs ``ply + 2`` plies;
@@ -279,7 +279,7 @@ def kernels(config: Config) -> Kernels:
       True: White); ``castling`` uint64 ``Board.clean_castling_rights()``; ``ep`` int
       ``Board.ep_square`` (0 for none); ``chess960`` bool;
     * ``n_given``: -1 for every legal move, else the number of move codes
-      (:mod:`~nnue_infer.kernels.movegen`) given in ``moves`` (castling king-to-target or
+      (:mod:`~nnue_infer.kernels.chess.movegen`) given in ``moves`` (castling king-to-target or
       king-takes-rook, as python-chess accepts it);
     * ``with_parent`` bool: also run the parent's layer stack (its value is returned, else 0);
     * ``io``: address of the int32 buffer of :func:`io_views` (``nnue_infer.children.io_buffer``):
@@ -295,7 +295,7 @@ def kernels(config: Config) -> Kernels:
     moves, values, results)``: ``evaluate_children`` of ``n`` positions on all cores, into CSR
     arrays.  ``addresses`` int64[threads]: one arena header per Numba thread
     (``numba.get_num_threads()``), each with its own accumulators (two plies at least), refresh
-    cache and scratch; ``bitboards`` int64[n, 8] (:mod:`nnue_infer.kernels.features` layout),
+    cache and scratch; ``bitboards`` int64[n, 8] (:mod:`nnue_infer.kernels.chess.bitboard` layout),
     ``stm`` uint8[n] (0 White), ``castling`` int64[n], ``ep`` int64[n] (0 none), ``chess960``
     uint8[n]; the children of row ``i`` go to ``moves`` / ``values`` ``[offsets[i]:offsets[i +
     1]]`` (``offsets`` int64[n + 1] from :func:`count_legal_moves`); ``n_chunks`` contiguous chunks

@@ -2,7 +2,7 @@
 
 Each thread takes contiguous chunks of rows and owns its scratch buffers (features,
 accumulators, transformed features), so a row is evaluated exactly as
-:func:`~nnue_infer.kernels.forward.evaluate_refresh` evaluates a single position.  The kernels
+:func:`~nnue_infer.kernels.nnue.forward.evaluate_refresh` evaluates a single position.  The kernels
 are made per ``forward.Config`` (:func:`kernels`), like the single-position ones.
 The number of threads is Numba's (``numba.set_num_threads``).  Every architecture the
 single-position kernels handle (feature sets, activations, float hidden layers) is handled
@@ -20,8 +20,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .features import POS_OK, check_bitboards
-from .fen import FEN_OK, parse_fen
+from ..chess.bitboard import POS_OK, check_bitboards
+from ..chess.fen import FEN_OK, parse_fen
 from .forward import INVALID_POSITION, Config, evaluate_refresh, stages
 
 
@@ -30,7 +30,7 @@ def evaluate_row(i, bitboards, stm, slot_table, king_buckets, params, ft_weights
                  psqt8, weights, biases, layers, max_pieces, feats, counts, acc, psqt_acc, scratch, values, codes,
                  refresh, value):
     """Evaluate row ``i``'s bitboards (int64[8]) into ``values[i]`` (0 if the position cannot be
-    represented) and its :func:`~nnue_infer.kernels.features.check_bitboards` code into ``codes[i]``."""
+    represented) and its :func:`~nnue_infer.kernels.chess.bitboard.check_bitboards` code into ``codes[i]``."""
     value = evaluate_refresh(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
                              weights8, psqt8, weights, biases, layers, feats, counts, acc, psqt_acc, scratch,
                              refresh, value)
@@ -52,7 +52,7 @@ class Kernels(NamedTuple):
 @functools.cache
 def kernels(config: Config) -> Kernels:
     """``evaluate_batch`` and ``evaluate_fens`` specialised for ``config`` (compile-time constants,
-    as in :func:`forward.kernels <nnue_infer.kernels.forward.kernels>`).
+    as in :func:`forward.kernels <nnue_infer.kernels.nnue.forward.kernels>`).
 
     ``evaluate_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases,
     psqt_weights, weights8, psqt8, weights, biases, layers, max_pieces, scratch_len, n_chunks,
@@ -65,7 +65,7 @@ def kernels(config: Config) -> Kernels:
         Side to move, 0 White, 1 Black.
     slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8, weights, biases, layers
         The feature set's tables, scalar parameters and the network's arrays, as for
-        :func:`~nnue_infer.kernels.forward.evaluate_refresh`.
+        :func:`~nnue_infer.kernels.nnue.forward.evaluate_refresh`.
     max_pieces : int
         Most pieces the feature set accepts (32); the width of the feature scratch buffer.
     scratch_len : int
@@ -80,12 +80,12 @@ def kernels(config: Config) -> Kernels:
         Output: the value of each valid row in internal units, side to move's point of
         view (0 for invalid rows).
     codes : int32[n]
-        Output: ``POS_OK`` or the row's problem (see :func:`~nnue_infer.kernels.features.check_bitboards`).
+        Output: ``POS_OK`` or the row's problem (see :func:`~nnue_infer.kernels.chess.bitboard.check_bitboards`).
 
     ``evaluate_fens(buf, offsets, slot_table, ..., layers, max_pieces, scratch_len, n_chunks,
     values, fen_codes, fen_offsets, codes)`` parses, validates and evaluates ``n`` FENs in one
     parallel pass.  ``buf`` (uint8) and ``offsets`` (int64[n + 1]) hold the FENs as for
-    :func:`~nnue_infer.kernels.fen.parse_fen`; ``fen_codes`` (int32[n]) and ``fen_offsets``
+    :func:`~nnue_infer.kernels.chess.fen.parse_fen`; ``fen_codes`` (int32[n]) and ``fen_offsets``
     (int64[n], offset within the row, -1 when valid) receive its per-row result.  Rows that
     parse are then checked and evaluated as by ``evaluate_batch`` (``codes``, ``values``);
     rows that do not get ``values`` 0 and ``codes`` ``POS_OK``.
