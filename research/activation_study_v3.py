@@ -236,16 +236,13 @@ def _data_dir(out: Path) -> Path:
 def _seen(out: Path):
     """The data set's position-hash set (``data/seen.npy``) and the files it covers (``data/seen.json``);
     starts with the dev corpus's positions."""
-    import chess
-
-    from nnue_infer.training.datagen import position_key, read_exclude
+    from nnue_infer.training.datagen import read_exclude
     from nnue_infer.training.positionset import PositionSet, position_hashes
 
     d = _data_dir(out)
     if (d / "seen.npy").exists():
         return PositionSet.load(d / "seen.npy"), json.loads((d / "seen.json").read_text())
     keys = np.array(sorted(read_exclude(shared_dir() / "data" / "positions-dev.jsonl")), np.uint64).reshape(-1, 9)
-    del chess, position_key
     return PositionSet(position_hashes(keys[:, :8], (keys[:, 8] ^ 1).astype(np.uint8))), {"files": []}
 
 

@@ -116,7 +116,7 @@ def compress_move(board: chess.Board, move: chess.Move) -> int:
     """``move`` of ``board``'s side to move in the tools' ``CompressedMove`` layout (type in bits
     14-15: 0 normal, 1 promotion, 2 castling as king takes own rook, 3 en passant; from square in
     bits 8-13, to square in 2-7, promotion piece 0 knight .. 3 queen in 0-1; the layout of
-    :mod:`nnue_infer.kernels.binpack`, from Stockfish's ``tools`` ``nnue_data_binpack_format.h``)."""
+    :mod:`nnue_infer.kernels.data.binpack`, from Stockfish's ``tools`` ``nnue_data_binpack_format.h``)."""
     if board.is_castling(move):
         rook_file = 7 if board.is_kingside_castling(move) else 0
         to = chess.square(rook_file, chess.square_rank(move.from_square))
@@ -142,7 +142,6 @@ def _bitboards(board: chess.Board) -> list[int]:
 def _opening(rng: np.random.Generator, starts: list[chess.Board], s: SearchPlaySettings) -> chess.Board:
     """A game's first position (module docstring): a game position, a random endgame or the standard
     position, then random legal moves (never ending the game)."""
-    from . import walk as W
     from .selfplay import random_endgame
 
     u = rng.random()
@@ -150,10 +149,9 @@ def _opening(rng: np.random.Generator, starts: list[chess.Board], s: SearchPlayS
         board, plies = starts[int(rng.integers(len(starts)))].copy(stack=False), int(rng.integers(0, s.random_plies // 2 + 1))
     elif u < (s.start_fraction if starts else 0.0) + s.endgame_fraction:
         stream = np.array([rng.integers(0, 2**63)], np.uint64)
-        return random_endgame(stream, s.endgame_pieces)  # W's SplitMix64 stream, seeded from rng
+        return random_endgame(stream, s.endgame_pieces)  # a SplitMix64 stream (training.walk) seeded from rng
     else:
         board, plies = chess.Board(), int(rng.integers(2, s.random_plies + 1))
-    del W
     for _ in range(plies):
         moves = list(board.legal_moves)
         if not moves:
