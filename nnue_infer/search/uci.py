@@ -187,13 +187,12 @@ class UciSession:
         from ..resources import network_from_spec
 
         self.network = network if isinstance(network, Network) else network_from_spec(network)
-        self.network_spec = network if isinstance(network, str) else "default" if network is None else "(given)"
         self._write = write
         self._write_lock = threading.Lock()
         self._engine_factory = engine_factory
         self.engine = None
         self.values = {o.name: o.default for o in OPTIONS}
-        self.values["EvalFile"] = self.network_spec
+        self.values["EvalFile"] = network if isinstance(network, str) else "default" if network is None else "(given)"
         self.board = chess.Board()
         self.position_given = False
         self._worker: threading.Thread | None = None
