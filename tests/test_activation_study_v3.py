@@ -90,12 +90,12 @@ def _toy_results() -> dict:
     for w, n in cfg.cells:
         for v in S.VARIANTS:
             for lr in (2e-3, 4e-3, 8e-3):
-                runs.append({"run": S.Run(v, 0, w, n, lr, "sweep").name, "variant": v, "seed": 0, "budget": n,
+                runs.append({"run": S.Run(v, 0, n, lr, "sweep", w).name, "variant": v, "seed": 0, "budget": n,
                              "ft_width": w, "cell_ft_width": w, "lr": lr, "role": "sweep", "positions_seen": n,
                              "unique_positions": n, "quantised_val_loss": 1e-3 + abs(math.log2(lr / 4e-3)) * 1e-4,
                              "quantised_test_mae_cp": 60.0, "train_seconds": 1.0})
             for i, s in enumerate(cfg.seeds):
-                runs.append({"run": S.Run(v, s, w, n, 4e-3).name, "variant": v, "seed": s, "budget": n, "ft_width": w,
+                runs.append({"run": S.Run(v, s, n, 4e-3, ft_width=w).name, "variant": v, "seed": s, "budget": n, "ft_width": w,
                              "cell_ft_width": w, "lr": 4e-3, "role": "main", "positions_seen": n, "unique_positions": n,
                              "quantised_test_mae_cp": base[n][i] + offsets[v][i], "quantised_val_loss": 1e-3,
                              "float_val_loss": 1e-3, "ft_nonzero_chunk_share": 0.5, "inference_us_per_position": 1.0,
