@@ -238,7 +238,7 @@ def crosscheck(float_path, quant_path, positions, plot, worst, as_json, threads,
     from ..errors import NnueError
     from ..float_network import FloatNetwork
     from ..formats import load
-    from ..quantise import dequantise
+    from ..quantisation import dequantise
 
     set_threads(threads)
     if plot:

@@ -69,7 +69,7 @@ from dataclasses import asdict, dataclass
 import chess
 import numpy as np
 
-from ..errors import NnueError
+from ..errors import DatasetFormatError
 from ..inputs import numbered_lines
 from ..network import network_digest
 
@@ -77,10 +77,6 @@ FORMAT = "nnue-infer-positions-1"
 #: ``meta["generator"]`` of files made by this version (compiled walk, SplitMix64 streams).
 GENERATOR = "walk-1"
 SOURCE_PERTURBATION, SOURCE_PLAYOUT = 0, 1
-
-
-class DatasetFormatError(NnueError, ValueError):
-    """A positions file is malformed (missing key, wrong dtype/shape, unknown format)."""
 
 
 @dataclass(frozen=True)
