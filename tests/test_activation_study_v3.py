@@ -125,3 +125,12 @@ def test_report_primary_analysis_on_a_toy_study(tmp_path):
     assert "2.00 cp per doubling of data" in text and "| bilinear | pairwise | 200 | 5, 20, 40, 25, 10 | +12.0 +- 30.0" in text
     assert "Every run trained on distinct positions" in text and "{" not in text
     assert (tmp_path / "activation-study-v3" / "differences.png").stat().st_size > 1000
+
+
+def test_elo_hook_plays_a_match_with_the_issues_fields(tmp_path):
+    """The Elo stage's hook against the real match runner: one game pair at 50 nodes."""
+    net = Path(__file__).resolve().parents[1] / "weights" / "nnue-infer-default.safetensors"
+    result = S.play_match(net, net, S.Config(elo_nodes=50, elo_game_pairs=1), tmp_path / "m.pgn")
+    assert set(S.MATCH_FIELDS) - {"a", "b"} <= set(result)
+    assert result["games"] == 2 and sum(result["pentanomial"]) == 1 and len(result["pentanomial"]) == 5
+    assert result["sprt"]["settings"]["elo1"] == 10.0 and (tmp_path / "m.pgn").read_text().count("[Result ") == 2
