@@ -181,7 +181,8 @@ def tables(raw: dict) -> dict:
                      + " |")
     out["elo_table"] = "\n".join(lines) if matches else "No match played yet (`python research/activation_study_v3.py elo --out DIR`)."
     bad = [r["run"] for r in raw["runs"] if r["unique_positions"] != r["positions_seen"]]
-    out["distinct"] = ("Every run trained on distinct positions (`unique_positions == positions_seen`)." if not bad
+    out["distinct"] = ("" if not raw["runs"] else
+                       "Every run trained on distinct positions (`unique_positions == positions_seen`)." if not bad
                        else "Runs with repeated positions (a data fault): " + ", ".join(bad) + ".")
     n_main = len(cfg.seeds) * sum(len(cfg.variants_of(tuple(c))) for c in cfg.cells)
     cpu = sum(r["train_seconds"] for r in raw["runs"])
