@@ -30,8 +30,10 @@ DEFAULT_DEPTH = 8
 #: The deepest iteration.
 MAX_DEPTH = MAX_PLY - 8
 #: Clock management: the share of the remaining time (after the move overhead) a move may use at
-#: most (the hard limit, enforced by a timer), and the moves to go assumed without ``movestogo``.
-HARD_SHARE = 0.4
+#: most (the hard limit, enforced by a timer), the share after which no new iteration starts (the
+#: soft limit, at most), and the moves to go assumed without ``movestogo``.
+HARD_SHARE = 0.5
+SOFT_SHARE = 0.25
 DEFAULT_MOVES_TO_GO = 30
 
 
@@ -183,6 +185,11 @@ class Engine:
         """CPU cycles spent in the evaluations of the last search (counted when :attr:`profile` is set)."""
         return int(self._info[A.I_EVAL_CYCLES])
 
+    @property
+    def searching(self) -> bool:
+        """Whether a search is running (from the moment :meth:`stop` would stop it)."""
+        return self._running
+
     def stop(self) -> None:
         """Stop the running search (thread-safe): it returns promptly with its best move so far.
         No effect when no search runs."""
@@ -288,9 +295,11 @@ class Engine:
         if movetime is not None:
             hard = soft = max(0.001, movetime - overhead)
         if clock is not None:
+            # A share of what is left (after the overhead) plus most of the increment, never more than a
+            # quarter of what is left: as the clock runs low a move costs less than the increment brings
             available = max(0.001, clock - overhead)
             mtg = min(max(movestogo or DEFAULT_MOVES_TO_GO, 1), 50)
-            s = min(available / mtg + 0.75 * inc, 0.5 * available * HARD_SHARE)
+            s = min(available / mtg + 0.75 * inc, SOFT_SHARE * available)
             h = min(available * HARD_SHARE, 4 * s)
             soft = s if soft is None else min(soft, s)
             hard = h if hard is None else min(hard, h)

@@ -125,7 +125,7 @@ def _cycles_overload():
     return lambda: _cycles()
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def context_views(ctx):
     """The buffers of context ``ctx`` (an address), as views (no reference counts)."""
     c = carray(address_pointer(ctx, np.int64), (CONTEXT_SIZE,))
@@ -313,7 +313,7 @@ def capture_moves(pos, out):
     return pseudo_moves(bitboards, stm, king, blockers, np.int64(0), ep, False, pawns, targets, out, n)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def pick_move(moves, scores, ply, i, n):
     """Bring the best-scored of moves ``i .. n - 1`` to place ``i`` (selection sort, one step) and return it."""
     best = i
@@ -330,7 +330,7 @@ def pick_move(moves, scores, ply, i, n):
     return np.int64(moves[ply, i])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def update_history(history, stm, code, bonus):
     """History gravity: the entry moves towards +-HISTORY_MAX by ``bonus``, less as it nears it."""
     frm = code & 63
@@ -339,13 +339,13 @@ def update_history(history, stm, code, bonus):
     history[stm, frm, to] = h + bonus - h * abs(bonus) // HISTORY_MAX
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def is_quiet(pos, code):
     """Neither a capture nor a promotion."""
     return (code >> 12) == 0 and captured_type(pos[:8], pos[P_STM], code, pos[P_EP]) < 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def should_stop(info, stop):
     """Whether the search must stop: the node limit reached, or ``stop`` set (read every 256 nodes)."""
     if info[I_STOPPED] != 0:
@@ -357,7 +357,7 @@ def should_stop(info, stop):
     return False
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def update_pv(pv, ply, code):
     """Principal variation at ``ply``: ``code`` then the child's."""
     child = pv[ply + 1]
