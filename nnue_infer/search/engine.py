@@ -337,7 +337,7 @@ class Engine:
         ctx[A.C_TT_SLOTS] = self._tt.shape[0]
         ctx[A.C_KEYS_LEN] = keys.shape[0]
         self._killers[:] = 0
-        search_root = self._kernels.search_root
+        search_root, evaluate = A.search_root, self._kernels.evaluate
         self._stop[0] = 0
         self._running = True
         timer = None
@@ -356,7 +356,7 @@ class Engine:
                 if d >= 5 and abs(previous_score) < MATE_BOUND:
                     alpha, beta = previous_score - delta, previous_score + delta
                 while True:
-                    score = int(search_root(ctx.ctypes.data, d, alpha, beta))
+                    score = int(search_root(ctx.ctypes.data, d, alpha, beta, evaluate))
                     if info[A.I_STOPPED]:
                         break
                     if score <= alpha:
