@@ -5,6 +5,7 @@ through the accumulator stack of an :class:`~nnue_infer.evaluator.Evaluator`.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -32,8 +33,8 @@ MAX_DEPTH = MAX_PLY - 8
 #: Clock management: the share of the remaining time (after the move overhead) a move may use at
 #: most (the hard limit, enforced by a timer), the share after which no new iteration starts (the
 #: soft limit, at most), and the moves to go assumed without ``movestogo``.
-HARD_SHARE = 0.5
-SOFT_SHARE = 0.25
+HARD_SHARE = 0.3
+SOFT_SHARE = 0.2
 DEFAULT_MOVES_TO_GO = 30
 
 
@@ -146,6 +147,7 @@ class Engine:
         # Compile the search kernels now (or load them from the cache: about a second), not in the
         # first search, whose clock would pay for it
         self.search(chess.Board(), depth=1)
+        _cycles_per_second()
         with self._exclusive():
             self._clear()
 
@@ -300,7 +302,7 @@ class Engine:
             available = max(0.001, clock - overhead)
             mtg = min(max(movestogo or DEFAULT_MOVES_TO_GO, 1), 50)
             s = min(available / mtg + 0.75 * inc, SOFT_SHARE * available)
-            h = min(available * HARD_SHARE, 4 * s)
+            h = min(available * HARD_SHARE, 3 * s)
             soft = s if soft is None else min(soft, s)
             hard = h if hard is None else min(hard, h)
         if depth is None:
@@ -341,6 +343,9 @@ class Engine:
         self._stop[0] = 0
         self._running = True
         timer = None
+        rate = _cycles_per_second()
+        if hard is not None and rate > 0:  # the kernel also watches the cycle counter: no thread to wake
+            info[A.I_DEADLINE] = A.read_cycles() + int(max(0.0, hard - (time.perf_counter() - start)) * rate)
         if hard is not None:
             timer = threading.Timer(max(0.0, hard - (time.perf_counter() - start)), self.stop)
             timer.daemon = True
@@ -479,3 +484,14 @@ def _row(board: chess.Board) -> tuple:
     return (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
             board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK], 0 if board.turn else 1,
             board.clean_castling_rights(), board.ep_square or 0)
+
+
+@functools.cache
+def _cycles_per_second() -> float:
+    """The rate of the search kernels' cycle counter (``alphabeta.cycles``), measured once per process
+    over 20 ms; 0 where the counter does not run (the timer thread alone then ends a timed search)."""
+    c0, t0 = A.read_cycles(), time.perf_counter()
+    time.sleep(0.02)
+    c1, t1 = A.read_cycles(), time.perf_counter()
+    rate = (c1 - c0) / (t1 - t0)
+    return rate if rate > 1e6 else 0.0

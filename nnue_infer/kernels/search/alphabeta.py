@@ -82,10 +82,11 @@ CONTEXT_SIZE = 16
 #: transposition table's search generation; ``I_ROOT_DEPTH``; ``I_BEST_MOVE`` /
 #: ``I_BEST_SCORE``: the root's best move so far in this iteration (0 / -INFINITE before the
 #: first move's score); ``I_PREVIOUS_BEST``: searched first at the root; ``I_EVALS``:
-#: evaluations; with ``I_PROFILE`` set, ``I_EVAL_CYCLES`` counts the CPU cycles spent in them.
+#: evaluations; with ``I_PROFILE`` set, ``I_EVAL_CYCLES`` counts the CPU cycles spent in them;
+#: ``I_DEADLINE``: stop when the cycle counter (:func:`cycles`) passes this value (0: no deadline).
 (I_NODES, I_NODE_LIMIT, I_SELDEPTH, I_HISTORY, I_DEBUG, I_MISMATCHES, I_MISMATCH_PLY, I_MISMATCH_STACK,
  I_MISMATCH_FRESH, I_CHESS960, I_STOPPED, I_GENERATION, I_ROOT_DEPTH, I_BEST_MOVE, I_BEST_SCORE, I_PREVIOUS_BEST,
- I_EVALS, I_ROOT_MOVES, I_PROFILE, I_EVAL_CYCLES) = range(20)
+ I_EVALS, I_ROOT_MOVES, I_PROFILE, I_EVAL_CYCLES, I_DEADLINE) = range(21)
 INFO_SIZE = 32
 #: Ordering scores.
 ORDER_HASH = 1 << 30
@@ -347,11 +348,13 @@ def is_quiet(pos, code):
 
 @njit(cache=True, forceinline=True)
 def should_stop(info, stop):
-    """Whether the search must stop: the node limit reached, or ``stop`` set (read every 256 nodes)."""
+    """Whether the search must stop: the node limit reached, or ``stop`` set or the deadline passed
+    (both read every 256 nodes)."""
     if info[I_STOPPED] != 0:
         return True
     nodes = info[I_NODES]
-    if (info[I_NODE_LIMIT] > 0 and nodes >= info[I_NODE_LIMIT]) or ((nodes & 255) == 0 and stop[0] != 0):
+    if (info[I_NODE_LIMIT] > 0 and nodes >= info[I_NODE_LIMIT]) or ((nodes & 255) == 0 and (
+            stop[0] != 0 or (info[I_DEADLINE] != 0 and cycles() > info[I_DEADLINE]))):
         info[I_STOPPED] = 1
         return True
     return False
