@@ -34,7 +34,8 @@ MAX_DEPTH = MAX_PLY - 8
 #: most (the hard limit, enforced by a timer), the share after which no new iteration starts (the
 #: soft limit, at most), and the moves to go assumed without ``movestogo``.
 HARD_SHARE = 0.3
-SOFT_SHARE = 0.2
+SOFT_SHARE = 0.1
+INCREMENT_SHARE = 0.5
 DEFAULT_MOVES_TO_GO = 30
 
 
@@ -297,11 +298,12 @@ class Engine:
         if movetime is not None:
             hard = soft = max(0.001, movetime - overhead)
         if clock is not None:
-            # A share of what is left (after the overhead) plus most of the increment, never more than a
-            # quarter of what is left: as the clock runs low a move costs less than the increment brings
+            # A share of what is left (after the overhead) plus half the increment, never more than a tenth
+            # of what is left: as the clock runs low a move costs less than the increment brings, and the
+            # clock settles where a tenth of it pays for a move (80 ms at 1+0.01 for a 2 ms move)
             available = max(0.001, clock - overhead)
             mtg = min(max(movestogo or DEFAULT_MOVES_TO_GO, 1), 50)
-            s = min(available / mtg + 0.75 * inc, SOFT_SHARE * available)
+            s = min(available / mtg + INCREMENT_SHARE * inc, SOFT_SHARE * available)
             h = min(available * HARD_SHARE, 3 * s)
             soft = s if soft is None else min(soft, s)
             hard = h if hard is None else min(hard, h)

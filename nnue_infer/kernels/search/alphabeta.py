@@ -361,6 +361,18 @@ def should_stop(info, stop):
 
 
 @njit(cache=True, forceinline=True)
+def enter_node(pv, info, stop, ply):
+    """A node at ``ply`` begins: its principal variation emptied, the selective depth raised; returns
+    whether the search must stop (:func:`should_stop`)."""
+    pv[ply, 0] = 0
+    if should_stop(info, stop):
+        return True
+    if ply > info[I_SELDEPTH]:
+        info[I_SELDEPTH] = ply
+    return False
+
+
+@njit(cache=True, forceinline=True)
 def update_pv(pv, ply, code):
     """Principal variation at ``ply``: ``code`` then the child's."""
     child = pv[ply + 1]
@@ -447,11 +459,8 @@ def kernels(config: forward.Config) -> Kernels:
 def quiescence(ctx, ply, alpha, beta, evaluate):
     """Quiescence search at ``ply``: stand pat, then captures and promotions (every evasion in check)."""
     arena, positions, moves, scores, tt, killers, history, pv, keys, info, stop = context_views(ctx)
-    pv[ply, 0] = 0
-    if should_stop(info, stop):
+    if enter_node(pv, info, stop, ply):
         return np.int64(0)
-    if ply > info[I_SELDEPTH]:
-        info[I_SELDEPTH] = ply
     pos = positions[ply]
     in_check = pos[P_CHECKERS] != 0
     if insufficient_material(pos[:8]) or (pos[P_RULE50] >= 100 and not in_check):
@@ -514,11 +523,8 @@ def search(ctx, ply, depth, alpha, beta, cut_node, null_ok, evaluate):
     arena, positions, moves, scores, tt, killers, history, pv, keys, info, stop = context_views(ctx)
     if depth <= 0:
         return quiescence(ctx, ply, alpha, beta, evaluate)
-    pv[ply, 0] = 0
-    if should_stop(info, stop):
+    if enter_node(pv, info, stop, ply):
         return np.int64(0)
-    if ply > info[I_SELDEPTH]:
-        info[I_SELDEPTH] = ply
     pos = positions[ply]
     pv_node = beta - alpha > 1
     in_check = pos[P_CHECKERS] != 0
