@@ -19,8 +19,8 @@ import numpy as np
 from ..errors import PositionError
 from ..evaluator import Evaluator
 from ..features.board import check_position
-from ..kernels import forward as K
-from ..kernels.movegen import MAX_MOVES
+from ..kernels.nnue import forward as K
+from ..kernels.chess.movegen import MAX_MOVES
 from ..kernels.search import alphabeta as A
 from ..kernels.search.tt import MATE, MATE_BOUND, MAX_PLY, hashfull, table_slots
 from ..kernels.search.zobrist import position_keys

@@ -6,7 +6,7 @@ buffers (see ``C_*``), passed by address so that the recursive calls take intege
 argument costs reference counting on every call).  The buffers are made and kept alive by
 :class:`nnue_infer.search.engine.Engine`:
 
-* ``arena``: an evaluator's arena header (:mod:`nnue_infer.kernels.arena`) with a stack of at
+* ``arena``: an evaluator's arena header (:mod:`nnue_infer.kernels.nnue.arena`) with a stack of at
   least ``MAX_PLY + 1`` plies; the position at search ply ``p`` is written to stack ply ``p`` and
   evaluated lazily from its nearest computed ancestor (``forward.evaluate_stack`` with
   ``trusted = p``: the plies below ``p`` hold the current line, their "computed" flags cleared
@@ -45,14 +45,14 @@ from numba import carray, cfunc, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from .. import forward
-from ..accumulator import STATE_FLAG
-from ..arena import config_views, header_arrays, header_at, scratch_views
-from ..attacks import SQUARE_BB
-from ..dense import SCRATCH_FEATURES, scratch_layout
-from ..features import (BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, king_square,
+from ..nnue import forward
+from ..nnue.accumulator import STATE_FLAG
+from ..nnue.arena import config_views, header_arrays, header_at, scratch_views
+from ..chess.attacks import SQUARE_BB
+from ..nnue.dense import SCRATCH_FEATURES, scratch_layout
+from ..chess.bitboard import (BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, king_square,
                         popcount)
-from ..movegen import MAX_MOVES, RANKS, attackers, legal_moves, play, pseudo_moves, slider_blockers, to_chess960
+from ..chess.movegen import MAX_MOVES, RANKS, attackers, legal_moves, play, pseudo_moves, slider_blockers, to_chess960
 from ..simd import address_pointer
 from .ordering import SEE_VALUES, captured_type, see_ge
 from .tt import (BOUND_EXACT, BOUND_LOWER, BOUND_UPPER, MATE, MATE_BOUND, MAX_PLY, entry_bound, entry_depth,
@@ -397,7 +397,7 @@ EVALUATE_SIGNATURE = types.int64(types.int64, types.int64)
 @functools.cache
 def kernels(config: forward.Config) -> Kernels:
     """The evaluation of the search specialised for ``config`` (its fields are compile-time constants, as in
-    :func:`forward.kernels <nnue_infer.kernels.forward.kernels>`): a C function
+    :func:`forward.kernels <nnue_infer.kernels.nnue.forward.kernels>`): a C function
     ``evaluate(ctx, ply) -> value`` (:data:`EVALUATE_SIGNATURE`) that :func:`search_root` takes as an
     argument, so the search itself compiles once for every network and each network compiles only
     its evaluation.  ``evaluate`` gives the network's value of the position at ``ply`` of the context
