@@ -106,6 +106,16 @@ def match_cmd(nets, ucis, nodes, depth, movetime, tc, games, openings, book_plie
     illegal move loses that game (the reason is in the PGN and the JSON); Ctrl-C stops the match with
     the games played so far written.
     """
+    try:
+        import scipy  # noqa: F401
+    except ImportError:
+        raise click.ClickException("nnue-infer match needs scipy for its statistics: "
+                                   "pip install 'nnue-infer[match]'") from None
+    if scheduler or workers:
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise click.ClickException("--scheduler and --workers need Dask: pip install 'nnue-infer[dask]'") from None
     from ..search.match import (Adjudication, Limits, MatchError, PlayerSpec, TimeControl, generate_openings,
                                 parse_uci_options, play_match, read_openings, write_json)
     from ..search.statistics import SPRT

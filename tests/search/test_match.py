@@ -307,6 +307,17 @@ def test_the_command_reports_bad_input_clearly(capsys, tmp_path):
     assert "cannot read the opening book" in capsys.readouterr().err
 
 
+def test_the_command_names_a_missing_extra(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "scipy", None)  # `import scipy` raises ImportError
+    assert _cli("match", "--uci", "x", "--uci", "y", "--nodes", "5", "--games", "2") == 1
+    err = capsys.readouterr().err
+    assert "pip install 'nnue-infer[match]'" in err and "Traceback" not in err
+    monkeypatch.delitem(sys.modules, "scipy")
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    assert _cli("match", "--uci", "x", "--uci", "y", "--nodes", "5", "--games", "2", "--workers", "1") == 1
+    assert "pip install 'nnue-infer[dask]'" in capsys.readouterr().err
+
+
 @needs_stockfish
 def test_the_command_writes_pgn_and_json(capsys, tmp_path, book_file):
     pgn, js = tmp_path / "m.pgn", tmp_path / "m.json"
