@@ -59,8 +59,8 @@ from nnue_infer.resources import network_from_spec  # noqa: E402
 
 #: Stages of a task: (label, (source file, function) pairs whose cumulative thread CPU time it is).
 STAGES = (
-    ("reading, splitting lines (io.epd, kernels.epd)", (("io/epd.py", "iter_epd"),)),
-    ("FEN parsing, in-check and outcome flags (kernels.status)", (("io/score.py", "parse_and_flag"),)),
+    ("reading, splitting lines (io.epd, kernels.data.epd)", (("io/epd.py", "iter_epd"),)),
+    ("FEN parsing, in-check and outcome flags (kernels.chess.status)", (("io/score.py", "parse_and_flag"),)),
     ("evaluation (Evaluator.evaluate_bitboards)", (("nnue_infer/evaluator.py", "evaluate_bitboards"),)),
     ("outcomes python-chess decides (io.score.outcomes)", (("io/score.py", "outcomes"),)),
     ("result columns (io.score: values, text, errors)", (("io/score.py", "value_columns"),

@@ -39,13 +39,13 @@ atexit.register(lambda: print("COMPILED " + json.dumps(seen), file=sys.stderr))
 #: and the leaves it inlines (``forceinline``: compiled on their own on a cold cache; which of them
 #: depends on the CPU's instruction-set path); Numba's own helpers and the lambdas of overloads
 #: (``refcount.last_use``, ``simd.address_pointer``, ...) aside.
-ENTRY = "nnue_infer.kernels.arena.kernels.<locals>.evaluate_board"
-ONE_FEN_KERNELS = {ENTRY} | {f"nnue_infer.kernels.forward.stages.<locals>.{name}" for name in ("value", "refresh")} | {
+ENTRY = "nnue_infer.kernels.nnue.arena.kernels.<locals>.evaluate_board"
+ONE_FEN_KERNELS = {ENTRY} | {f"nnue_infer.kernels.nnue.forward.stages.<locals>.{name}" for name in ("value", "refresh")} | {
     f"nnue_infer.kernels.{name}" for name in (
-    "accumulator.refresh_accumulator", "accumulator.update_accumulator", "activation.ft_transform",
-    "activation.ft_activate", "activation.activate_lanes", "activation.activate", "dense.affine_zmm", "dense.affine_rows_zmm",
-    "dense.affine_ymm", "dense.affine_ymm_paired", "dense.affine_portable", "features.active_features",
-    "features.check_bitboards")}
+    "nnue.accumulator.refresh_accumulator", "nnue.accumulator.update_accumulator", "nnue.activation.ft_transform",
+    "nnue.activation.ft_activate", "nnue.activation.activate_lanes", "nnue.activation.activate", "nnue.dense.affine_zmm",
+    "nnue.dense.affine_rows_zmm", "nnue.dense.affine_ymm", "nnue.dense.affine_ymm_paired", "nnue.dense.affine_portable",
+    "nnue.feature_index.active_features", "chess.bitboard.check_bitboards")}
 
 
 def run(code: str, env: dict | None = None) -> tuple[list[str], str, str]:
@@ -83,12 +83,12 @@ def test_importing_the_kernels_makes_no_directory_until_a_kernel_is_saved(tmp_pa
 import os
 import numpy as np
 print(os.path.exists({str(tmp_path / "missing")!r}), os.listdir({str(temp)!r}))
-from nnue_infer.kernels.features import popcount
+from nnue_infer.kernels.chess.bitboard import popcount
 print(popcount(np.int64(0x0F0F)))
 """
     compiled, out, _ = run(code, {"NUMBA_CACHE_DIR": str(cache), "TMPDIR": str(temp)})
-    assert out == "False []\n8\n" and compiled == ["nnue_infer.kernels.features.popcount"]
-    assert [p.name.split("-")[0] for p in cache.glob("*/*.nbi")] == ["features.popcount"]
+    assert out == "False []\n8\n" and compiled == ["nnue_infer.kernels.chess.bitboard.popcount"]
+    assert [p.name.split("-")[0] for p in cache.glob("*/*.nbi")] == ["bitboard.popcount"]
 
 
 def test_one_fen_cli_compiles_its_own_kernels_and_says_so_once(tmp_path):
@@ -115,17 +115,17 @@ def test_one_fen_cli_compiles_its_own_kernels_and_says_so_once(tmp_path):
     # compiled when the command loads its network)
     for name in ("quiet", "loud", "api"):
         shutil.copytree(cold, tmp_path / name)
-    quiet = ("import nnue_infer.cli.eval as e; from nnue_infer.kernels.dense import tdiv; load = e.load_network\n"
+    quiet = ("import nnue_infer.cli.eval as e; from nnue_infer.kernels.nnue.dense import tdiv; load = e.load_network\n"
              "e.load_network = lambda net: (tdiv(7, 2), load(net))[1]\n"
              + code.replace("'eval',", "'eval', '--quiet',"))
     compiled, _, err = run(quiet, {"NUMBA_CACHE_DIR": str(tmp_path / "quiet")})
-    assert "nnue_infer.kernels.dense.tdiv" in compiled and "compiling" not in err, err
+    assert "nnue_infer.kernels.nnue.dense.tdiv" in compiled and "compiling" not in err, err
     compiled, _, err = run(quiet.replace("'--quiet', ", ""), {"NUMBA_CACHE_DIR": str(tmp_path / "loud")})
-    assert "nnue_infer.kernels.dense.tdiv" in compiled and err.count("compiling kernels for this CPU") == 1, err
+    assert "nnue_infer.kernels.nnue.dense.tdiv" in compiled and err.count("compiling kernels for this CPU") == 1, err
     # after the command, the Python API's compiles go to logging only
-    compiled, _, err = run(code + "; from nnue_infer.kernels.dense import tdiv; tdiv(7, 2)",
+    compiled, _, err = run(code + "; from nnue_infer.kernels.nnue.dense import tdiv; tdiv(7, 2)",
                            {"NUMBA_CACHE_DIR": str(tmp_path / "api")})
-    assert "nnue_infer.kernels.dense.tdiv" in compiled and "compiling" not in err, err
+    assert "nnue_infer.kernels.nnue.dense.tdiv" in compiled and "compiling" not in err, err
 
 
 def test_a_cache_directory_that_cannot_be_made_when_saving_leaves_the_kernel_in_memory(tmp_path):
@@ -135,27 +135,27 @@ def test_a_cache_directory_that_cannot_be_made_when_saving_leaves_the_kernel_in_
     parent.mkdir()
     code = f"""
 import numpy as np
-from nnue_infer.kernels.features import popcount
+from nnue_infer.kernels.chess.bitboard import popcount
 import shutil
 shutil.rmtree({str(parent)!r})
 open({str(parent)!r}, "w").close()
 print(popcount(np.int64(7)))
 """
     compiled, out, err = run(code, {"NUMBA_CACHE_DIR": str(parent / "cache")})
-    assert out == "3\n" and compiled == ["nnue_infer.kernels.features.popcount"]
+    assert out == "3\n" and compiled == ["nnue_infer.kernels.chess.bitboard.popcount"]
     assert f"cannot write the kernel cache in {parent / 'cache'}/nnue_infer-" in err and "Not a directory" in err, err
     assert "popcount is compiled for this process only" in err and "Traceback" not in err
 
 
 def test_import_and_help_load_no_kernel_module():
     """``import nnue_infer`` and ``nnue-infer --help`` load neither NumPy nor Numba (PEP 562 lazy
-    names); the names stay what they were, ``quantise`` the function even after its module loads."""
+    names); the names stay what they were, ``quantise`` the function even after its module (``quantisation``) loads."""
     code = """
 import sys, nnue_infer
 assert not {"numpy", "numba"} & set(sys.modules), sorted(sys.modules)
 from nnue_infer.cli import main
 assert main(["--help"]) == 0 and "numba" not in sys.modules
-import nnue_infer.quantise
+import nnue_infer.quantisation
 from nnue_infer import Evaluator, quantise
 assert callable(nnue_infer.quantise) and nnue_infer.quantise is quantise and Evaluator is nnue_infer.Evaluator
 assert all(hasattr(nnue_infer, name) for name in nnue_infer.__all__) and set(nnue_infer.__all__) <= set(dir(nnue_infer))
@@ -219,7 +219,7 @@ def test_the_python_api_at_a_terminal_says_it_compiles(tmp_path):
     (the INFO record went nowhere: 10-30 s of silence looked like a hang: fresh-user trial); with
     logging set up the record is left to it; captured stderr (not a terminal) stays silent (the
     'after the command' case of the test above)."""
-    code = "from nnue_infer.kernels.dense import tdiv; from nnue_infer.kernels.epd import split_lines; tdiv(7, 2)"
+    code = "from nnue_infer.kernels.nnue.dense import tdiv; from nnue_infer.kernels.data.epd import split_lines; tdiv(7, 2)"
     status, shown = _on_a_terminal(code, {"NUMBA_CACHE_DIR": str(tmp_path / "a")})
     assert status == 0 and shown.count("nnue-infer: compiling kernels for this CPU") == 1, shown
     status, shown = _on_a_terminal("import logging; logging.basicConfig(); " + code,
@@ -348,7 +348,7 @@ def test_a_local_cluster_compiles_once_and_says_so(tmp_path):
             f"{str(tmp_path / 'out')!r}])")
     compiled, out, err = run(code, {"NUMBA_CACHE_DIR": str(tmp_path / "cold")})
     assert err.count("compiling kernels for this CPU") == 1, err
-    assert "nnue_infer.kernels.status.parse_fens_status" in compiled and "1 positions from 1 input" in err, err
+    assert "nnue_infer.kernels.chess.status.parse_fens_status" in compiled and "1 positions from 1 input" in err, err
 
 
 #: Saves a small quantised Chess768 network per feature-transformer activation named after the
@@ -358,7 +358,7 @@ import sys
 from nnue_infer.float_network import FloatNetwork
 from nnue_infer.formats import save
 from nnue_infer.network import Architecture, HiddenLayer
-from nnue_infer.quantise import SCHEMES, quantise
+from nnue_infer.quantisation import SCHEMES, quantise
 for act in ("glu", "crelu"):
     arch = Architecture(feature_set="Chess768", ft_width=32, ft_activation=act, ft_clamp=127,
                         ft_shift=SCHEMES["stockfish"].shift_for(act), psqt_buckets=0, output_buckets=1,

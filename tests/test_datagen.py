@@ -202,7 +202,7 @@ def test_walk_step_and_game_end_follow_python_chess(games):
     """The compiled walk's move (``step``: castling rights, en passant square, halfmove clock) and
     insufficient-material rule equal python-chess's ``push`` / ``is_insufficient_material`` for
     every legal move of positions of the dev games, plus bare endings."""
-    from nnue_infer.kernels.movegen import MAX_MOVES, legal_moves
+    from nnue_infer.kernels.chess.movegen import MAX_MOVES, legal_moves
     from nnue_infer.training import walk
 
     boards = datagen.game_positions(games[:6], 0.0)
@@ -269,7 +269,7 @@ def test_children_are_recorded_after_each_visited_position(teacher):
 def test_playout_policy_takes_free_material_and_shuns_losing_it():
     """``greedy = 1``: the policy takes a hanging queen, not the guarded pawn that costs its rook, and
     moves an attacked piece away rather than leaving it; ``greedy = 0``: every legal move comes up."""
-    from nnue_infer.kernels.movegen import MAX_MOVES, legal_moves
+    from nnue_infer.kernels.chess.movegen import MAX_MOVES, legal_moves
     from nnue_infer.training import walk
 
     def chosen(fen: str, greedy: float, draws: int) -> set:

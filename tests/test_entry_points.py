@@ -1,5 +1,5 @@
 """The Evaluator's per-position calls: the address of one arena header instead of eleven arrays
-and the position as a tuple of ints (``kernels.arena``), through the kernels' compiled functions
+and the position as a tuple of ints (``kernels.nnue.arena``), through the kernels' compiled functions
 without Numba's dispatcher (``evaluator._entry_index``).  The same numbers as the ``forward``
 kernels called with the arrays and as Stockfish 15.1, one compiled signature per kernel, headers
 that follow every array the evaluator replaces, pickled evaluators with a header of their own,
@@ -18,7 +18,8 @@ from numba.core.dispatcher import Dispatcher
 
 from nnue_infer import Evaluator, PositionError
 from nnue_infer import evaluator as E
-from nnue_infer.kernels import arena, forward
+from nnue_infer.kernels.nnue import arena
+from nnue_infer.kernels.nnue import forward
 
 GAME = ["e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"]
 
@@ -232,8 +233,8 @@ def test_a_refused_position_leaves_its_pair_unflagged_in_the_kernel(network):
     """arena.evaluate_ply clears the ply's "computed" flags before it checks the position, so a
     refused position's bitboards (written into the pair) never stand for its accumulator, whatever
     ``trusted`` the caller passes (e.g. another evaluator sharing the arrays after copy.copy)."""
-    from nnue_infer.kernels.accumulator import STATE_FLAG
-    from nnue_infer.kernels.forward import INVALID_POSITION
+    from nnue_infer.kernels.nnue.accumulator import STATE_FLAG
+    from nnue_infer.kernels.nnue.forward import INVALID_POSITION
 
     ev = Evaluator(network)
     ev.set_position(chess.Board())

@@ -43,7 +43,7 @@ def test_item1_a_read_only_cache_filled_ahead_is_loaded(tmp_path):
     code = """
 import json, logging, numpy as np
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-from nnue_infer.kernels.features import popcount
+from nnue_infer.kernels.chess.bitboard import popcount
 print(popcount(np.int64(0x0F0F)), sum(popcount.stats.cache_hits.values()))
 """
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
@@ -51,7 +51,7 @@ print(popcount(np.int64(0x0F0F)), sum(popcount.stats.cache_hits.values()))
     assert first.stdout == "8 0\n", first.stderr
     prefix = _read_only(cache)
     try:
-        also = code + "from nnue_infer.kernels.dense import tdiv\nprint(tdiv(-7, 2), tdiv(9, 4))\n"
+        also = code + "from nnue_infer.kernels.nnue.dense import tdiv\nprint(tdiv(-7, 2), tdiv(9, 4))\n"
         proc = subprocess.run([*prefix, sys.executable, "-c", also], capture_output=True, text=True, env=env)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout == "8 1\n-3 2\n", proc.stderr  # popcount loaded from the read-only cache
@@ -63,7 +63,7 @@ print(popcount(np.int64(0x0F0F)), sum(popcount.stats.cache_hits.values()))
         assert report.returncode == 0, report.stderr
         report = json.loads(report.stdout)
         assert report["directory"].startswith(str(cache)) and report["writable"] is False, report
-        assert report["kernels"] == {"features.popcount": 1}, report
+        assert report["kernels"] == {"bitboard.popcount": 1}, report
     finally:
         for path in [cache, *cache.rglob("*")]:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
@@ -84,8 +84,8 @@ def test_item2_a_full_cache_device_leaves_the_kernels_in_memory(tmp_path):
     code = """
 import logging, numpy as np
 logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
-from nnue_infer.kernels.features import popcount
-from nnue_infer.kernels.dense import tdiv
+from nnue_infer.kernels.chess.bitboard import popcount
+from nnue_infer.kernels.nnue.dense import tdiv
 print(popcount(np.int64(0x0F0F)), tdiv(-7, 2))
 """
     proc = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True,
@@ -199,17 +199,17 @@ def test_item5_a_kernel_file_changed_after_the_stamp_is_not_cached_under_it(tmp_
                     ignore=shutil.ignore_patterns("__pycache__", "weights"))
     changed = """
 from pathlib import Path
-from nnue_infer.kernels import features  # the stamp is read here
-path = Path("nnue_infer/kernels/text.py")
+from nnue_infer.kernels.chess import bitboard# the stamp is read here
+path = Path("nnue_infer/kernels/data/text.py")
 original = path.read_text()
 path.write_text(original.replace("    return np.uint64(v)\\n", "    return np.uint64(v) * np.uint64(10)\\n"))
 try:
-    from nnue_infer.kernels import text
+    from nnue_infer.kernels.data import text
     print(text.decimal_length(12345))
 finally:
     path.write_text(original)
 """
-    again = "from nnue_infer.kernels import text\nprint(text.decimal_length(12345), text.magnitude(12345))\n"
+    again = "from nnue_infer.kernels.data import text\nprint(text.decimal_length(12345), text.magnitude(12345))\n"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
 
     def run(code: str) -> subprocess.CompletedProcess:
@@ -235,8 +235,8 @@ from numba.core import caching
 def refused(self):
     raise PermissionError(errno.EACCES, "Permission denied", self._index_path)
 caching.IndexDataCacheFile._load_index = refused
-from nnue_infer.kernels.features import popcount
-from nnue_infer.kernels.dense import tdiv
+from nnue_infer.kernels.chess.bitboard import popcount
+from nnue_infer.kernels.nnue.dense import tdiv
 print(popcount(np.int64(7)), tdiv(-7, 2))
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

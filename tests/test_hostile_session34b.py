@@ -38,7 +38,7 @@ def test_a_filled_user_cache_is_read_beside_a_read_only_package(tmp_path):
     code = """
 import logging, numpy as np
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-from nnue_infer.kernels.features import popcount
+from nnue_infer.kernels.chess.bitboard import popcount
 print(popcount(np.int64(0x0F0F)), sum(popcount.stats.cache_hits.values()))
 """
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
@@ -76,7 +76,7 @@ def test_kernels_compiled_into_a_read_only_package_are_read_beside_a_writable_us
     code = """
 import logging, numpy as np
 logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-from nnue_infer.kernels.features import popcount
+from nnue_infer.kernels.chess.bitboard import popcount
 print(popcount(np.int64(0x0F0F)), sum(popcount.stats.cache_hits.values()))
 """
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}

@@ -62,7 +62,7 @@ def random_network(seed: int, ft_width: int = 32) -> nnue_infer.Network:
 
 def test_bit_helpers_against_python():
     """popcount / lowest_square / without_lowest on int64 bitboards, h8 (the sign bit) included."""
-    from nnue_infer.kernels.features import lowest_square, popcount, without_lowest
+    from nnue_infer.kernels.chess.bitboard import lowest_square, popcount, without_lowest
 
     rng = np.random.default_rng(11)
     values = [1 << 63, (1 << 64) - 1, 1, 3 << 62, 0x8000000000000001] + rng.integers(0, 1 << 64, 300, np.uint64).tolist()

@@ -7,7 +7,6 @@ functions alike), so a lazy import that breaks the direction is caught as well a
 from __future__ import annotations
 
 import ast
-import importlib
 import pathlib
 
 import pytest
@@ -55,7 +54,7 @@ def _room(module: str) -> str:
     parts = module.split(".")
     if module == "nnue_infer.__main__":
         return "cli"
-    return parts[1] if len(parts) > 1 and parts[1] in ("io", "training", "cli") else "core"
+    return parts[1] if len(parts) > 1 and parts[1] in ("io", "training", "inspection", "cli") else "core"
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) == "core"))
@@ -64,10 +63,17 @@ def test_core_imports_neither_io_training_nor_cli(module):
     assert not wrong, f"{module} (inference core) imports {wrong}"
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "training")))
-def test_io_and_training_never_import_the_cli(module):
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "training", "inspection")))
+def test_io_training_and_inspection_never_import_the_cli(module):
     wrong = sorted(m for m in _imports(MODULES[module]) if _room(m) == "cli")
     assert not wrong, f"{module} imports the command line {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "training")))
+def test_io_and_training_never_import_the_network_tools(module):
+    """``inspection`` (the network tools) reads files with ``io`` and compares float networks with ``training``."""
+    wrong = sorted(m for m in _imports(MODULES[module]) if _room(m) == "inspection")
+    assert not wrong, f"{module} imports the network tools {wrong}"
 
 
 def test_no_import_circle_between_modules():
@@ -98,20 +104,3 @@ def test_no_import_circle_between_modules():
 def test_at_most_sixteen_core_modules_at_the_top():
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(top) <= 16, top
-
-
-@pytest.mark.parametrize("old", sorted(nnue_infer.MOVED_MODULES))
-def test_a_moved_module_names_its_new_home(old):
-    new = nnue_infer.MOVED_MODULES[old]
-    with pytest.raises(ImportError, match=f"{old} has moved: import {new} instead"):
-        importlib.import_module(old)
-    assert importlib.util.find_spec(new) is not None, new
-
-
-def test_names_moved_out_of_the_trainer_say_where():
-    """FloatModel and the loss moved to training.model (the train <-> fast circle); the old import names it."""
-    pytest.importorskip("torch")
-    with pytest.raises(ImportError, match=r"use nnue_infer\.training\.model\.FloatModel"):
-        from nnue_infer.training.train import FloatModel  # noqa: F401
-    with pytest.raises(ImportError, match=r"use nnue_infer\.training\.model\.win_probability_mse"):
-        from nnue_infer.training.train import _loss  # noqa: F401

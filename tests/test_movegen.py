@@ -1,4 +1,4 @@
-"""The compiled legal move generator (kernels/movegen.py) against python-chess: the same moves in
+"""The compiled legal move generator (kernels/chess/movegen.py) against python-chess: the same moves in
 the same order as ``board.legal_moves``, and the same position after each as ``board.push``.
 
 Positions: random placements drawn by hypothesis (castling rights, en passant squares and
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nnue_infer.children import decode_moves, move_code
-from nnue_infer.kernels.movegen import MAX_MOVES, legal_moves, play
+from nnue_infer.kernels.chess.movegen import MAX_MOVES, legal_moves, play
 
 TRICKY = [
     "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",  # "kiwipete"

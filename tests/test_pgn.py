@@ -1,4 +1,4 @@
-"""Fast PGN reading (nnue_infer.io.pgn, kernels.notation) against python-chess, the reference.
+"""Fast PGN reading (nnue_infer.io.pgn, kernels.chess.notation) against python-chess, the reference.
 
 The Rust parser's positions and the notation kernel's FEN / SAN / UCI / check flags must be
 exactly python-chess's (``Board.fen()``, ``Board.san``, ``Move.uci``, ``is_check``,

@@ -24,7 +24,7 @@ def test_expand_gives_python_chess_children(data_dir):
     """Every child of ``expand`` (bitboards, side to move, castling rights, en passant square, its
     legality, halfmove clock) equals python-chess's ``push`` of the legal move, in ``legal_moves``
     order, for a batch of game positions (castling, en passant, promotions, checks, mates)."""
-    from nnue_infer.kernels.movegen import MAX_MOVES
+    from nnue_infer.kernels.chess.movegen import MAX_MOVES
 
     boards = datagen.game_positions(datagen.read_games(data_dir / "games-dev.jsonl")[:5], 0.0)
     boards += [chess.Board(f) for f in ("r3k2r/ppp2ppp/8/3pP3/1b6/8/PPPP1PPP/R3K2R w KQkq d6 0 1",

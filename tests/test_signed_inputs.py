@@ -18,7 +18,7 @@ import pytest
 import reference as R
 from nnue_infer import Evaluator
 from nnue_infer.features import feature_set
-from nnue_infer.kernels import forward as K
+from nnue_infer.kernels.nnue import forward as K
 from nnue_infer.kernels import simd
 from nnue_infer.network import Architecture, HiddenLayer, Network
 

@@ -1,7 +1,7 @@
 """Every instruction-set path gives the same numbers as this run's own path, on every kind of network.
 
 ``Evaluator(network, isa=NAME)`` runs the kernels of another path in this process (the path is part
-of the kernels' compile-time configuration, ``kernels.forward.Config``), so each path this CPU has
+of the kernels' compile-time configuration, ``kernels.nnue.forward.Config``), so each path this CPU has
 is checked end to end here, against this run's own path, on the networks whose configurations the
 suite knows: Stockfish 15.1-19 (threat and pawn-pair inputs, the lite nets), the default network,
 the signed first layers at small and extreme fc_0 weights (the AVX2 first-layer variants are chosen
@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: inputs (stored as x + 128 with offset biases) and the AVX2 first-layer variants chosen by the weights'
 #: size are covered by glu and bilinear at small and extreme fc_0 weights; hswish_glu's and lut_glu's
 #: own arithmetic, the feature transformer's, is checked on the portable and SIMD code of
-#: ``kernels.activation.ft_transform`` by tests/kernels/test_ft_activations.py.
+#: ``kernels.nnue.activation.ft_transform`` by tests/kernels/test_ft_activations.py.
 NETWORKS = ["sf15.1", "sf16", "sf17.1", "sf17.1-small", "sf18", "sf19", "sf19-lite", "default",
             "glu-127-7-small", "glu-127-7-extreme", "bilinear-255-9-small", "bilinear-255-9-extreme",
             "int32-psqt", "int32-extreme", "threats"]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nnue_infer.io.epd import UNICODE_SPACES, read_epd
-from nnue_infer.kernels import status as KS
+from nnue_infer.kernels.chess import status as KS
 from nnue_infer.io.score import CHECKMATE, NONE, STALEMATE, outcomes, parse_and_flag
 from nnue_infer.positions import fen_buffer
 
@@ -114,7 +114,7 @@ _SPACE = b" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
 
 
 def _reference_split(data: bytes, max_line: int) -> tuple[list[tuple], tuple[int, int, int]]:
-    """:func:`nnue_infer.kernels.epd.split_lines` in Python, from its docstring: per position (line number, line
+    """:func:`nnue_infer.kernels.data.epd.split_lines` in Python, from its docstring: per position (line number, line
     start, FEN range, fields, operations range), and the problem (kind, line, column) that stops it."""
     out, pos = [], 0
     for number, line in enumerate(data.split(b"\n")[:data.count(b"\n") + (not data.endswith(b"\n"))], 1):
@@ -152,7 +152,7 @@ def _reference_split(data: bytes, max_line: int) -> tuple[list[tuple], tuple[int
 def test_epd_split_lines_agrees_with_a_python_reference(parts, max_line):
     """The one-pass line splitter (a byte-class table) finds the lines, fields, FEN and operation ranges and the
     first refused line that the docstring's rules give, on text of every kind of white space, comments and NULs."""
-    from nnue_infer.kernels import epd as KE
+    from nnue_infer.kernels.data import epd as KE
 
     data = b"".join(parts)
     buf = np.frombuffer(bytearray(data), np.uint8)

@@ -21,7 +21,7 @@ import nnue_infer
 from nnue_infer import NetworkFormatError
 from nnue_infer.errors import NetworkNotFoundError
 from nnue_infer.formats.stockfish import parse_stockfish, stockfish_bytes
-from nnue_infer.kernels import leb128 as L
+from nnue_infer.kernels.data import leb128 as L
 from nnue_infer.formats.registry import KNOWN_NETWORKS, known_by_spec
 from nnue_infer.resources import known_network, known_network_path
 

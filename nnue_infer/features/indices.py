@@ -143,7 +143,7 @@ def features_batch(positions: Iterable[chess.Board | str], features=DEFAULT_FEAT
         A row that is neither a board nor a string, or a bad ``features``.
     """
     from ..batch import as_sequence, raise_row_error
-    from ..kernels.indices import check_bitboards_batch
+    from ..kernels.chess.bitboard import check_bitboards_batch
 
     name, parts, arch = _parse(features)
     positions = as_sequence(positions)
@@ -198,9 +198,9 @@ def _bitboards(positions) -> np.ndarray:
 def _component_block(component: str, arch, bitboards: np.ndarray) -> np.ndarray:
     """int32[n, 2, w]: each position's indices of one component (White's perspective, then Black's),
     ascending, then -1."""
-    from ..kernels.features import active_features_batch
-    from ..kernels.indices import active_relation_features_batch
-    from ..kernels.threats import MAX_RELATIONS
+    from ..kernels.nnue.feature_index import active_features_batch
+    from ..kernels.nnue.threats import active_relation_features_batch
+    from ..kernels.nnue.threats import MAX_RELATIONS
 
     n = len(bitboards)
     if component in _INT8_MODULES or component in _TORCH_RELATIONS:

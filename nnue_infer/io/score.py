@@ -32,7 +32,7 @@ from .epd import CHUNK_BYTES, EpdRows
 from ..errors import PositionError
 from ..evaluator import Evaluator
 from ..features import check_position
-from ..kernels import status as KS
+from ..kernels.chess import status as KS
 from .output import TextColumn
 from ..positions import missing_field_message
 
@@ -62,11 +62,11 @@ def outcome_code(board: chess.Board) -> int:
 
 def parse_and_flag(buf: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, ...]:
     """Parse the FENs in ``buf`` (layout of :func:`nnue_infer.positions.fen_buffer`) and flag each position,
-    in one compiled pass on all cores (:func:`nnue_infer.kernels.status.parse_fens_status`), raising nothing.
+    in one compiled pass on all cores (:func:`nnue_infer.kernels.chess.status.parse_fens_status`), raising nothing.
 
     Returns ``bitboards`` int64[n, 8], ``stm`` uint8[n], ``fen_codes`` int32[n], ``fen_offsets`` int64[n] (as
     :func:`nnue_infer.positions.parse_fen_buffer`), ``in_check`` bool[n] and ``outcome`` int8[n]
-    (:data:`OUTCOMES` codes, ``kernels.status.OUTCOME_ASK`` where python-chess decides: :func:`outcomes`).
+    (:data:`OUTCOMES` codes, ``kernels.chess.status.OUTCOME_ASK`` where python-chess decides: :func:`outcomes`).
     """
     n = offsets.shape[0] - 1
     bitboards, stm = np.empty((n, 8), np.int64), np.empty(n, np.uint8)
@@ -390,7 +390,7 @@ def warm_up_files(ev: Evaluator) -> None:
 
 #: The EPD lines the warm-ups score (:func:`warm_up_files`, :func:`nnue_infer.io.distributed.warm_up`): a position, a
 #: checkmate (its legal moves counted), castling rights (python-chess decides the outcome) and a line with
-#: operations (its FEN packed apart from them: ``kernels.epd.pack_rows``, which a Dask job over such a file compiled
+#: operations (its FEN packed apart from them: ``kernels.data.epd.pack_rows``, which a Dask job over such a file compiled
 #: after the worker's warm-up, found by tests/test_compile.py).
 WARM_UP_EPD = (b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1\n"
                b"rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3\n"

@@ -190,7 +190,7 @@ def first_layer_isa(isa: int, max_input: int, max_pair: int, max_quad: int = 1 <
         The process's path (``ISA_*``).
     max_input : int
         Largest input byte (0..255) the layer reads: the activation's largest output, plus 128
-        for signed activations, whose bytes are stored offset by 128 (``kernels.activation.ft_transform``).
+        for signed activations, whose bytes are stored offset by 128 (``kernels.nnue.activation.ft_transform``).
     max_pair : int
         Largest ``|w[o, 2j]| + |w[o, 2j + 1]|`` of the layer's int8 weights over buckets,
         outputs o and input pairs j (``Network.first_layer_pair_sum``): the two products

@@ -5,5 +5,6 @@ The inference core never imports this package; its compiled parts are in
 """
 
 from .engine import Engine, SearchInfo, SearchResult
+from .perft import perft
 
-__all__ = ["Engine", "SearchInfo", "SearchResult"]
+__all__ = ["Engine", "SearchInfo", "SearchResult", "perft"]

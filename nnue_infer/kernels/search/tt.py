@@ -1,7 +1,7 @@
 """The transposition table: one int64 key and one packed int64 entry per slot, the slot chosen by
 the key's low bits (a power-of-two number of slots), depth-preferred replacement with aging.
 
-An entry packs the move (16 bits, :mod:`nnue_infer.kernels.movegen` code), the score and the static
+An entry packs the move (16 bits, :mod:`nnue_infer.kernels.chess.movegen` code), the score and the static
 evaluation (16 bits each, offset by 32768), the depth (8 bits, offset by :data:`DEPTH_OFFSET`), the
 bound (2 bits) and the search's generation (6 bits).  Mate scores are stored relative to the
 entry's position (distance to mate from there) and made relative to the root again when read

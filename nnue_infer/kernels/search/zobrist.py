@@ -19,8 +19,8 @@ import chess.polyglot
 import numpy as np
 from numba import njit
 
-from ..attacks import SQUARE_BB
-from ..features import BB_KINGS, BB_PAWNS, BB_WHITE, king_square, lowest_square, without_lowest
+from ..chess.attacks import SQUARE_BB
+from ..chess.bitboard import BB_KINGS, BB_PAWNS, BB_WHITE, king_square, lowest_square, without_lowest
 
 #: Polyglot's 781 random numbers as int64 (the same bits).
 KEYS = np.array(chess.polyglot.POLYGLOT_RANDOM_ARRAY[:781], np.uint64).view(np.int64)
@@ -86,7 +86,7 @@ def position_key(bitboards, stm, castling, ep):
     Parameters
     ----------
     bitboards : int64[8]
-        :mod:`nnue_infer.kernels.features` layout (pawns .. kings, White's, Black's pieces).
+        :mod:`nnue_infer.kernels.chess.bitboard` layout (pawns .. kings, White's, Black's pieces).
     stm : int
         Side to move, 0 White, 1 Black.
     castling : int
@@ -106,3 +106,11 @@ def position_key(bitboards, stm, castling, ep):
     if stm == 0:
         key ^= KEYS[TURN_KEY]
     return key
+
+
+@njit(cache=True)
+def position_keys(rows, out):
+    """:func:`position_key` of each row of ``rows`` int64[n, 11] (eight bitboards, side to move,
+    castling rights, en passant square) into ``out`` int64[n]."""
+    for i in range(rows.shape[0]):
+        out[i] = position_key(rows[i, :8], rows[i, 8], rows[i, 9], rows[i, 10])
