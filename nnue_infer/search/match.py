@@ -1057,7 +1057,10 @@ def run_on_client(client, specs, tasks, adjudication, event, date, tolerance, fi
     finished pair to ``finished`` as it comes back (``as_completed``); an SPRT decision cancels the rest."""
     from distributed import as_completed
 
+    import uuid
+
     threads = max(1, sum(client.nthreads().values()))
+    run = uuid.uuid4().hex[:12]  # task keys of this match (a scheduler may serve several)
     todo = iter(tasks)
     window = 2 * threads
     futures = []
@@ -1066,7 +1069,7 @@ def run_on_client(client, specs, tasks, adjudication, event, date, tolerance, fi
         if item is None:
             break
         futures.append(client.submit(play_pair, specs, item[1], item[0], adjudication, event, date, tolerance,
-                                     pure=False, key=f"match-pair-{item[0]}-{id(result)}"))
+                                     pure=False, key=f"match-{run}-pair-{item[0]}"))
     stream = as_completed(futures)
     stop = False
     for f in stream:
@@ -1079,7 +1082,7 @@ def run_on_client(client, specs, tasks, adjudication, event, date, tolerance, fi
         item = next(todo, None)
         if item is not None:
             new = client.submit(play_pair, specs, item[1], item[0], adjudication, event, date, tolerance, pure=False,
-                                key=f"match-pair-{item[0]}-{id(result)}")
+                                key=f"match-{run}-pair-{item[0]}")
             futures.append(new)
             stream.add(new)
 
