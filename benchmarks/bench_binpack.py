@@ -55,17 +55,29 @@ def cpu(fn, repeat: int) -> tuple[float, object]:
     return best, out
 
 
+#: Runs a command and writes its user + system CPU seconds and peak resident memory (KB) to ``sys.argv[1]``:
+#: started from this small process, the command's peak is its own (Linux keeps the peak of the process that
+#: forked it, so a child of this benchmark reported this benchmark's 500 MB).
+LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}")
+"""
+
+
 def child_usage(cmd: list[str]) -> tuple[float, float]:
-    """User + system CPU seconds and peak resident memory (MB) of a child process run to the end
-    (``os.wait4``: this child's own figures)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode()
-    proc.stderr.close()
-    if proc.returncode:
-        raise RuntimeError(f"{cmd}: status {proc.returncode}: {err}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    """User + system CPU seconds and peak resident memory (MB) of ``cmd`` run to the end (:data:`LAUNCHER`)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".usage") as out:
+        proc = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, out.name, *cmd], capture_output=True,
+                              timeout=3600, check=False)
+        status, seconds, kb = out.read().split()
+    if proc.returncode or int(status):
+        raise RuntimeError(f"{cmd}: status {status}: {proc.stderr.decode()}")
+    return float(seconds), int(kb) / 1024
 
 
 def best_usage(cmd: list[str], repeat: int) -> tuple[float, float]:

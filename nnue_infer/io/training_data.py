@@ -1015,7 +1015,8 @@ class TrainingDataWriter:
             self._file.write(encode_bin(data, self.label, self._rows))
         elif self.kind == "plain":
             for start in range(0, len(data), PLAIN_ROWS):  # a piece at a time: the text's memory stays small
-                self._file.write(self._plain.encode(data.rows_view(start, min(start + PLAIN_ROWS, len(data)))))
+                for piece in self._plain.encode(data.rows_view(start, min(start + PLAIN_ROWS, len(data)))):
+                    self._file.write(piece)
         else:
             self._write_parquet(data)
         self._rows += len(data)
@@ -1177,36 +1178,31 @@ def write(data: TrainingData, dest: str | os.PathLike[str], kind: str | None = N
 
 def encode_plain(data: TrainingData) -> bytes:
     """``data`` as ``.plain`` text (the tools' ``emitPlainEntry``), as bytes."""
-    return _PlainEncoder().encode(data).tobytes()
+    return b"".join(piece.tobytes() for piece in _PlainEncoder().encode(data))
 
 
 class _PlainEncoder:
-    """Encodes rows as ``.plain`` text into buffers kept from one call to the next (a conversion's pieces of
-    :data:`PLAIN_ROWS` rows: fresh buffers cost a page fault every 4 KiB, nearly half the time)."""
+    """Encodes rows as ``.plain`` text into a buffer kept from one call to the next (a conversion's pieces of
+    :data:`PLAIN_ROWS` rows: a fresh buffer costs a page fault every 4 KiB), in :data:`RUNS` runs of rows
+    written in parallel, each run's text one piece (no copy to pack the pieces together)."""
+
+    #: Runs of rows a call writes (in parallel; one piece of text each).
+    RUNS = 16
 
     def __init__(self) -> None:
-        self._slots = np.empty(0, np.uint8)
         self._text = np.empty(0, np.uint8)
 
-    def encode(self, data: TrainingData) -> np.ndarray:
-        """uint8 text of ``data``'s rows: valid until the next call."""
+    def encode(self, data: TrainingData) -> list[np.ndarray]:
+        """The uint8 pieces of ``data``'s text, in order: valid until the next call."""
         n = len(data)
-        if self._slots.shape[0] < KB.PLAIN_SLOT * n:
-            self._slots = np.empty(KB.PLAIN_SLOT * n, np.uint8)
-        lengths = np.empty(n, np.int64)
+        if self._text.shape[0] < KB.PLAIN_SLOT * n:
+            self._text = np.empty(KB.PLAIN_SLOT * n, np.uint8)
+        runs = np.linspace(0, n, min(self.RUNS, n) + 1).astype(np.int64)
+        ends = np.empty(runs.shape[0] - 1, np.int64)
         with PARALLEL_LOCK:
-            KB.write_plain_slots(data.bitboards, data.stm, data.castling, data.ep, data.rule50, data.fullmove,
-                                 data.move, data.score, data.ply, data.result, self._slots, lengths)
-        starts = np.zeros(n, np.int64)
-        if n:
-            np.cumsum(lengths[:-1], out=starts[1:])
-        size = int(lengths.sum())
-        if self._text.shape[0] < size:
-            self._text = np.empty(size, np.uint8)
-        out = self._text[:size]
-        with PARALLEL_LOCK:
-            KB.compact_slots(self._slots, KB.PLAIN_SLOT, lengths, starts, out)
-        return out
+            KB.write_plain_runs(data.bitboards, data.stm, data.castling, data.ep, data.rule50, data.fullmove,
+                                data.move, data.score, data.ply, data.result, runs, self._text, ends)
+        return [self._text[KB.PLAIN_SLOT * int(start): int(end)] for start, end in zip(runs[:-1], ends)]
 
 
 def encode_bin(data: TrainingData, label: str = "<bin>", first_row: int = 0) -> bytes:
