@@ -171,7 +171,7 @@ def main() -> int:
                 t_sf, rss_sf = best_usage([args.tools, "convert", path, theirs], args.repeat)
                 same = filecmp.cmp(ours, theirs, shallow=False)
                 line += (f"; tools convert {t_sf:.3f} s, {rss_sf:.0f} MB: ratio {t_cmd / t_sf:.2f}x CPU (target <= 2), "
-                         f"{rss_cmd / rss_sf:.2f}x memory (target <= 300 MB); files identical: {same}")
+                         f"{rss_cmd / rss_sf:.2f}x memory (target: at most 300 MB); files identical: {same}")
             print(line)
         if args.compile:
             cold, warm = compile_cost(str(src), tmp)
