@@ -48,25 +48,18 @@ from nnue_infer.kernels.nnue.dense_sparse import first_layer_sparse  # noqa: E40
 
 
 @njit(cache=False)
-def _dense_loop(xs, weights, rows, w_off, w_stride, biases, b_off, b_stride, n_in, n_out, fc0, z, repeat):
+def _fc0_loop(xs, weights, rows, w_off, w_stride, biases, b_off, b_stride, n_in, n_out, fc0, z, nnz, sparse, repeat):
+    """``repeat`` passes of the first layer (dense, or sparse when ``sparse``) over ``xs``, buckets in turn."""
     s = 0
     for _ in range(repeat):
         for i in range(xs.shape[0]):
             k = i & 7
-            first_layer(xs[i], 0, n_in, weights, w_off + k * w_stride, rows + k * w_stride, biases,
-                        b_off + k * b_stride, n_out, z, 0, fc0)
-            s += z[0]
-    return s
-
-
-@njit(cache=False)
-def _sparse_loop(xs, weights, w_off, w_stride, biases, b_off, b_stride, n_in, n_out, fc0, z, nnz, repeat):
-    s = 0
-    for _ in range(repeat):
-        for i in range(xs.shape[0]):
-            k = i & 7
-            first_layer_sparse(xs[i], 0, n_in, weights, w_off + k * w_stride, biases, b_off + k * b_stride, n_out,
-                               z, 0, fc0, nnz)
+            if sparse:
+                first_layer_sparse(xs[i], 0, n_in, weights, w_off + k * w_stride, biases, b_off + k * b_stride, n_out,
+                                   z, 0, fc0, nnz)
+            else:
+                first_layer(xs[i], 0, n_in, weights, w_off + k * w_stride, rows + k * w_stride, biases,
+                            b_off + k * b_stride, n_out, z, 0, fc0)
             s += z[0]
     return s
 
@@ -80,16 +73,14 @@ def fc0_times(net, outputs: np.ndarray, repeat: int) -> tuple[float, float]:
                                net.first_layer_quad_sum)
     z = np.empty(n_out, np.int32)
     nnz = np.empty(n_in // 4, np.int32)
-    args_d = (outputs, weights, rows, w_off, w_stride, biases, b_off, b_stride, n_in, n_out, fc0, z)
-    args_s = (outputs, weights, w_off, w_stride, biases, b_off, b_stride, n_in, n_out, fc0, z, nnz)
-    _dense_loop(*args_d, 1)
-    _sparse_loop(*args_s, 1)
-    t = time.thread_time_ns()
-    _dense_loop(*args_d, repeat)
-    dense = (time.thread_time_ns() - t) / (repeat * len(outputs))
-    t = time.thread_time_ns()
-    _sparse_loop(*args_s, repeat)
-    sparse = (time.thread_time_ns() - t) / (repeat * len(outputs))
+    args = (outputs, weights, rows, w_off, w_stride, biases, b_off, b_stride, n_in, n_out, fc0, z, nnz)
+    times = []
+    for sparse in (False, True):
+        _fc0_loop(*args, sparse, 1)
+        t = time.thread_time_ns()
+        _fc0_loop(*args, sparse, repeat)
+        times.append((time.thread_time_ns() - t) / (repeat * len(outputs)))
+    dense, sparse = times
     return dense, sparse
 
 
