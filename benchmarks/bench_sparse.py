@@ -72,7 +72,7 @@ def fc0_times(net, outputs: np.ndarray, repeat: int) -> tuple[float, float]:
     fc0 = simd.first_layer_isa(simd.ISA, net.architecture.first_layer_max_byte, net.first_layer_pair_sum,
                                net.first_layer_quad_sum)
     z = np.empty(n_out, np.int32)
-    nnz = np.empty(n_in // 4, np.int32)
+    nnz = np.empty(n_in // 4 + 16, np.int32)
     args = (outputs, weights, rows, w_off, w_stride, biases, b_off, b_stride, n_in, n_out, fc0, z, nnz)
     times = []
     for sparse in (False, True):
