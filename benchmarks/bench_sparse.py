@@ -103,7 +103,7 @@ def api_times(net, boards: list[chess.Board], fens: list[str]) -> tuple[float, f
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--repeat", type=int, default=20, help="passes over the outputs per fc_0 timing")
+    ap.add_argument("--repeat", type=int, default=100, help="passes over the outputs per fc_0 timing")
     args = ap.parse_args()
     import numba
 
