@@ -34,7 +34,7 @@ import nnue_infer  # noqa: E402
 from nnue_infer.float_network import FloatNetwork
 from nnue_infer.kernels.nnue.activation import ft_activate  # noqa: E402
 from nnue_infer.network import FT_ACTIVATIONS, Architecture, HiddenLayer, default_gate_table  # noqa: E402
-from nnue_infer.quantise import SCHEMES, quantise, table_samples  # noqa: E402
+from nnue_infer.quantisation import SCHEMES, quantise, table_samples  # noqa: E402
 
 WIDTHS = (256, 512, 1024)
 

@@ -103,6 +103,11 @@ class TrainingDataError(NnueError, ValueError):
     written in its format; the message names the file and the byte offset (or the row)."""
 
 
+class DatasetFormatError(NnueError, ValueError):
+    """A positions file (:mod:`nnue_infer.training.datagen`, ``.npz``) is malformed: missing key, wrong dtype
+    or shape, unknown format."""
+
+
 class TrainingError(NnueError, ValueError):
     """Training cannot proceed: bad configuration, unusable data or a diverged loss
     (:mod:`nnue_infer.training`).

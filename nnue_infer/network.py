@@ -452,13 +452,6 @@ class Architecture:
         return self.ft_clamp**self.ft.degree / 2**self.ft_shift
 
     @property
-    def mirror_mode(self) -> str:
-        """The effective mirroring mode (the feature set's default when :attr:`mirror` is None)."""
-        if self.mirror is not None:
-            return self.mirror
-        return "e-h" if self.feature_set == "HalfKAv2_hm" else "none"
-
-    @property
     def first_layer_max_byte(self) -> int:
         """Largest byte of the first dense layer's input as the kernels store it: the
         activation's largest output ``QA**degree >> shift``, plus 128 for signed activations

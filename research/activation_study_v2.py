@@ -374,7 +374,7 @@ def study_architecture(variant: str, width: int):
     ``crelu_wide`` is ``crelu`` with the full width: the paired variants' feature-transformer
     parameters, twice their first-layer inputs)."""
     from nnue_infer.network import FT_ACTIVATIONS
-    from nnue_infer.quantise import SCHEMES
+    from nnue_infer.quantisation import SCHEMES
     from nnue_infer.training.train import default_architecture
 
     act = "crelu" if variant == "crelu_wide" else variant
@@ -531,7 +531,7 @@ def measure(model, arch, cfg: Config, val: dict, test: dict, pairs) -> dict:
     import torch
 
     from nnue_infer.evaluator import Evaluator
-    from nnue_infer.quantise import SCHEMES, quantise_with_report
+    from nnue_infer.quantisation import SCHEMES, quantise_with_report
     from nnue_infer.training.model import model_to_float_network, win_probability_mse
     from nnue_infer.training.fast import predict
 

@@ -1,6 +1,6 @@
 """Every feature-transformer activation: a seeded random float network with realistic scales,
 quantised with both named schemes, agrees with ``forward_float`` on the dev corpus within the
-derived bound of :class:`nnue_infer.quantise.ErrorBound` (the derivation is in its docstring)."""
+derived bound of :class:`nnue_infer.quantisation.ErrorBound` (the derivation is in its docstring)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from nnue_infer import Evaluator
 from nnue_infer.float_network import FloatNetwork, forward_float
 from nnue_infer.network import FT_ACTIVATIONS, Architecture, HiddenLayer
-from nnue_infer.quantise import SCHEMES, ErrorBound, quantise
+from nnue_infer.quantisation import SCHEMES, ErrorBound, quantise
 
 LAYERS_SF = (HiddenLayer(16, "sqr_crelu+crelu", activated=15), HiddenLayer(32, "crelu"), HiddenLayer(1, "none"))
 

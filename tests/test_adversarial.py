@@ -276,7 +276,7 @@ def test_quantise_never_clips_silently():
 
     from nnue_infer import FloatNetwork, QuantisationRangeError, QuantisationWarning, quantise
     from nnue_infer import stockfish_15_1_architecture
-    from nnue_infer.quantise import quantise_with_report
+    from nnue_infer.quantisation import quantise_with_report
 
     net = FloatNetwork.random(stockfish_15_1_architecture(32), seed=1)
     weights = [w.copy() for w in net.layer_weights]
@@ -604,7 +604,7 @@ def test_trace_text_uses_the_networks_units_per_pawn():
     import warnings
 
     from nnue_infer import Architecture, Evaluator, FloatNetwork, HiddenLayer, quantise
-    from nnue_infer.quantise import SCHEMES
+    from nnue_infer.quantisation import SCHEMES
 
     arch = Architecture(feature_set="Chess768", ft_width=64, ft_activation="glu", ft_clamp=255, ft_shift=9,
                         psqt_buckets=0, output_buckets=8, layers=(HiddenLayer(16, "crelu"), HiddenLayer(1, "none")),

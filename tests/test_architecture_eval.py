@@ -12,7 +12,7 @@ import pytest
 from nnue_infer import Evaluator
 from nnue_infer.float_network import FloatNetwork
 from nnue_infer.network import FT_ACTIVATIONS, Architecture, HiddenLayer
-from nnue_infer.quantise import SCHEMES, quantise
+from nnue_infer.quantisation import SCHEMES, quantise
 
 SF_LAYERS = (HiddenLayer(16, "sqr_crelu+crelu", activated=15), HiddenLayer(32, "crelu"), HiddenLayer(1, "none"))
 MIRRORED_BUCKETS = tuple((sq // 8) // 2 + 4 * ((sq % 8) >= 2) for sq in range(64))  # 8 buckets

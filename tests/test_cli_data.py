@@ -130,7 +130,7 @@ def test_more_than_32_pieces_is_refused_for_binpack(tmp_path, capsys):
     out = tmp_path / "p33.binpack"
     out.write_bytes(b"old")
     assert main(["data", "convert", "-q", str(src), str(out)]) == 1
-    assert f"error: {out}: row 0: more than 32 occupied squares" in capsys.readouterr().err
+    assert f"error: {src}: line 1 (byte 0): more than 32 occupied squares" in capsys.readouterr().err
     assert out.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["p33.binpack", "p33.plain"]
 
 
@@ -160,7 +160,7 @@ def test_an_error_at_close_leaves_no_temporary_file(tmp_path, capsys):
                    "score 0\nply 1\nresult 0\ne\n")
     out = tmp_path / "unenc.binpack"
     assert main(["data", "convert", "-q", str(src), str(out)]) == 1
-    assert f"error: {out}: row 1: move cannot be encoded" in capsys.readouterr().err
+    assert f"error: {src}: line 7 (byte 96): move cannot be encoded" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["unenc.plain"]
     missing = tmp_path / "no" / "x.binpack"
     assert main(["data", "convert", "-q", str(src), str(missing)]) == 1

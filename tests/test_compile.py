@@ -149,13 +149,13 @@ print(popcount(np.int64(7)))
 
 def test_import_and_help_load_no_kernel_module():
     """``import nnue_infer`` and ``nnue-infer --help`` load neither NumPy nor Numba (PEP 562 lazy
-    names); the names stay what they were, ``quantise`` the function even after its module loads."""
+    names); the names stay what they were, ``quantise`` the function even after its module (``quantisation``) loads."""
     code = """
 import sys, nnue_infer
 assert not {"numpy", "numba"} & set(sys.modules), sorted(sys.modules)
 from nnue_infer.cli import main
 assert main(["--help"]) == 0 and "numba" not in sys.modules
-import nnue_infer.quantise
+import nnue_infer.quantisation
 from nnue_infer import Evaluator, quantise
 assert callable(nnue_infer.quantise) and nnue_infer.quantise is quantise and Evaluator is nnue_infer.Evaluator
 assert all(hasattr(nnue_infer, name) for name in nnue_infer.__all__) and set(nnue_infer.__all__) <= set(dir(nnue_infer))
@@ -358,7 +358,7 @@ import sys
 from nnue_infer.float_network import FloatNetwork
 from nnue_infer.formats import save
 from nnue_infer.network import Architecture, HiddenLayer
-from nnue_infer.quantise import SCHEMES, quantise
+from nnue_infer.quantisation import SCHEMES, quantise
 for act in ("glu", "crelu"):
     arch = Architecture(feature_set="Chess768", ft_width=32, ft_activation=act, ft_clamp=127,
                         ft_shift=SCHEMES["stockfish"].shift_for(act), psqt_buckets=0, output_buckets=1,

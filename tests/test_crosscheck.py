@@ -72,7 +72,7 @@ def test_crosscheck_refuses_mismatched_networks(tmp_path, capsys):
 
 
 def test_crosscheck_stockfish_against_its_dequantised_self(network, corpus):
-    from nnue_infer.quantise import dequantise
+    from nnue_infer.quantisation import dequantise
 
     r = crosscheck(dequantise(network), network, [c["fen"] for c in corpus[::50]])
     s = r.summary()

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 
 from nnue_infer.training import datagen, model as M, train as T  # noqa: E402
 from nnue_infer.network import FT_ACTIVATIONS  # noqa: E402
-from nnue_infer.quantise import SCHEMES  # noqa: E402
+from nnue_infer.quantisation import SCHEMES  # noqa: E402
 from nnue_infer.training import fast  # noqa: E402
 
 

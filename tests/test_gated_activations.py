@@ -15,7 +15,7 @@ from nnue_infer.features import architecture_features
 from nnue_infer.float_network import FloatNetwork, forward_float, ft_activation_float
 from nnue_infer.formats import load, save
 from nnue_infer.network import Architecture, HiddenLayer, default_gate_table
-from nnue_infer.quantise import SCHEMES, dequantise, quantise
+from nnue_infer.quantisation import SCHEMES, dequantise, quantise
 
 FENS = ["r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
         "8/5k2/3p4/1p1Pp2p/pP2Pp1P/P4P1K/8/8 b - - 99 50",

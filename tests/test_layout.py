@@ -7,7 +7,6 @@ functions alike), so a lazy import that breaks the direction is caught as well a
 from __future__ import annotations
 
 import ast
-import importlib
 import pathlib
 
 import pytest
@@ -105,20 +104,3 @@ def test_no_import_circle_between_modules():
 def test_at_most_sixteen_core_modules_at_the_top():
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(top) <= 16, top
-
-
-@pytest.mark.parametrize("old", sorted(nnue_infer.MOVED_MODULES))
-def test_a_moved_module_names_its_new_home(old):
-    new = nnue_infer.MOVED_MODULES[old]
-    with pytest.raises(ImportError, match=f"{old} has moved: import {new} instead"):
-        importlib.import_module(old)
-    assert importlib.util.find_spec(new) is not None, new
-
-
-def test_names_moved_out_of_the_trainer_say_where():
-    """FloatModel and the loss moved to training.model (the train <-> fast circle); the old import names it."""
-    pytest.importorskip("torch")
-    with pytest.raises(ImportError, match=r"use nnue_infer\.training\.model\.FloatModel"):
-        from nnue_infer.training.train import FloatModel  # noqa: F401
-    with pytest.raises(ImportError, match=r"use nnue_infer\.training\.model\.win_probability_mse"):
-        from nnue_infer.training.train import _loss  # noqa: F401

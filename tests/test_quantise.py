@@ -13,7 +13,7 @@ from nnue_infer import Evaluator
 from nnue_infer.errors import QuantisationRangeError
 from nnue_infer.float_network import FloatNetwork, forward_float, network_tensors
 from nnue_infer.network import Architecture, HiddenLayer
-from nnue_infer.quantise import SCHEMES, QuantisationScheme, dequantise, quantise, quantise_with_report, tensor_scales
+from nnue_infer.quantisation import SCHEMES, QuantisationScheme, dequantise, quantise, quantise_with_report, tensor_scales
 
 
 def test_stockfish_dequantise_quantise_reproduces_every_integer(network):

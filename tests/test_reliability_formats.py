@@ -19,7 +19,7 @@ from nnue_infer import Architecture, FloatNetwork, HiddenLayer, NetworkFormatErr
 from nnue_infer.formats.arrays import float_network_from_arrays
 from nnue_infer.formats.safetensors import read_metadata
 from nnue_infer.network import stockfish_15_1_architecture
-from nnue_infer.quantise import quantise_with_report
+from nnue_infer.quantisation import quantise_with_report
 
 
 def quiet_quantise(net):

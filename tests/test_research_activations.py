@@ -186,7 +186,7 @@ def test_signed_and_element_wise_activations(activation):
     import warnings
 
     from nnue_infer import Architecture, FloatNetwork, HiddenLayer, quantise
-    from nnue_infer.quantise import SCHEMES
+    from nnue_infer.quantisation import SCHEMES
 
     arch = Architecture(feature_set="Chess768", ft_width=64, ft_activation=activation, ft_clamp=255,
                         ft_shift=1 if activation == "crelu" else 9, psqt_buckets=0, output_buckets=8,

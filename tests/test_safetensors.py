@@ -18,7 +18,7 @@ from nnue_infer.float_network import FloatNetwork, forward_float, network_tensor
 from nnue_infer.formats import detect_format, load, save
 from nnue_infer.formats.safetensors import FORMAT_VERSION, read_info
 from nnue_infer.network import Architecture, HiddenLayer
-from nnue_infer.quantise import quantise
+from nnue_infer.quantisation import quantise
 
 SMALL = Architecture(feature_set="Chess768", ft_width=64, ft_activation="glu", ft_clamp=127, ft_shift=7,
                      psqt_buckets=4, output_buckets=4, layers=(HiddenLayer(8, "crelu"), HiddenLayer(1, "none")),

@@ -21,7 +21,7 @@ from nnue_infer.cli import main  # noqa: E402
 from nnue_infer.training.crosscheck import crosscheck  # noqa: E402
 from nnue_infer.float_network import forward_float  # noqa: E402
 from nnue_infer.network import Architecture  # noqa: E402
-from nnue_infer.quantise import quantise_with_report  # noqa: E402
+from nnue_infer.quantisation import quantise_with_report  # noqa: E402
 
 SMALL = T.default_architecture(ft_width=32)
 

@@ -67,7 +67,7 @@ def test_plain_writes_the_tools_binpack(name, bp_dir, files, tmp_path):
 
 
 def rows_of(binpack: bytes) -> td.TrainingData:
-    return td.TrainingData.concat(list(td._iter_binpack(io.BytesIO(binpack), "<bytes>", False, None)))
+    return td.TrainingData.concat([rows for rows, _ in td._iter_binpack(io.BytesIO(binpack), "<bytes>", False, None)])
 
 
 @pytest.mark.parametrize("name", NAMES)

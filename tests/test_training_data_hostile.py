@@ -145,9 +145,9 @@ def test_a_parquet_result_outside_minus_one_to_one_is_refused(tmp_path):
 
 @pytest.mark.parametrize("dst, fen, ply, message", [
     ("x.binpack", "4k3/8/8/8/8/8/8/4K3 w - - 0 1", 20000,
-     "row 0: ply 20000 does not fit a chain's first entry (at most 16383; the .binpack field keeps 14 bits)"),
+     "line 1 (byte 0): ply 20000 does not fit a chain's first entry (at most 16383; the .binpack field keeps 14 bits)"),
     ("x.bin", "4k3/8/8/8/8/8/8/4K3 w - - 200 1", 0,
-     "row 0: half-move clock 200 does not fit a .bin record (at most 127; the tools keep 7 bits)"),
+     "line 1 (byte 0): half-move clock 200 does not fit a .bin record (at most 127; the tools keep 7 bits)"),
 ])
 def test_values_a_format_cannot_hold_are_refused(dst, fen, ply, message, tmp_path, capsys):
     """A first-entry ply over 14 bits ran into the .binpack result bits (read back as another ply
@@ -155,7 +155,7 @@ def test_values_a_format_cannot_hold_are_refused(dst, fen, ply, message, tmp_pat
     src = tmp_path / "x.plain"
     src.write_text(f"fen {fen}\nmove e1e2\nscore 0\nply {ply}\nresult 1\ne\n")
     assert main(["data", "convert", str(src), str(tmp_path / dst)]) == 1
-    assert capsys.readouterr().err.strip() == f"error: {tmp_path / dst}: {message}"
+    assert capsys.readouterr().err.strip() == f"error: {src}: {message}"  # the row's place in the input
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.plain"]
 
 
@@ -382,6 +382,6 @@ def test_writers_refuse_rows_a_reader_gave_unchecked(fen, castling, column, prob
     value = fen if column == "bitboards" else f"{castling} ({fen})"
     for dst in ("x.plain", "x.binpack", "y.bin"):
         assert main(["data", "convert", str(src), str(tmp_path / dst)]) == 1
-        message = f"row 0: column {column!r}: {problem}: {value}"
-        assert capsys.readouterr().err.strip() == f"error: {tmp_path / dst}: {message}"
+        message = f"record 0 (byte 0): column {column!r}: {problem}: {value}"
+        assert capsys.readouterr().err.strip() == f"error: {src}: {message}"  # the row's place in the input
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.bin"]

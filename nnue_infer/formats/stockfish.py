@@ -113,11 +113,6 @@ def stack_hash(l1: int, fc0_outputs: int, l3: int) -> int:
     return _affine(h, 1)
 
 
-def layer_stack_hash(l1: int) -> int:
-    """Layer-stack hash of Stockfish 15.1's stack (L2 = 15, L3 = 32) with accumulator width ``l1``."""
-    return stack_hash(l1, C.SF_L2 + 1, C.SF_L3)
-
-
 def stockfish_architecture(l1: int, *, feature: str = "HalfKAv2_hm", style: str = "sf15", l2: int | None = None,
                            l3: int = 32, version: int = VERSION_SF12, ft_compression: str = "none",
                            stockfish_version: str = "15.1") -> Architecture:
@@ -642,18 +637,3 @@ def write_stockfish(network: Network, path: str | os.PathLike[str]) -> None:
     data = stockfish_bytes(network)
     with open(path, "wb") as f:
         f.write(data)
-
-
-def network_size(description_length: int, l1: int) -> int:
-    """Total file size in bytes of a raw (uncompressed) Stockfish 15.1-style network."""
-    return 12 + description_length + 4 + 2 * l1 + 2 * 22528 * l1 + 4 * 22528 * 8 + 8 * _stack_size("sf15", l1, 15, 32)
-
-
-def with_version(network: Network, stockfish_version: str) -> Network:
-    """``network`` with its architecture's ``stockfish_version`` (and value rule, units per pawn)
-    set to ``stockfish_version``: the same arrays, another engine's text (e.g. the lite net of
-    17.1 and 18)."""
-    arch = dataclasses.replace(network.architecture, stockfish_version=stockfish_version,
-                               value_division="sum" if stockfish_version in ("15.1", "16") else "each",
-                               units_per_pawn=UNITS_PER_PAWN[stockfish_version])
-    return dataclasses.replace(network, architecture=arch)

@@ -50,7 +50,7 @@ import numpy as np
 from ..errors import InputKindError
 
 #: Input kinds by file name (compression suffixes are stripped first).
-KINDS = {".epd": "epd", ".fen": "epd", ".txt": "epd", ".pgn": "pgn", ".parquet": "parquet", ".binpack": "binpack"}
+INPUT_KIND_BY_SUFFIX = {".epd": "epd", ".fen": "epd", ".txt": "epd", ".pgn": "pgn", ".parquet": "parquet", ".binpack": "binpack"}
 _COMPRESSED = (".gz", ".zst", ".zstd")
 MANIFEST = "_nnue_infer.json"
 log = logging.getLogger("nnue_infer.io")
@@ -70,10 +70,10 @@ def input_kind(path: str) -> str:
             name = name[: -len(suffix)]
             break
     ext = os.path.splitext(name)[1].lower()
-    if ext not in KINDS:
+    if ext not in INPUT_KIND_BY_SUFFIX:
         raise ValueError(f"{path}: unknown input kind {ext!r} (expected .epd, .fen, .txt, .pgn, .parquet or .binpack, "
                          "optionally .gz or .zst)")
-    return KINDS[ext]
+    return INPUT_KIND_BY_SUFFIX[ext]
 
 
 def expand_inputs(inputs: str | Iterable[str], output: str | None = None) -> list[str]:

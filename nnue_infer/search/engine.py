@@ -22,6 +22,7 @@ from ..kernels.nnue import forward as K
 from ..kernels.chess.movegen import MAX_MOVES
 from ..kernels.search import alphabeta as A
 from ..kernels.search.tt import MATE, MATE_BOUND, MAX_PLY, hashfull, table_slots
+from ..kernels.search.zobrist import position_keys
 from ..trace import to_centipawns
 
 #: The depth of a search given no limit (and not ``infinite``).
@@ -109,6 +110,8 @@ class Engine:
         self._stop = np.zeros(1, np.int64)
         self._running = False
         self.debug = bool(debug)
+        #: Count the CPU cycles of the evaluations (:attr:`evaluation_cycles`; benchmarks/bench_search.py).
+        self.profile = False
         self.chess960 = bool(chess960)
         self._positions = np.zeros((MAX_PLY + 2, A.POS_COLUMNS), np.int64)
         self._moves = np.zeros((MAX_PLY + 1, MAX_MOVES), np.uint16)
@@ -138,6 +141,11 @@ class Engine:
             self._evaluator = evaluator
             self._kernels = kernels
             self._clear()
+        # Compile the search kernels now (or load them from the cache: about a second), not in the
+        # first search, whose clock would pay for it
+        self.search(chess.Board(), depth=1)
+        with self._exclusive():
+            self._clear()
 
     @property
     def hash_mb(self) -> float:
@@ -164,6 +172,16 @@ class Engine:
         self._killers[:] = 0
         self._history[:] = 0
         self._generation = 0
+
+    @property
+    def evaluations(self) -> int:
+        """Evaluations of the network in the last search."""
+        return int(self._info[A.I_EVALS])
+
+    @property
+    def evaluation_cycles(self) -> int:
+        """CPU cycles spent in the evaluations of the last search (counted when :attr:`profile` is set)."""
+        return int(self._info[A.I_EVAL_CYCLES])
 
     def stop(self) -> None:
         """Stop the running search (thread-safe): it returns promptly with its best move so far.
@@ -245,11 +263,12 @@ class Engine:
                     name in ("wtime", "btime") and isinstance(limit, (int, float)) and math.isfinite(limit)):
                 raise ValueError(f"{name}: expected a non-negative number of seconds, got {limit!r}")
         status = board.status()
-        if status & ~(chess.STATUS_VALID | chess.STATUS_IMPOSSIBLE_CHECK | chess.STATUS_TOO_MANY_CHECKERS
-                      | chess.STATUS_INVALID_EP_SQUARE):
+        if status & (chess.STATUS_EMPTY | chess.STATUS_NO_WHITE_KING | chess.STATUS_NO_BLACK_KING
+                     | chess.STATUS_TOO_MANY_KINGS | chess.STATUS_OPPOSITE_CHECK | chess.STATUS_PAWNS_ON_BACKRANK):
             raise PositionError(f"not a valid position ({chess.Status(status)!r}): {board.fen()}")
         check_position(board)
-        board = board.copy()
+        history = self._game_keys(board)
+        board = board.copy(stack=False)
         if self.chess960:
             board.chess960 = True
         legal = list(board.legal_moves)
@@ -258,7 +277,7 @@ class Engine:
                 mate = 0 if board.is_check() else None
                 return SearchResult(None, None if mate is not None else 0, mate, [], 0, 0, 0,
                                     time.perf_counter() - start, 0)
-            return self._search(board, legal, start, depth, nodes, movetime, wtime, btime, winc, binc, movestogo,
+            return self._search(board, history, legal, start, depth, nodes, movetime, wtime, btime, winc, binc, movestogo,
                                 infinite, move_overhead, info)
 
     def _limits(self, board, depth, movetime, wtime, btime, winc, binc, movestogo, infinite, overhead):
@@ -279,17 +298,16 @@ class Engine:
             depth = MAX_DEPTH if (infinite or hard is not None) else None
         return depth, soft, hard
 
-    def _search(self, board, legal, start, depth, nodes, movetime, wtime, btime, winc, binc, movestogo, infinite,
+    def _search(self, board, history, legal, start, depth, nodes, movetime, wtime, btime, winc, binc, movestogo, infinite,
                 move_overhead, info_callback) -> SearchResult:
         max_depth, soft, hard = self._limits(board, depth, movetime, wtime, btime, winc, binc, movestogo, infinite,
                                              move_overhead)
         if max_depth is None:
             max_depth = MAX_DEPTH if nodes is not None else DEFAULT_DEPTH
         max_depth = max(1, min(int(max_depth), MAX_DEPTH))
-        history = self._game_keys(board)
         keys = np.zeros(len(history) + MAX_PLY + 2, np.int64)
         keys[:len(history)] = history
-        self._set_root(board)
+        self._set_root(board, history[-1])
         info = self._info
         info[:] = 0
         info[A.I_NODE_LIMIT] = nodes if nodes else 0
@@ -297,6 +315,7 @@ class Engine:
             info[A.I_NODE_LIMIT] = 1
         info[A.I_HISTORY] = len(history) - 1
         info[A.I_DEBUG] = int(self.debug)
+        info[A.I_PROFILE] = int(self.profile)
         info[A.I_CHESS960] = int(board.chess960)
         self._generation = (self._generation + 1) & 63
         info[A.I_GENERATION] = self._generation
@@ -406,16 +425,32 @@ class Engine:
                             int(self._info[A.I_NODES]), elapsed, int(hashfull(self._tt, self._generation)))
 
     @staticmethod
-    def _game_keys(board: chess.Board) -> list[int]:
-        """Zobrist keys (int64) of the positions since the last irreversible move, the root's last."""
-        b = board.copy()
-        keys = [chess.polyglot.zobrist_hash(b)]
-        for _ in range(min(b.halfmove_clock, len(b.move_stack))):
-            b.pop()
-            keys.append(chess.polyglot.zobrist_hash(b))
-        return [int(np.array(k, np.uint64).view(np.int64)) for k in reversed(keys)]
+    def _game_keys(board: chess.Board) -> np.ndarray:
+        """Zobrist keys (int64[k + 1]) of the positions since the last irreversible move, the root's last.
 
-    def _set_root(self, board: chess.Board) -> None:
+        The earlier positions are read from python-chess's undo stack (``Board._stack``, one state
+        per move of ``move_stack``) when it has one, else by taking the moves back on a copy."""
+        k = min(board.halfmove_clock, len(board.move_stack))
+        states = getattr(board, "_stack", None)
+        rows = []
+        if k and isinstance(states, list) and len(states) == len(board.move_stack) and all(
+                hasattr(s, "occupied_w") for s in states[-k:]):
+            for s in states[-k:]:
+                rows.append((s.pawns, s.knights, s.bishops, s.rooks, s.queens, s.kings, s.occupied_w, s.occupied_b,
+                             0 if s.turn else 1, s.castling_rights & s.rooks, s.ep_square or 0))
+        elif k:
+            b = board.copy()
+            for _ in range(k):
+                b.pop()
+                rows.append(_row(b))
+            rows.reverse()
+        rows.append(_row(board))
+        table = np.array(rows, np.uint64).view(np.int64).reshape(len(rows), 11)
+        keys = np.empty(len(rows), np.int64)
+        position_keys(table, keys)
+        return keys
+
+    def _set_root(self, board: chess.Board, key: int) -> None:
         row = self._positions[0]
         bbs = (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
                board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK])
@@ -424,7 +459,14 @@ class Engine:
         row[A.P_CASTLING] = np.array(board.clean_castling_rights(), np.uint64).view(np.int64)
         row[A.P_EP] = board.ep_square or 0
         row[A.P_RULE50] = board.halfmove_clock
-        row[A.P_KEY] = np.array(chess.polyglot.zobrist_hash(board), np.uint64).view(np.int64)
+        row[A.P_KEY] = key
         row[A.P_CHECKERS] = np.array(board.checkers_mask(), np.uint64).view(np.int64)
         row[A.P_EVAL] = A.NO_EVAL
         row[A.P_MOVE] = -1
+
+
+def _row(board: chess.Board) -> tuple:
+    """A position as a row of ``zobrist.position_keys``."""
+    return (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
+            board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK], 0 if board.turn else 1,
+            board.clean_castling_rights(), board.ep_square or 0)

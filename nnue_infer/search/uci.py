@@ -201,6 +201,7 @@ class UciSession:
         self._answered = threading.Event()  # the running go's last lines are being sent
         self._perft_stop = np.zeros(1, np.uint8)
         self.quitting = False
+        self._infinite = False  # the running go is go infinite
         self._ponder: str | None = None  # the reply the last search expects (its PV's second move)
         self._handlers = {
             "uci": self._uci, "isready": self._isready, "ucinewgame": self._ucinewgame,
@@ -268,12 +269,14 @@ class UciSession:
             self.say(f"{words[0]} failed: {type(exc).__name__}: {exc}")
 
     def finish(self) -> None:
-        """At ``quit`` or the end of the input: stop a running search and wait for its ``bestmove``; a running
-        ``go perft`` is waited for to its end (as Stockfish does: only ``stop`` abandons it)."""
+        """At ``quit`` or the end of the input: stop a running search and wait for its ``bestmove``.  A running
+        ``go perft`` is waited for to its end (as Stockfish does: only ``stop`` abandons it), and so is a search
+        with limits when the input ended without ``quit`` (``printf 'go depth 12\\n' | nnue-infer uci`` prints
+        the whole search; Stockfish stops it at once)."""
         worker = self._worker
         if worker is None:
             return
-        if worker.name == PERFT_THREAD:
+        if worker.name == PERFT_THREAD or not (self.quitting or self._infinite):
             worker.join()
         else:
             self._request_stop()
@@ -417,6 +420,7 @@ class UciSession:
         if self._searching():
             raise UciInputError("go ignored: a search is running (send stop first)")
         limits, perft_depth = self._go_limits(words)
+        self._infinite = bool(limits.get("infinite"))
         if not self.position_given:
             self.say("go before any position command: searching the start position")
             self.position_given = True

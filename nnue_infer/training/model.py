@@ -6,7 +6,7 @@ The PyTorch model computes exactly the float semantics of :mod:`nnue_infer.float
 (accumulator, feature-transformer activation, per-bucket dense layers, forward skip, PSQT,
 value = (psqt + y) * ``output_units`` internal units from the side to move's point of view),
 so :func:`model_to_float_network` hands over a :class:`~nnue_infer.float_network.FloatNetwork`
-that :func:`~nnue_infer.quantise.quantise` turns into an integer network.  Inputs are sparse:
+that :func:`~nnue_infer.quantisation.quantise` turns into an integer network.  Inputs are sparse:
 each perspective's (at most 32) active feature indices go through ``embedding_bag`` sums, so
 the feature transformer costs O(pieces x width) per position whatever the number of features.
 The dense layers run per output bucket on the positions of that bucket (the batch is sorted
@@ -298,7 +298,7 @@ class FloatModel(torch.nn.Module):
 
 def _weight_limits(arch: Architecture) -> list[float]:
     """Largest float magnitude of each dense layer's weights that quantises without saturating."""
-    from ..quantise import SCHEMES, quantised_architecture, tensor_scales
+    from ..quantisation import SCHEMES, quantised_architecture, tensor_scales
 
     scales = tensor_scales(quantised_architecture(arch, SCHEMES["stockfish"]))
     return [127.0 / scales[f"layers.{i}.weights"] for i in range(len(arch.layers))]

@@ -29,7 +29,8 @@ from numba import njit
 from ..kernels.chess.attacks import SQUARE_BB
 from ..kernels.cache import register
 from ..kernels.chess.bitboard import BB_KINGS, BB_PAWNS, BB_WHITE, king_square, popcount
-from ..kernels.chess.movegen import MAX_MOVES, attackers, legal_moves, play
+from ..kernels.chess.attacks import attackers
+from ..kernels.chess.movegen import MAX_MOVES, legal_moves, play
 
 register(__file__)  # cached like the kernels, stamped with them and this file
 

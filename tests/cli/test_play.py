@@ -69,3 +69,15 @@ def test_uci_answers_on_standard_output(capsys, monkeypatch):
     assert status == 0 and lines[:2] == ["id name nnue-infer", "id author the nnue-infer developers"]
     assert "uciok" in lines and "readyok" in lines and "Nodes searched: 20" in lines
     assert len([line for line in lines if line.endswith(": 1")]) == len(list(chess.Board().legal_moves))
+
+
+def test_uci_finishes_a_search_with_limits_at_the_end_of_its_input(capsys, monkeypatch):
+    """``printf 'position ...\\ngo nodes N\\n' | nnue-infer uci``: no quit, the whole search is printed."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"position startpos moves e2e4\ngo depth 3\n")))
+    status, out, _ = run(capsys, ["uci"])
+    lines = out.split("\n")
+    assert status == 0 and lines[-1] == ""
+    assert lines[-3].startswith("info depth 3 ") and lines[-2].startswith("bestmove ")
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert chess.Move.from_uci(lines[-2].split()[1]) in board.legal_moves

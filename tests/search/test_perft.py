@@ -172,6 +172,6 @@ def test_the_kernel_files_of_subfolders_are_stamped():
     from nnue_infer.kernels.chess import perft as kernel
 
     cache.kernels_stamp()
-    assert "chess/perft.py" in cache.STAMPED and "movegen.py" in cache.STAMPED
+    assert "chess/perft.py" in cache.STAMPED and "chess/movegen.py" in cache.STAMPED
     assert cache.stamped_as_imported(kernel.__file__)
     assert isinstance(kernel.perft._cache._impl.locator, cache.KernelCacheLocator)

@@ -172,6 +172,27 @@ def test_bytes_that_are_not_text_are_said_and_survived():
     assert lines[0].startswith("info string unknown command") and lines[1:] == ["readyok"]
 
 
+def test_the_compile_notice_is_an_info_string():
+    """The kernel cache's first-compile notice (logger ``nnue_infer``) reaches the GUI as an ``info string``
+    while the session runs; the logger's level is restored after it."""
+    import logging
+
+    from nnue_infer.kernels.cache import NOTICE
+
+    log = logging.getLogger("nnue_infer")
+    level = log.level
+    lines: list[str] = []
+
+    def commands():
+        yield "isready"
+        log.info(NOTICE, "/cache/dir")  # as kernels.cache's compile listener says it
+        yield "isready"
+
+    UciSession(None, lines.append).run(commands())
+    assert lines == ["readyok", "info string " + NOTICE % "/cache/dir", "readyok"]
+    assert log.level == level
+
+
 def test_pv_and_bestmove_castling_in_each_notation():
     """Castling goes out as the GUI's notation expects: ``e1g1`` in standard chess, king-takes-rook with
     UCI_Chess960."""
@@ -331,6 +352,25 @@ def test_isready_and_stop_are_answered_during_go_infinite(pipe):
     assert not any(is_bestmove(line) for line in lines)  # an infinite search waits for stop
     pipe.send("stop")
     assert chess.Move.from_uci(bestmove(pipe.until(is_bestmove))) in chess.Board().legal_moves
+
+
+def test_settings_wait_for_stop_during_a_search(pipe):
+    """setoption, ucinewgame and a second go during a search are refused (said); position is taken, and
+    the search goes on with the position it started from."""
+    pipe.send("position startpos", "go infinite")
+    pipe.until(lambda line: line.startswith("info depth 1 "))
+    pipe.send("setoption name Hash value 32", "ucinewgame", "go depth 1", "position startpos moves g1f3", "isready")
+    lines = pipe.until(lambda line: line == "readyok")
+    assert [line for line in lines if line.startswith("info string")] == [
+        "info string setoption name Hash ignored: a search is running (send stop first)",
+        "info string ucinewgame ignored: a search is running (send stop first)",
+        "info string go ignored: a search is running (send stop first)"]
+    pipe.send("stop")
+    assert chess.Move.from_uci(bestmove(pipe.until(is_bestmove))) in chess.Board().legal_moves
+    pipe.send("setoption name Hash value 32", "go depth 2")  # after the bestmove: taken, from 1. Nf3
+    board = chess.Board()
+    board.push_uci("g1f3")
+    assert chess.Move.from_uci(bestmove(pipe.until(is_bestmove))) in board.legal_moves
 
 
 def test_bad_input_never_kills_the_engine(pipe):

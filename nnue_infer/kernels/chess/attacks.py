@@ -4,6 +4,10 @@ Squares are a1 = 0 ... h8 = 63; bitboards are int64 (bit 63 = h8 is the sign bit
 shift uses the :data:`SQUARE_BB` table instead of ``1 << s``).  Slider attacks walk each line
 until the first occupied square, which is included (no x-rays).
 
+:func:`attackers` is the one answer to "which pieces of a side attack this square" (python-chess's
+``Board.attackers_mask``); :data:`ROOK_RAYS` / :data:`BISHOP_RAYS` are the one table of a square's
+lines on an empty board.
+
 Source: the rules of chess; Stockfish ``src/bitboard.h`` (``attacks_bb``, ``pawn_attacks_bb``).
 """
 
@@ -12,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .bitboard import BB_KINGS, BB_PAWNS, BB_WHITE
+from .bitboard import BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE
 
 
 def _square_bb() -> np.ndarray:
@@ -96,3 +100,43 @@ def piece_reach(bitboards, sq, occupied):
         if bitboards[piece_type] & bit:
             return piece_attacks(piece_type, colour, sq, occupied)
     return np.int64(0)
+
+
+def _empty_board_lines(first: int, last: int) -> np.ndarray:
+    walk = getattr(line_attacks, "py_func", line_attacks)  # the Python function (a plain one under NUMBA_DISABLE_JIT)
+    return np.array([walk(sq, np.int64(0), first, last) for sq in range(64)], np.int64)
+
+
+#: Squares on a rook's / a bishop's lines through each square of an empty board (edge to edge), int64[64] each:
+#: a slider off them cannot attack the square, nor a piece off both be pinned to a king there (no line walked to
+#: know).  Their union is the queen's.
+ROOK_RAYS, BISHOP_RAYS = _empty_board_lines(0, 4), _empty_board_lines(4, 8)
+
+
+@njit(cache=True, inline="always")
+def slider_attackers(bitboards, colour, sq, occupied):
+    """Bishops, rooks and queens of ``colour`` (0 White, 1 Black) attacking square ``sq`` when ``occupied``
+    (int64 bitboard) squares block the lines; ``bitboards`` int64[8] (:mod:`~nnue_infer.kernels.chess.bitboard`
+    layout).  A line is walked only when a slider of the side stands on it (:data:`ROOK_RAYS`, :data:`BISHOP_RAYS`)."""
+    them = bitboards[BB_WHITE + colour]
+    found = np.int64(0)
+    diagonal = (bitboards[BB_BISHOPS] | bitboards[BB_QUEENS]) & them & BISHOP_RAYS[sq]
+    if diagonal:
+        found |= line_attacks(sq, occupied, 4, 8) & diagonal
+    straight = (bitboards[BB_ROOKS] | bitboards[BB_QUEENS]) & them & ROOK_RAYS[sq]
+    if straight:
+        found |= line_attacks(sq, occupied, 0, 4) & straight
+    return found
+
+
+@njit(cache=True)
+def attackers(bitboards, colour, sq, occupied):
+    """Pieces of ``colour`` (0 White, 1 Black) attacking square ``sq`` (0..63) when ``occupied`` (int64 bitboard)
+    squares block the sliders: an int64 bitboard (python-chess's ``Board.attackers_mask(colour, sq)``, with
+    the occupancy given).  ``bitboards`` int64[8] (:mod:`~nnue_infer.kernels.chess.bitboard` layout); the
+    pieces themselves come from ``bitboards``, so a piece lifted off ``occupied`` still attacks."""
+    them = bitboards[BB_WHITE + colour]
+    found = PAWN_ATTACKS[1 - colour, sq] & bitboards[BB_PAWNS] & them
+    found |= KNIGHT_ATTACKS[sq] & bitboards[BB_KNIGHTS] & them
+    found |= KING_ATTACKS[sq] & bitboards[BB_KINGS] & them
+    return found | slider_attackers(bitboards, colour, sq, occupied)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks as _line_attacks
+from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, attackers, line_attacks as _line_attacks
 from .bitboard import (BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, king_square,
                        lowest_square, popcount, without_lowest)
 
@@ -97,18 +97,6 @@ def highest_square(b):
     b |= b >> 16
     b |= b >> 32
     return popcount(b) - 1
-
-
-@njit(cache=True)
-def attackers(bitboards, colour, sq, occupied):
-    """Pieces of ``colour`` (0 White) attacking ``sq`` when ``occupied`` squares block the sliders
-    (python-chess's ``attackers_mask``)."""
-    queens = bitboards[BB_QUEENS]
-    found = ((KING_ATTACKS[sq] & bitboards[BB_KINGS]) | (KNIGHT_ATTACKS[sq] & bitboards[BB_KNIGHTS])
-             | (line_attacks(sq, occupied, 0, 4) & (bitboards[BB_ROOKS] | queens))
-             | (line_attacks(sq, occupied, 4, 8) & (bitboards[BB_BISHOPS] | queens))
-             | (PAWN_ATTACKS[1 - colour, sq] & bitboards[BB_PAWNS]))
-    return found & bitboards[BB_WHITE + colour]
 
 
 @njit(cache=True)

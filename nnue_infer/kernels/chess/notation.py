@@ -30,8 +30,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks, piece_attacks
-from .bitboard import BB_BLACK, BB_KINGS, BB_WHITE, king_square, lowest_square, without_lowest
+from .attacks import SQUARE_BB, attackers, piece_attacks
+from .bitboard import BB_BLACK, BB_WHITE, king_square, lowest_square, without_lowest
 
 #: Piece codes of the boards (White; Black adds ``BLACK_OFFSET``).
 EMPTY, PAWN, KNIGHT, BISHOP, ROOK, QUEEN, KING = range(7)
@@ -52,23 +52,10 @@ def piece_letter(code):
 
 
 @njit(cache=True)
-def attacked(bitboards, sq, by):
-    """Whether square ``sq`` is attacked by colour ``by`` (0 White, 1 Black); ``bitboards`` int64[8]
-    as :func:`describe_games` writes them."""
-    them = bitboards[BB_WHITE + by]
-    occupied = bitboards[BB_WHITE] | bitboards[BB_BLACK]
-    queens = bitboards[4]
-    return ((PAWN_ATTACKS[1 - by, sq] & bitboards[0] & them) | (KNIGHT_ATTACKS[sq] & bitboards[1] & them)
-            | (KING_ATTACKS[sq] & bitboards[BB_KINGS] & them)
-            | (line_attacks(sq, occupied, 0, 4) & (bitboards[3] | queens) & them)
-            | (line_attacks(sq, occupied, 4, 8) & (bitboards[2] | queens) & them)) != 0
-
-
-@njit(cache=True)
 def king_attacked(bitboards, colour):
     """Whether ``colour``'s king (0 White, 1 Black) is attacked; False when it has no king."""
     k = king_square(bitboards, colour)
-    return k >= 0 and attacked(bitboards, k, 1 - colour)
+    return k >= 0 and attackers(bitboards, 1 - colour, k, bitboards[BB_WHITE] | bitboards[BB_BLACK]) != 0
 
 
 @njit(cache=True)

@@ -27,9 +27,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .attacks import KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, SQUARE_BB, line_attacks, piece_reach
-from .bitboard import (BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, POS_OK, check_bitboards,
-                       lowest_square, without_lowest)
+from .attacks import (BISHOP_RAYS, KING_ATTACKS, KNIGHT_ATTACKS, PAWN_ATTACKS, ROOK_RAYS, SQUARE_BB, attackers,
+                      line_attacks, piece_reach)
+from .bitboard import BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_WHITE, POS_OK, check_bitboards, lowest_square, without_lowest
 from .fen import FEN_OK, parse_fen
 from .movegen import MAX_MOVES, legal_moves
 
@@ -40,33 +40,6 @@ NOT_CLEARED, CLEARED = 0, 1
 OUTCOME_NONE, OUTCOME_CHECKMATE, OUTCOME_STALEMATE, OUTCOME_ASK = 0, 1, 2, -1
 #: Every square (``targets`` of :func:`_free_piece_reaches` asking for any move).
 ALL_SQUARES = -1
-
-
-def _rays(first: int, last: int) -> np.ndarray:
-    walk = getattr(line_attacks, "py_func", line_attacks)  # the Python function (a plain one under NUMBA_DISABLE_JIT)
-    return np.array([walk(sq, np.int64(0), first, last) for sq in range(64)], np.int64)
-
-
-#: Squares on a rook's / a bishop's lines through each square of an empty board, int64[64] each: a slider off
-#: them cannot attack the square, nor a piece off both be pinned to a king there (no line walked to know).
-ROOK_RAYS, BISHOP_RAYS = _rays(0, 4), _rays(4, 8)
-
-
-@njit(cache=True)
-def attackers(bitboards, sq, by, occupied):
-    """Pieces of side ``by`` (0 White, 1 Black) attacking square ``sq`` with ``occupied`` squares (int64).
-    A slider's line is walked only when one stands on it (:data:`ROOK_RAYS`, :data:`BISHOP_RAYS`)."""
-    them = bitboards[BB_WHITE + by]
-    found = PAWN_ATTACKS[1 - by, sq] & bitboards[BB_PAWNS] & them
-    found |= KNIGHT_ATTACKS[sq] & bitboards[BB_KNIGHTS] & them
-    found |= KING_ATTACKS[sq] & bitboards[BB_KINGS] & them
-    diagonal = (bitboards[BB_BISHOPS] | bitboards[BB_QUEENS]) & them & BISHOP_RAYS[sq]
-    if diagonal:
-        found |= line_attacks(sq, occupied, 4, 8) & diagonal
-    straight = (bitboards[BB_ROOKS] | bitboards[BB_QUEENS]) & them & ROOK_RAYS[sq]
-    if straight:
-        found |= line_attacks(sq, occupied, 0, 4) & straight
-    return found
 
 
 @njit(cache=True)
@@ -124,7 +97,7 @@ def position_status(bitboards, stm):
     own = bitboards[BB_WHITE + stm]
     occupied = bitboards[BB_WHITE] | bitboards[BB_WHITE + 1]
     king = lowest_square(bitboards[BB_KINGS] & own)
-    checkers = attackers(bitboards, king, 1 - stm, occupied)
+    checkers = attackers(bitboards, 1 - stm, king, occupied)
     check = checkers != 0
     # the cheapest proof first (each rule alone proves a legal move, so their order changes no result): not in
     # check, an unpinnable pawn or knight that moves is found with a few table lookups (most positions)
@@ -135,7 +108,7 @@ def position_status(bitboards, stm):
     while steps:
         to = lowest_square(steps)
         steps = without_lowest(steps)
-        if attackers(bitboards, to, 1 - stm, lifted) == 0:
+        if attackers(bitboards, 1 - stm, to, lifted) == 0:
             return check, CLEARED
     if check and without_lowest(checkers) == 0:  # one checker: capture it or block its line with an unpinnable piece
         checker = lowest_square(checkers)

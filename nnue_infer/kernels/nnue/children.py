@@ -40,7 +40,8 @@ from ..chess.bitboard import BB_WHITE, POS_BLACK_KINGS, POS_INCONSISTENT, POS_OK
 from .feature_index import changed_features, king_frame
 from .forward import (INVALID_POSITION, P_CACHE_PAIRS, P_MAX_PIECES, P_MIRROR, P_NUM_SLOTS, P_PAIR_OFFSET, P_PAIRS,
                       P_THREATS, Config, evaluate_pair, stages, update_stack)
-from ..chess.movegen import MAX_MOVES, attackers, legal_moves, play, to_chess960
+from ..chess.attacks import attackers
+from ..chess.movegen import MAX_MOVES, legal_moves, play, to_chess960
 from ..refcount import last_use
 from ..simd import address_pointer
 

@@ -21,7 +21,7 @@ argument costs reference counting on every call).  The buffers are made and kept
 * ``keys`` int64[history + MAX_PLY + 2]: the Zobrist keys of the game's positions since its last
   irreversible move (the root's at index ``history - 1``... see ``C_HISTORY``), then the line's;
 * ``info`` int64[INFO_SIZE]: counters and results (``I_*``); ``stop`` int64[1]: set non-zero by
-  another thread to stop the search (read every 1024 nodes; the kernels release the GIL).
+  another thread to stop the search (read every 256 nodes; the kernels release the GIL).
 
 Scores are Stockfish's internal units (the network's value, side to move's point of view), mate
 in ``n`` plies ``MATE - n``.  Nodes are counted as Stockfish counts them: every position reached by
@@ -40,7 +40,10 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
-from numba import carray, njit
+from llvmlite import ir
+from numba import carray, njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from ..nnue import forward
 from ..nnue.accumulator import STATE_FLAG
@@ -49,9 +52,9 @@ from ..chess.attacks import SQUARE_BB
 from ..nnue.dense import SCRATCH_FEATURES, scratch_layout
 from ..chess.bitboard import (BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEENS, BB_ROOKS, BB_WHITE, king_square,
                         popcount)
-from ..chess.movegen import MAX_MOVES, attackers, legal_moves, play, to_chess960
+from ..chess.movegen import MAX_MOVES, RANKS, attackers, legal_moves, play, pseudo_moves, slider_blockers, to_chess960
 from ..simd import address_pointer
-from .ordering import SEE_VALUES, captured_type, see
+from .ordering import SEE_VALUES, captured_type, see_ge
 from .tt import (BOUND_EXACT, BOUND_LOWER, BOUND_UPPER, MATE, MATE_BOUND, MAX_PLY, entry_bound, entry_depth,
                  entry_eval, entry_move, entry_score, probe, score_from_tt, score_to_tt, store)
 from .zobrist import position_key
@@ -79,10 +82,10 @@ CONTEXT_SIZE = 16
 #: transposition table's search generation; ``I_ROOT_DEPTH``; ``I_BEST_MOVE`` /
 #: ``I_BEST_SCORE``: the root's best move so far in this iteration (0 / -INFINITE before the
 #: first move's score); ``I_PREVIOUS_BEST``: searched first at the root; ``I_EVALS``:
-#: evaluations.
+#: evaluations; with ``I_PROFILE`` set, ``I_EVAL_CYCLES`` counts the CPU cycles spent in them.
 (I_NODES, I_NODE_LIMIT, I_SELDEPTH, I_HISTORY, I_DEBUG, I_MISMATCHES, I_MISMATCH_PLY, I_MISMATCH_STACK,
  I_MISMATCH_FRESH, I_CHESS960, I_STOPPED, I_GENERATION, I_ROOT_DEPTH, I_BEST_MOVE, I_BEST_SCORE, I_PREVIOUS_BEST,
- I_EVALS, I_ROOT_MOVES) = range(18)
+ I_EVALS, I_ROOT_MOVES, I_PROFILE, I_EVAL_CYCLES) = range(20)
 INFO_SIZE = 32
 #: Ordering scores.
 ORDER_HASH = 1 << 30
@@ -99,6 +102,27 @@ for _d in range(1, 64):
 #: Reverse futility margin per ply of depth, internal units.
 FUTILITY_MARGIN = 90
 LOW_63 = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
+def cycles() -> int:
+    """The CPU's cycle counter (LLVM's ``readcyclecounter``: x86 ``rdtsc``, ARM's virtual counter;
+    0 where there is none), for the search's profile (``I_PROFILE``).  Plain Python: 0."""
+    return 0
+
+
+@intrinsic
+def _cycles(typingctx):
+    def codegen(context, builder, sig, args):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(64), []),
+                                            "llvm.readcyclecounter")
+        return builder.call(fn, [])
+
+    return types.int64(), codegen
+
+
+@overload(cycles, inline="always")
+def _cycles_overload():
+    return lambda: _cycles()
 
 
 @njit(cache=True, inline="always")
@@ -125,10 +149,15 @@ def set_stack_position(arena, ply, bitboards):
     params = config_views(h)[0]
     state = header_arrays(h)[9]
     pair = params[forward.P_CACHE_PAIRS] + 3 + ply
+    white = state[pair, 0]
+    black = state[pair, 1]
     for i in range(8):
-        state[pair, 0, i] = bitboards[i]
-    state[pair, 0, STATE_FLAG] = 0
-    state[pair, 1, STATE_FLAG] = 0
+        white[i] = bitboards[i]
+    # Through row views: ``state[pair, 0, STATE_FLAG] = 0`` on this carray was dropped by the
+    # compiler in a function that reads nothing back (Numba 0.61 / LLVM; checked by
+    # tests/kernels/test_search_moves.py)
+    white[STATE_FLAG] = 0
+    black[STATE_FLAG] = 0
 
 
 @njit(cache=True)
@@ -242,7 +271,7 @@ def score_moves(positions, ply, moves, scores, n, hash_move, killers, history, c
                     attacker = t
             value = SEE_VALUES[victim] if victim >= 0 else 0
             mvv_lva = 16 * value // 100 * 8 - attacker + (800 if promotion == 5 else 0)
-            s = ORDER_GOOD_CAPTURE + mvv_lva if see(pos[:8], stm, code, ep) >= 0 else ORDER_BAD_CAPTURE + mvv_lva
+            s = ORDER_GOOD_CAPTURE + mvv_lva if see_ge(pos[:8], stm, code, ep, 0) else ORDER_BAD_CAPTURE + mvv_lva
             if captures_only and s < 0 and pos[P_CHECKERS] == 0:
                 continue
         elif promotion != 0:
@@ -262,6 +291,26 @@ def score_moves(positions, ply, moves, scores, n, hash_move, killers, history, c
         scores[ply, k] = s
         k += 1
     return k
+
+
+@njit(cache=True)
+def capture_moves(pos, out):
+    """The legal captures and promotions (and pawn pushes to the last rank) of a position not in
+    check into ``out`` (python-chess's pseudo-legal generation restricted to those target squares,
+    each kept when safe); returns their number."""
+    bitboards = pos[:8]
+    stm = pos[P_STM]
+    ep = pos[P_EP]
+    occupied = bitboards[BB_WHITE] | bitboards[BB_WHITE + 1]
+    king = king_square(bitboards, stm)
+    blockers = slider_blockers(bitboards, stm, king, occupied)
+    them = bitboards[BB_WHITE + 1 - stm]
+    pawns = bitboards[BB_PAWNS]
+    n = pseudo_moves(bitboards, stm, king, blockers, np.int64(0), ep, False, ~pawns, them, out, 0)
+    targets = them | (RANKS[7] if stm == 0 else RANKS[0])
+    if ep != 0:
+        targets |= SQUARE_BB[ep]
+    return pseudo_moves(bitboards, stm, king, blockers, np.int64(0), ep, False, pawns, targets, out, n)
 
 
 @njit(cache=True, inline="always")
@@ -298,11 +347,11 @@ def is_quiet(pos, code):
 
 @njit(cache=True, inline="always")
 def should_stop(info, stop):
-    """Whether the search must stop: the node limit reached, or ``stop`` set (read every 1024 nodes)."""
+    """Whether the search must stop: the node limit reached, or ``stop`` set (read every 256 nodes)."""
     if info[I_STOPPED] != 0:
         return True
     nodes = info[I_NODES]
-    if (info[I_NODE_LIMIT] > 0 and nodes >= info[I_NODE_LIMIT]) or ((nodes & 1023) == 0 and stop[0] != 0):
+    if (info[I_NODE_LIMIT] > 0 and nodes >= info[I_NODE_LIMIT]) or ((nodes & 255) == 0 and stop[0] != 0):
         info[I_STOPPED] = 1
         return True
     return False
@@ -352,6 +401,9 @@ def kernels(config: forward.Config) -> Kernels:
         pos = positions[ply]
         if pos[P_EVAL] != NO_EVAL:
             return pos[P_EVAL]
+        profile = info[I_PROFILE] != 0
+        if profile:
+            started = cycles()
         h = header_at(arena)
         a = header_arrays(h)
         params, slot_table, king_buckets, layers = config_views(h)
@@ -360,6 +412,8 @@ def kernels(config: forward.Config) -> Kernels:
         v = forward.evaluate_stack(ply, pos[P_STM], ply, params, slot_table, king_buckets, layers, a[0], a[1], a[2],
                                    a[3], a[4], a[5], a[7], a[8], state, a[10], added, removed, rel, idx, update, value)
         info[I_EVALS] += 1
+        if profile:
+            info[I_EVAL_CYCLES] += cycles() - started
         if info[I_DEBUG] != 0:
             work = params[forward.P_CACHE_PAIRS] + 1
             for i in range(8):
@@ -375,6 +429,7 @@ def kernels(config: forward.Config) -> Kernels:
                     info[I_MISMATCH_PLY] = ply
                     info[I_MISMATCH_STACK] = v
                     info[I_MISMATCH_FRESH] = fresh
+                    info[I_STOPPED] = 1  # the line to the first difference stays in ``positions``
                 info[I_MISMATCHES] += 1
         if v == forward.INVALID_POSITION:
             v = 0
@@ -414,9 +469,12 @@ def kernels(config: forward.Config) -> Kernels:
             best = stand
             if stand > alpha:
                 alpha = stand
-        n = legal_moves(pos[:8], pos[P_STM], pos[P_CASTLING], pos[P_EP], info[I_CHESS960] != 0, moves[ply])
-        if n == 0:
-            return np.int64(-MATE + ply) if in_check else np.int64(DRAW)
+        if in_check:
+            n = legal_moves(pos[:8], pos[P_STM], pos[P_CASTLING], pos[P_EP], info[I_CHESS960] != 0, moves[ply])
+            if n == 0:
+                return np.int64(-MATE + ply)
+        else:
+            n = capture_moves(pos, moves[ply])
         n = score_moves(positions, ply, moves, scores, n, hash_move, killers, history, True)
         best_move = np.int64(0)
         original_alpha = alpha
@@ -599,3 +657,9 @@ def kernels(config: forward.Config) -> Kernels:
         return evaluate(arena, positions, info, ply)
 
     return Kernels(search_root, evaluate_position)
+
+
+@njit(cache=True)
+def read_cycles():
+    """The cycle counter now (:func:`cycles`), callable from Python (benchmarks/bench_search.py)."""
+    return cycles()

@@ -62,45 +62,49 @@ def all_attackers(bitboards, sq, occupied):
 
 
 @njit(cache=True)
-def see(bitboards, stm, code, ep):
-    """The static exchange evaluation of the move ``code`` of side ``stm`` (centipawns of
-    :data:`SEE_VALUES`, the mover's gain when both sides capture on the target square with their
-    least valuable piece for as long as it pays)."""
+def see_ge(bitboards, stm, code, ep, threshold):
+    """Whether the static exchange evaluation of the move ``code`` of side ``stm`` is at least
+    ``threshold`` (centipawns of :data:`SEE_VALUES`): both sides capture on the target square with
+    their least valuable piece for as long as it pays (Stockfish 15.1 ``Position::see_ge``: the
+    swap run as a parity game, without a gain list; castling counts 0)."""
     frm = code & 63
     to = (code >> 6) & 63
     promotion = code >> 12
-    occupied = bitboards[BB_WHITE] | bitboards[BB_WHITE + 1]
     if bitboards[BB_WHITE + stm] & SQUARE_BB[to]:  # castling (king takes rook)
-        return np.int64(0)
-    gain = np.zeros(40, np.int64)
+        return 0 >= threshold
+    occupied = bitboards[BB_WHITE] | bitboards[BB_WHITE + 1]
     victim = captured_type(bitboards, stm, code, ep)
-    gain[0] = SEE_VALUES[victim] if victim >= 0 else 0
+    swap = (SEE_VALUES[victim] if victim >= 0 else 0) - threshold
+    mover = piece_type_at(bitboards, frm)
+    if promotion:
+        swap += SEE_VALUES[promotion - 1] - SEE_VALUES[0]
+        mover = promotion - 1
+    if swap < 0:
+        return False
+    swap = SEE_VALUES[mover] - swap
+    if swap <= 0:
+        return True
     if victim == 0 and not (occupied & SQUARE_BB[to]):  # en passant: the captured pawn leaves its square
         occupied &= ~SQUARE_BB[to - 8 if stm == 0 else to + 8]
-    on_square = piece_type_at(bitboards, frm)
-    if promotion:
-        gain[0] += SEE_VALUES[promotion - 1] - SEE_VALUES[0]
-        on_square = promotion - 1
-    occupied &= ~SQUARE_BB[frm]
-    side = 1 - stm
-    d = 0
-    while d < 38:
-        attackers = all_attackers(bitboards, to, occupied) & bitboards[BB_WHITE + side]
-        if attackers == 0:
+    occupied = (occupied & ~SQUARE_BB[frm]) | SQUARE_BB[to]
+    side = stm
+    result = 1
+    while True:
+        side = 1 - side
+        attackers = all_attackers(bitboards, to, occupied)
+        mine = attackers & bitboards[BB_WHITE + side]
+        if mine == 0:
             break
-        kind = -1
-        for t in range(BB_PAWNS, BB_KINGS + 1):
-            if attackers & bitboards[t]:
+        result ^= 1
+        kind = BB_KINGS
+        for t in range(BB_PAWNS, BB_KINGS):
+            if mine & bitboards[t]:
                 kind = t
                 break
-        if kind == BB_KINGS and all_attackers(bitboards, to, occupied) & bitboards[BB_WHITE + 1 - side] & occupied:
-            break  # the king cannot capture into a defended square
-        d += 1
-        gain[d] = SEE_VALUES[on_square] - gain[d - 1]
-        occupied &= ~SQUARE_BB[lowest_square(attackers & bitboards[kind])]
-        on_square = kind
-        side = 1 - side
-    while d > 0:
-        gain[d - 1] = -max(-gain[d - 1], gain[d])
-        d -= 1
-    return gain[0]
+        if kind == BB_KINGS:  # the king captures last, and only when the square is not defended
+            return (result ^ (1 if attackers & bitboards[BB_WHITE + 1 - side] else 0)) != 0
+        swap = SEE_VALUES[kind] - swap
+        if swap < result:
+            break
+        occupied &= ~SQUARE_BB[lowest_square(mine & bitboards[kind])]
+    return result != 0

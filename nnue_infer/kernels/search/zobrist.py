@@ -106,3 +106,11 @@ def position_key(bitboards, stm, castling, ep):
     if stm == 0:
         key ^= KEYS[TURN_KEY]
     return key
+
+
+@njit(cache=True)
+def position_keys(rows, out):
+    """:func:`position_key` of each row of ``rows`` int64[n, 11] (eight bitboards, side to move,
+    castling rights, en passant square) into ``out`` int64[n]."""
+    for i in range(rows.shape[0]):
+        out[i] = position_key(rows[i, :8], rows[i, 8], rows[i, 9], rows[i, 10])
