@@ -6,7 +6,7 @@ limits, sparsity and dead neurons on data, and a float network's quantisation er
   (Stockfish issue 5282). The worst case of a neuron is its bias plus the largest (or smallest)
   weights over the most features that can be active at once, per input family: a piece-square set
   (HalfKAv2_hm, Chess768) at most 32 pieces, one per square, one king bucket per perspective
-  (:func:`nnue_infer.quantise.worst_active_sum`); Stockfish 18/19's threat and pawn-pair sets at most
+  (:func:`nnue_infer.quantisation.worst_active_sum`); Stockfish 18/19's threat and pawn-pair sets at most
   :data:`MAX_ACTIVE_INT8` rows each (their ``MaxActiveDimensions``).
 * **Clipping.** The share of each tensor's integers at its type's limits (a quantiser that saturated
   them; nnue-pytorch issues 442/448).
@@ -29,7 +29,7 @@ import numpy as np
 from ..features import architecture_features, int8_layout
 from ..float_network import FloatNetwork
 from ..network import Network
-from ..quantise import worst_active_sum
+from ..quantisation import worst_active_sum
 from .permutation import BATCH_POSITIONS, half_width, zero_chunks
 from .positions import Positions
 
@@ -279,7 +279,7 @@ def check(network: Network | FloatNetwork, positions: Positions | None = None) -
     ----------
     network : Network or FloatNetwork
         A quantised network, or a float network: then it is quantised with the default scheme
-        (:func:`nnue_infer.quantise.quantise`, parameters saturated) and that network is checked,
+        (:func:`nnue_infer.quantisation.quantise`, parameters saturated) and that network is checked,
         and with positions compared with the float one.
     positions : Positions, optional
         Positions for the data statistics (:func:`nnue_infer.inspection.positions.read_positions`).
@@ -297,7 +297,7 @@ def check(network: Network | FloatNetwork, positions: Positions | None = None) -
     """
     float_net = None
     if isinstance(network, FloatNetwork):
-        from ..quantise import quantise_with_report
+        from ..quantisation import quantise_with_report
 
         float_net = network
         network, qreport = quantise_with_report(float_net)
