@@ -319,7 +319,7 @@ def test_parquet_output_of_a_run_stopped_early(capsys, tmp_path, monkeypatch):
     pq = pytest.importorskip("pyarrow.parquet")
     from pathlib import Path
 
-    from nnue_infer.io import files
+    from nnue_infer.io import score
 
     demo = Path(__file__).parent.parent / "examples" / "demo.epd"
     good = tmp_path / "keep.parquet"
@@ -336,13 +336,13 @@ def test_parquet_output_of_a_run_stopped_early(capsys, tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.parquet", "nulmid.epd"]
 
     good.write_bytes(before)
-    real = files.score_epd
+    real = score.score_epd
 
     def interrupted(*args, **kwargs):
         yield next(real(*args, **kwargs))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(files, "score_epd", interrupted)  # as io.files.score_epd_file calls it
+    monkeypatch.setattr(score, "score_epd", interrupted)  # as io.score.score_epd_file calls it
     status, out, err = run(capsys, "eval", *SF, "--epd", demo, "-o", good)
     assert status == 1 and "Aborted!" in err
     assert good.read_bytes() == before

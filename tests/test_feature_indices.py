@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from nnue_infer.errors import FenError, PositionError
-from nnue_infer.features.indices import COMPONENTS, features_batch, torch_halfka
+from nnue_infer.training.feature_indices import COMPONENTS, features_batch, torch_halfka
 
 from node_engines import generated_positions, threat_positions
 

@@ -693,7 +693,7 @@ def _check_kinds(files: Sequence[str]) -> None:
     the manifest and the lock, and the parts other tasks had finished).  Regular files only (a named pipe's bytes
     would be consumed); an input whose start cannot be read is left to its task (an error row of its own)."""
     from ..inputs import SNIFF_BYTES, binary_problem, input_label, open_input
-    from .files import epd_chunks, pgn_lines
+    from .score import epd_chunks, pgn_lines
 
     for path in files:
         kind = input_kind(path)
@@ -721,7 +721,7 @@ def _task_tables(task: Task, ev, column: str) -> tuple[Iterator[dict], dict[int,
     """The result tables (:mod:`nnue_infer.io.score`) of one task, and the rows (by line) whose
     message is the cell's problem (Parquet inputs)."""
     from ..inputs import input_label, open_input
-    from .files import epd_chunks, pgn_lines
+    from .score import epd_chunks, pgn_lines
     from .score import score_epd, score_pgn
 
     label = input_label(task.path)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import chess
 import numpy as np
 
-from . import architecture_features, feature_set, full_threats, full_threats_18, pawn_pairs
+from ..features import architecture_features, feature_set, full_threats, full_threats_18, pawn_pairs
 
 #: Per perspective: the HalfKAv2_hm slots per king bucket as nnue-pytorch numbers them.
 TORCH_HALFKA_PLANES = 768
@@ -199,8 +199,7 @@ def _component_block(component: str, arch, bitboards: np.ndarray) -> np.ndarray:
     """int32[n, 2, w]: each position's indices of one component (White's perspective, then Black's),
     ascending, then -1."""
     from ..kernels.nnue.feature_index import active_features_batch
-    from ..kernels.nnue.threats import active_relation_features_batch
-    from ..kernels.nnue.threats import MAX_RELATIONS
+    from ..kernels.nnue.threats import MAX_RELATIONS, active_relation_features_batch
 
     n = len(bitboards)
     if component in _INT8_MODULES or component in _TORCH_RELATIONS:
