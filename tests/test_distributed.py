@@ -24,6 +24,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer.io import distributed as D  # noqa: E402
+from nnue_infer.io.distributed import manifest, plan, task, workers  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("dask_timeouts")  # local clusters on a busy machine
 
@@ -406,7 +407,7 @@ def test_small_inputs_batched_per_dask_task(tmp_path, fens):
     os.mkfifo(tmp_path / "in" / "u-fifo.epd")
     files = D.expand_inputs(str(tmp_path / "in" / "*"))
     out = tmp_path / "out"
-    D._check_manifest(str(out), "default")
+    manifest._check_manifest(str(out), "default")
     tasks = D.plan_tasks(files, str(out), split_bytes=big.stat().st_size // 3)
     ranges = [t for t in tasks if t.count > 1]
     assert len(ranges) == 3
@@ -504,7 +505,7 @@ def test_concurrent_runs_with_other_task_sizes_write_each_row_once(tmp_path, fen
             run.join(1.0)  # the second run finishes (unlocked) or waits for this one's plan
         return planning(path, *args, **kwargs)
 
-    monkeypatch.setattr(D, "tasks_of", tasks_of)
+    monkeypatch.setattr(plan, "tasks_of", tasks_of)
     first = D.score_files(str(big), str(out), "default")
     second[0].join()
     assert first.rows == second[1].rows == len(fens)
@@ -623,11 +624,11 @@ def test_each_worker_is_warmed_once_per_client(tmp_path, fens):
         check_complete(tmp_path / "out2", expected, nnue_infer.default_network())
         assert runs == [(D.warm_up, first), (D.warm_up, [w for w in client.nthreads() if w not in first])]
         # the workers come from the cluster object's table (no round trip), or from the scheduler without one
-        assert D._worker_threads(client) == client.nthreads() and len(client.nthreads()) == 2
+        assert workers._worker_threads(client) == client.nthreads() and len(client.nthreads()) == 2
         from distributed import Client
 
         with Client(lc.scheduler_address) as other:
-            assert other.cluster is None and D._worker_threads(other) == client.nthreads()
+            assert other.cluster is None and workers._worker_threads(other) == client.nthreads()
     finally:
         client.close()
         lc.close()
@@ -659,7 +660,7 @@ def test_relative_paths_reach_workers_in_other_directories(tmp_path, fens, monke
 
 def _no_network_here():
     """Run on a worker: its network loader fails, as on a machine that cannot read the network's path."""
-    from nnue_infer.io import distributed as worker_side
+    from nnue_infer.io.distributed import task as worker_side
 
     def fail(network, sha256=None):
         raise FileNotFoundError(f"{network}: not on this worker's machine")
@@ -725,14 +726,14 @@ def test_a_range_that_ends_early_fails_its_task(tmp_path):
     path = tmp_path / "t.epd"
     path.write_bytes(b"x" * 100)
     with open(path, "rb", buffering=0) as f:
-        part = D._Range(f, 40, 150)
+        part = task._Range(f, 40, 150)
         assert len(part.read(50)) == 50
         assert part.read() == b"x" * 10  # what there is
         with pytest.raises(ValueError, match=rf"{path}: ends at byte 100, before the end of the range planned for "
                                              r"this task \(byte 150\)"):
             part.read()
     with open(path, "rb", buffering=0) as f:  # a range that starts past the end now (the file shrank more):
-        part = D._Range(f, 120, 150)          # its own size, not the position the seek reached (hostile pass 2)
+        part = task._Range(f, 120, 150)          # its own size, not the position the seek reached (hostile pass 2)
         with pytest.raises(ValueError, match=rf"{path}: ends at byte 100, before the end of the range planned for "
                                              r"this task \(byte 150\)"):
             part.read()

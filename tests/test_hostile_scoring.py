@@ -20,6 +20,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer.io import distributed as D  # noqa: E402
+from nnue_infer.io.distributed import job  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -413,7 +414,7 @@ def test_a_local_cluster_shares_the_cpus_this_process_may_use(tmp_path, fens, mo
         seen["workers"] = kwargs["n_workers"]
         raise Stop
 
-    monkeypatch.setattr(D, "warm_up", lambda network, threads: seen.update(threads=threads))
+    monkeypatch.setattr(job, "warm_up", lambda network, threads: seen.update(threads=threads))
     monkeypatch.setattr(distributed, "LocalCluster", cluster)
     with pytest.raises(Stop):
         D.run_job([str(tmp_path / "a.epd")], str(tmp_path / "o"), "default", workers=workers, progress=False)
@@ -589,7 +590,7 @@ def test_a_refused_run_does_not_delete_a_directory_another_run_created(tmp_path,
         with real(out_dir):
             yield
 
-    monkeypatch.setattr(D, "planning", first_run_arrives)
+    monkeypatch.setattr(job, "planning", first_run_arrives)
     with pytest.raises(ValueError, match="holds results of network 'other.nnue'"):
         D.score_files(str(src), str(out))
     assert (out / "part-theirs.parquet").read_bytes() == b"theirs"

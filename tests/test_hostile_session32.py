@@ -16,6 +16,7 @@ pytest.importorskip("pyarrow", reason="needs the dask extra: pip install -e '.[d
 pytest.importorskip("distributed", reason="needs the dask extra: pip install -e '.[dask]'")
 
 from nnue_infer.io import distributed as D  # noqa: E402
+from nnue_infer.io.distributed import workers  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -158,9 +159,9 @@ def test_a_directory_named_like_a_known_network_does_not_turn_the_name_into_a_pa
     (tmp_path / "sf16").mkdir()
     (tmp_path / "default").write_bytes(b"")
     (tmp_path / "nets").mkdir()
-    assert D._absolute_network("sf16") == "sf16"
-    assert D._absolute_network("default") == "default"
-    assert D._absolute_network("nets/my.nnue") == str(tmp_path / "nets" / "my.nnue")
+    assert workers._absolute_network("sf16") == "sf16"
+    assert workers._absolute_network("default") == "default"
+    assert workers._absolute_network("nets/my.nnue") == str(tmp_path / "nets" / "my.nnue")
 
 
 def test_a_relative_network_file_reaches_the_partitions_of_a_dataframe(tmp_path, fens, network_path, monkeypatch):
