@@ -34,10 +34,10 @@ driver) and :mod:`.dataframe` (a Dask DataFrame scored in place).
 """
 
 from .workers import QUIET_WORKERS, network_identity, usable_cpus, worker_evaluator
-from .task import CODECS, ERRORS_DIR, ROW_GROUP_ROWS, score_batch, score_task, warm_up
+from .task import CODECS, ERRORS_DIR, ROW_GROUP_ROWS, Task, part_name, score_batch, score_task, warm_up
 from .manifest import LOCK, MANIFEST, STALE_SECONDS, planning
-from .plan import (BINPACK_TASK_BYTES, INPUT_KIND_BY_SUFFIX, SPLIT_BYTES, SPLIT_ROWS, TASKS_PER_THREAD, Task, batches,
-                   expand_inputs, input_kind, part_name, plan_tasks, tasks_of)
+from .plan import (BINPACK_TASK_BYTES, INPUT_KIND_BY_SUFFIX, SPLIT_BYTES, SPLIT_ROWS, TASKS_PER_THREAD, batches,
+                   expand_inputs, input_kind, plan_tasks, tasks_of)
 from .job import ScoreReport, check_job, run_job, score_files
 from .dataframe import evaluate_dataframe
 

@@ -5,17 +5,15 @@ range of one: lines, games, row groups or binpack blocks), recorded in the manif
 from __future__ import annotations
 
 import glob
-import hashlib
 import io
 import logging
 import numbers
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from ...errors import InputKindError
 from .manifest import MANIFEST, _OWN_FILE, _read_manifest, _write_manifest
-from .task import ERRORS_DIR, _MAGIC, _check_column, _kind_advice
+from .task import ERRORS_DIR, _MAGIC, Task, _check_column, _kind_advice, part_name
 
 log = logging.getLogger("nnue_infer.io")
 
@@ -80,17 +78,6 @@ def expand_inputs(inputs: str | Iterable[str], output: str | None = None) -> lis
     return files
 
 
-def part_name(path: str, byte_range: tuple[int, int] | None = None) -> str:
-    """Stable name of an input's part: its base name and a hash of its real path (links and other names
-    of one file give one part, in any run) (and, for a task
-    that reads a range of a split input, the range's start: byte, or Parquet row group)."""
-    real = os.path.realpath(path)
-    digest = hashlib.sha1(real.encode()).hexdigest()[:12]
-    base = os.path.basename(real).replace(".", "_")[:60]
-    at = f"-b{byte_range[0]}" if byte_range is not None else ""
-    return f"part-{base}-{digest}{at}.parquet"
-
-
 #: EPD/FEN or PGN text per task: an uncompressed input over 1.5 times this is split into byte ranges of
 #: about this size, of whole lines (EPD; 32 MiB: about 500,000 positions, a few CPU seconds of scoring)
 #: or whole games (PGN; 32 MiB: tens of thousands of games).
@@ -101,30 +88,6 @@ SPLIT_ROWS = 1 << 19
 
 #: Bytes of an uncompressed ``.binpack`` input per task (whole blocks; blocks are independent).
 BINPACK_TASK_BYTES = 64 << 20
-
-
-@dataclass(frozen=True)
-class Task:
-    """One task of :func:`score_files`: a whole input, or a range of one.
-
-    ``start``/``end``: EPD, PGN or ``.binpack`` byte range (``end`` -1: the whole input), Parquet row
-    groups ``[start, end)``; ``first``: the number of its first line (EPD, PGN) or row (Parquet);
-    ``game``: the number of its first game (PGN); ``index`` of ``count`` ranges.
-    """
-
-    path: str
-    kind: str
-    index: int = 0
-    count: int = 1
-    start: int = 0
-    end: int = -1
-    first: int = 1
-    game: int = 1
-
-    @property
-    def part(self) -> str:
-        """The name of the task's part (the same in every run: ranges are kept in the manifest)."""
-        return part_name(self.path, None if self.count == 1 else (self.start, self.end))
 
 
 def _epd_ranges(path: str, split_bytes: int) -> list[tuple[int, int, int]]:

@@ -4,22 +4,55 @@ Parquet part (and its bad rows as an errors part); the warm-up of a worker befor
 
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
 import os
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 
 from ...errors import InputKindError
 from .workers import _lock, _one_per_host, _set_threads, _worker_threads, worker_evaluator
 
-if TYPE_CHECKING:
-    from .plan import Task
-
 log = logging.getLogger("nnue_infer.io")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task of :func:`score_files`: a whole input, or a range of one.
+
+    ``start``/``end``: EPD, PGN or ``.binpack`` byte range (``end`` -1: the whole input), Parquet row
+    groups ``[start, end)``; ``first``: the number of its first line (EPD, PGN) or row (Parquet);
+    ``game``: the number of its first game (PGN); ``index`` of ``count`` ranges.
+    """
+
+    path: str
+    kind: str
+    index: int = 0
+    count: int = 1
+    start: int = 0
+    end: int = -1
+    first: int = 1
+    game: int = 1
+
+    @property
+    def part(self) -> str:
+        """The name of the task's part (the same in every run: ranges are kept in the manifest)."""
+        return part_name(self.path, None if self.count == 1 else (self.start, self.end))
+
+
+def part_name(path: str, byte_range: tuple[int, int] | None = None) -> str:
+    """Stable name of an input's part: its base name and a hash of its real path (links and other names
+    of one file give one part, in any run) (and, for a task
+    that reads a range of a split input, the range's start: byte, or Parquet row group)."""
+    real = os.path.realpath(path)
+    digest = hashlib.sha1(real.encode()).hexdigest()[:12]
+    base = os.path.basename(real).replace(".", "_")[:60]
+    at = f"-b{byte_range[0]}" if byte_range is not None else ""
+    return f"part-{base}-{digest}{at}.parquet"
 
 
 #: Sub-directory of the errors table (a leading "_": dataset readers skip it when reading the positions).
