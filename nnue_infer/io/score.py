@@ -403,7 +403,7 @@ def warm_up_files(ev: Evaluator) -> None:
 #: The EPD lines the warm-ups score (:func:`warm_up_files`, :func:`nnue_infer.io.distributed.warm_up`): a position, a
 #: checkmate (its legal moves counted), castling rights (python-chess decides the outcome) and a line with
 #: operations (its FEN packed apart from them: ``kernels.data.epd.pack_rows``, which a Dask job over such a file compiled
-#: after the worker's warm-up, found by tests/test_compile.py).
+#: after the worker's warm-up, found by tests/kernels/test_cache.py).
 WARM_UP_EPD = (b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1\n"
                b"rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3\n"
                b"4k3/8/8/8/8/8/8/4K2R w K - 0 1\n"
