@@ -26,7 +26,8 @@ import numpy as np
 from numba.core.dispatcher import Dispatcher
 
 from . import children
-from .batch import as_sequence, evaluate_bitboards, evaluate_rows, positions_bitboards, raise_row_error
+from .batch import (as_sequence, evaluate_bitboards, evaluate_rows, position_problem, positions_bitboards,
+                    raise_row_error)
 from .errors import ConcurrentUseError, IllegalMoveError, NetworkNotFoundError, PositionError, clip, quote
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant, int8_layout
 from .kernels.nnue import layer_outputs as KA
@@ -774,11 +775,54 @@ class Evaluator:
         if buckets not in ("used", "all"):
             raise ValueError(f"buckets must be 'used' or 'all', got {buckets!r}")
         positions = as_sequence(positions)
+        bitboards, stm = positions_bitboards(positions)
+        acts, codes = self._activations(bitboards, stm, buckets)
+        bad = np.flatnonzero(codes)
+        if bad.size:
+            raise_row_error(positions, int(bad[0]), None, None, codes)
+        return acts
+
+    def activations_bitboards(self, bitboards: np.ndarray, stm: np.ndarray, buckets: str = "used") -> Activations:
+        """:meth:`activations_batch` of positions given as bitboards (as :meth:`evaluate_bitboards`
+        takes them: a PGN's :class:`~nnue_infer.io.pgn.GameBatch` or a training-data file's rows).
+
+        Parameters
+        ----------
+        bitboards : int64[n, 8]
+            Pawns, knights, bishops, rooks, queens, kings, White's pieces, Black's pieces (a1 = bit 0).
+        stm : integer[n]
+            Side to move, 0 White, 1 Black.
+        buckets : str
+            ``"used"`` or ``"all"``, as for :meth:`activations_batch`.
+
+        Returns
+        -------
+        Activations
+            As :meth:`activations_batch`.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`evaluate_bitboards` for the arrays; ``ValueError`` naming the first row the
+            network cannot evaluate and why (no exactly one king per side, more than 32 pieces, a
+            pawn on a back rank, contradictory bitboards).
+        """
+        if buckets not in ("used", "all"):
+            raise ValueError(f"buckets must be 'used' or 'all', got {buckets!r}")
+        bitboards, stm = _checked_bitboards(bitboards, stm)
+        acts, codes = self._activations(bitboards, stm, buckets)
+        bad = np.flatnonzero(codes)
+        if bad.size:
+            raise ValueError(f"row {int(bad[0])}: {position_problem(int(codes[bad[0]]))}")
+        return acts
+
+    def _activations(self, bitboards: np.ndarray, stm: np.ndarray, buckets: str) -> tuple[Activations, np.ndarray]:
+        """The arrays of :meth:`activations_batch` for checked bitboards, and the kernel's row codes
+        (0 evaluated, else ``kernels.nnue.feature_index.POS_*``)."""
         (slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8, weights, biases,
          layers), scratch_len, net = self._batch_args  # one read: the network sizing the buffers is the arrays' own
         arch = net.architecture
-        bitboards, stm = positions_bitboards(positions)
-        n = len(positions)
+        n = len(bitboards)
         k = arch.output_buckets if buckets == "all" else 1
         recorded = []  # (layer index, raw outputs, activated outputs or 0)
         for l, layer in enumerate(arch.layers):
@@ -799,9 +843,6 @@ class Evaluator:
             KA.activations_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
                                  weights8, psqt8, weights, biases, layers, MAX_PIECES, scratch_len, n_chunks(),
                                  int(buckets == "all"), accs, psqts, ft_bytes, bucket, z, x, positional, values, codes)
-        bad = np.flatnonzero(codes)
-        if bad.size:
-            raise_row_error(positions, int(bad[0]), None, None, codes)
         ft_output = (ft_bytes.view(np.int8) ^ np.int8(-128)) if arch.ft.signed else ft_bytes  # x + 128 -> x
         arrays = {"accumulator": accs, "psqt": psqts, "ft_output": ft_output, "bucket": bucket}
         zpos = xpos = 0
@@ -816,7 +857,7 @@ class Evaluator:
             zpos, xpos = zpos + n_out, xpos + n_act
         arrays["positional"] = squeeze(positional)
         arrays["value"] = values
-        return Activations(arrays, batched=True)
+        return Activations(arrays, batched=True), codes
 
     @_exclusive
     def evaluate_cp(self, board: chess.Board | str | None = None, white_pov: bool = False) -> int:

@@ -301,8 +301,9 @@ def dequantise(network: Network) -> FloatNetwork:
     return FloatNetwork.from_tensors(arch, f, network.description)
 
 
-def _worst_active_sum(absw: np.ndarray, num_slots: int) -> np.ndarray:
-    """Per column, the largest sum of ``MAX_ACTIVE`` rows of ``absw`` [F, C] that one position can activate.
+def worst_active_sum(absw: np.ndarray, num_slots: int) -> np.ndarray:
+    """Per column, the largest sum of ``MAX_ACTIVE`` rows of ``absw`` [F, C] that one position can activate
+    (``absw`` non-negative: absolute values, or one sign's part; int64[C]).
 
     Rows are ``square + 64 * slot + 64 * num_slots * king_bucket``; a position has one king
     bucket per perspective and at most one piece per square, so the bound is, per king bucket,
@@ -335,7 +336,7 @@ def check_ranges(network: Network) -> list[str]:
     arch = network.architecture
     fs = architecture_features(arch)
     risks: list[str] = []
-    acc = np.abs(network.ft_biases.astype(np.int64)) + _worst_active_sum(np.abs(network.ft_weights.astype(np.int32)), fs.num_slots)
+    acc = np.abs(network.ft_biases.astype(np.int64)) + worst_active_sum(np.abs(network.ft_weights.astype(np.int32)), fs.num_slots)
     j = int(np.argmax(acc))
     if acc[j] > INT16_MAX:
         raise QuantisationRangeError(
@@ -344,7 +345,7 @@ def check_ranges(network: Network) -> list[str]:
         )
     psqt_bound = 0
     if arch.psqt_buckets:
-        p = _worst_active_sum(np.abs(network.psqt_weights.astype(np.int64)), fs.num_slots)
+        p = worst_active_sum(np.abs(network.psqt_weights.astype(np.int64)), fs.num_slots)
         psqt_bound = int(p.max())
         if 2 * psqt_bound > INT32_MAX:
             raise QuantisationRangeError(

@@ -56,7 +56,7 @@ def _room(module: str) -> str:
     parts = module.split(".")
     if module == "nnue_infer.__main__":
         return "cli"
-    return parts[1] if len(parts) > 1 and parts[1] in ("io", "training", "cli") else "core"
+    return parts[1] if len(parts) > 1 and parts[1] in ("io", "training", "inspection", "cli") else "core"
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) == "core"))
@@ -65,10 +65,17 @@ def test_core_imports_neither_io_training_nor_cli(module):
     assert not wrong, f"{module} (inference core) imports {wrong}"
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "training")))
-def test_io_and_training_never_import_the_cli(module):
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "training", "inspection")))
+def test_io_training_and_inspection_never_import_the_cli(module):
     wrong = sorted(m for m in _imports(MODULES[module]) if _room(m) == "cli")
     assert not wrong, f"{module} imports the command line {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "training")))
+def test_io_and_training_never_import_the_network_tools(module):
+    """``inspection`` (the network tools) reads files with ``io`` and compares float networks with ``training``."""
+    wrong = sorted(m for m in _imports(MODULES[module]) if _room(m) == "inspection")
+    assert not wrong, f"{module} imports the network tools {wrong}"
 
 
 def test_no_import_circle_between_modules():
@@ -143,15 +150,24 @@ LONG_MODULES = {
 }
 
 
+#: Long modules of several concepts, each to be split along the concepts named (known debt, listed so that
+#: no other module grows past the limit unnoticed).
+TO_SPLIT = {
+    "nnue_infer.io.training_data": "the container, its readers, its writer, select/rescore/summary",
+    "nnue_infer.kernels.data.binpack": "the .binpack chains and bit streams, .bin records, .plain text",
+    "nnue_infer.search.match": "players, openings, adjudication, the match runner",
+}
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_a_long_module_is_one_concept(module):
     lines = len(MODULES[module].read_text(encoding="utf-8").splitlines())
-    assert lines <= MODULE_LINES or module in LONG_MODULES, \
+    assert lines <= MODULE_LINES or module in LONG_MODULES or module in TO_SPLIT, \
         f"{module} has {lines} lines: split it by concept, or say in LONG_MODULES why it is one"
 
 
-def test_the_long_module_list_names_only_long_modules():
-    short = [m for m in LONG_MODULES
+def test_the_long_module_lists_name_only_long_modules():
+    short = [m for m in {**LONG_MODULES, **TO_SPLIT}
              if m not in MODULES or len(MODULES[m].read_text(encoding="utf-8").splitlines()) <= MODULE_LINES]
     assert not short, f"no longer over {MODULE_LINES} lines (or gone): {short}"
 
@@ -185,7 +201,7 @@ def test_no_test_is_named_after_an_issue_or_a_review_round():
 def test_tests_mirror_the_package_areas():
     """Test files live in ``tests/<area>/`` (each a package, so two areas may hold files of one name);
     only the checks of the whole tree (layout, the manual's examples) stay at the top."""
-    areas = {"core", "features", "formats", "kernels", "io", "training", "cli", "search", "oracles"}
+    areas = {"core", "features", "formats", "kernels", "io", "training", "inspection", "cli", "search", "oracles"}
     top = sorted(p.name for p in TESTS.glob("test_*.py"))
     assert top == ["test_layout.py", "test_readme.py"], top
     stray = sorted(str(p.relative_to(TESTS)) for p in _test_files()

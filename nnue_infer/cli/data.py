@@ -3,6 +3,7 @@ rescored with any network, summarised and filtered (:mod:`nnue_infer.io.training
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import errno
 import json
@@ -62,18 +63,42 @@ def _reported(src: str) -> Iterator[None]:
 def _pipe(src: str, dst: str, src_kind: str | None, dst_kind: str | None, show: bool,
           transform: Callable | None = None) -> tuple[int, int]:
     """Stream ``src`` to ``dst`` chunk by chunk through ``transform`` (rows, index of the chunk's
-    first row -> rows); returns (rows read, rows written).  On an error ``dst`` is left as it was."""
+    first row -> rows, or (rows, each one's index in the chunk)); returns (rows read, rows written).
+    A row the output cannot hold is reported where it is in ``src`` (line, record or row), the
+    problem being the row's, not the output file's.  On an error ``dst`` is left as it was."""
     from ..io import training_data as td
 
     read = written = 0
-    with _reported(src), td.TrainingDataWriter(dst, dst_kind) as writer, progress_bar(None, "pos", show) as bar:
-        for chunk in td.iter_chunks(src, src_kind):
-            out = transform(chunk, read) if transform is not None else chunk
-            writer.write(out)
-            read += len(chunk)
-            written += len(out)
-            bar.update(len(chunk))
+    recent: collections.deque = collections.deque(maxlen=3)  # (first row written, rows, index, origins)
+    with _reported(src):
+        try:
+            with td.TrainingDataWriter(dst, dst_kind) as writer, progress_bar(None, "pos", show) as bar:
+                for chunk, origins in td.iter_chunks(src, src_kind, with_origins=True):
+                    out = transform(chunk, read) if transform is not None else chunk
+                    out, index = out if isinstance(out, tuple) else (out, None)
+                    recent.append((written, len(out), index, origins))
+                    writer.write(out)
+                    read += len(chunk)
+                    written += len(out)
+                    bar.update(len(chunk))
+        except td.TrainingDataError as exc:
+            where = _origin(recent, getattr(exc, "row", None))
+            if where is None:
+                raise
+            raise td.TrainingDataError(f"{where}: {exc.problem}") from exc
     return read, written
+
+
+def _origin(recent, row: int | None) -> str | None:
+    """``FILE: where`` of the row written as number ``row``, from the chunks ``recent`` (a .binpack writer
+    holds a game's rows back until its chain ends: at most the last two chunks), or None."""
+    if row is None:
+        return None
+    for first, n, index, origins in recent:
+        if first <= row < first + n:
+            i = row - first
+            return f"{origins.label}: {origins.describe(int(index[i]) if index is not None else i)}"
+    return None
 
 
 @click.group(epilog=example("nnue-infer data convert games.plain games.binpack",
@@ -200,16 +225,18 @@ def filter_cmd(src, dst, src_kind, dst_kind, skip_in_check, skip_captures, min_p
                quiet):
     """Write SRC's positions that pass the filters to DST (chains, of .binpack and of .parquet's chain
     column, are rebuilt where rows drop out)."""
+    import numpy as np
+
     from ..io import training_data as td
 
     set_threads(threads)
     chains = {"next": 0, "previous": None}  # rows that no longer continue the previous one start a chain
 
     def keep(chunk, first):
-        kept = chunk[td.select(chunk, skip_in_check=skip_in_check, skip_captures=skip_captures, min_ply=min_ply,
-                               max_abs_score=max_score)]
-        kept, chains["next"], chains["previous"] = td.number_chains(kept, chains["next"], chains["previous"])
-        return kept
+        index = np.flatnonzero(td.select(chunk, skip_in_check=skip_in_check, skip_captures=skip_captures,
+                                         min_ply=min_ply, max_abs_score=max_score))
+        kept, chains["next"], chains["previous"] = td.number_chains(chunk[index], chains["next"], chains["previous"])
+        return kept, index
 
     n, kept = _pipe(src, dst, src_kind, dst_kind, show_progress(progress, quiet), keep)
     if not quiet:

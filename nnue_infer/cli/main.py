@@ -6,7 +6,9 @@ import contextlib
 import errno
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 
 import click
@@ -15,7 +17,10 @@ from ..errors import NnueError
 from .common import compile_notice, example
 from .data import data
 from .eval import eval_cmd
+from .match import match_cmd
+from .network_tools import check, permute
 from .networks import convert, extract, fetch, info, quantise
+from .play import perft, uci
 from .training import crosscheck, datagen, train
 from .warmup import warmup
 
@@ -92,7 +97,8 @@ def cli() -> None:
     """
 
 
-for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, data, warmup):
+for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, permute, check, data,
+                 warmup, uci, perft, match_cmd):
     cli.add_command(_command)
 
 
@@ -107,15 +113,53 @@ def _show_error(exc: click.ClickException) -> None:
     click.echo(f"error: {exc.format_message()}", err=True)
 
 
+class _Stopped(SystemExit):
+    """SIGTERM or SIGHUP arrived: raised where the main thread runs, so that every ``finally`` and ``with`` on the
+    way out runs (temporary output files removed: :func:`nnue_infer.inputs.replacing` and the writers built on it),
+    as SIGINT's KeyboardInterrupt does; the exit status is a shell's for a process killed by the signal,
+    128 + its number."""
+
+
+#: Signals that end a command cleanly (SIGINT raises KeyboardInterrupt already).
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+def _stop(signum: int, frame) -> None:
+    signal.signal(signum, signal.SIG_DFL)  # a second one while the files are cleaned up ends the process at once
+    raise _Stopped(128 + signum)
+
+
+@contextlib.contextmanager
+def _stopping_cleanly() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into :class:`_Stopped` while the command runs: their default action ended the
+    process where it stood and left a temporary output file behind (a 242 MB ``.DST.tmp-PID-0`` of ``data
+    convert``).  Only from the main thread, and only a signal whose handler is the default (one ignored, as under
+    ``nohup``, or handled by an embedding program stays so); the handlers before are put back at the end."""
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in _STOP_SIGNALS:
+            if signal.getsignal(signum) == signal.SIG_DFL:
+                previous[signum] = signal.signal(signum, _stop)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``); returns the exit status (128 + the signal's number
+    after SIGTERM or SIGHUP, once the output files are cleaned up)."""
     log = logging.getLogger("nnue_infer")
     level = log.level
     compile_notice.setLevel(logging.DEBUG)  # a cold compile says so on stderr (not with --quiet)
     log.addHandler(compile_notice)
     log.setLevel(logging.DEBUG)
     try:
-        return _run(argv)
+        with _stopping_cleanly():
+            return _run(argv)
+    except _Stopped as exc:  # raised outside _run (between its return and the handlers' restoration)
+        return int(exc.code)
     finally:
         compile_notice.close_bar()
         log.removeHandler(compile_notice)

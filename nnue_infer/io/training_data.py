@@ -26,6 +26,7 @@ decompressed data) where the problem is.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import os
 from collections.abc import Iterator, Sequence
@@ -35,7 +36,7 @@ from typing import BinaryIO, ClassVar
 import numpy as np
 
 from ..batch import position_problem
-from ..errors import TrainingDataError
+from ..errors import InputError, TrainingDataError
 from ..inputs import STDIN, input_label, open_input, replacing, standard_stream
 from ..kernels.data import binpack as KB
 from ..kernels.chess.attacks import PAWN_ATTACKS
@@ -53,7 +54,7 @@ BIN_RESULT_BYTE = 38
 BINPACK_HEAD_PLY = (1 << 14) - 1
 #: Largest ``fullmove`` the formats keep: each holds the game ply ``2 * (fullmove - 1) + stm`` in
 #: 16 bits (the tools' ``Position::set``), so 0 and 32,769 .. 65,535 read back as other numbers.
-MAX_FULLMOVE = 1 << 15
+MAX_FULLMOVE = KB.MAX_FULLMOVE
 #: Largest ``rule50`` a ``.bin`` record holds (7 bits).
 BIN_RULE50 = (1 << 7) - 1
 #: Bytes of ``.plain`` / ``.bin`` read at a time.
@@ -399,8 +400,37 @@ def _read_exact(stream: BinaryIO, n: int) -> bytes:
     return b"".join(parts)
 
 
+class RowOrigins:
+    """Where the rows of one chunk of :func:`iter_chunks` came from in their file.
+
+    ``.plain`` rows are placed by the line and byte offset of their record, ``.bin`` rows by their
+    record, ``.binpack`` and ``.parquet`` rows by their row number from the start of the file.
+    """
+
+    def __init__(self, label: str, first_row: int, *, record_bytes: int = 0, text: bytes | None = None,
+                 offsets: np.ndarray | None = None, base: int = 0, lines_before: int = 0,
+                 compressed: bool = False) -> None:
+        self.label, self.first_row, self._record_bytes = label, first_row, record_bytes
+        self._text, self._offsets, self._base, self._lines_before = text, offsets, base, lines_before
+        self._compressed = compressed
+
+    def describe(self, i: int) -> str:
+        """Where row ``i`` of the chunk is, as messages say it: ``line 7 (byte 66)``, ``record 3 (byte 120)``
+        or ``row 12`` (rows and records count from 0, lines from 1; bytes of the decompressed data for
+        compressed input)."""
+        of = " of the decompressed data" if self._compressed else ""
+        if self._text is not None and self._offsets is not None:
+            at = int(self._offsets[i])
+            line = self._lines_before + self._text.count(b"\n", 0, at) + 1
+            return f"line {line} (byte {self._base + at}{of})"
+        row = self.first_row + i
+        if self._record_bytes:
+            return f"record {row} (byte {row * self._record_bytes}{of})"
+        return f"row {row}"
+
+
 def iter_chunks(source: str | os.PathLike[str], kind: str | None = None, *,
-                chunk_bytes: int | None = None) -> Iterator[TrainingData]:
+                chunk_bytes: int | None = None, with_origins: bool = False) -> Iterator[TrainingData]:
     """Read a training-data file in chunks of rows.
 
     Parameters
@@ -413,6 +443,9 @@ def iter_chunks(source: str | os.PathLike[str], kind: str | None = None, *,
     chunk_bytes : int, optional
         Input bytes per chunk (default :data:`GROUP_BYTES` for ``.binpack``, whose blocks of one
         chunk decode in parallel, :data:`READ_BYTES` otherwise).
+    with_origins : bool
+        Yield ``(rows, origins)`` pairs: :class:`RowOrigins` tells where in the file each row came
+        from (for messages about a row found bad later, as by a writer).
 
     Yields
     ------
@@ -422,9 +455,11 @@ def iter_chunks(source: str | os.PathLike[str], kind: str | None = None, *,
     Raises
     ------
     TrainingDataError
-        Damaged or truncated data (message: file, byte offset, problem).
-    OSError, InputError
-        The source cannot be opened or its compression is corrupt.
+        Damaged or truncated data (message: file, byte offset, problem), corrupt or truncated gzip /
+        Zstandard data included (the compressed byte offset; raised after the chunks decoded before it,
+        or instead of the problem those bytes' end made).
+    OSError
+        The source cannot be opened.
     ValueError
         ``chunk_bytes`` is not a positive integer.
     """
@@ -434,13 +469,28 @@ def iter_chunks(source: str | os.PathLike[str], kind: str | None = None, *,
     kind = kind or kind_of(source)
     if kind == "parquet":
         _pa("Parquet training data")
-        yield from _iter_parquet(source)
+        for data, origins in _iter_parquet(source):
+            yield (data, origins) if with_origins else data
         return
     reader = {"binpack": _iter_binpack, "bin": _iter_bin, "plain": _iter_plain}.get(kind)
     if reader is None:
         raise KindError(f"unknown training-data kind {kind!r}; use one of {', '.join(KINDS)}")
-    with open_input(source, text=False) as inp:
-        yield from reader(inp.binary, input_label(source), inp.compression is not None, chunk_bytes)
+    try:
+        with open_input(source, text=False) as inp:
+            try:
+                for data, origins in reader(inp.binary, input_label(source), inp.compression is not None, chunk_bytes):
+                    yield (data, origins) if with_origins else data
+            except TrainingDataError as exc:  # the data ended early (where the compression is damaged): say why
+                if inp.damage is None:
+                    raise
+                raise inp.damage from exc
+    except InputError as exc:  # damaged gzip / zstd data: damaged training data like any other
+        raise TrainingDataError(str(exc).removesuffix(_ROWS_READ)) from exc
+
+
+#: How :class:`~nnue_infer.errors.InputError` ends (the rows before the damage were read: true of a reader of
+#: lines as they come, not of training data read and written whole).
+_ROWS_READ = "; the rows before it were read"
 
 
 def read(source: str | os.PathLike[str], kind: str | None = None) -> TrainingData:
@@ -508,9 +558,10 @@ def _chain_offset(buf: np.ndarray, start: int, end: int, row: int) -> int:
 
 
 def _iter_binpack(stream: BinaryIO, label: str, compressed: bool, chunk_bytes: int | None,
-                  offset: int = 0, stop: int | None = None) -> Iterator[TrainingData]:
+                  offset: int = 0, stop: int | None = None) -> Iterator[tuple[TrainingData, RowOrigins]]:
     target = chunk_bytes or GROUP_BYTES
     chain = 0
+    rows = 0
     while stop is None or offset < stop:
         payloads, bases = [], []
         size = 0
@@ -538,7 +589,8 @@ def _iter_binpack(stream: BinaryIO, label: str, compressed: bool, chunk_bytes: i
         ends = np.cumsum([len(p) for p in payloads]).tolist()
         starts = [0] + ends[:-1]
         data, chain = _decode_group(buf, starts, ends, bases, label, compressed, chain)
-        yield data
+        yield data, RowOrigins(label, rows)
+        rows += len(data)
 
 
 def block_ranges(path: str | os.PathLike[str], target_bytes: int = 64 << 20) -> list[tuple[int, int]]:
@@ -583,10 +635,11 @@ def read_range(path: str | os.PathLike[str], start: int, stop: int) -> Iterator[
     the file's."""
     with open(path, "rb") as f:
         f.seek(start)
-        yield from _iter_binpack(f, input_label(path), False, None, start, stop)
+        for data, _ in _iter_binpack(f, input_label(path), False, None, start, stop):
+            yield data
 
 
-def _iter_bin(stream: BinaryIO, label: str, compressed: bool, chunk_bytes: int | None) -> Iterator[TrainingData]:
+def _iter_bin(stream: BinaryIO, label: str, compressed: bool, chunk_bytes: int | None) -> Iterator[tuple[TrainingData, RowOrigins]]:
     size = (chunk_bytes or READ_BYTES) // KB.BIN_RECORD * KB.BIN_RECORD or KB.BIN_RECORD
     offset = 0
     chain = 0
@@ -617,8 +670,8 @@ def _iter_bin(stream: BinaryIO, label: str, compressed: bool, chunk_bytes: int |
             raise _error(label, offset + i * KB.BIN_RECORD + BIN_RESULT_BYTE, f"record {offset // KB.BIN_RECORD + i}: "
                          f"result {int(out.result[i])} outside -1 .. 1", compressed)
         out, chain, previous = number_chains(out, chain, previous)
+        yield out, RowOrigins(label, offset // KB.BIN_RECORD, record_bytes=KB.BIN_RECORD, compressed=compressed)
         offset += len(data)
-        yield out
 
 
 def number_chains(out: TrainingData, chain: int, previous: TrainingData | None
@@ -641,13 +694,14 @@ def number_chains(out: TrainingData, chain: int, previous: TrainingData | None
 
 
 def _iter_plain(stream: BinaryIO, label: str, compressed: bool,
-                chunk_bytes: int | None) -> Iterator[TrainingData]:
+                chunk_bytes: int | None) -> Iterator[tuple[TrainingData, RowOrigins]]:
     size = chunk_bytes or READ_BYTES
     carry = b""
     offset = 0  # of carry's first byte
     chain = 0
     previous: TrainingData | None = None
     at_end = False
+    lines = 0  # before carry's first byte
     while not at_end:
         data = stream.read(size)
         if not data:
@@ -668,10 +722,12 @@ def _iter_plain(stream: BinaryIO, label: str, compressed: bool,
                          "(not .plain text?)", compressed)
         if at_end and carry.strip():
             raise _error(label, offset + tail, "unterminated record: the text ends without a line 'e'", compressed)
-        offset += tail
         if n:
             out, chain, previous = number_chains(out, chain, previous)
-            yield out
+            yield out, RowOrigins(label, 0, text=text, offsets=starts[:n].copy(), base=offset, lines_before=lines,
+                                  compressed=compressed)
+            lines += text.count(b"\n", 0, tail)
+        offset += tail
 
 
 def _parse_records(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[TrainingData, int, int, str]:
@@ -697,7 +753,7 @@ def _parse_records(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tup
 _OPEN_ERRORS = (FileNotFoundError, PermissionError, IsADirectoryError)
 
 
-def _iter_parquet(source: str | os.PathLike[str]) -> Iterator[TrainingData]:
+def _iter_parquet(source: str | os.PathLike[str]) -> Iterator[tuple[TrainingData, RowOrigins]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -726,7 +782,7 @@ def _iter_parquet(source: str | os.PathLike[str]) -> Iterator[TrainingData]:
                                     f"({type(exc).__name__}: {exc})") from exc
         if batch is None:
             return
-        yield from_arrow(batch, label=label, first_row=row)
+        yield from_arrow(batch, label=label, first_row=row), RowOrigins(label, row)
         row += batch.num_rows
 
 
@@ -808,6 +864,15 @@ def _check_utf8(col, name: str, label: str, first_row: int) -> None:
                                             f"({exc.reason} at byte {exc.start}): {value[:80]!r}") from None
             raise TrainingDataError(f"{label}: column {name!r} after row {first_row + row}: {invalid}") from invalid
         row += len(chunk)
+
+
+def _unwritable(label: str, row: int, problem: str) -> TrainingDataError:
+    """The error of a row that cannot be written: ``LABEL: row ROW: PROBLEM``, with ``row`` (the row's number among
+    the rows written) and ``problem`` as attributes, so that a converter can name where the row came from
+    (:meth:`RowOrigins.describe`)."""
+    exc = TrainingDataError(f"{label}: row {row}: {problem}")
+    exc.row, exc.problem = row, problem
+    return exc
 
 
 class TrainingDataWriter:
@@ -895,15 +960,15 @@ class TrainingDataWriter:
         found = _row_problem(data, bitboards=False)
         if found is not None:
             name, i, problem, value = found
-            raise TrainingDataError(f"{self.label}: row {self._rows + i}: column {name!r}: {problem}: {value}")
+            raise _unwritable(self.label, self._rows + i, f"column {name!r}: {problem}: {value}")
         if self.kind == "binpack":
             both = data.bitboards[:, BB_WHITE] | data.bitboards[:, BB_BLACK]
             occupied = np.bitwise_count(both.view(np.uint64))  # of the absolute value if signed
             crowded = np.flatnonzero(occupied > 32)
             if crowded.size:
                 bad = int(crowded[0])
-                raise TrainingDataError(f"{self.label}: row {self._rows + bad}: {KB.PROBLEMS[KB.E_OCCUPANCY]}: "
-                                        f"{data[bad: bad + 1].fens()[0]}")
+                raise _unwritable(self.label, self._rows + bad, f"{KB.PROBLEMS[KB.E_OCCUPANCY]}: "
+                                                                   f"{data[bad: bad + 1].fens()[0]}")
             rows = data if self._open is None else TrainingData.concat([self._open, data])
             cont = rows.continuations()
             KB.limit_chains(cont)
@@ -926,16 +991,15 @@ class TrainingDataWriter:
         high = np.flatnonzero(~cont & (rows.ply > BINPACK_HEAD_PLY))
         if high.size:
             i = int(high[0])
-            raise TrainingDataError(f"{self.label}: row {first_row + i}: ply {int(rows.ply[i])} does not fit a chain's "
-                                    f"first entry (at most {BINPACK_HEAD_PLY}; the .binpack field keeps 14 bits)")
+            raise _unwritable(self.label, first_row + i, f"ply {int(rows.ply[i])} does not fit a chain's first entry "
+                                                         f"(at most {BINPACK_HEAD_PLY}; the .binpack field keeps 14 bits)")
         out = np.zeros(38 * len(rows) + 64, np.uint8)
         chain_ends = np.empty(len(rows), np.int64)
         size, chains, bad = KB.encode_chains(rows.bitboards, rows.stm, rows.castling, rows.ep, rows.rule50, rows.move,
                                              rows.score, rows.ply, rows.result, cont, out, chain_ends)
         if bad >= 0:
             fen, uci = rows[bad: bad + 1].fens()[0], rows[bad: bad + 1].uci()[0]
-            raise TrainingDataError(f"{self.label}: row {first_row + bad}: {KB.PROBLEMS[KB.E_UNENCODABLE]}: "
-                                    f"{uci} in {fen}")
+            raise _unwritable(self.label, first_row + bad, f"{KB.PROBLEMS[KB.E_UNENCODABLE]}: {uci} in {fen}")
         ends = chain_ends[:chains]
         cuts = np.empty(chains, np.int64)
         k = KB.block_cuts(ends, self._block_size, KB.BLOCK_TARGET, cuts)
@@ -985,21 +1049,30 @@ class TrainingDataWriter:
         self._close_file()
         self._release(True)
 
-    def _close_file(self) -> None:
-        if self._file is not None:
-            if self._path is None:  # standard output: flushed, left open
-                self._file.flush()
+    def _close_file(self, discard: bool = False) -> None:
+        """Close the output (standard output: flushed, left open); with ``discard`` (the rows are being
+        dropped), errors flushing what was buffered are ignored: the error that stopped the writing is the one
+        to report, and a second one from the same full disk, raised without the output's name, hid it."""
+        file, self._file = self._file, None
+        if file is None:
+            return
+        with contextlib.suppress(OSError) if discard else contextlib.nullcontext():
+            if self._path is None:
+                if not discard:
+                    file.flush()
             else:
-                self._file.close()
-            self._file = None
+                file.close()
 
     def abort(self) -> None:
         """Stop without finishing: the temporary file is removed, ``dest`` is left as it was."""
-        if self._parquet is not None:
-            self._parquet.close()
-            self._parquet = None
-        self._close_file()
-        self._release(False)
+        try:
+            if self._parquet is not None:
+                parquet, self._parquet = self._parquet, None
+                with contextlib.suppress(Exception):  # (pyarrow's own errors too: the file is dropped)
+                    parquet.close()
+            self._close_file(discard=True)
+        finally:
+            self._release(False)
 
     def __enter__(self) -> TrainingDataWriter:  # noqa: PYI034 (final class)
         return self
@@ -1027,15 +1100,33 @@ def _naming_output_errors(label: str) -> Iterator[None]:
         raise OSError(exc.errno, exc.strerror or str(exc), label) from exc
 
 
+class _OwningGzipFile(gzip.GzipFile):
+    """A gzip writer over a file object that it closes with itself (``gzip.open`` stores the name of the
+    file it opens in the header; this one stores the name it is given)."""
+
+    def close(self) -> None:
+        fileobj = self.fileobj
+        try:
+            super().close()
+        finally:
+            if fileobj is not None:
+                fileobj.close()
+
+
 def _open_output(path: str, name: str) -> BinaryIO:
     """Open ``path`` for writing (``-``: standard output), compressed by ``name``'s suffix."""
     if path == STDIN:
         return standard_stream("stdout")
     lower = name.lower()
     if lower.endswith(".gz"):
-        import gzip
-
-        return gzip.open(path, "wb")
+        raw = open(path, "wb")  # noqa: SIM115 (closed with the gzip stream)
+        try:
+            # the header names the destination without its .gz, as gzip does, not the temporary file: gunzip -N
+            # restores that name
+            return _OwningGzipFile(filename=os.path.basename(name)[:-3], mode="wb", fileobj=raw)
+        except BaseException:
+            raw.close()
+            raise
     if lower.endswith((".zst", ".zstd")):
         import zstandard
 
@@ -1078,8 +1169,8 @@ def encode_bin(data: TrainingData, label: str = "<bin>", first_row: int = 0) -> 
     high = np.flatnonzero(data.rule50 > BIN_RULE50)
     if high.size:
         i = int(high[0])
-        raise TrainingDataError(f"{label}: row {first_row + i}: half-move clock {int(data.rule50[i])} does not fit a "
-                                f".bin record (at most {BIN_RULE50}; the tools keep 7 bits)")
+        raise _unwritable(label, first_row + i, f"half-move clock {int(data.rule50[i])} does not fit a .bin record "
+                                                f"(at most {BIN_RULE50}; the tools keep 7 bits)")
     out, problems = np.zeros(KB.BIN_RECORD * n, np.uint8), np.empty(n, np.int64)
     with PARALLEL_LOCK:
         KB.encode_bin(data.bitboards, data.stm, data.castling, data.ep, data.rule50, data.fullmove, data.move,
@@ -1087,7 +1178,7 @@ def encode_bin(data: TrainingData, label: str = "<bin>", first_row: int = 0) -> 
     bad = np.flatnonzero(problems)
     if bad.size:
         i = int(bad[0])
-        raise TrainingDataError(f"{label}: row {first_row + i}: {KB.PROBLEMS[problems[i]]}: {data[i:i + 1].fens()[0]}")
+        raise _unwritable(label, first_row + i, f"{KB.PROBLEMS[problems[i]]}: {data[i:i + 1].fens()[0]}")
     return out.tobytes()
 
 
@@ -1213,6 +1304,6 @@ class Summary:
                           "histogram": dict(zip(labels, self.histogram.tolist()))}}
 
 
-__all__ = ["KINDS", "KindError", "Summary", "TrainingData", "TrainingDataWriter", "block_ranges", "encode_bin",
+__all__ = ["KINDS", "KindError", "RowOrigins", "Summary", "TrainingData", "TrainingDataWriter", "block_ranges", "encode_bin",
            "encode_plain", "flags", "from_arrow", "iter_chunks", "kind_of", "number_chains", "read", "read_range",
            "rescore", "select", "write"]

@@ -188,11 +188,13 @@ def cache_dirs(py_file: str) -> list[str]:
     return [os.path.join(beside, "__pycache__"), str(user_cache_dir() / f"numba-{tag}")]
 
 
-def closure_values(py_func) -> tuple | None:
+def closure_values(py_func, _seen: tuple = ()) -> tuple | None:
     """The closure variables of ``py_func`` as a stable value: integers and booleans as they are,
     a kernel (``Dispatcher``, e.g. a ``forward.Stages`` member called by an entry kernel) as its module,
     qualified name and closure values; ``()`` for a module-level kernel, None when a variable (or a
-    called kernel's) is of another type (:func:`_index_key` then leaves the key to Numba)."""
+    called kernel's) is of another type (:func:`_index_key` then leaves the key to Numba).  A kernel
+    calling itself, or one that calls it (the recursive search, ``kernels.search.alphabeta``), appears
+    by its name alone inside its own value."""
     values = []
     for cell in py_func.__closure__ or ():
         try:
@@ -202,7 +204,10 @@ def closure_values(py_func) -> tuple | None:
         if isinstance(value, (bool, int)):
             values.append(value)
             continue
-        inner = closure_values(value.py_func) if isinstance(value, Dispatcher) else None
+        if isinstance(value, Dispatcher) and (value.py_func is py_func or value.py_func in _seen):
+            values.append((value.py_func.__module__, value.py_func.__qualname__))
+            continue
+        inner = closure_values(value.py_func, _seen + (py_func,)) if isinstance(value, Dispatcher) else None
         if inner is None:
             return None
         values.append((value.py_func.__module__, value.py_func.__qualname__, inner))

@@ -412,7 +412,7 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
         written.
     """
     from .crosscheck import crosscheck
-    from .datagen import concatenate, load_positions, to_board
+    from .datagen import concatenate, load_training_positions, to_board
     from .distil import corpus_accuracy, read_corpus
     from ..formats import save
     from ..quantisation import SCHEMES, quantise_with_report
@@ -421,7 +421,7 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
     _check_run_dir(out_dir)
     t0 = time.perf_counter()
     paths = [data_path] if isinstance(data_path, (str, Path)) else list(data_path)
-    data = concatenate([load_positions(p) for p in paths])
+    data = concatenate([load_training_positions(p) for p in paths])
     corpus = read_corpus(eval_positions) if eval_positions else None  # a bad corpus fails now, not after training
     teacher_upp = float(data["meta"].get("teacher_units_per_pawn", 361))
     trainer = Trainer(arch, data, config, out_dir, teacher_units_per_pawn=teacher_upp, progress=progress)

@@ -51,7 +51,7 @@ PLAIN_SLOT = 192
 #: Problem codes of the kernels (0: none); :data:`PROBLEMS` words them.
 (OK, E_TRUNCATED, E_OCCUPANCY, E_NIBBLE, E_KINGS, E_PIECE_INDEX, E_MOVE_INDEX, E_SCORE_VLE, E_CASTLE,
  E_NULL_MOVE, E_BIN_CODE, E_BIN_OVERFLOW, E_UNENCODABLE, E_FEN, E_MOVE_TEXT, E_NUMBER, E_MISSING,
- E_PAWN_RANK, E_SCORE_RANGE, E_PLY_RANGE, E_RESULT_RANGE) = range(21)
+ E_PAWN_RANK, E_SCORE_RANGE, E_PLY_RANGE, E_RESULT_RANGE, E_FULLMOVE) = range(22)
 PROBLEMS = (
     "no problem",
     "truncated: the data ends inside a chain",
@@ -74,7 +74,10 @@ PROBLEMS = (
     "score outside -32768 .. 32767",
     "ply outside 0 .. 65535",
     "result outside -1 .. 1",
+    "full-move number outside 1 .. 32768 (the formats keep the game ply in 16 bits)",
 )
+#: Largest full-move number the formats keep (the game ply ``2 * (fullmove - 1) + stm`` in 16 bits).
+MAX_FULLMOVE = 1 << 15
 
 
 def _rays() -> np.ndarray:
@@ -1079,7 +1082,12 @@ def parse_fen_tools(buf, start, end, bb):
     pawn on ranks 1 and 8), side, castling (``-`` or distinct ``KQkq``), en passant (``-`` or a
     square; dropped unless a capture is possible), optional rule-50 counter and full-move number.
 
-    Returns ``(stm, castling, ep, rule50, fullmove, problem_offset)``, ``problem_offset`` -1 if good.
+    A full-move number outside 1 .. 32,768 is refused (:data:`E_FULLMOVE`) where the tools wrap it: the
+    formats keep the game ply ``2 * (fullmove - 1) + stm`` in 16 bits, so 0 read back as 32,768 and
+    40,000 as 7,232.
+
+    Returns ``(stm, castling, ep, rule50, fullmove, problem, problem_offset)``: ``problem`` an ``E_*``
+    code (``OK`` when good) and ``problem_offset`` the byte at fault (-1 when good).
     """
     for k in range(8):
         bb[k] = 0
@@ -1091,15 +1099,15 @@ def parse_fen_tools(buf, start, end, bb):
         c = buf[i]
         if 49 <= c <= 56:
             if last_skip:
-                return 0, 0, -1, 0, 0, i
+                return 0, 0, -1, 0, 0, E_FEN, i
             last_skip = True
             f += c - 48
             if f > 8:
-                return 0, 0, -1, 0, 0, i
+                return 0, 0, -1, 0, 0, E_FEN, i
         elif c == 47:
             last_skip = False
             if f != 8 or r == 0:
-                return 0, 0, -1, 0, 0, i
+                return 0, 0, -1, 0, 0, E_FEN, i
             f = 0
             r -= 1
         else:
@@ -1109,7 +1117,7 @@ def parse_fen_tools(buf, start, end, bb):
                 if lower == (112, 110, 98, 114, 113, 107)[k]:
                     t = k
             if t < 0 or f > 7:
-                return 0, 0, -1, 0, 0, i
+                return 0, 0, -1, 0, 0, E_FEN, i
             last_skip = False
             bit = SQUARE_BB[8 * r + f]
             bb[t] |= bit
@@ -1117,22 +1125,22 @@ def parse_fen_tools(buf, start, end, bb):
             f += 1
         i += 1
     if f != 8 or r != 0:
-        return 0, 0, -1, 0, 0, i
+        return 0, 0, -1, 0, 0, E_FEN, i
     if popcount(bb[BB_KINGS] & bb[BB_WHITE]) != 1 or popcount(bb[BB_KINGS] & bb[BB_WHITE + 1]) != 1:
-        return 0, 0, -1, 0, 0, start
+        return 0, 0, -1, 0, 0, E_FEN, start
     if bb[BB_PAWNS] & (0xFF | (0xFF << 56)):
-        return 0, 0, -1, 0, 0, start
+        return 0, 0, -1, 0, 0, E_FEN, start
     # side to move
     i += 1
     if i + 1 > end or not (buf[i] == 119 or buf[i] == 98) or (i + 1 < end and buf[i + 1] != 32):
-        return 0, 0, -1, 0, 0, i
+        return 0, 0, -1, 0, 0, E_FEN, i
     stm = 0 if buf[i] == 119 else 1
     ksq = lowest_square(bb[BB_KINGS] & bb[BB_WHITE + 1 - stm])
     them = bb[BB_WHITE + stm]
     occ = bb[BB_WHITE] | bb[BB_WHITE + 1]
     if (slider_check(ksq, bb, stm, occ) or KNIGHT_ATTACKS[ksq] & bb[1] & them or KING_ATTACKS[ksq] & bb[5] & them
             or PAWN_ATTACKS[1 - stm, ksq] & bb[0] & them):
-        return 0, 0, -1, 0, 0, i  # the side not to move is in check
+        return 0, 0, -1, 0, 0, E_FEN, i  # the side not to move is in check
     i += 2
     # castling
     castling = 0
@@ -1143,11 +1151,11 @@ def parse_fen_tools(buf, start, end, bb):
             c = buf[i]
             bit = 1 if c == 75 else (2 if c == 81 else (4 if c == 107 else (8 if c == 113 else 0)))
             if bit == 0 or castling & bit:
-                return 0, 0, -1, 0, 0, i
+                return 0, 0, -1, 0, 0, E_FEN, i
             castling |= bit
             i += 1
     if i >= end or buf[i] != 32:
-        return 0, 0, -1, 0, 0, i
+        return 0, 0, -1, 0, 0, E_FEN, i
     i += 1
     # en passant
     ep = -1
@@ -1157,7 +1165,7 @@ def parse_fen_tools(buf, start, end, bb):
         ep = (buf[i] - 97) + 8 * (buf[i + 1] - 49)
         i += 2
     else:
-        return 0, 0, -1, 0, 0, i
+        return 0, 0, -1, 0, 0, E_FEN, i
     rule50 = 0
     ply = 0
     for field in range(2):  # optional half-move clock and full-move number
@@ -1170,15 +1178,17 @@ def parse_fen_tools(buf, start, end, bb):
         if j > i:
             v, ok = parse_int(buf, i, j)
             if not ok:
-                return 0, 0, -1, 0, 0, i
+                return 0, 0, -1, 0, 0, E_FEN, i
             if field == 0:
                 rule50 = v & 255
+            elif not 1 <= v <= MAX_FULLMOVE:
+                return 0, 0, -1, 0, 0, E_FULLMOVE, i
             else:
-                ply = (2 * (v - 1) + stm) & 0xFFFF
+                ply = 2 * (v - 1) + stm
         i = j
     if ep >= 0 and not ep_possible(bb, ep, stm):
         ep = -1
-    return stm, castling, ep, rule50, ply // 2 + 1, -1
+    return stm, castling, ep, rule50, ply // 2 + 1, OK, -1
 
 
 _KEYS = (b"fen", b"move", b"score", b"ply", b"result")
@@ -1242,9 +1252,9 @@ def parse_plain(buf, starts, ends, o_bb, o_stm, o_castling, o_ep, o_rule50, o_fu
                 ve -= 1
             field = record_key(buf, ks, ke)
             if field == 0:
-                stm, castling, ep, rule50, fullmove, at = parse_fen_tools(buf, vs, ve, bb)
-                if at >= 0:
-                    bad = E_FEN
+                stm, castling, ep, rule50, fullmove, problem, at = parse_fen_tools(buf, vs, ve, bb)
+                if problem != OK:
+                    bad = problem
                     bad_at = at
                     break
                 o_rule50[i] = rule50
