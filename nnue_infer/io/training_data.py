@@ -35,7 +35,6 @@ from typing import BinaryIO, ClassVar
 
 import numpy as np
 
-from ..batch import position_problem
 from ..errors import InputError, TrainingDataError
 from ..inputs import STDIN, input_label, open_input, replacing, standard_stream
 from ..kernels.data import binpack as KB
@@ -46,8 +45,13 @@ from .parquet import _pa
 
 #: File kinds by extension (a trailing ``.gz`` / ``.zst`` names the compression).
 KINDS = ("binpack", "bin", "plain", "parquet")
-#: Bytes of ``.binpack`` blocks decoded together (blocks of one group decode in parallel).
-GROUP_BYTES = 8 << 20
+#: Bytes of ``.binpack`` blocks decoded together (blocks of one group decode in parallel): two of the
+#: tools' 1 MiB blocks, about 800,000 rows (70 MB of columns), so that a conversion's memory stays
+#: small whatever the file's size.
+GROUP_BYTES = 1 << 20
+#: Rows encoded as ``.plain`` text at a time (the text takes up to :data:`KB.PLAIN_SLOT` bytes a row
+#: before it is packed: 12 MB).
+PLAIN_ROWS = 1 << 16
 #: Offset of the result (game_result, int8) in a ``.bin`` record.
 BIN_RESULT_BYTE = 38
 #: Largest ``ply`` of a ``.binpack`` chain's first row (14 bits: the top 2 of its field hold the result).
@@ -181,6 +185,10 @@ class TrainingData:
     def __len__(self) -> int:
         return int(self.stm.shape[0])
 
+    def rows_view(self, start: int, stop: int) -> TrainingData:
+        """Rows ``start .. stop`` as views of these columns (no copy: writing to them writes here)."""
+        return TrainingData._trusted({f.name: getattr(self, f.name)[start:stop] for f in fields(self)})
+
     def __getitem__(self, rows) -> TrainingData:
         """Rows ``rows`` (a slice, an index array or a boolean mask), copied to contiguous arrays."""
         return TrainingData._trusted({f.name: np.array(getattr(self, f.name)[rows], order="C") for f in fields(self)})
@@ -313,10 +321,16 @@ def _position_problem(data: TrainingData) -> tuple[str, int, str] | None:
     with PARALLEL_LOCK:
         KB.row_flags(data.bitboards, data.stm ^ np.uint8(1), data.move, not_to_move_in_check, _)
     castling_bad = np.zeros(n, np.bool_)
-    for bit, king, rook in _CASTLING_SQUARES:
-        colour = white if king == 4 else black
-        castling_bad |= ((data.castling & bit) != 0) & ((kings & colour & np.uint64(1 << king) == 0)
-                                                        | (rooks & colour & np.uint64(1 << rook) == 0))
+    rights = np.flatnonzero(data.castling)  # (most rows have none: the rest is checked on these alone)
+    if rights.size:
+        castling, kings_r, rooks_r = data.castling[rights], kings[rights], rooks[rights]
+        white_r, black_r = white[rights], black[rights]
+        bad = np.zeros(rights.size, np.bool_)
+        for bit, king, rook in _CASTLING_SQUARES:
+            colour = white_r if king == 4 else black_r
+            bad |= ((castling & bit) != 0) & ((kings_r & colour & np.uint64(1 << king) == 0)
+                                              | (rooks_r & colour & np.uint64(1 << rook) == 0))
+        castling_bad[rights] = bad
     found = _first((
         ("bitboards", not_to_move_in_check, "the side not to move is in check"),
         ("castling", castling_bad, "castling right without the king and that rook on their start squares"),
@@ -499,7 +513,9 @@ def read(source: str | os.PathLike[str], kind: str | None = None) -> TrainingDat
 
 
 def _decode_group(buf: np.ndarray, starts: list[int], ends: list[int], bases: list[int], label: str,
-                  compressed: bool, first_chain: int) -> tuple[TrainingData, int]:
+                  compressed: bool, first_chain: int) -> tuple[list[TrainingData], int]:
+    """The rows of the blocks ``buf[starts[b]:ends[b]]`` decoded in parallel: one part per block, views of
+    one set of columns, and the next chain number."""
     nb = len(starts)
     s, e = np.array(starts, np.int64), np.array(ends, np.int64)
     capacity = (e - s) + 64  # rows: real data takes 2-3 bytes a position, so this rarely runs short
@@ -531,7 +547,7 @@ def _decode_group(buf: np.ndarray, starts: list[int], ends: list[int], bases: li
     parts = []
     chain = first_chain
     for b in range(nb):
-        part = out[int(row0[b]): int(row0[b] + rows[b])]
+        part = out.rows_view(int(row0[b]), int(row0[b] + rows[b]))
         outside = np.flatnonzero((part.result < -1) | (part.result > 1))
         if outside.size:  # the 2 result bits hold 3 (-2); a chain's first row is the first bad one
             at = _chain_offset(buf, starts[b], ends[b], int(outside[0])) + KB.ENTRY_BYTES - 4
@@ -540,7 +556,7 @@ def _decode_group(buf: np.ndarray, starts: list[int], ends: list[int], bases: li
         part.chain[:] += chain
         chain += int(chains[b])
         parts.append(part)
-    return TrainingData.concat(parts), chain
+    return parts, chain
 
 
 def _chain_offset(buf: np.ndarray, start: int, end: int, row: int) -> int:
@@ -588,9 +604,26 @@ def _iter_binpack(stream: BinaryIO, label: str, compressed: bool, chunk_bytes: i
         buf = np.frombuffer(b"".join(payloads), np.uint8).copy()
         ends = np.cumsum([len(p) for p in payloads]).tolist()
         starts = [0] + ends[:-1]
-        data, chain = _decode_group(buf, starts, ends, bases, label, compressed, chain)
-        yield data, RowOrigins(label, rows)
-        rows += len(data)
+        parts, chain = _decode_group(buf, starts, ends, bases, label, compressed, chain)
+        for data in _joined(parts, PLAIN_ROWS):
+            yield data, RowOrigins(label, rows)
+            rows += len(data)
+        del parts, data, buf  # before the next group's columns are made
+
+
+def _joined(parts: list[TrainingData], rows: int) -> Iterator[TrainingData]:
+    """``parts`` in order, consecutive ones joined until they hold ``rows`` rows (a large part as it is, no
+    copy: a group's rows are not copied again, the small blocks of some files are not a chunk each)."""
+    pending: list[TrainingData] = []
+    n = 0
+    for part in parts:
+        pending.append(part)
+        n += len(part)
+        if n >= rows:
+            yield TrainingData.concat(pending)
+            pending, n = [], 0
+    if pending:
+        yield TrainingData.concat(pending)
 
 
 def block_ranges(path: str | os.PathLike[str], target_bytes: int = 64 << 20) -> list[tuple[int, int]]:
@@ -916,6 +949,7 @@ class TrainingDataWriter:
         self._block: list[bytes] = []
         self._block_size = 0
         self._parquet = None
+        self._plain = _PlainEncoder()
         self._file: BinaryIO | None = None
         path = os.fspath(dest)
         self._path = None if path == STDIN else path
@@ -980,7 +1014,9 @@ class TrainingDataWriter:
         elif self.kind == "bin":
             self._file.write(encode_bin(data, self.label, self._rows))
         elif self.kind == "plain":
-            self._file.write(encode_plain(data))
+            for start in range(0, len(data), PLAIN_ROWS):  # a piece at a time: the text's memory stays small
+                for piece in self._plain.encode(data.rows_view(start, min(start + PLAIN_ROWS, len(data)))):
+                    self._file.write(piece)
         else:
             self._write_parquet(data)
         self._rows += len(data)
@@ -1142,18 +1178,31 @@ def write(data: TrainingData, dest: str | os.PathLike[str], kind: str | None = N
 
 def encode_plain(data: TrainingData) -> bytes:
     """``data`` as ``.plain`` text (the tools' ``emitPlainEntry``), as bytes."""
-    n = len(data)
-    slots, lengths = np.empty(KB.PLAIN_SLOT * n, np.uint8), np.empty(n, np.int64)
-    with PARALLEL_LOCK:
-        KB.write_plain_slots(data.bitboards, data.stm, data.castling, data.ep, data.rule50, data.fullmove, data.move,
-                             data.score, data.ply, data.result, slots, lengths)
-    starts = np.zeros(n, np.int64)
-    if n:
-        np.cumsum(lengths[:-1], out=starts[1:])
-    out = np.empty(int(lengths.sum()), np.uint8)
-    with PARALLEL_LOCK:
-        KB.compact_slots(slots, KB.PLAIN_SLOT, lengths, starts, out)
-    return out.tobytes()
+    return b"".join(piece.tobytes() for piece in _PlainEncoder().encode(data))
+
+
+class _PlainEncoder:
+    """Encodes rows as ``.plain`` text into a buffer kept from one call to the next (a conversion's pieces of
+    :data:`PLAIN_ROWS` rows: a fresh buffer costs a page fault every 4 KiB), in :data:`RUNS` runs of rows
+    written in parallel, each run's text one piece (no copy to pack the pieces together)."""
+
+    #: Runs of rows a call writes (in parallel; one piece of text each).
+    RUNS = 16
+
+    def __init__(self) -> None:
+        self._text = np.empty(0, np.uint8)
+
+    def encode(self, data: TrainingData) -> list[np.ndarray]:
+        """The uint8 pieces of ``data``'s text, in order: valid until the next call."""
+        n = len(data)
+        if self._text.shape[0] < KB.PLAIN_SLOT * n:
+            self._text = np.empty(KB.PLAIN_SLOT * n, np.uint8)
+        runs = np.linspace(0, n, min(self.RUNS, n) + 1).astype(np.int64)
+        ends = np.empty(runs.shape[0] - 1, np.int64)
+        with PARALLEL_LOCK:
+            KB.write_plain_runs(data.bitboards, data.stm, data.castling, data.ep, data.rule50, data.fullmove,
+                                data.move, data.score, data.ply, data.result, runs, self._text, ends)
+        return [self._text[KB.PLAIN_SLOT * int(start): int(end)] for start, end in zip(runs[:-1], ends)]
 
 
 def encode_bin(data: TrainingData, label: str = "<bin>", first_row: int = 0) -> bytes:
@@ -1241,6 +1290,8 @@ def rescore(data: TrainingData, evaluator, *, blend: float = 1.0, label: str = "
         A position the network cannot evaluate (no king, more than 32 pieces, ...): names the row
         and the FEN.
     """
+    from ..batch import position_problem  # (the evaluation's modules: loaded by the commands that evaluate)
+
     if not 0.0 <= blend <= 1.0:
         raise ValueError(f"blend must be between 0 and 1, got {blend}")
     values, codes = evaluator.evaluate_bitboards(data.bitboards, data.stm)

@@ -165,13 +165,24 @@ assert all(hasattr(nnue_infer, name) for name in nnue_infer.__all__) and set(nnu
     assert proc.returncode == 0, proc.stderr
 
 
+class _Clock:
+    """A clock the test moves (seconds): what the counter draws depends on it alone, not on the machine's load."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_the_command_lines_compile_counter_on_a_terminal(monkeypatch):
-    """On a terminal a compile that lasts over a second shows its elapsed time, erased at its end."""
+    """On a terminal a compile that lasts over a second shows its elapsed time, erased at its end; none is drawn
+    before a second has passed (the clock is the test's: the drawing thread, which redraws every half second,
+    cannot draw another time than the clock's)."""
     import io
     import logging
-    import time
 
-    from nnue_infer.cli.common import compile_notice
+    from nnue_infer.cli.common import CompileNotice
 
     class Terminal(io.StringIO):
         def isatty(self):
@@ -179,19 +190,31 @@ def test_the_command_lines_compile_counter_on_a_terminal(monkeypatch):
 
     terminal = Terminal()
     monkeypatch.setattr("sys.stderr", terminal)
+    clock = _Clock()
+    notice = CompileNotice(clock=clock)
     log = logging.getLogger("nnue_infer.test")
     monkeypatch.setattr(log, "propagate", False)
-    log.addHandler(compile_notice)
+    log.addHandler(notice)
     log.setLevel(logging.DEBUG)
     try:
         log.debug("start", extra={"compile": "start"})
-        time.sleep(2.6)  # the counter shows after 1 s, redrawn every 0.5 s: margin for a loaded machine (1.7 s drew
-        # nothing once in a cold CI-like run beside other jobs)
+        clock.now += 0.9
+        notice.redraw()
+        assert terminal.getvalue() == ""  # under a second: nothing
+        clock.now += 0.3
+        notice.redraw()
+        assert terminal.getvalue().endswith("\rnnue-infer: compiling 00:01")
+        clock.now += 3661
+        notice.redraw()
+        assert terminal.getvalue().endswith("\rnnue-infer: compiling 1:01:02")
         log.debug("end", extra={"compile": "end", "cpu_seconds": 2.6})
+        after = terminal.getvalue()
+        clock.now += 5
+        notice.redraw()  # ended: nothing more
     finally:
-        log.removeHandler(compile_notice)
-    shown = terminal.getvalue()
-    assert "\rnnue-infer: compiling 00:01" in shown and shown.endswith("\r"), repr(shown)
+        log.removeHandler(notice)
+    assert terminal.getvalue() == after
+    assert after.endswith("\r" + " " * len("nnue-infer: compiling 1:01:02") + "\r"), repr(after)
 
 
 def _on_a_terminal(code: str, env: dict) -> tuple[int, str]:
@@ -241,15 +264,18 @@ def test_the_compile_counter_on_a_terminal_that_reports_no_size():
     os.close(master), os.close(slave)
     assert size == (0, 0)
     code = """if True:
-        import logging, time
-        from nnue_infer.cli.common import compile_notice
+        import logging
+        from nnue_infer.cli.common import CompileNotice
+        now = [0.0]
+        notice = CompileNotice(clock=lambda: now[0])
         log = logging.getLogger("nnue_infer.test")
         log.propagate = False
-        log.addHandler(compile_notice)
+        log.addHandler(notice)
         log.setLevel(logging.DEBUG)
         log.debug("start", extra={"compile": "start"})
-        time.sleep(2.6)  # drawn after 1 s, every 0.5 s: margin for a loaded machine
-        log.debug("end", extra={"compile": "end", "cpu_seconds": 2.6})
+        now[0] = 1.5  # the test's clock: drawn whatever the machine's load
+        notice.redraw()
+        log.debug("end", extra={"compile": "end", "cpu_seconds": 1.5})
     """
     status, shown = _on_a_terminal(code, {})
     assert status == 0, shown

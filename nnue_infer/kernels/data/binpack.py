@@ -950,10 +950,13 @@ def write_row_fen(bitboards, i, stm, castling, ep, rule50, fullmove, board, flag
     bool[4] scratch); returns the next position."""
     for sq in range(64):
         board[sq] = 0
-        bit = SQUARE_BB[sq]
-        for t in range(6):
-            if bitboards[i, t] & bit:
-                board[sq] = 1 + t + (0 if bitboards[i, BB_WHITE] & bit else 6)
+    white = bitboards[i, BB_WHITE]
+    for t in range(6):  # each piece's squares (a later type over an earlier one, as a square-by-square scan)
+        b = bitboards[i, t]
+        while b:
+            sq = lowest_square(b)
+            board[sq] = 1 + t + (0 if white & SQUARE_BB[sq] else 6)
+            b = without_lowest(b)
     for k in range(4):
         flags[k] = (castling >> k) & 1
     return write_fen(board, stm, flags, ep, rule50, fullmove, out, pos)
@@ -968,28 +971,29 @@ _END = np.frombuffer(b"\ne\n", np.uint8).copy()
 
 
 @njit(cache=True, parallel=True)
-def write_plain_slots(bitboards, stm, castling, ep, rule50, fullmove, move, score, ply, result, out, lengths):
-    """Write each row's ``.plain`` record (the tools' ``emitPlainEntry``) into its
-    :data:`PLAIN_SLOT`-byte slot of ``out``; ``lengths[i]`` gets its length."""
-    n = stm.shape[0]
-    for i in prange(n):
+def write_plain_runs(bitboards, stm, castling, ep, rule50, fullmove, move, score, ply, result, runs, out, ends):
+    """Write the rows' ``.plain`` records (the tools' ``emitPlainEntry``) run by run, in parallel: the rows
+    ``runs[r] .. runs[r + 1]`` one after another from ``out[runs[r] * PLAIN_SLOT]`` (:data:`PLAIN_SLOT` bytes
+    a row are room enough); ``ends[r]`` gets the end of run ``r``'s text."""
+    for r in prange(runs.shape[0] - 1):
         board = np.empty(64, np.uint8)
         flags = np.empty(4, np.bool_)
-        base = i * PLAIN_SLOT
-        pos = put_text(out, base, _FEN)
-        s = np.int64(stm[i])
-        pos = write_row_fen(bitboards, np.int64(i), s, np.int64(castling[i]), np.int64(ep[i]), np.int64(rule50[i]),
-                            np.int64(fullmove[i]), board, flags, out, pos)
-        pos = put_text(out, pos, _MOVE)
-        pos = write_move_uci(np.int64(move[i]), s, out, pos)
-        pos = put_text(out, pos, _SCORE)
-        pos = put_int(out, pos, np.int64(score[i]))
-        pos = put_text(out, pos, _PLY)
-        pos = put_uint(out, pos, np.int64(ply[i]))
-        pos = put_text(out, pos, _RESULT)
-        pos = put_int(out, pos, np.int64(result[i]))
-        pos = put_text(out, pos, _END)
-        lengths[i] = pos - base
+        pos = runs[r] * PLAIN_SLOT
+        for i in range(runs[r], runs[r + 1]):
+            pos = put_text(out, pos, _FEN)
+            s = np.int64(stm[i])
+            pos = write_row_fen(bitboards, np.int64(i), s, np.int64(castling[i]), np.int64(ep[i]),
+                                np.int64(rule50[i]), np.int64(fullmove[i]), board, flags, out, pos)
+            pos = put_text(out, pos, _MOVE)
+            pos = write_move_uci(np.int64(move[i]), s, out, pos)
+            pos = put_text(out, pos, _SCORE)
+            pos = put_int(out, pos, np.int64(score[i]))
+            pos = put_text(out, pos, _PLY)
+            pos = put_uint(out, pos, np.int64(ply[i]))
+            pos = put_text(out, pos, _RESULT)
+            pos = put_int(out, pos, np.int64(result[i]))
+            pos = put_text(out, pos, _END)
+        ends[r] = pos
 
 
 @njit(cache=True, parallel=True)
