@@ -153,8 +153,6 @@ LONG_MODULES = {
 #: Long modules of several concepts, each to be split along the concepts named (known debt, listed so that
 #: no other module grows past the limit unnoticed).
 TO_SPLIT = {
-    "nnue_infer.io.training_data": "the container, its readers, its writer, select/rescore/summary",
-    "nnue_infer.kernels.data.binpack": "the .binpack chains and bit streams, .bin records, .plain text",
     "nnue_infer.search.match": "players, openings, adjudication, the match runner",
 }
 

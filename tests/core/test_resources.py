@@ -20,6 +20,7 @@ import os
 import shutil
 import stat
 from nnue_infer.errors import IllegalMoveError, NetworkNotFoundError
+from tests.kernels.test_cache import _read_only
 
 REPO = Path(__file__).resolve().parents[2]
 AFTER_E4 = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
@@ -194,22 +195,6 @@ def test_module_functions_see_a_network_file_replaced_with_its_old_stamp(tmp_pat
     assert nnue_infer.evaluate(board, "ck.nnue") == truth[1]
     monkeypatch.chdir(tmp_path / "other")
     assert nnue_infer.evaluate(board, "ck.nnue") == truth[0]
-
-
-def _read_only(directory) -> list[str]:
-    """A command prefix that runs its command with ``directory`` read-only: its write bits off for a
-    user other than root (restored by the caller), a read-only bind mount in a mount namespace of
-    its own for root (whom write bits do not stop); skips the test when neither can be had."""
-    if os.geteuid() != 0:
-        for path in [directory, *directory.rglob("*")]:
-            path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-        return []
-    prefix = ["unshare", "-m", "sh", "-c",
-              'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && exec "$@"', str(directory)]
-    if shutil.which("unshare") is None or subprocess.run(
-            [*prefix, "sh", "-c", f'! touch "{directory}/probe" 2>/dev/null'], capture_output=True).returncode:
-        pytest.skip("no read-only bind mount here (unshare -m)")
-    return prefix
 
 
 def test_stockfish_network_with_a_read_only_network_cache(tmp_path, evaluator):

@@ -26,6 +26,7 @@ from nnue_infer.resources import known_network
 from node_engines import generated_positions, threat_positions
 from nnue_infer.cli import main
 import xml.etree.ElementTree as ET
+from tests.core.test_evaluator import _interleaved
 
 SPECS = ["default", "sf15.1", "sf16", "sf17.1", "sf17.1-small", "sf17.1-lite", "sf18", "sf19", "sf19-lite"]
 
@@ -336,49 +337,6 @@ def test_cli_activations_write_that_fails_leaves_the_file(tmp_path, suffix):
 
 
 # -- hostile input ---------------------------------------------------------------------------------------------------
-
-def _interleaved(function, call, action):
-    """Run ``call()`` once per bytecode of ``function``'s frame (the method ``call`` calls), running
-    ``action()`` (standing for another thread's call on the same evaluator) just before that bytecode;
-    returns ``call()``'s results (or the exceptions it raised), one per bytecode, and the exceptions
-    ``action`` raised."""
-    import inspect
-    import sys
-
-    code = inspect.unwrap(function).__code__  # the method's own frame, inside any wrapper taking the token
-    results, refused = [], []
-    k = 0
-    while True:
-        count = [0]
-        done = [False]
-
-        def local(frame, event, arg, target=k):
-            if event == "opcode":
-                if count[0] == target and not done[0]:
-                    done[0] = True
-                    try:
-                        action()
-                    except Exception as exc:  # noqa: BLE001 - ConcurrentUseError is the promised outcome
-                        refused.append(exc)
-                count[0] += 1
-            return local
-
-        def tracer(frame, event, arg):
-            if frame.f_code is code:
-                frame.f_trace_opcodes = True
-                return local
-            return None
-
-        sys.settrace(tracer)
-        try:
-            results.append(call())
-        except Exception as exc:  # noqa: BLE001 - compared by the caller
-            results.append(exc)
-        finally:
-            sys.settrace(None)
-        if not done[0]:
-            return results[:-1], refused
-        k += 1
 
 
 def test_activations_batch_while_the_network_is_reassigned():

@@ -31,6 +31,7 @@ import resource
 from nnue_infer import NetworkFormatError, load
 from nnue_infer import constants as C
 from nnue_infer.formats import stockfish as S
+from tests.formats.test_bullet import _address_space_left
 
 
 def _net(spec: str) -> nnue_infer.Network:
@@ -316,20 +317,6 @@ def test_extract_names_a_truncated_or_incomplete_wasm(tmp_path, capsys):
 
 
 # -- hostile input ---------------------------------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def _address_space_left(extra: int):
-    """Limit the process's address space to what it maps now plus ``extra`` bytes (Linux: VmSize of
-    /proc/self/status), so an allocation of gigabytes fails at once with ``MemoryError``."""
-    with open("/proc/self/status") as f:
-        size = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    limit = size + extra if hard == resource.RLIM_INFINITY else min(size + extra, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def _leb128_block(payload: bytes) -> bytes:

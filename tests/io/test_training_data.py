@@ -29,7 +29,9 @@ from hypothesis import strategies as st
 
 from nnue_infer.errors import TrainingDataError
 from nnue_infer.io import training_data as td
-from nnue_infer.kernels.data import binpack as KB
+from nnue_infer.io.training_data import reading
+from nnue_infer.kernels.chess import make_move as KMM
+from nnue_infer.kernels.data import binpack as KBP
 import json
 import re
 from nnue_infer.cli import main
@@ -71,7 +73,7 @@ def test_plain_writes_the_tools_binpack(name, bp_dir, files, tmp_path):
 
 
 def rows_of(binpack: bytes) -> td.TrainingData:
-    return td.TrainingData.concat([rows for rows, _ in td._iter_binpack(io.BytesIO(binpack), "<bytes>", False, None)])
+    return td.TrainingData.concat([rows for rows, _ in reading._iter_binpack(io.BytesIO(binpack), "<bytes>", False, None)])
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -120,7 +122,7 @@ def test_multi_block_file_round_trip(rows, tmp_path):
         assert raw[o:o + 4] == b"BINP"
         sizes.append(int.from_bytes(raw[o + 4:o + 8], "little"))
         o += 8 + sizes[-1]
-    assert len(sizes) >= 2 and all(s >= KB.BLOCK_TARGET for s in sizes[:-1])
+    assert len(sizes) >= 2 and all(s >= KBP.BLOCK_TARGET for s in sizes[:-1])
     back = td.read(path)
     assert back.equals(data.with_chains())
     chunked = td.TrainingData.concat(list(td.iter_chunks(path, chunk_bytes=1)))
@@ -458,7 +460,7 @@ def test_plain_castling_in_both_forms(move, castles, tmp_path):
     path.write_text(f"fen {fen}\nmove {move}\nscore 0\nply 0\nresult 0\ne\n")
     data = td.read(path)
     assert data.uci() == [castles]
-    assert int(data.move[0]) >> 14 == KB.CASTLE
+    assert int(data.move[0]) >> 14 == KMM.CASTLE
     assert chess.Board(fen).is_castling(chess.Move.from_uci(castles))
 
 
@@ -761,7 +763,7 @@ def test_filtered_chains_follow_the_continuation_rule(bp, tmp_path, capsys, monk
     rows as .binpack 3110).  Chains now follow the continuation rule, across chunks too (chunks of
     1000 rows here)."""
     pytest.importorskip("pyarrow")
-    monkeypatch.setattr(td, "READ_BYTES", 1000 * 40)
+    monkeypatch.setattr(reading, "READ_BYTES", 1000 * 40)
     src = bp / "selfplay.bin"
     assert len(list(td.iter_chunks(src))) == 20
     data = td.read(src)
