@@ -109,9 +109,9 @@ def holm(pvalues) -> list[float]:
 
 def sweeps(raw: dict) -> dict:
     """Per variant with sweep runs: (rates of its sweep so far, chosen rate or ``None``), by the
-    runner's rule (``activation_study_v2.sweep_choice``: lowest quantised validation loss, the sweep
+    runner's rule (``activation_study_v2_rules.sweep_choice``: lowest quantised validation loss, the sweep
     extended upwards while its best rate is its highest, up to ``lr_extend_to``)."""
-    from activation_study_v2 import sweep_choice
+    from activation_study_v2_rules import sweep_choice
 
     cfg = raw["config"]
     sweep = [r for r in raw["runs"] if r.get("role") == "sweep"]
@@ -446,7 +446,7 @@ def corrections(raw: dict) -> str:
 
 
 def _variants(raw: dict) -> list[str]:
-    from activation_study_v2 import VARIANTS
+    from activation_study_v2_rules import VARIANTS
 
     return [v for v in VARIANTS if any(r["variant"] == v for r in raw["runs"])]
 

@@ -431,7 +431,7 @@ def measure(model, arch, cfg: Config, val: dict, test: dict) -> dict:
     import torch
 
     from nnue_infer.evaluator import Evaluator
-    from nnue_infer.quantise import SCHEMES, quantise_with_report
+    from nnue_infer.quantisation import SCHEMES, quantise_with_report
     from nnue_infer.training.fast import predict
     from nnue_infer.training.model import model_to_float_network, win_probability_mse
 
