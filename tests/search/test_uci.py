@@ -267,6 +267,12 @@ def pipe():
     p = Pipe()
     p.send("uci")
     p.until(lambda line: line == "uciok")
+    # A first search compiles the kernels on a cold cache; its notice (an info string) comes here, not
+    # among the lines a test counts.
+    p.send("position startpos", "go depth 1")
+    p.until(is_bestmove)
+    p.send("ucinewgame", "isready")
+    p.until(lambda line: line == "readyok")
     yield p
     p.close()
 
@@ -391,7 +397,7 @@ def test_bad_input_never_kills_the_engine(pipe):
            "setoption name EvalFile value /no/such.nnue"]
     pipe.send("position startpos moves d2d4", *bad, "isready")
     lines = pipe.until(lambda line: line == "readyok")
-    said = [line for line in lines if line.startswith("info string")]
+    said = [line for line in lines if line.startswith("info string") and "compiling kernels" not in line]
     assert len(said) == len(bad), lines
     pipe.send("go nodes 200")
     lines = pipe.until(is_bestmove)
