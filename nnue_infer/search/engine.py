@@ -37,6 +37,9 @@ HARD_SHARE = 0.3
 SOFT_SHARE = 0.1
 INCREMENT_SHARE = 0.5
 DEFAULT_MOVES_TO_GO = 30
+#: The longest time limit in seconds (a year): longer ones (a GUI's "infinite" clock of 10**20 ms) are
+#: cut to it, as the timer thread and the kernel's cycle-counter deadline cannot hold them.
+LONGEST_LIMIT = 365 * 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -309,6 +312,8 @@ class Engine:
             hard = h if hard is None else min(hard, h)
         if depth is None:
             depth = MAX_DEPTH if (infinite or hard is not None) else None
+        if hard is not None:
+            soft, hard = min(soft, LONGEST_LIMIT), min(hard, LONGEST_LIMIT)
         return depth, soft, hard
 
     def _search(self, board, history, legal, start, depth, nodes, movetime, wtime, btime, winc, binc, movestogo, infinite,

@@ -164,6 +164,15 @@ def test_movetime_is_kept(engine):
     assert result.time < 3.0  # a hard limit by a timer: far below this even on a loaded machine
 
 
+@pytest.mark.parametrize("limits", [{"movetime": 1e30}, {"wtime": 1e30, "btime": 1e30}, {"wtime": 1e20, "winc": 1e25}])
+def test_huge_time_limits_search_like_no_time_limit(engine, limits):
+    """A GUI's "no clock" of 10**20 ms or more is a long search, not an overflow of the timer or deadline."""
+    board = chess.Board()
+    result = engine.search(board, nodes=300, **limits)
+    _assert_legal(board, result)
+    assert result.depth >= 1
+
+
 def test_bad_input_is_refused(engine):
     with pytest.raises(TypeError, match="chess.Board"):
         engine.search("8/8/8/8/8/8/8/8 w - - 0 1")
