@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from .common import example, progress_option, quiet_option, show_progress
+from .common import check_output_dir, example, progress_option, quiet_option, show_progress
 
 
 def _per_player(values, option: str, convert, players: int) -> list:
@@ -123,6 +123,9 @@ def match_cmd(nets, ucis, nodes, depth, movetime, tc, games, openings, book_plie
     count = len(nets) + len(ucis)
     if count != 2:
         raise click.UsageError(f"a match has two players: give two of --net / --uci (got {count})")
+    for path, option in ((pgn_out, "--pgn"), (json_out, "--json")):
+        if path:  # before any game: a match's result is not lost to a directory that does not exist
+            check_output_dir(path, option)
     if scheduler and workers:
         raise click.UsageError("give --scheduler or --workers, not both")
     per = {"nodes": _per_player(nodes, "--nodes", _positive_int, 2),

@@ -307,6 +307,15 @@ def test_the_command_reports_bad_input_clearly(capsys, tmp_path):
     assert "cannot read the opening book" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("option", ["--pgn", "--json"])
+def test_the_command_refuses_an_output_in_a_missing_directory_before_any_game(capsys, tmp_path, option):
+    target = tmp_path / "missing" / "out"
+    assert _cli("match", "--uci", "x", "--uci", "y", "--nodes", "5", "--games", "2", option, str(target)) == 2
+    err = capsys.readouterr().err
+    assert option in err and "does not exist" in err and "Traceback" not in err
+    assert not target.parent.exists()
+
+
 def test_the_command_names_a_missing_extra(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "scipy", None)  # `import scipy` raises ImportError
     assert _cli("match", "--uci", "x", "--uci", "y", "--nodes", "5", "--games", "2") == 1
