@@ -455,10 +455,13 @@ class Engine:
         states = getattr(board, "_stack", None)
         rows = []
         if k and isinstance(states, list) and len(states) == len(board.move_stack) and all(
-                hasattr(s, "occupied_w") for s in states[-k:]):
+                hasattr(s, "restore") for s in states[-k:]):
+            # Each state restored on a scratch board, so that its castling rights are cleaned as the
+            # root's are (rights python-chess ignores, as a king off its square, would else differ)
+            scratch = board.copy(stack=False)
             for s in states[-k:]:
-                rows.append((s.pawns, s.knights, s.bishops, s.rooks, s.queens, s.kings, s.occupied_w, s.occupied_b,
-                             0 if s.turn else 1, s.castling_rights & s.rooks, s.ep_square or 0))
+                s.restore(scratch)
+                rows.append(_row(scratch))
         elif k:
             b = board.copy()
             for _ in range(k):

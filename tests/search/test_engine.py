@@ -246,3 +246,21 @@ def test_repetition_history_keys_equal_polyglot_hashes(engine):
             b.pop()
             want.append(chess.polyglot.zobrist_hash(b))
         assert keys == want[::-1], board.fen()
+
+
+def test_repetition_seen_with_castling_rights_python_chess_ignores(engine):
+    """A FEN's castling rights without the king on its square are ignored by python-chess's rules (and by the
+    polyglot hash); the history's positions are keyed the same way as the root's, so a repetition counts."""
+    import chess.polyglot
+
+    board = chess.Board("4k3/8/8/8/8/8/8/R2K2NR w KQ - 0 1")  # K and Q given, the king on d1
+    for uci in ("g1f3", "e8e7", "f3g1", "e7e8"):
+        board.push_uci(uci)
+    assert board.is_repetition(2)
+    keys = [int(k) & (2**64 - 1) for k in engine._game_keys(board)]
+    b = board.copy()
+    want = [chess.polyglot.zobrist_hash(b)]
+    for _ in range(4):
+        b.pop()
+        want.append(chess.polyglot.zobrist_hash(b))
+    assert keys == want[::-1]
