@@ -351,12 +351,18 @@ class Engine:
         self._running = True
         timer = None
         rate = _cycles_per_second()
-        if hard is not None and rate > 0:  # the kernel also watches the cycle counter: no thread to wake
-            info[A.I_DEADLINE] = A.read_cycles() + int(max(0.0, hard - (time.perf_counter() - start)) * rate)
-        if hard is not None:
-            timer = threading.Timer(max(0.0, hard - (time.perf_counter() - start)), self.stop)
-            timer.daemon = True
-            timer.start()
+
+        def arm_clock():
+            # The hard limit holds from the second iteration on: the first always completes (a few dozen
+            # nodes), so that a clock run low never plays a move no search has looked at
+            nonlocal timer
+            if hard is not None and rate > 0:  # the kernel also watches the cycle counter: no thread to wake
+                info[A.I_DEADLINE] = A.read_cycles() + int(max(0.0, hard - (time.perf_counter() - start)) * rate)
+            if hard is not None:
+                timer = threading.Timer(max(0.0, hard - (time.perf_counter() - start)), self.stop)
+                timer.daemon = True
+                timer.start()
+
         best = None  # (move code, score, pv codes, depth)
         seldepth = 0
         try:
@@ -392,6 +398,8 @@ class Engine:
                 if not line:
                     line = [int(info[A.I_BEST_MOVE])]
                 best = (line[0], score, line, d)
+                if d == 1:
+                    arm_clock()
                 previous_score = score
                 info[A.I_PREVIOUS_BEST] = line[0]
                 if info_callback is not None:

@@ -173,6 +173,16 @@ def test_huge_time_limits_search_like_no_time_limit(engine, limits):
     assert result.depth >= 1
 
 
+@pytest.mark.parametrize("clock", [0.0, 0.005, -1.0])
+def test_a_clock_run_out_still_completes_one_iteration(engine, clock):
+    """With no time left (below the move overhead, or a GUI's negative clock) the move is still searched to
+    depth 1: the mate in one is played, not the first legal move."""
+    board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR w KQkq - 2 3")
+    assert next(iter(board.legal_moves)) != chess.Move.from_uci("h5f7")
+    result = engine.search(board, wtime=clock, btime=clock, move_overhead=0.01)
+    assert result.move == chess.Move.from_uci("h5f7") and result.mate == 1 and result.depth >= 1
+
+
 def test_bad_input_is_refused(engine):
     with pytest.raises(TypeError, match="chess.Board"):
         engine.search("8/8/8/8/8/8/8/8 w - - 0 1")
