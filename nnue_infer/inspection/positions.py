@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..batch import positions_bitboards
+from ..errors import FenError, PositionError
 
 #: Text-file extensions read as PGN (after a ``.gz`` / ``.zst`` suffix is removed).
 PGN_EXTENSIONS = (".pgn",)
@@ -92,9 +93,17 @@ def read_positions(path: str | os.PathLike[str], limit: int | None = None) -> Po
     if kind == "lines":
         from ..training.crosscheck import read_positions as read_fens
 
-        fens = read_fens(path)[:limit]
+        where: list[str] = []
+        fens = read_fens(path, where)[:limit]
         if fens:
-            parts.append(positions_bitboards(fens))
+            try:
+                parts.append(positions_bitboards(fens))
+            except (FenError, PositionError) as exc:  # "row i: ...": named by its file and line instead
+                row, _, problem = str(exc).partition(": ")
+                index = int(row.removeprefix("row ")) if row.removeprefix("row ").isdigit() else None
+                if index is None:
+                    raise
+                raise type(exc)(f"{where[index]}: {problem}") from None
             count = len(fens)
     else:
         if kind == "pgn":

@@ -125,10 +125,11 @@ def plot_histogram(result: CrosscheckResult, path: str | os.PathLike[str], title
     plt.close(fig)
 
 
-def read_positions(path: str | os.PathLike[str]) -> list[str]:
+def read_positions(path: str | os.PathLike[str], where: list[str] | None = None) -> list[str]:
     """FENs from a file: JSON lines with a ``fen`` field (the dev corpus) or EPD/FEN lines ('#' comments).
 
     ``path`` may be ``-`` (stdin), a pipe, or gzip/zstd-compressed (:func:`nnue_infer.inputs.open_input`).
+    ``where``, when given, receives ``"file:line"`` of each FEN returned (for messages naming the line).
     """
     import json
 
@@ -146,7 +147,11 @@ def read_positions(path: str | os.PathLike[str]) -> list[str]:
             if not isinstance(fen, str):
                 raise ValueError(f"{label}:{lineno}: 'fen' must be a string, got {quote(fen)}")
             fens.append(fen)
+            if where is not None:
+                where.append(f"{label}:{lineno}")
             continue
+        if where is not None:
+            where.append(f"{label}:{lineno}")
         fields = line.split()
         if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit():
             fens.append(" ".join(fields[:6]))

@@ -105,8 +105,16 @@ def test_permute_names_a_bad_position(capsys, workdir):
     (workdir / "bad.epd").write_text("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\n"
                                      "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNZ w KQkq - 0 1\n")
     status, _, err = run(capsys, "permute", "stockfish", "--positions", "bad.epd", "-o", "p.nnue")
-    assert status == 1 and "row 1" in err and "Z" in err
+    assert status == 1 and "bad.epd:2: " in err and "Z" in err
     assert not (workdir / "p.nnue").exists()
+
+
+def test_check_names_the_file_and_line_of_a_bad_fen(capsys, workdir):
+    """Comment and blank lines count: the message names the line a text editor shows."""
+    (workdir / "bad.epd").write_text("# two positions\n\nrnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\n"
+                                     "not a fen\n")
+    status, _, err = run(capsys, "check", "stockfish", "--positions", "bad.epd", "-q")
+    assert status == 1 and "bad.epd:4: " in err and "'not a fen'" in err and "row " not in err
 
 
 def test_check_exits_with_1_and_names_the_neurons_that_can_overflow(capsys, workdir):
