@@ -30,6 +30,20 @@ def _kind(path: str) -> str:
         return "lines"
 
 
+def _check_rows(bitboards: np.ndarray, fens: list[str], where: list[str]) -> None:
+    """:class:`PositionError` naming the file and line of the first position no network evaluates (a side
+    without exactly one king, a pawn on a back rank), before a batch names it by its row in the batch."""
+    from ..batch import position_problem
+    from ..kernels.chess.bitboard import check_bitboards_batch
+
+    codes = np.zeros(len(bitboards), np.int8)
+    check_bitboards_batch(np.ascontiguousarray(bitboards, np.int64), 64, codes)  # (piece counts: per network)
+    bad = np.flatnonzero(codes)
+    if bad.size:
+        i = int(bad[0])
+        raise PositionError(f"{where[i]}: {position_problem(int(codes[i]))}: {fens[i]!r}")
+
+
 @dataclass(frozen=True)
 class Positions:
     """Positions as the batch kernels read them, with their FENs.
@@ -104,6 +118,7 @@ def read_positions(path: str | os.PathLike[str], limit: int | None = None) -> Po
                 if index is None:
                     raise
                 raise type(exc)(f"{where[index]}: {problem}") from None
+            _check_rows(parts[0][0], fens, where)
             count = len(fens)
     else:
         if kind == "pgn":

@@ -115,6 +115,10 @@ def test_check_names_the_file_and_line_of_a_bad_fen(capsys, workdir):
                                      "not a fen\n")
     status, _, err = run(capsys, "check", "stockfish", "--positions", "bad.epd", "-q")
     assert status == 1 and "bad.epd:4: " in err and "'not a fen'" in err and "row " not in err
+    (workdir / "kings.epd").write_text("# c\n" + "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\n" * 3
+                                       + "4k3/8/8/8/8/8/8/4KK2 w - - 0 1\n")
+    status, _, err = run(capsys, "check", "stockfish", "--positions", "kings.epd", "-q")
+    assert status == 1 and "kings.epd:5: White must have exactly one king" in err and "row " not in err
 
 
 def test_check_exits_with_1_and_names_the_neurons_that_can_overflow(capsys, workdir):
