@@ -13,6 +13,7 @@ positions collide is about 40e6**2 / 2**65 = 4e-5 (a collision drops one distinc
 from __future__ import annotations
 
 import os
+import zipfile
 
 import numpy as np
 
@@ -109,7 +110,15 @@ class PositionSet:
         """
         parts = []
         for path in paths:
-            keys = np.load(path, allow_pickle=False)
+            with open(path, "rb") as f:  # (opened here: numpy leaves its own file open on a bad zip)
+                try:
+                    keys = np.load(f, allow_pickle=False)
+                except (ValueError, EOFError, zipfile.BadZipFile) as exc:  # a text file, an empty one, a pickle
+                    raise ValueError(f"{os.fspath(path)}: not a position-hash set (not a .npy array: {exc})") \
+                        from None
+                if not isinstance(keys, np.ndarray):  # an .npz archive
+                    raise ValueError(f"{os.fspath(path)}: not a position-hash set (an .npz archive, not a .npy "
+                                     "array)")
             if keys.dtype != np.uint64 or keys.ndim != 1:
                 raise ValueError(f"{os.fspath(path)}: not a position-hash set (dtype {keys.dtype}, shape {keys.shape}; "
                                  "expected one-dimensional uint64)")

@@ -340,6 +340,16 @@ def test_position_set_saves_and_loads(tmp_path):
         PositionSet.load(tmp_path / "bad.npy")
 
 
+@pytest.mark.parametrize("content", [b"", b"4k3/8/8/8/8/8/8/4K3 w - - 0 1\n", b"PK\x03\x04 not a zip"])
+def test_position_set_names_a_file_that_is_no_npy_array(tmp_path, content):
+    (tmp_path / "seen.npy").write_bytes(content)
+    with pytest.raises(ValueError, match=r"seen\.npy: not a position-hash set"):
+        PositionSet.load(tmp_path / "seen.npy")
+    np.savez(tmp_path / "archive.npz", keys=np.zeros(3, np.uint64))
+    with pytest.raises(ValueError, match=r"archive\.npz: not a position-hash set"):
+        PositionSet.load(tmp_path / "archive.npz")
+
+
 def test_search_games_are_deterministic_per_seed(sf_teacher, few_games, chunk):
     again, summary = searchplay.generate(300, 11, sf_teacher, games=few_games, settings=SETTINGS, progress=False)
     assert again.equals(chunk[0]) and summary == chunk[1]
