@@ -705,7 +705,7 @@ class Evaluator:
         values : int32[n]
             Internal units, side to move's point of view; 0 for rows that cannot be represented.
         codes : int32[n]
-            0 for evaluated rows, else the problem (``nnue_infer.kernels.nnue.feature_index.POS_*``; a
+            0 for evaluated rows, else the problem (``nnue_infer.kernels.chess.bitboard.POS_*``; a
             side without exactly one king, more than 32 pieces, a pawn on a back rank, or
             contradictory bitboards).  Nothing is raised for bad rows.
 
