@@ -6,10 +6,15 @@ repeated ``--copies`` times into one multi-block file.  Every figure is process 
 Numba thread, measured side by side in this run (best of ``--repeat``); outputs are checked equal:
 
 * decode: :func:`nnue_infer.io.training_data.read` of the file (positions per CPU second; target
-  at least 5 million);
-* to .plain: read + :func:`write` to ``.plain`` against the tools' ``convert X.binpack Y.plain``
-  (child CPU time; ``--tools PATH`` or ``$STOCKFISH_TOOLS`` names a binary built from Stockfish's
-  ``tools`` branch; skipped without one); target at most 3x; the two files must be identical;
+  at least 8 million);
+* to .plain: read + :func:`write` to ``.plain`` in this process against the tools' ``convert
+  X.binpack Y.plain`` (child CPU time; ``--tools PATH`` or ``$STOCKFISH_TOOLS`` names a binary
+  built from Stockfish's ``tools`` branch; skipped without one); the two files must be identical;
+* the command: ``nnue-infer data convert X.binpack Y.plain`` as a child process (its CPU time,
+  start-up included, and its peak resident memory, from ``wait4``) against the tools' process
+  (target: at most 2x the CPU, at most 300 MB), on the whole input and on a quarter of it (the
+  memory must not grow with the input); and the start-up: ``data convert`` of a one-position file
+  (target at most 0.3 s of CPU);
 * rescore: :func:`rescore` of the selfplay rows with the bundled network against
   :func:`nnue_infer.evaluate_batch` of their FENs (target: within 20 %); values must be equal;
 * compile (``--compile``): child-process CPU time of the first read and write of every kind with
@@ -50,6 +55,36 @@ def cpu(fn, repeat: int) -> tuple[float, object]:
     return best, out
 
 
+#: Runs a command and writes its user + system CPU seconds and peak resident memory (KB) to ``sys.argv[1]``:
+#: started from this small process, the command's peak is its own (Linux keeps the peak of the process that
+#: forked it, so a child of this benchmark reported this benchmark's 500 MB).
+LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}")
+"""
+
+
+def child_usage(cmd: list[str]) -> tuple[float, float]:
+    """User + system CPU seconds and peak resident memory (MB) of ``cmd`` run to the end (:data:`LAUNCHER`)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".usage") as out:
+        proc = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, out.name, *cmd], capture_output=True,
+                              timeout=3600, check=False)
+        status, seconds, kb = out.read().split()
+    if proc.returncode or int(status):
+        raise RuntimeError(f"{cmd}: status {status}: {proc.stderr.decode()}")
+    return float(seconds), int(kb) / 1024
+
+
+def best_usage(cmd: list[str], repeat: int) -> tuple[float, float]:
+    runs = [child_usage(cmd) for _ in range(repeat)]
+    return min(r[0] for r in runs), max(r[1] for r in runs)
+
+
 def child_cpu(cmd: list[str], stdin: str) -> float:
     """User + system CPU seconds of a child process run to the end."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -85,7 +120,7 @@ def compile_cost(src: str, tmp: str) -> tuple[float, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--copies", type=int, default=50, help="Copies of selfplay.binpack in the input (20,000 rows each).")
+    ap.add_argument("--copies", type=int, default=100, help="Copies of selfplay.binpack in the input (20,000 rows each).")
     ap.add_argument("--repeat", type=int, default=3, help="Runs per figure (best is reported).")
     ap.add_argument("--tools", default=os.environ.get("STOCKFISH_TOOLS"),
                     help="Stockfish built from the tools branch (for the .plain comparison).")
@@ -101,9 +136,13 @@ def main() -> int:
         print(f"input: {args.copies} x selfplay.binpack = {n:,} positions, {os.path.getsize(big):,} bytes; "
               f"1 Numba thread, process CPU time, best of {args.repeat}")
 
-        t_read, _ = cpu(lambda: td.read(big), args.repeat)
-        print(f"decode .binpack -> columns: {t_read:.3f} s = {n / t_read / 1e6:.2f} M positions/s per core "
-              f"(target >= 5)")
+        def decode():
+            for _ in td.iter_chunks(big):
+                pass
+
+        t_read, _ = cpu(decode, args.repeat)
+        print(f"decode .binpack -> columns (iter_chunks): {t_read:.3f} s = {n / t_read / 1e6:.2f} M positions/s "
+              f"per core (target >= 8)")
 
         ours = os.path.join(tmp, "ours.plain")
         t_plain, _ = cpu(lambda: td.write(td.read(big), ours), args.repeat)
@@ -112,10 +151,28 @@ def main() -> int:
             t_tools = min(child_cpu([args.tools], f"convert {big} {theirs}\nquit\n") for _ in range(args.repeat))
             same = filecmp.cmp(ours, theirs, shallow=False)
             print(f".binpack -> .plain: nnue-infer {t_plain:.3f} s, tools convert {t_tools:.3f} s: "
-                  f"ratio {t_plain / t_tools:.2f}x (target <= 3); files identical: {same}")
+                  f"ratio {t_plain / t_tools:.2f}x (in this process: no start-up); files identical: {same}")
         else:
             print(f".binpack -> .plain: nnue-infer {t_plain:.3f} s ({n / t_plain / 1e6:.2f} M positions/s); "
                   "tools comparison skipped (no --tools / $STOCKFISH_TOOLS)")
+        command = [sys.executable, "-m", "nnue_infer", "data", "convert", "-q", "--threads", "1"]
+        one = os.path.join(tmp, "one.plain")
+        td.write(base[:1], one)
+        child_usage([*command, one, os.path.join(tmp, "one.binpack")])  # the kernels loaded once (the cache warm)
+        t_start, rss_start = best_usage([*command, one, os.path.join(tmp, "one.binpack")], args.repeat)
+        print(f"start-up: data convert of a one-position file: {t_start:.3f} s CPU, {rss_start:.0f} MB "
+              "(target <= 0.3 s)")
+        quarter = os.path.join(tmp, "quarter.binpack")
+        td.write(td.TrainingData.concat([base] * max(1, args.copies // 4)), quarter)
+        for name, path in (("a quarter of the input", quarter), ("the whole input", big)):
+            t_cmd, rss_cmd = best_usage([*command, path, ours], args.repeat)
+            line = f"nnue-infer data convert, {name}: {t_cmd:.3f} s CPU, {rss_cmd:.0f} MB"
+            if args.tools:
+                t_sf, rss_sf = best_usage([args.tools, "convert", path, theirs], args.repeat)
+                same = filecmp.cmp(ours, theirs, shallow=False)
+                line += (f"; tools convert {t_sf:.3f} s, {rss_sf:.0f} MB: ratio {t_cmd / t_sf:.2f}x CPU (target <= 2), "
+                         f"{rss_cmd / rss_sf:.2f}x memory (target: at most 300 MB); files identical: {same}")
+            print(line)
         if args.compile:
             cold, warm = compile_cost(str(src), tmp)
             print(f"first use of every training-data kernel (child process, CPU): {cold:.1f} s with an empty "

@@ -55,6 +55,7 @@ from common import best_of, games, positions  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer.io import distributed as D  # noqa: E402
+from nnue_infer.io.distributed import task as T  # noqa: E402
 from nnue_infer.resources import network_from_spec  # noqa: E402
 
 #: Stages of a task: (label, (source file, function) pairs whose cumulative thread CPU time it is).
@@ -151,10 +152,10 @@ def ceiling(ev, path: str, repeats: int = 7, calls: int = 10) -> dict[str, float
     rows = read_epd(data)
     buf, offsets = rows.fen_buffer()
     bitboards, stm = parse_and_flag(buf, offsets)[:2]
-    table, _ = D._score_tables(score_epd(ev, rows, operations=False), path)
+    table, _ = T._score_tables(score_epd(ev, rows, operations=False), path)
 
     def write(codec: str) -> None:
-        pq.write_table(table, pa.BufferOutputStream(), **D._parquet(codec))
+        pq.write_table(table, pa.BufferOutputStream(), **T._parquet(codec))
 
     steps = {"evaluate_batch": lambda: ev.evaluate_batch(fens), "split lines": lambda: read_epd(data),
              "parse + flags": lambda: parse_and_flag(buf, offsets),

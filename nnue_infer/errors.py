@@ -108,6 +108,11 @@ class DatasetFormatError(NnueError, ValueError):
     or shape, unknown format."""
 
 
+class KindError(NnueError, ValueError):
+    """The training-data kind cannot be told from a file name (or standard output's), or is not
+    one of :data:`KINDS`; the message says which and how to name the kind."""
+
+
 class TrainingError(NnueError, ValueError):
     """Training cannot proceed: bad configuration, unusable data or a diverged loss
     (:mod:`nnue_infer.training`).

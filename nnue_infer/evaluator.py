@@ -19,7 +19,6 @@ import struct
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import Union
 
 import chess
 import numba
@@ -42,6 +41,7 @@ from .kernels.nnue.forward import INVALID_POSITION
 from .kernels.threads import PARALLEL_LOCK, n_chunks
 from .normalisation import material
 from .positions import board_from_fen
+from .resources import NetworkLike, as_network, spec_network
 from .network import SKIP_MODES, VALUE_DIVISIONS, Network
 from .trace import EVALUATE, SMALL_NET_KEEP, Activations, Trace, small_net_kept, stockfish_evaluate, tdiv, to_centipawns, uses_small_net
 
@@ -1180,49 +1180,6 @@ class Evaluator:
 _local = threading.local()
 
 
-#: What the module-level functions and :class:`Evaluator` take as a network: a ``Network``, a
-#: network file, a name (``"default"``, ``"stockfish"``, ...) or ``None`` (the default network).
-NetworkLike = Union[Network, str, "os.PathLike[str]", None]
-
-
-def as_network(network: Network | str | os.PathLike[str] | None) -> Network:
-    """``network`` itself, or the network a file path or name gives (:func:`nnue_infer.resources.network_from_spec`).
-
-    ``None`` is the default network.  Raises ``TypeError`` for anything else, and what
-    :func:`~nnue_infer.resources.network_from_spec` raises for a bad file or unknown name.
-    """
-    if isinstance(network, Network):
-        return network
-    from .resources import network_from_spec
-
-    if network is None or isinstance(network, (str, os.PathLike)):
-        return network_from_spec(network)
-    raise TypeError(f"expected a Network, a network file or a name such as 'default' or 'stockfish', "
-                    f"got {type(network).__name__}")
-
-
-def _spec_network(spec: str | os.PathLike[str]) -> Network:
-    """This thread's network for a file or name, loaded once per (spec, file identity and stamps): the device
-    and inode (another file under the name, a relative name in another directory) and the size, modification
-    and status-change times (a file saved over, also when a copy kept the old modification time)."""
-    key: tuple = (os.fspath(spec),)
-    try:
-        st = os.stat(spec)
-        key += (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    except OSError:
-        pass
-    cache = getattr(_local, "specs", None)
-    if cache is None:
-        cache = _local.specs = {}
-    net = cache.pop(key, None)
-    if net is None:
-        net = as_network(spec)
-        if len(cache) >= _CACHED_EVALUATORS:
-            del cache[next(iter(cache))]
-    cache[key] = net
-    return net
-
-
 #: Evaluators (and so networks) each thread keeps for the module-level functions.
 _CACHED_EVALUATORS = 4
 
@@ -1240,7 +1197,7 @@ def _thread_evaluator(network: Network | str | os.PathLike[str] | None) -> Evalu
     elif isinstance(network, Network):
         net = network
     elif isinstance(network, (str, os.PathLike)):
-        net = _spec_network(network)
+        net = spec_network(network)
     else:
         net = as_network(network)  # raises TypeError
     cache = getattr(_local, "evaluators", None)

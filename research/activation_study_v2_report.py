@@ -109,9 +109,9 @@ def holm(pvalues) -> list[float]:
 
 def sweeps(raw: dict) -> dict:
     """Per variant with sweep runs: (rates of its sweep so far, chosen rate or ``None``), by the
-    runner's rule (``activation_study_v2.sweep_choice``: lowest quantised validation loss, the sweep
+    runner's rule (``activation_study_v2_rules.sweep_choice``: lowest quantised validation loss, the sweep
     extended upwards while its best rate is its highest, up to ``lr_extend_to``)."""
-    from activation_study_v2 import sweep_choice
+    from activation_study_v2_rules import sweep_choice
 
     cfg = raw["config"]
     sweep = [r for r in raw["runs"] if r.get("role") == "sweep"]
@@ -446,7 +446,7 @@ def corrections(raw: dict) -> str:
 
 
 def _variants(raw: dict) -> list[str]:
-    from activation_study_v2 import VARIANTS
+    from activation_study_v2_rules import VARIANTS
 
     return [v for v in VARIANTS if any(r["variant"] == v for r in raw["runs"])]
 
@@ -654,13 +654,15 @@ def _generators(counts: dict | None) -> str:
         f"{n} by {names.get(g, g)}" for g, n in sorted(counts.items())) + " (one data definition, other random draws).")
 
 
-def write_report(results: Path, dest: Path) -> Path:
-    """Write ``dest/activation-study-v2.md`` and its plots from ``results``; returns the markdown's path."""
+def write_report(results: Path, dest: Path, stem: str = "activation-study-v2", render_fn=None, plots_fn=None) -> Path:
+    """Write ``dest/STEM.md`` and its plots (in ``dest/STEM/``) from ``results``; returns the markdown's
+    path.  ``render_fn(raw) -> (text, pieces)`` and ``plots_fn(raw, pieces, dir)``: a study's own
+    (default: this report's :func:`render` and :func:`plots`)."""
     raw = json.loads(Path(results).read_text())
-    text, pieces = render(raw)
-    fig_dir = dest / "activation-study-v2"
+    text, pieces = (render_fn or render)(raw)
+    fig_dir = dest / stem
     fig_dir.mkdir(parents=True, exist_ok=True)
-    plots(raw, pieces, fig_dir)
-    path = dest / "activation-study-v2.md"
+    (plots_fn or plots)(raw, pieces, fig_dir)
+    path = dest / f"{stem}.md"
     path.write_text(text)
     return path

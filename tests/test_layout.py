@@ -1,4 +1,5 @@
-"""The package's layout: the inference core, ``io`` and ``training`` as three rooms, imports one way.
+"""The package's layout: the inference core, ``io`` and ``training`` as three rooms, imports one way;
+the kernels in families; modules of one concept; tests named for what they check.
 
 Every ``import`` statement of every module is read from the source (module level and inside
 functions alike), so a lazy import that breaks the direction is caught as well as a top-level one.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -104,3 +106,105 @@ def test_no_import_circle_between_modules():
 def test_at_most_sixteen_core_modules_at_the_top():
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(top) <= 16, top
+
+
+# -- kernel families ---------------------------------------------------------------------------------------------
+
+#: The chess kernels that write text (SAN, UCI, FEN out): the network's kernels never need them.  The FEN
+#: reader (``kernels.chess.fen``) is the chess family's input: the entry kernels read FEN bytes straight into
+#: bitboards (one pass, no Python between), so ``kernels.nnue`` may import it.
+CHESS_TEXT = ("nnue_infer.kernels.chess.notation",)
+
+
+def _family(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "kernels" else None
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _family(m) == "nnue"))
+def test_nnue_kernels_import_neither_data_kernels_nor_chess_text(module):
+    wrong = sorted(m for m in _imports(MODULES[module])
+                   if m.startswith("nnue_infer.kernels.data") or m.startswith(CHESS_TEXT))
+    assert not wrong, f"{module} (network kernels) imports {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _family(m) == "chess"))
+def test_chess_kernels_never_import_the_network_kernels(module):
+    wrong = sorted(m for m in _imports(MODULES[module]) if m.startswith("nnue_infer.kernels.nnue"))
+    assert not wrong, f"{module} (chess kernels) imports {wrong}"
+
+
+def test_the_top_of_kernels_holds_only_how_kernels_compile_and_run():
+    top = sorted(p.stem for p in (PACKAGE / "kernels").glob("*.py"))
+    assert top == ["__init__", "cache", "refcount", "simd", "threads"], top
+
+
+# -- one concept per module -------------------------------------------------------------------------------------
+
+#: Lines a module may have before it is likely to hold several concepts.
+MODULE_LINES = 800
+#: Modules over :data:`MODULE_LINES` that are one concept each, and why.
+LONG_MODULES = {
+    "nnue_infer.evaluator": "the Evaluator: one class whose entry points share its accumulator stack and its lock",
+    "nnue_infer.kernels.simd": "the one place that knows instruction sets: each path's intrinsics and their fallbacks",
+}
+
+
+#: Long modules of several concepts, each to be split along the concepts named (known debt, listed so that
+#: no other module grows past the limit unnoticed).
+TO_SPLIT = {
+    "nnue_infer.search.match": "players, openings, adjudication, the match runner",
+}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_long_module_is_one_concept(module):
+    lines = len(MODULES[module].read_text(encoding="utf-8").splitlines())
+    assert lines <= MODULE_LINES or module in LONG_MODULES or module in TO_SPLIT, \
+        f"{module} has {lines} lines: split it by concept, or say in LONG_MODULES why it is one"
+
+
+def test_the_long_module_lists_name_only_long_modules():
+    short = [m for m in {**LONG_MODULES, **TO_SPLIT}
+             if m not in MODULES or len(MODULES[m].read_text(encoding="utf-8").splitlines()) <= MODULE_LINES]
+    assert not short, f"no longer over {MODULE_LINES} lines (or gone): {short}"
+
+
+# -- tests named for what they check ----------------------------------------------------------------------------
+
+TESTS = pathlib.Path(__file__).resolve().parent
+#: Words that date a test (an item of an issue, a session, a review round) instead of saying what it checks.
+DATED = re.compile(r"(^|_)(item\d+|session\d*\w?|hostile(_pass)?|round\d+|issue\d+|adversarial|reliability)(_|$|\.)")
+
+
+def _test_files() -> list[pathlib.Path]:
+    return sorted(p for p in TESTS.rglob("test_*.py"))
+
+
+def test_no_test_file_is_named_after_an_issue_or_a_review_round():
+    dated = [str(p.relative_to(TESTS)) for p in _test_files() if DATED.search(p.stem)]
+    assert not dated, dated
+
+
+def test_no_test_is_named_after_an_issue_or_a_review_round():
+    dated = []
+    for path in _test_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name.lower().startswith("test") \
+                    and DATED.search(node.name.lower()):
+                dated.append(f"{path.relative_to(TESTS)}::{node.name}")
+    assert not dated, dated
+
+
+def test_tests_mirror_the_package_areas():
+    """Test files live in ``tests/<area>/`` (each a package, so two areas may hold files of one name);
+    only the checks of the whole tree (layout, the manual's examples) stay at the top."""
+    areas = {"core", "features", "formats", "kernels", "io", "training", "inspection", "cli", "search", "oracles"}
+    top = sorted(p.name for p in TESTS.glob("test_*.py"))
+    assert top == ["test_layout.py", "test_readme.py"], top
+    stray = sorted(str(p.relative_to(TESTS)) for p in _test_files()
+                   if p.parent != TESTS and p.relative_to(TESTS).parts[0] not in areas)
+    assert not stray, stray
+    missing = sorted(str(d.relative_to(TESTS)) for d in TESTS.iterdir()
+                     if d.is_dir() and d.name in areas and not (d / "__init__.py").exists())
+    assert not missing, f"areas without __init__.py: {missing}"

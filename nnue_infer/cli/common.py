@@ -8,6 +8,7 @@ import math
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import click
@@ -80,45 +81,81 @@ def threads_option(f):
 class CompileNotice(logging.Handler):
     """Shows the kernels' compile records (``nnue_infer.kernels.cache``, logger ``nnue_infer``) on
     stderr while a command runs: the first compile's notice as ``nnue-infer: ...``, and on a terminal
-    the elapsed time of a compile that lasts over a second (a tqdm counter, erased when it ends).
-    ``--quiet`` raises its level above INFO (nothing shown); ``main`` attaches it for one command."""
+    the elapsed time of a compile that lasts over a second (``nnue-infer: compiling 00:01``, redrawn
+    every half second, erased when it ends).  ``--quiet`` raises its level above INFO (nothing shown);
+    ``main`` attaches it for one command.
 
-    def __init__(self) -> None:
+    Parameters
+    ----------
+    clock : callable
+        Seconds (``time.monotonic`` by default): the elapsed time shown is this clock's; tests give
+        their own, so that what is drawn does not depend on how busy the machine is.
+    interval : float
+        Seconds between redraws by the drawing thread (:meth:`redraw` draws at once).
+    """
+
+    #: Seconds a compile lasts before its counter is drawn.
+    DELAY = 1.0
+
+    def __init__(self, clock=time.monotonic, interval: float = 0.5) -> None:
         super().__init__(logging.DEBUG)
-        self._bar = None
+        self._clock, self._interval = clock, interval
+        self._start: float | None = None  # the shown compile's start (None: no counter)
+        self._drawn = 0  # characters of the counter on the line
         self._ticker: threading.Thread | None = None
         self._stop = threading.Event()
+        self._draw_lock = threading.Lock()
 
     def emit(self, record: logging.LogRecord) -> None:
         if sys.stderr is None:  # closed (2>&-): say nothing (print(file=None) would write to stdout)
             return
         phase = getattr(record, "compile", None)
-        if phase == "start" and self._bar is None and sys.stderr.isatty():
-            from tqdm import tqdm
-
-            # ncols, nrows: the line's own size (tqdm takes the terminal's reported size, and draws nothing
-            # on a pty that reports none, 0 x 0, e.g. under `script` or an editor's shell)
-            self._bar = tqdm(desc="nnue-infer: compiling", bar_format="{desc} {elapsed}", file=sys.stderr,
-                             leave=False, delay=1.0, ncols=40, nrows=2)
+        if phase == "start" and self._start is None and sys.stderr.isatty():
+            self._start = self._clock()
             self._stop.clear()
-            self._ticker = threading.Thread(target=self._tick, args=(self._bar,), daemon=True)
+            self._ticker = threading.Thread(target=self._tick, daemon=True)
             self._ticker.start()
         elif phase == "end":
             self.close_bar()
         elif phase is None and record.levelno >= logging.INFO:
             print(f"nnue-infer: {record.getMessage()}", file=sys.stderr, flush=True)
 
-    def _tick(self, bar) -> None:
-        while not self._stop.wait(0.5):
-            bar.update(0)  # redraws the elapsed time once the delay has passed
+    def _tick(self) -> None:
+        while not self._stop.wait(self._interval):
+            self.redraw()
+
+    def redraw(self) -> None:
+        """Draw the elapsed time of the compile under way, once it has lasted :data:`DELAY` seconds."""
+        with self._draw_lock:
+            if self._start is None:
+                return
+            elapsed = self._clock() - self._start
+            if elapsed < self.DELAY:
+                return
+            minutes, seconds = divmod(int(elapsed), 60)
+            hours, minutes = divmod(minutes, 60)
+            text = f"nnue-infer: compiling {f'{hours}:' if hours else ''}{minutes:02d}:{seconds:02d}"
+            self._write(f"\r{text}")
+            self._drawn = len(text)
+
+    def _write(self, text: str) -> None:
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError):  # stderr gone or closed: the counter is only a courtesy
+            pass
 
     def close_bar(self) -> None:
-        """Erase the elapsed-time counter, if one is shown."""
-        if self._bar is not None:
-            self._stop.set()
+        """Erase the elapsed-time counter, if one is shown, and stop drawing it."""
+        if self._start is None:
+            return
+        self._stop.set()
+        if self._ticker is not None and self._ticker is not threading.current_thread():
             self._ticker.join()
-            self._bar.close()
-            self._bar = self._ticker = None
+        with self._draw_lock:
+            if self._drawn:
+                self._write(f"\r{' ' * self._drawn}\r")
+            self._start, self._drawn, self._ticker = None, 0, None
 
 
 #: The command line's compile notice (attached by ``main``).

@@ -6,7 +6,7 @@ limits, sparsity and dead neurons on data, and a float network's quantisation er
   (Stockfish issue 5282). The worst case of a neuron is its bias plus the largest (or smallest)
   weights over the most features that can be active at once, per input family: a piece-square set
   (HalfKAv2_hm, Chess768) at most 32 pieces, one per square, one king bucket per perspective
-  (:func:`nnue_infer.quantise.worst_active_sum`); Stockfish 18/19's threat and pawn-pair sets at most
+  (:func:`nnue_infer.quantisation.worst_active_sum`); Stockfish 18/19's threat and pawn-pair sets at most
   :data:`MAX_ACTIVE_INT8` rows each (their ``MaxActiveDimensions``).
 * **Clipping.** The share of each tensor's integers at its type's limits (a quantiser that saturated
   them; nnue-pytorch issues 442/448).
@@ -29,8 +29,8 @@ import numpy as np
 from ..features import architecture_features, int8_layout
 from ..float_network import FloatNetwork
 from ..network import Network
-from ..quantise import worst_active_sum
-from .permutation import BATCH_POSITIONS, half_width
+from ..quantisation import worst_active_sum
+from .permutation import BATCH_POSITIONS, half_width, zero_chunks
 from .positions import Positions
 
 #: Most active rows of each int8 feature set per perspective: Stockfish 18/19's FullThreats and
@@ -112,12 +112,11 @@ def data_statistics(network: Network, positions: Positions) -> dict[str, Any]:
     :meth:`nnue_infer.Evaluator.activations_bitboards`.
     """
     from ..evaluator import Evaluator
-    from ..kernels.nnue.permutation import CHUNK
 
     ev = Evaluator(network)
     H = half_width(network)
     live = np.zeros(H, bool)
-    zero_bytes = zero_chunks = chunks = 0
+    zero_bytes = n_zero_chunks = chunks = 0
     lo, hi = np.iinfo(np.int16).max, np.iinfo(np.int16).min
     for start in range(0, len(positions), BATCH_POSITIONS):
         rows = slice(start, start + BATCH_POSITIONS)
@@ -127,15 +126,12 @@ def data_statistics(network: Network, positions: Positions) -> dict[str, Any]:
         nz = out != 0
         live |= nz.reshape(-1, H).any(axis=0)
         zero_bytes += int(n * F - np.count_nonzero(nz))
-        pad = -F % CHUNK
-        if pad:
-            nz = np.concatenate([nz, np.zeros((n, pad), bool)], axis=1)
-        zero_chunks += int((~nz.reshape(n, -1, CHUNK).any(axis=2)).sum())
-        chunks += n * (F + pad) // CHUNK
+        z, c = zero_chunks(out)
+        n_zero_chunks, chunks = n_zero_chunks + z, chunks + c
         lo, hi = min(lo, int(acts.accumulator.min())), max(hi, int(acts.accumulator.max()))
     n = len(positions)
     F = network.architecture.ft_output_width
-    return {"positions": n, "zero_byte_share": zero_bytes / (n * F), "zero_chunk_share": zero_chunks / chunks,
+    return {"positions": n, "zero_byte_share": zero_bytes / (n * F), "zero_chunk_share": n_zero_chunks / chunks,
             "dead_neurons": np.flatnonzero(~live).tolist(), "accumulator_observed": [lo, hi]}
 
 
@@ -283,7 +279,7 @@ def check(network: Network | FloatNetwork, positions: Positions | None = None) -
     ----------
     network : Network or FloatNetwork
         A quantised network, or a float network: then it is quantised with the default scheme
-        (:func:`nnue_infer.quantise.quantise`, parameters saturated) and that network is checked,
+        (:func:`nnue_infer.quantisation.quantise`, parameters saturated) and that network is checked,
         and with positions compared with the float one.
     positions : Positions, optional
         Positions for the data statistics (:func:`nnue_infer.inspection.positions.read_positions`).
@@ -301,7 +297,7 @@ def check(network: Network | FloatNetwork, positions: Positions | None = None) -
     """
     float_net = None
     if isinstance(network, FloatNetwork):
-        from ..quantise import quantise_with_report
+        from ..quantisation import quantise_with_report
 
         float_net = network
         network, qreport = quantise_with_report(float_net)

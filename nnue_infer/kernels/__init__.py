@@ -1,13 +1,16 @@
 """Numba kernels: module-level ``@njit(cache=True)`` functions over arrays and integers, writing
-into buffers the caller provides, in three families and the machinery they share.
+into buffers the caller provides, in families and the machinery they share.
 
 * :mod:`~nnue_infer.kernels.chess`: the rules of chess on bitboards (``bitboard``, ``attacks``,
-  ``movegen``, ``status``), FEN and move notation (``fen``, ``notation``);
+  ``movegen``, ``make_move`` for the training data's moves, ``status``, ``perft``), FEN and move notation
+  (``fen``, ``notation``);
 * :mod:`~nnue_infer.kernels.nnue`: the network's arithmetic (``feature_index``, ``threats``,
   ``accumulator``, ``activation``, ``dense``, ``forward``, ``layer_outputs``) and the entry kernels
   over it (``arena``, ``batch``, ``children``); it reads positions as bitboards and imports nothing
   from :mod:`~nnue_infer.kernels.data`;
-* :mod:`~nnue_infer.kernels.data`: file and text formats (``binpack``, ``epd``, ``text``, ``leb128``);
+* :mod:`~nnue_infer.kernels.data`: file and text formats, one module each (``binpack``, ``bin``, ``plain``
+  and what they share, ``records``; ``epd``, ``text``, ``leb128``);
+* :mod:`~nnue_infer.kernels.search`: the search's kernels;
 * here, only how kernels compile and run: :mod:`.cache` (the on-disk cache, stamped with every kernel
   file of the families), :mod:`.threads` (the threading layer), :mod:`.refcount`, :mod:`.simd` (the
   one place that knows instruction sets).

@@ -42,7 +42,7 @@ same order give different code the same symbol.  A process that later loads both
 cache two processes filled: pytest-xdist's workers, Dask workers, two command-line runs with
 different networks, caches copied together) links them into one library, where one symbol wins: the
 second network ran the first's layers and returned wrong values, with no error (Numba issue #10486;
-``tests/test_compile.py``).  :func:`fresh_symbol_numbers` starts the counter at a random 60-bit
+``tests/kernels/test_cache.py``).  :func:`fresh_symbol_numbers` starts the counter at a random 60-bit
 number in every process and again in a forked child, so symbols of different processes differ.
 """
 

@@ -116,7 +116,7 @@ def compress_move(board: chess.Board, move: chess.Move) -> int:
     """``move`` of ``board``'s side to move in the tools' ``CompressedMove`` layout (type in bits
     14-15: 0 normal, 1 promotion, 2 castling as king takes own rook, 3 en passant; from square in
     bits 8-13, to square in 2-7, promotion piece 0 knight .. 3 queen in 0-1; the layout of
-    :mod:`nnue_infer.kernels.data.binpack`, from Stockfish's ``tools`` ``nnue_data_binpack_format.h``)."""
+    :mod:`nnue_infer.kernels.data.records`, from Stockfish's ``tools`` ``nnue_data_binpack_format.h``)."""
     if board.is_castling(move):
         rook_file = 7 if board.is_kingside_castling(move) else 0
         to = chess.square(rook_file, chess.square_rank(move.from_square))

@@ -19,7 +19,7 @@ from nnue_infer.float_network import FloatNetwork
 from nnue_infer.formats import save
 from nnue_infer.inspection.positions import read_positions
 from nnue_infer.network import Architecture, HiddenLayer
-from nnue_infer.quantise import quantise
+from nnue_infer.quantisation import quantise
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "network-tools.md"
 

@@ -14,7 +14,7 @@ from nnue_infer.float_network import FloatNetwork
 from nnue_infer.inspection.check import check, limit_shares, worst_case
 from nnue_infer.inspection.positions import read_positions
 from nnue_infer.network import Architecture, HiddenLayer
-from nnue_infer.quantise import quantise
+from nnue_infer.quantisation import quantise
 from nnue_infer.training.crosscheck import crosscheck
 
 

@@ -17,7 +17,7 @@ from nnue_infer.inspection.permutation import (find_order, half_width, permute, 
 from nnue_infer.inspection.positions import Positions, read_positions
 from nnue_infer.kernels.nnue import permutation as KP
 from nnue_infer.network import Architecture, HiddenLayer
-from nnue_infer.quantise import SCHEMES, quantise
+from nnue_infer.quantisation import SCHEMES, quantise
 
 
 def _known(spec: str):

@@ -13,7 +13,7 @@ import chess
 import pytest
 
 from nnue_infer.network import Architecture, HiddenLayer
-from nnue_infer.quantise import SCHEMES, quantise
+from nnue_infer.quantisation import SCHEMES, quantise
 from nnue_infer.search import Engine, SearchInfo, SearchResult
 
 

@@ -61,6 +61,17 @@ def test_uci_names_the_engine_and_its_options(session):
     assert "option name Threads type spin default 1 min 1 max 1" in lines
 
 
+def test_options_reach_the_engine_prepared_after_uci(session, network_path):
+    """After uciok the engine is made (and its kernels loaded) in the background; options set later reach it."""
+    from nnue_infer.search import Engine
+
+    session.send("uci", "setoption name Hash value 8", "setoption name UCI_Chess960 value true",
+                 f"setoption name EvalFile value {network_path}")
+    engine = session.uci.engine
+    assert isinstance(engine, Engine)
+    assert engine.hash_mb == 8 and engine.chess960 and engine.network is session.uci.network
+
+
 def test_isready_answers_readyok(session):
     assert session.send("isready") == ["readyok"]
 
