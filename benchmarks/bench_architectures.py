@@ -4,7 +4,7 @@ Run:  python benchmarks/bench_architectures.py [--positions 300] [--repeat 7]
 
 Prints, per activation and accumulator width L1 (per perspective):
 
-* the activation kernel (``kernels.activation.ft_activate`` on both perspectives), microseconds
+* the activation kernel (``kernels.nnue.activation.ft_activate`` on both perspectives), microseconds
   per call and the ratio to ``pairwise`` at the same width;
 * a full evaluation (``Evaluator.evaluate(board)``: features, refresh, activation, layer stack)
   of a quantised random network of the Stockfish 15.1 shape, microseconds per position and the
@@ -32,9 +32,9 @@ from common import best_of, machine, positions  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer.float_network import FloatNetwork
-from nnue_infer.kernels.activation import ft_activate  # noqa: E402
+from nnue_infer.kernels.nnue.activation import ft_activate  # noqa: E402
 from nnue_infer.network import FT_ACTIVATIONS, Architecture, HiddenLayer, default_gate_table  # noqa: E402
-from nnue_infer.quantise import SCHEMES, quantise, table_samples  # noqa: E402
+from nnue_infer.quantisation import SCHEMES, quantise, table_samples  # noqa: E402
 
 WIDTHS = (256, 512, 1024)
 

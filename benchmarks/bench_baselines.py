@@ -10,7 +10,7 @@ from common import cycling
 
 
 def test_numpy_baseline_evaluate_board(benchmark, numpy_evaluator, boards):
-    """Bit-identity with Stockfish: tests/test_hostile_pass.py::test_item14_numpy_baseline_is_bit_identical_to_stockfish."""
+    """Bit-identity with Stockfish: tests/core/test_evaluator_corpus.py::test_numpy_baseline_is_bit_identical_to_stockfish."""
     nxt = cycling(boards[::10])
     benchmark(lambda: numpy_evaluator.evaluate(nxt()))
 

@@ -74,7 +74,7 @@ from bench_limits import build_c, shared_dir  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer import children  # noqa: E402
-from nnue_infer.kernels.movegen import MAX_MOVES, legal_moves, play  # noqa: E402
+from nnue_infer.kernels.chess.movegen import MAX_MOVES, legal_moves, play  # noqa: E402
 
 C_CASE = "eval_incremental\tbig hot"
 C_COLD = "eval_incremental\tbig cold(4096 pos)"

@@ -55,6 +55,10 @@ CASES = {
     "sf15-trace": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).trace(chess.Board(FEN))",
     "sf15-children": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).evaluate_moves(chess.Board(FEN))",
     "sf15-activations": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).activations_batch([FEN])",
+    "sf15-search": """
+        from nnue_infer.search import Engine
+        Engine(nnue_infer.stockfish_15_1_network()).search(chess.Board(FEN), depth=3)
+    """,
     "cli-epd": "from nnue_infer.cli import main\nassert main(['eval', '--epd', EPD]) == 0",
     "cli-parquet": "from nnue_infer.cli import main\nassert main(['eval', '--epd', EPD, '-o', OUT + '.parquet']) == 0",
     "cli-json": "from nnue_infer.cli import main\nassert main(['eval', '--json', FEN]) == 0",

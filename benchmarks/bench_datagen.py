@@ -1,18 +1,23 @@
-"""Training-position generation: the python-chess generator against the compiled walk, positions
-per CPU second, side by side in one run.
+"""Training-position generation: the python-chess generator against the compiled walk, the
+teacher's self-play and engine games, positions per CPU second, side by side in one run.
 
-Run:  python benchmarks/bench_datagen.py [--positions 20000] [--rounds 3]
+Run:  python benchmarks/bench_datagen.py [--positions 20000] [--rounds 3] [--nodes 400] [--json FILE]
 
 Settings: the activation study v2's (``GenerationSettings(children=3)``, the dev games outside the
 25 % hold-out as perturbation starts, Stockfish 15.1's network as teacher).  Configurations:
 
 * ``python-chess``: ``datagen_baseline.generate`` (the generator before the compiled walk:
   python-chess per move, one ``Evaluator.evaluate`` per position);
-* ``compiled``: :func:`nnue_infer.training.datagen.generate` (compiled walk, labels in batches).
+* ``compiled``: :func:`nnue_infer.training.datagen.generate` (compiled walk, labels in batches);
+* ``selfplay``: :func:`nnue_infer.training.selfplay.generate` (one-ply softmax games of the teacher,
+  40 % from dev-game positions, 20 % from random endgames: the activation study v3's settings);
+* ``search-N``: :func:`nnue_infer.training.searchplay.generate` (games of the compiled search at
+  ``--nodes`` N nodes per move, labelled by the teacher; ``--search-share`` of ``--positions``).
 
 One Numba thread.  Each round times every configuration (process CPU time, labels included) on a
-new seed, ``--positions`` for the baseline and 10x as many for the compiled walk, after an untimed
-call that compiles or loads the kernels.  Prints positions per CPU second (median and range), the
+new seed, ``--positions`` for the baseline, 10x as many for the compiled walk and self-play and
+``--search-share`` x as many for the engine games, after an untimed call that compiles or loads the
+kernels.  ``--json`` also writes the raw rates.  Prints positions per CPU second (median and range), the
 ratio to ``python-chess``, and the make-up of both generators' output at ``--positions`` on ``--rounds``
 seeds each (the same data definition should give the same shares up to sampling noise; duplicates
 are counted as each generator meets them: the compiled walk also counts those in the unused tail of
@@ -59,6 +64,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--positions", type=int, default=20000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--nodes", type=int, default=400, help="nodes per move of the engine games")
+    ap.add_argument("--search-share", type=float, default=0.1,
+                    help="positions of the engine games per round, as a share of --positions")
+    ap.add_argument("--json", help="also write the raw rates to this file")
     a = ap.parse_args(argv)
     numba.set_num_threads(1)
     d = data_dir()
@@ -75,19 +84,39 @@ def main(argv=None) -> int:
         check[:meta["in_check"]] = True  # only the share is used
         return {**out, "check": check, "skipped": meta["skipped"]}
 
+    from nnue_infer.training import searchplay, selfplay
+
+    sp_settings = selfplay.SelfPlaySettings(start_fraction=0.4, endgame_fraction=0.2)
+    search_settings = searchplay.SearchPlaySettings(nodes=a.nodes)
     configs = {"python-chess": (lambda n, seed: datagen_baseline.generate(n, seed, teacher, games, settings), 1),
-               "compiled": (compiled, 10)}
+               "compiled": (compiled, 10),
+               "selfplay": (lambda n, seed: selfplay.generate(n, seed, teacher, None, sp_settings, progress=False,
+                                                              games=games), 10),
+               f"search-{a.nodes}": (lambda n, seed: searchplay.generate(n, seed, teacher, games=games,
+                                                                         settings=search_settings, progress=False),
+                                     a.search_share)}
     for fn, _ in configs.values():
         fn(500, 0)  # compile / load kernels, read caches
     rates = {name: [] for name in configs}
     same_n = {name: [] for name in configs}
     for r in range(a.rounds):
         for name, (fn, scale) in configs.items():
-            n = a.positions * scale
+            n = max(1, round(a.positions * scale))
             t0 = time.process_time()
             data = fn(n, 100 + r)
             rates[name].append(n / (time.process_time() - t0))
-            same_n[name].append(make_up(data if scale == 1 else fn(a.positions, 100 + r)))
+            if name in ("python-chess", "compiled"):
+                same_n[name].append(make_up(data if scale == 1 else fn(a.positions, 100 + r)))
+    same_n = {k: v for k, v in same_n.items() if v}
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"what": "positions per process-CPU second, one Numba thread, labels included",
+                       "command": "python benchmarks/bench_datagen.py " + " ".join(argv or sys.argv[1:]),
+                       "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": machine(),
+                       "load_average": os.getloadavg()[0], "positions": a.positions, "rounds": a.rounds,
+                       "scales": {k: s for k, (_, s) in configs.items()}, "nodes": a.nodes,
+                       "positions_per_cpu_second": rates,
+                       "median": {k: statistics.median(v) for k, v in rates.items()}}, f, indent=1)
     print(f"# bench_datagen: children=3, {len(games)} dev games, teacher Stockfish 15.1, {a.rounds} rounds")
     print(f"# {machine()}; load average {os.getloadavg()[0]:.1f}")
     print_rates(rates, "python-chess", "generator", "positions per CPU s")

@@ -55,12 +55,13 @@ from common import best_of, games, positions  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer.io import distributed as D  # noqa: E402
+from nnue_infer.io.distributed import task as T  # noqa: E402
 from nnue_infer.resources import network_from_spec  # noqa: E402
 
 #: Stages of a task: (label, (source file, function) pairs whose cumulative thread CPU time it is).
 STAGES = (
-    ("reading, splitting lines (io.epd, kernels.epd)", (("io/epd.py", "iter_epd"),)),
-    ("FEN parsing, in-check and outcome flags (kernels.status)", (("io/score.py", "parse_and_flag"),)),
+    ("reading, splitting lines (io.epd, kernels.data.epd)", (("io/epd.py", "iter_epd"),)),
+    ("FEN parsing, in-check and outcome flags (kernels.chess.status)", (("io/score.py", "parse_and_flag"),)),
     ("evaluation (Evaluator.evaluate_bitboards)", (("nnue_infer/evaluator.py", "evaluate_bitboards"),)),
     ("outcomes python-chess decides (io.score.outcomes)", (("io/score.py", "outcomes"),)),
     ("result columns (io.score: values, text, errors)", (("io/score.py", "value_columns"),
@@ -151,10 +152,10 @@ def ceiling(ev, path: str, repeats: int = 7, calls: int = 10) -> dict[str, float
     rows = read_epd(data)
     buf, offsets = rows.fen_buffer()
     bitboards, stm = parse_and_flag(buf, offsets)[:2]
-    table, _ = D._score_tables(score_epd(ev, rows, operations=False), path)
+    table, _ = T._score_tables(score_epd(ev, rows, operations=False), path)
 
     def write(codec: str) -> None:
-        pq.write_table(table, pa.BufferOutputStream(), **D._parquet(codec))
+        pq.write_table(table, pa.BufferOutputStream(), **T._parquet(codec))
 
     steps = {"evaluate_batch": lambda: ev.evaluate_batch(fens), "split lines": lambda: read_epd(data),
              "parse + flags": lambda: parse_and_flag(buf, offsets),

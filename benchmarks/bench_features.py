@@ -31,7 +31,7 @@ import common  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer.features import feature_set, full_threats, pawn_pairs  # noqa: E402
-from nnue_infer.features.indices import COMPONENTS, features_batch, torch_halfka  # noqa: E402
+from nnue_infer.training.feature_indices import COMPONENTS, features_batch, torch_halfka  # noqa: E402
 
 SPECS = ("HalfKAv2_hm", "Full_Threats+PP_3Wide+HalfKAv2_hm")
 

@@ -33,10 +33,10 @@ from common import machine, positions  # noqa: E402
 
 import nnue_infer  # noqa: E402
 from nnue_infer.float_network import FloatNetwork  # noqa: E402
-from nnue_infer.kernels import forward as K  # noqa: E402
-from nnue_infer.kernels import simd  # noqa: E402
+from nnue_infer.kernels.nnue import forward as K# noqa: E402
+from nnue_infer.kernels import simd# noqa: E402
 from nnue_infer.network import Architecture, HiddenLayer  # noqa: E402
-from nnue_infer.quantise import SCHEMES, quantise  # noqa: E402
+from nnue_infer.quantisation import SCHEMES, quantise  # noqa: E402
 from nnue_infer.training.train import default_architecture  # noqa: E402
 
 VARIANTS = ("pairwise", "glu", "bilinear", "hswish_glu", "lut_glu")

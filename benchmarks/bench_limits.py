@@ -42,12 +42,12 @@ from common import REPO  # noqa: E402
 import nnue_infer  # noqa: E402
 from nnue_infer.features import MAX_PIECES, board_bitboards  # noqa: E402
 from nnue_infer.batch import batch_kernels  # noqa: E402
-from nnue_infer.kernels import forward as K  # noqa: E402
-from nnue_infer.kernels import simd  # noqa: E402
-from nnue_infer.kernels.accumulator import refresh_accumulator, update_accumulator  # noqa: E402
-from nnue_infer.kernels.activation import ft_transform  # noqa: E402
-from nnue_infer.kernels.dense import COL_ROWS, first_layer, ft_input, propagate_layer_stack  # noqa: E402
-from nnue_infer.kernels.features import active_features  # noqa: E402
+from nnue_infer.kernels.nnue import forward as K# noqa: E402
+from nnue_infer.kernels import simd# noqa: E402
+from nnue_infer.kernels.nnue.accumulator import refresh_accumulator, update_accumulator  # noqa: E402
+from nnue_infer.kernels.nnue.activation import ft_transform  # noqa: E402
+from nnue_infer.kernels.nnue.dense import COL_ROWS, first_layer, ft_input, propagate_layer_stack  # noqa: E402
+from nnue_infer.kernels.nnue.feature_index import active_features# noqa: E402
 
 #: 30 pieces, as the C bench's positions (30 active features per perspective).
 FEN30 = "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4"

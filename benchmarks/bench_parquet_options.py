@@ -1,8 +1,8 @@
 """Parquet settings of a dataset part, each measured on its own against the ones ``score_files`` uses.
 
 One part of ``--size`` real FENs (bench_distributed's positions) is scored once into its Arrow table
-(:func:`nnue_infer.io.distributed._score_tables`); then that table is written to memory with the parts'
-settings (:func:`nnue_infer.io.distributed._parquet`) and with one setting changed at a time, the variants
+(:func:`nnue_infer.io.distributed.task._score_tables`); then that table is written to memory with the parts'
+settings (:func:`nnue_infer.io.distributed.task._parquet`) and with one setting changed at a time, the variants
 alternated ``--rounds`` times (thread CPU time, best and median; the file's size).  Also each codec alone on
 the part's FEN text (``pyarrow.Codec.compress``): what compressing the FEN column costs on this CPU.
 
@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from bench_distributed import real_fens, write_shards  # noqa: E402
 
 from nnue_infer.io import distributed as D  # noqa: E402
+from nnue_infer.io.distributed import task as T  # noqa: E402
 
 
 def main() -> None:
@@ -49,19 +50,19 @@ def main() -> None:
         write_shards(os.path.join(tmp, "in"), real_fens(), 1, args.size)
         path = os.path.join(tmp, "in", "s0000.epd")
         D.warm_up(args.net, 1)
-        tables, _ = D._task_tables(D.Task(path, "epd"), D.worker_evaluator(args.net), "fen")
-        table, _ = D._score_tables(tables, path)
+        tables, _ = T._task_tables(D.Task(path, "epd"), D.worker_evaluator(args.net), "fen")
+        table, _ = T._score_tables(tables, path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    base = D._parquet("zstd")
+    base = T._parquet("zstd")
     encodings = base["column_encoding"]
     variants = {
         "the parts' settings (zstd free text)": base,
-        "free text uncompressed ('none')": D._parquet("none"),
-        "free text lz4": D._parquet("lz4"),
-        "free text snappy": D._parquet("snappy"),
-        "zstd level -1": base | {"compression_level": {c: -1 for c in D._FREE_TEXT}},
-        "zstd level -7": base | {"compression_level": {c: -7 for c in D._FREE_TEXT}},
+        "free text uncompressed ('none')": T._parquet("none"),
+        "free text lz4": T._parquet("lz4"),
+        "free text snappy": T._parquet("snappy"),
+        "zstd level -1": base | {"compression_level": {c: -1 for c in T._FREE_TEXT}},
+        "zstd level -7": base | {"compression_level": {c: -7 for c in T._FREE_TEXT}},
         "FEN DELTA_LENGTH_BYTE_ARRAY": base | {"column_encoding": encodings | {"fen": "DELTA_LENGTH_BYTE_ARRAY"}},
         "no statistics at all": base | {"write_statistics": False},
         "statistics on every column": base | {"write_statistics": True},

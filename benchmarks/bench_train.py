@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import machine, positions, print_rates  # noqa: E402
 
 from nnue_infer.features import board_bitboards  # noqa: E402
-from nnue_infer.quantise import SCHEMES  # noqa: E402
+from nnue_infer.quantisation import SCHEMES  # noqa: E402
 from nnue_infer.training.model import FloatModel, prepare_features, win_probability_mse  # noqa: E402
 from nnue_infer.training.train import default_architecture  # noqa: E402
 from nnue_infer.training import fast  # noqa: E402

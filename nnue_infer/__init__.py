@@ -13,9 +13,6 @@ centipawns, :func:`load` for network files.
 """
 
 import importlib as _importlib
-import importlib.abc as _abc
-import sys as _sys
-import types as _types
 from typing import TYPE_CHECKING
 
 from .errors import (
@@ -44,7 +41,7 @@ _LAZY = {
     "formats.extract": ("extract_network",),
     "formats.stockfish": ("read_stockfish", "write_stockfish"),
     "network": ("Architecture", "HiddenLayer", "Network", "stockfish_15_1_architecture"),
-    "quantise": ("QuantisationScheme", "dequantise", "quantise"),
+    "quantisation": ("QuantisationScheme", "dequantise", "quantise"),
     "resources": ("default_network", "default_network_path", "network_from_spec", "stockfish_15_1_network",
                   "stockfish_15_1_network_path"),
     "normalisation": ("wdl",),
@@ -61,7 +58,7 @@ if TYPE_CHECKING:  # what the names above are, for type checkers and IDEs
     from .formats.stockfish import read_stockfish, write_stockfish
     from .network import Architecture, HiddenLayer, Network, stockfish_15_1_architecture
     from .normalisation import wdl
-    from .quantise import QuantisationScheme, dequantise, quantise
+    from .quantisation import QuantisationScheme, dequantise, quantise
     from .resources import (default_network, default_network_path, network_from_spec, stockfish_15_1_network,
                             stockfish_15_1_network_path)
     from .trace import Trace
@@ -81,45 +78,7 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_HOME))
 
 
-class _Package(_types.ModuleType):
-    """This package's module type: the function :func:`quantise` keeps its name when the submodule
-    ``nnue_infer.quantise`` is loaded (the import system binds a loaded submodule as an attribute of
-    its package, which would hide the function)."""
-
-    def __setattr__(self, name, value):
-        if isinstance(value, _types.ModuleType) and name in _HOME:
-            return
-        super().__setattr__(name, value)
-
-
-_sys.modules[__name__].__class__ = _Package
-
 __version__ = "0.1.0"
-
-#: Modules that left the top level when the package was split into the inference core, ``io`` and
-#: ``training`` (0.1.0 -> 0.2; ``extract`` and ``registry`` joined the network formats): the old name raises an
-#: ImportError naming
-#: the new one.
-MOVED_MODULES = {**{f"nnue_infer.{m}": f"nnue_infer.io.{m}" for m in ("epd", "output", "parquet", "pgn", "score",
-                                                                    "distributed")},
-                 **{f"nnue_infer.{m}": f"nnue_infer.training.{m}" for m in ("train", "distil", "datagen",
-                                                                          "crosscheck", "plotting")},
-                 "nnue_infer.extract": "nnue_infer.formats.extract",
-                 "nnue_infer.registry": "nnue_infer.formats.registry"}
-
-
-class _MovedModules(_abc.MetaPathFinder):
-    """Raises an ImportError naming the new home of a module in :data:`MOVED_MODULES`."""
-
-    def find_spec(self, fullname, path, target=None):
-        new = MOVED_MODULES.get(fullname)
-        if new is not None:
-            raise ImportError(f"{fullname} has moved: import {new} instead", name=fullname)
-        return None
-
-
-if not any(isinstance(f, _MovedModules) for f in _sys.meta_path):
-    _sys.meta_path.insert(0, _MovedModules())
 
 __all__ = [
     "Architecture",

@@ -1,7 +1,7 @@
 """Batch evaluation: FEN strings or python-chess boards -> one parallel kernel call -> values.
 
 FEN strings are joined and encoded once and parsed, checked and evaluated in one compiled
-pass (``evaluate_fens`` of :func:`nnue_infer.kernels.batch.kernels`); boards are read through
+pass (``evaluate_fens`` of :func:`nnue_infer.kernels.nnue.batch.kernels`); boards are read through
 their bitboards, one tuple per board, into int64 ``[n, 8]`` for its ``evaluate_batch``.  Errors
 name the first bad row.
 """
@@ -16,9 +16,9 @@ import numpy as np
 
 from .errors import FenError, PositionError, clip, quote
 from .features import MAX_PIECES, check_position, check_variant
-from .kernels import batch as KB
-from .kernels import features as KFT
-from .kernels.forward import config
+from .kernels.nnue import batch as KB
+from .kernels.chess import bitboard as KFT
+from .kernels.nnue.forward import config
 from .kernels.threads import PARALLEL_LOCK, n_chunks
 from .positions import (FEN_MISSING_FIELD, _first_not, fen_buffer, fen_problem, field_counts, missing_field,
                         missing_field_message)
@@ -151,7 +151,7 @@ def evaluate_fens(fens: Sequence[str], first_row: int, net_arrays: tuple, scratc
                   codes: np.ndarray, fen_codes: np.ndarray, fen_offsets: np.ndarray) -> None:
     """Parse and evaluate the FEN strings ``fens`` (rows ``first_row ...`` of the caller's, for messages) into
     ``values`` / ``codes`` int32[n] (:func:`evaluate_bitboards`' meaning), ``fen_codes`` int32[n] and
-    ``fen_offsets`` int64[n] (``kernels.fen`` codes and offsets; ``FEN_MISSING_FIELD`` for a row lacking a field
+    ``fen_offsets`` int64[n] (``kernels.chess.fen`` codes and offsets; ``FEN_MISSING_FIELD`` for a row lacking a field
     under the strict rule; 0 for the rows python-chess reads where the compiled parser refused:
     :func:`reread_refused_fens`).  ``TypeError`` naming the row for an element that is not a ``str``."""
     buf, offsets = fen_buffer(fens, first_row)

@@ -2,8 +2,8 @@
 <nnue_infer.evaluator.Evaluator.evaluate_moves>` and :meth:`~nnue_infer.evaluator.Evaluator.evaluate_children_batch`).
 
 Legal moves are generated from bitboards in compiled code in python-chess's ``board.legal_moves``
-order (:mod:`nnue_infer.kernels.movegen`) and each child is evaluated with one incremental update
-from its parent's accumulator (:mod:`nnue_infer.kernels.children`).  Moves travel as 16-bit codes,
+order (:mod:`nnue_infer.kernels.chess.movegen`) and each child is evaluated with one incremental update
+from its parent's accumulator (:mod:`nnue_infer.kernels.nnue.children`).  Moves travel as 16-bit codes,
 ``from_square | to_square << 6 | promotion << 12`` (python-chess squares a1 = 0 .. h8 = 63 and
 piece types, promotion 2..5 = knight .. queen, 0 for none; castling as python-chess writes it:
 ``e1g1`` in standard chess, king-takes-rook in Chess960): :func:`move_codes` and :func:`decode_moves`
@@ -23,11 +23,12 @@ from numba import types
 from .batch import PARALLEL_LOCK, as_sequence, n_chunks
 from .errors import IllegalMoveError, PositionError, clip, quote
 from .features import check_position
-from .kernels import arena, simd
-from .kernels import children as KC
-from .kernels.movegen import MAX_MOVES
+from .kernels import simd
+from .kernels.nnue import arena
+from .kernels.nnue import children as KC
+from .kernels.chess.movegen import MAX_MOVES
 
-#: Argument types of ``evaluate_children`` (:func:`nnue_infer.kernels.children.kernels`) as the
+#: Argument types of ``evaluate_children`` (:func:`nnue_infer.kernels.nnue.children.kernels`) as the
 #: Evaluator calls it (its ``_children_entry``): ints only, the buffers travel as an address.
 ENTRY_TYPES = (types.int64, types.int64, types.int64, arena.POSITION, types.uint64, types.int64, types.boolean,
                types.int64, types.boolean, types.int64)
@@ -35,7 +36,7 @@ ENTRY_TYPES = (types.int64, types.int64, types.int64, arena.POSITION, types.uint
 
 class IOBuffer(NamedTuple):
     """The buffer ``evaluate_children`` reads the given moves from and writes the moves and
-    values to (``kernels.children.io_views``): ``moves`` uint16[cap] and ``values`` int32[cap]
+    values to (``kernels.nnue.children.io_views``): ``moves`` uint16[cap] and ``values`` int32[cap]
     are views of one int32 array at ``address`` (``values`` first)."""
 
     moves: np.ndarray
@@ -192,7 +193,7 @@ def _raise(result: int, board: chess.Board, moves, codes: np.ndarray) -> None:
 
 
 def _thread_arenas(ev, threads: int) -> tuple[list, np.ndarray]:
-    """Per Numba thread, arrays for the two-ply stack of :func:`~nnue_infer.kernels.children.evaluate_children_batch`
+    """Per Numba thread, arrays for the two-ply stack of :func:`~nnue_infer.kernels.nnue.children.evaluate_children_batch`
     (refresh cache, biases pair, scratch pairs, two plies; own scratch buffer) and the addresses
     of their headers int64[threads].  The caller keeps the returned list alive while they are used."""
     keep = []

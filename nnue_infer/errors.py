@@ -103,6 +103,16 @@ class TrainingDataError(NnueError, ValueError):
     written in its format; the message names the file and the byte offset (or the row)."""
 
 
+class DatasetFormatError(NnueError, ValueError):
+    """A positions file (:mod:`nnue_infer.training.datagen`, ``.npz``) is malformed: missing key, wrong dtype
+    or shape, unknown format."""
+
+
+class KindError(NnueError, ValueError):
+    """The training-data kind cannot be told from a file name (or standard output's), or is not
+    one of :data:`KINDS`; the message says which and how to name the kind."""
+
+
 class TrainingError(NnueError, ValueError):
     """Training cannot proceed: bad configuration, unusable data or a diverged loss
     (:mod:`nnue_infer.training`).

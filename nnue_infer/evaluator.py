@@ -7,7 +7,7 @@ accumulators (int16 ``[2, L1]`` + int32 PSQT ``[2, P]``) -> pairwise multiplicat
 
 Incremental evaluation (:meth:`Evaluator.push` / :meth:`Evaluator.pop` /
 :meth:`Evaluator.evaluate`) keeps one accumulator pair per ply and a refresh cache; see
-:class:`Evaluator`, :func:`nnue_infer.kernels.forward.evaluate_stack` and :mod:`nnue_infer.kernels.arena`.
+:class:`Evaluator`, :func:`nnue_infer.kernels.nnue.forward.evaluate_stack` and :mod:`nnue_infer.kernels.nnue.arena`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import struct
 import threading
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import Union
 
 import chess
 import numba
@@ -27,20 +26,22 @@ import numpy as np
 from numba.core.dispatcher import Dispatcher
 
 from . import children
-from .batch import as_sequence, evaluate_bitboards, evaluate_rows, positions_bitboards, raise_row_error
+from .batch import (as_sequence, evaluate_bitboards, evaluate_rows, position_problem, positions_bitboards,
+                    raise_row_error)
 from .errors import ConcurrentUseError, IllegalMoveError, NetworkNotFoundError, PositionError, clip, quote
 from .features import MAX_PIECES, architecture_features, board_bitboards, check_position, check_variant, int8_layout
-from .kernels import activations as KA
-from .kernels import arena
-from .kernels import forward as K
+from .kernels.nnue import layer_outputs as KA
+from .kernels.nnue import arena
+from .kernels.nnue import forward as K
 from .kernels import simd
-from .kernels.accumulator import STATE_COLUMNS
-from .kernels.children import kernels as children_kernels
-from .kernels.dense import SCRATCH_FEATURES, scratch_size
-from .kernels.forward import INVALID_POSITION
+from .kernels.nnue.accumulator import STATE_COLUMNS
+from .kernels.nnue.children import kernels as children_kernels
+from .kernels.nnue.dense import SCRATCH_FEATURES, scratch_size
+from .kernels.nnue.forward import INVALID_POSITION
 from .kernels.threads import PARALLEL_LOCK, n_chunks
 from .normalisation import material
 from .positions import board_from_fen
+from .resources import NetworkLike, as_network, spec_network
 from .network import SKIP_MODES, VALUE_DIVISIONS, Network
 from .trace import EVALUATE, SMALL_NET_KEEP, Activations, Trace, small_net_kept, stockfish_evaluate, tdiv, to_centipawns, uses_small_net
 
@@ -53,7 +54,7 @@ _INITIAL_PLIES = 256
 _SINGLE_NET_WIDTH = 256
 
 # evaluate(board) keeps both perspectives' active features (int32[2, MAX_PIECES]) and their counts in
-# the scratch buffer's feature lists (kernels.arena.evaluate_board).
+# the scratch buffer's feature lists (kernels.nnue.arena.evaluate_board).
 assert 2 * MAX_PIECES <= SCRATCH_FEATURES // 2
 
 #: Compiled entry points of the per-position kernels, found once per (kernel, argument types)
@@ -124,7 +125,7 @@ def _as_board(board: chess.Board | str) -> chess.Board:
     raise TypeError(f"expected a chess.Board or a FEN string, got {type(board).__name__}")
 
 
-#: Argument types of ``evaluate_fen`` (``kernels.arena.kernels``): the header's address and the FEN's bytes.
+#: Argument types of ``evaluate_fen`` (``kernels.nnue.arena.kernels``): the header's address and the FEN's bytes.
 _FEN_TYPES = (numba.types.int64, numba.types.Bytes(numba.types.uint8, 1, "C", readonly=True))
 
 
@@ -257,7 +258,7 @@ class Evaluator:
 
     @staticmethod
     def _arena(kernel_args: tuple | None) -> dict:
-        """The arena header of ``kernel_args`` (see ``kernels.arena``: the per-position kernels
+        """The arena header of ``kernel_args`` (see ``kernels.nnue.arena``: the per-position kernels
         take its address instead of the eleven arrays), that address, the entry-point indices
         of those kernels and the other entry kernels, all specialised for the network's
         ``forward.Config``, and the moves / values buffer of ``evaluate_moves``
@@ -364,7 +365,7 @@ class Evaluator:
         scratch = simd.aligned_zeros(scratch_size(layers) + K.relation_scratch_size(int8.threats, int8.pairs), np.int16)
         # Incremental state: pairs [0, frames) refresh cache, pair `frames` the biases with an empty
         # piece set, `frames + 1` and `+ 2` scratch (evaluate_game), then one pair per ply
-        # (ply + _stack_base).  See kernels.forward.evaluate_stack.
+        # (ply + _stack_base).  See kernels.nnue.forward.evaluate_stack.
         cache_pairs = fs.num_king_frames
         stack_base = cache_pairs + 3
         pairs = stack_base + _INITIAL_PLIES
@@ -704,7 +705,7 @@ class Evaluator:
         values : int32[n]
             Internal units, side to move's point of view; 0 for rows that cannot be represented.
         codes : int32[n]
-            0 for evaluated rows, else the problem (``nnue_infer.kernels.features.POS_*``; a
+            0 for evaluated rows, else the problem (``nnue_infer.kernels.nnue.feature_index.POS_*``; a
             side without exactly one king, more than 32 pieces, a pawn on a back rank, or
             contradictory bitboards).  Nothing is raised for bad rows.
 
@@ -767,18 +768,61 @@ class Evaluator:
 
         Notes
         -----
-        One compiled entry point of its own (:mod:`nnue_infer.kernels.activations`), compiled on
+        One compiled entry point of its own (:mod:`nnue_infer.kernels.nnue.layer_outputs`), compiled on
         first use from the evaluation's kernels (refresh, feature-transformer activation, layer
         stack), so every number is the evaluation's own.
         """
         if buckets not in ("used", "all"):
             raise ValueError(f"buckets must be 'used' or 'all', got {buckets!r}")
         positions = as_sequence(positions)
+        bitboards, stm = positions_bitboards(positions)
+        acts, codes = self._activations(bitboards, stm, buckets)
+        bad = np.flatnonzero(codes)
+        if bad.size:
+            raise_row_error(positions, int(bad[0]), None, None, codes)
+        return acts
+
+    def activations_bitboards(self, bitboards: np.ndarray, stm: np.ndarray, buckets: str = "used") -> Activations:
+        """:meth:`activations_batch` of positions given as bitboards (as :meth:`evaluate_bitboards`
+        takes them: a PGN's :class:`~nnue_infer.io.pgn.GameBatch` or a training-data file's rows).
+
+        Parameters
+        ----------
+        bitboards : int64[n, 8]
+            Pawns, knights, bishops, rooks, queens, kings, White's pieces, Black's pieces (a1 = bit 0).
+        stm : integer[n]
+            Side to move, 0 White, 1 Black.
+        buckets : str
+            ``"used"`` or ``"all"``, as for :meth:`activations_batch`.
+
+        Returns
+        -------
+        Activations
+            As :meth:`activations_batch`.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As :meth:`evaluate_bitboards` for the arrays; ``ValueError`` naming the first row the
+            network cannot evaluate and why (no exactly one king per side, more than 32 pieces, a
+            pawn on a back rank, contradictory bitboards).
+        """
+        if buckets not in ("used", "all"):
+            raise ValueError(f"buckets must be 'used' or 'all', got {buckets!r}")
+        bitboards, stm = _checked_bitboards(bitboards, stm)
+        acts, codes = self._activations(bitboards, stm, buckets)
+        bad = np.flatnonzero(codes)
+        if bad.size:
+            raise ValueError(f"row {int(bad[0])}: {position_problem(int(codes[bad[0]]))}")
+        return acts
+
+    def _activations(self, bitboards: np.ndarray, stm: np.ndarray, buckets: str) -> tuple[Activations, np.ndarray]:
+        """The arrays of :meth:`activations_batch` for checked bitboards, and the kernel's row codes
+        (0 evaluated, else ``kernels.nnue.feature_index.POS_*``)."""
         (slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8, weights, biases,
          layers), scratch_len, net = self._batch_args  # one read: the network sizing the buffers is the arrays' own
         arch = net.architecture
-        bitboards, stm = positions_bitboards(positions)
-        n = len(positions)
+        n = len(bitboards)
         k = arch.output_buckets if buckets == "all" else 1
         recorded = []  # (layer index, raw outputs, activated outputs or 0)
         for l, layer in enumerate(arch.layers):
@@ -799,9 +843,6 @@ class Evaluator:
             KA.activations_batch(bitboards, stm, slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights,
                                  weights8, psqt8, weights, biases, layers, MAX_PIECES, scratch_len, n_chunks(),
                                  int(buckets == "all"), accs, psqts, ft_bytes, bucket, z, x, positional, values, codes)
-        bad = np.flatnonzero(codes)
-        if bad.size:
-            raise_row_error(positions, int(bad[0]), None, None, codes)
         ft_output = (ft_bytes.view(np.int8) ^ np.int8(-128)) if arch.ft.signed else ft_bytes  # x + 128 -> x
         arrays = {"accumulator": accs, "psqt": psqts, "ft_output": ft_output, "bucket": bucket}
         zpos = xpos = 0
@@ -816,7 +857,7 @@ class Evaluator:
             zpos, xpos = zpos + n_out, xpos + n_act
         arrays["positional"] = squeeze(positional)
         arrays["value"] = values
-        return Activations(arrays, batched=True)
+        return Activations(arrays, batched=True), codes
 
     @_exclusive
     def evaluate_cp(self, board: chess.Board | str | None = None, white_pov: bool = False) -> int:
@@ -1139,49 +1180,6 @@ class Evaluator:
 _local = threading.local()
 
 
-#: What the module-level functions and :class:`Evaluator` take as a network: a ``Network``, a
-#: network file, a name (``"default"``, ``"stockfish"``, ...) or ``None`` (the default network).
-NetworkLike = Union[Network, str, "os.PathLike[str]", None]
-
-
-def as_network(network: Network | str | os.PathLike[str] | None) -> Network:
-    """``network`` itself, or the network a file path or name gives (:func:`nnue_infer.resources.network_from_spec`).
-
-    ``None`` is the default network.  Raises ``TypeError`` for anything else, and what
-    :func:`~nnue_infer.resources.network_from_spec` raises for a bad file or unknown name.
-    """
-    if isinstance(network, Network):
-        return network
-    from .resources import network_from_spec
-
-    if network is None or isinstance(network, (str, os.PathLike)):
-        return network_from_spec(network)
-    raise TypeError(f"expected a Network, a network file or a name such as 'default' or 'stockfish', "
-                    f"got {type(network).__name__}")
-
-
-def _spec_network(spec: str | os.PathLike[str]) -> Network:
-    """This thread's network for a file or name, loaded once per (spec, file identity and stamps): the device
-    and inode (another file under the name, a relative name in another directory) and the size, modification
-    and status-change times (a file saved over, also when a copy kept the old modification time)."""
-    key: tuple = (os.fspath(spec),)
-    try:
-        st = os.stat(spec)
-        key += (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    except OSError:
-        pass
-    cache = getattr(_local, "specs", None)
-    if cache is None:
-        cache = _local.specs = {}
-    net = cache.pop(key, None)
-    if net is None:
-        net = as_network(spec)
-        if len(cache) >= _CACHED_EVALUATORS:
-            del cache[next(iter(cache))]
-    cache[key] = net
-    return net
-
-
 #: Evaluators (and so networks) each thread keeps for the module-level functions.
 _CACHED_EVALUATORS = 4
 
@@ -1199,7 +1197,7 @@ def _thread_evaluator(network: Network | str | os.PathLike[str] | None) -> Evalu
     elif isinstance(network, Network):
         net = network
     elif isinstance(network, (str, os.PathLike)):
-        net = _spec_network(network)
+        net = spec_network(network)
     else:
         net = as_network(network)  # raises TypeError
     cache = getattr(_local, "evaluators", None)

@@ -44,7 +44,7 @@ output bucket ``(pieces - 1) // (32 // output_buckets)``.
    Centipawns: ``value * 100 / units_per_pawn``.
 
 The quantised network computes the same function with integers (see
-:mod:`nnue_infer.quantise` for the scales) up to rounding of weights and truncating shifts.
+:mod:`nnue_infer.quantisation` for the scales) up to rounding of weights and truncating shifts.
 
 Source: nnue-pytorch ``model.py`` (float forward pass, 127/128 of the squared ClippedReLU,
 ``nnue2score``), Stockfish 15.1 ``nnue/nnue_architecture.h``.
@@ -70,7 +70,7 @@ class FloatNetwork:
     architecture : Architecture
         What the arrays mean; its quantisation fields (``ft_clamp``, ``ft_shift``,
         ``weight_scale_bits``, ``output_scale``, skip numerator/denominator) are ignored by
-        :func:`forward_float` and replaced by :func:`nnue_infer.quantise.quantise`.
+        :func:`forward_float` and replaced by :func:`nnue_infer.quantisation.quantise`.
     ft_biases : float32[L1]
         Feature-transformer biases (unit: 1.0 = the activation's clamp point).
     ft_weights : float32[num_features, L1]

@@ -19,10 +19,10 @@ import numpy as np
 
 from . import constants as C
 from .errors import NetworkFormatError
-from .kernels import activation as A
+from .kernels.nnue import activation as A
 from .kernels import simd
-from .kernels.activation import ACT_CRELU, ACT_NONE, ACT_SQR_CRELU, ACT_SQR_CRELU_AND_CRELU
-from .kernels.dense import COL_ROWS, COL_SHIFT, COL_X_IN, COL_X_OUT, LAYER_TABLE_COLUMNS
+from .kernels.nnue.activation import ACT_CRELU, ACT_NONE, ACT_SQR_CRELU, ACT_SQR_CRELU_AND_CRELU
+from .kernels.nnue.dense import COL_ROWS, COL_SHIFT, COL_X_IN, COL_X_OUT, LAYER_TABLE_COLUMNS
 
 #: Hidden-layer activation names and their kernel codes (integer layers).
 HIDDEN_ACTIVATIONS = {
@@ -51,7 +51,7 @@ class FtActivation:
     Attributes
     ----------
     code : int
-        Kernel code (``kernels.activation.FT_*``).
+        Kernel code (``kernels.nnue.activation.FT_*``).
     paired : bool
         Multiplies the two halves of each perspective's accumulator (output L1/2 per
         perspective) instead of acting element-wise (output L1 per perspective).
@@ -131,7 +131,7 @@ MIRROR_MODES = {"none": 0, "e-h": 1, "a-d": 2}
 def block_layout(w: np.ndarray) -> np.ndarray:
     """int8 ``[buckets, n_out, n_in]`` dense weights in the kernels' block layout
     ``[buckets, ceil(n_in / 4), n_out, 4]`` (a copy): each 4-byte input block's weights for all
-    outputs are contiguous, as ``vpdpbusd``/``vpmaddubsw`` read them (``kernels.dense.affine``).
+    outputs are contiguous, as ``vpdpbusd``/``vpmaddubsw`` read them (``kernels.nnue.dense.affine``).
     Hidden layers' inputs are padded to 32 already; a first layer whose input width is not a
     multiple of 4 (small ``ft_width``) gets zero weight columns up to one."""
     B, n_out, n_in = w.shape
@@ -452,13 +452,6 @@ class Architecture:
         return self.ft_clamp**self.ft.degree / 2**self.ft_shift
 
     @property
-    def mirror_mode(self) -> str:
-        """The effective mirroring mode (the feature set's default when :attr:`mirror` is None)."""
-        if self.mirror is not None:
-            return self.mirror
-        return "e-h" if self.feature_set == "HalfKAv2_hm" else "none"
-
-    @property
     def first_layer_max_byte(self) -> int:
         """Largest byte of the first dense layer's input as the kernels store it: the
         activation's largest output ``QA**degree >> shift``, plus 128 for signed activations
@@ -704,10 +697,10 @@ class Network:
 
     @cached_property
     def compute_layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Flat dense parameters for :func:`nnue_infer.kernels.dense.propagate_layer_stack`.
+        """Flat dense parameters for :func:`nnue_infer.kernels.nnue.dense.propagate_layer_stack`.
 
         Returns ``(weights int8[total], biases int32[total], layers int64[n_layers, LAYER_TABLE_COLUMNS])``
-        (columns ``kernels.dense.COL_*``); integer weights are permuted, once, from the file's
+        (columns ``kernels.nnue.dense.COL_*``); integer weights are permuted, once, from the file's
         ``[bucket][output][input]`` to the SIMD block layout ``[bucket][input / 4][output][4]``
         (:func:`block_layout`); the first layer's are also kept row-major (``[bucket][output][input]``,
         inputs padded as the blocks, at ``COL_ROWS``: the ``vnni512`` path reads them, one load per
@@ -716,10 +709,10 @@ class Network:
         activation has its own block (offsets padded to 32) and every layer reads its input block.
         Float32 layers are appended to ``biases`` as bit patterns (weights ``[bucket][out][in]``,
         then biases), with activation codes ``>= ACT_FLOAT``.  A ``lut_glu`` gate table comes
-        first in ``biases`` (offset 0, where ``kernels.activation.ft_activate`` reads it).
+        first in ``biases`` (offset 0, where ``kernels.nnue.activation.ft_activate`` reads it).
 
         Signed activations' outputs x reach the first layer as the bytes x + 128
-        (``kernels.activation.ft_transform``), so that layer's biases are stored as
+        (``kernels.nnue.activation.ft_transform``), so that layer's biases are stored as
         ``wrap32(b - 128 * sum_j W[o, j])``: ``b' + W (x + 128) == b + W x`` in wrapping int32,
         exactly, on every path (``vpdpbusd`` and ``vpmaddubsw`` multiply unsigned bytes).
         """

@@ -25,7 +25,7 @@ import chess
 import numpy as np
 
 from .errors import QUOTE_LIMIT, FenError, IllegalMoveError, clip, quote
-from .kernels import fen as KF
+from .kernels.chess import fen as KF
 from .kernels.threads import PARALLEL_LOCK
 
 #: The FEN fields after the placement, as named in messages.
@@ -213,7 +213,7 @@ def parse_positions(words: Sequence[str], strict: bool = True) -> list[Position]
     return positions
 
 
-# The compiled FEN parser's side (kernels/fen.py): rows laid out in one buffer, parsed on all cores,
+# The compiled FEN parser's side (kernels/chess/fen.py): rows laid out in one buffer, parsed on all cores,
 # its problem codes worded.
 
 def _first_not(positions: Sequence[object], kind: type) -> int:
@@ -254,13 +254,13 @@ def fen_buffer(fens: Sequence[str], first_row: int = 0) -> tuple[np.ndarray, np.
 
 
 #: ``fen_codes`` of a row that parses but lacks a field under the strict rule
-#: (:func:`nnue_infer.positions.missing_field`); the compiled parser's codes are ``kernels.fen.FEN_*``.
+#: (:func:`nnue_infer.positions.missing_field`); the compiled parser's codes are ``kernels.chess.fen.FEN_*``.
 FEN_MISSING_FIELD = -1
 
 
 def field_counts(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """int64[n]: white-space separated fields of each row of ``buf`` (layout of :func:`fen_buffer`;
-    ASCII white space as ``kernels.fen.is_space``).
+    ASCII white space as ``kernels.chess.fen.is_space``).
 
     Counted as the field starts (a byte that is not white space after one that is: every row ends
     with a newline) between the rows' offsets, by searching the starts' positions: it summed an int64
@@ -275,7 +275,7 @@ def field_counts(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def fen_problem(fen: str, code: int, offset: int) -> str:
-    """Human-readable description of :func:`nnue_infer.kernels.fen.parse_fen`'s ``code`` at ``offset``.
+    """Human-readable description of :func:`nnue_infer.kernels.chess.fen.parse_fen`'s ``code`` at ``offset``.
 
     For an ASCII ``fen`` (:func:`raise_row_error` quotes python-chess for the others), the
     0-based byte ``offset`` is also a character offset; messages give it as the 1-based
@@ -309,7 +309,7 @@ def parse_fen_buffer(buf: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, 
     """Parse the FENs in ``buf`` (layout of :func:`fen_buffer`) on all cores, raising nothing.
 
     Returns ``bitboards`` int64[n, 8] (zeros where a row does not parse), ``stm`` uint8[n],
-    ``fen_codes`` int32[n] (``kernels.fen.FEN_*``, 0 = parsed) and ``fen_offsets`` int64[n]
+    ``fen_codes`` int32[n] (``kernels.chess.fen.FEN_*``, 0 = parsed) and ``fen_offsets`` int64[n]
     (offset of the problem within the row, -1 if none; :func:`fen_problem` words it).
     """
     n = offsets.shape[0] - 1

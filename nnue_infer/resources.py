@@ -5,6 +5,10 @@ repository's ``weights/`` directory, copied into wheels as package data), so it 
 but ``pip install``.  Stockfish 15.1's network is extracted once from Debian's engine binary
 into the user's cache directory (``$NNUE_INFER_CACHE``, else ``$XDG_CACHE_HOME/nnue-infer``,
 else ``~/.cache/nnue-infer``).
+
+A network *spec* (what :class:`~nnue_infer.Evaluator` and the module-level functions take: a
+``Network``, a file, a name or ``None``) becomes a ``Network`` here: :func:`network_from_spec`,
+:func:`as_network`, and :func:`spec_network` (loaded once per thread and file identity).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import hashlib
 import os
 import threading
 from pathlib import Path
+from typing import Union
 
 from . import constants as C
 from .errors import NetworkNotFoundError
@@ -330,3 +335,50 @@ def network_from_spec(spec: str | os.PathLike[str] | None) -> Network:
     if not isinstance(network, Network):
         raise NetworkFormatError(f"{os.fspath(spec)} holds a float network; quantise it first (nnue-infer quantise)")
     return network
+
+
+#: What the module-level functions and :class:`Evaluator` take as a network: a ``Network``, a
+#: network file, a name (``"default"``, ``"stockfish"``, ...) or ``None`` (the default network).
+NetworkLike = Union[Network, str, "os.PathLike[str]", None]
+
+
+def as_network(network: Network | str | os.PathLike[str] | None) -> Network:
+    """``network`` itself, or the network a file path or name gives (:func:`nnue_infer.resources.network_from_spec`).
+
+    ``None`` is the default network.  Raises ``TypeError`` for anything else, and what
+    :func:`~nnue_infer.resources.network_from_spec` raises for a bad file or unknown name.
+    """
+    if isinstance(network, Network):
+        return network
+    if network is None or isinstance(network, (str, os.PathLike)):
+        return network_from_spec(network)
+    raise TypeError(f"expected a Network, a network file or a name such as 'default' or 'stockfish', "
+                    f"got {type(network).__name__}")
+
+
+def spec_network(spec: str | os.PathLike[str]) -> Network:
+    """This thread's network for a file or name (the module-level functions of :mod:`nnue_infer.evaluator`), loaded once per (spec, file identity and stamps): the device
+    and inode (another file under the name, a relative name in another directory) and the size, modification
+    and status-change times (a file saved over, also when a copy kept the old modification time)."""
+    key: tuple = (os.fspath(spec),)
+    try:
+        st = os.stat(spec)
+        key += (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    except OSError:
+        pass
+    cache = getattr(_local_specs, "specs", None)
+    if cache is None:
+        cache = _local_specs.specs = {}
+    net = cache.pop(key, None)
+    if net is None:
+        net = as_network(spec)
+        if len(cache) >= CACHED_SPEC_NETWORKS:
+            del cache[next(iter(cache))]
+    cache[key] = net
+    return net
+
+
+#: Networks each thread keeps by file or name for :func:`spec_network` (as many as the evaluators
+#: :mod:`nnue_infer.evaluator` keeps per thread).
+CACHED_SPEC_NETWORKS = 4
+_local_specs = threading.local()

@@ -2,7 +2,7 @@
 and what that cache holds (``nnue-infer info --cache``).
 
 A path's first use compiles its entry kernel for the network's configuration
-(``kernels.forward.Config``) and this CPU, seconds to a minute of CPU each; :func:`warmup` does
+(``kernels.nnue.forward.Config``) and this CPU, seconds to a minute of CPU each; :func:`warmup` does
 that ahead (Docker images, CI, cluster nodes) by running each path once on a small input.  The
 cache's location and validity are :mod:`nnue_infer.kernels.cache`'s.
 """
@@ -130,7 +130,7 @@ def cache_report() -> dict:
     """
     from numba.core.registry import cpu_target
 
-    from .kernels import arena
+    from .kernels.nnue import arena
     from .kernels.cache import KernelCacheLocator, cache_dirs, usable_cache_dir
 
     py_func = arena.kernels.__wrapped__

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from nnue_infer.kernels.activation import ft_activate
+from nnue_infer.kernels.nnue.activation import ft_activate
 
 
 
@@ -182,7 +182,7 @@ def study_architecture(variant: str, cfg: StudyConfig):
     the feature-transformer parameters); every paired variant has the same accumulator.
     """
     from nnue_infer.network import FT_ACTIVATIONS
-    from nnue_infer.quantise import SCHEMES
+    from nnue_infer.quantisation import SCHEMES
     from nnue_infer.training.train import default_architecture
 
     width = cfg.ft_width if FT_ACTIVATIONS[variant].paired else cfg.ft_width // 2
@@ -395,7 +395,7 @@ def measure_run(out: Path, run: Run, cfg: StudyConfig, n_cross: int = 1000, n_bo
 
     * quantisation with the Stockfish scheme (QA 127, QB 64, output scale 16), clipped parameters;
     * float-vs-quantised error (cp) on ``n_cross`` test positions, and the share of ``n_bound``
-      positions within :class:`~nnue_infer.quantise.ErrorBound`;
+      positions within :class:`~nnue_infer.quantisation.ErrorBound`;
     * test MAE vs the teacher (Stockfish 15.1's network) in cp of the quantised network on the
       whole test split and on the dev corpus (all, and positions not derived from training games);
     * sparsity of the activation output on ``n_sparse`` test positions.
@@ -406,7 +406,7 @@ def measure_run(out: Path, run: Run, cfg: StudyConfig, n_cross: int = 1000, n_bo
     from nnue_infer.evaluator import Evaluator
     from nnue_infer.float_network import forward_float
     from nnue_infer.formats import load, save
-    from nnue_infer.quantise import SCHEMES, ErrorBound, quantise_with_report
+    from nnue_infer.quantisation import SCHEMES, ErrorBound, quantise_with_report
 
     d = out / "runs" / run.name
     done = d / "measure.json"

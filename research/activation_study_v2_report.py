@@ -109,9 +109,9 @@ def holm(pvalues) -> list[float]:
 
 def sweeps(raw: dict) -> dict:
     """Per variant with sweep runs: (rates of its sweep so far, chosen rate or ``None``), by the
-    runner's rule (``activation_study_v2.sweep_choice``: lowest quantised validation loss, the sweep
+    runner's rule (``activation_study_v2_rules.sweep_choice``: lowest quantised validation loss, the sweep
     extended upwards while its best rate is its highest, up to ``lr_extend_to``)."""
-    from activation_study_v2 import sweep_choice
+    from activation_study_v2_rules import sweep_choice
 
     cfg = raw["config"]
     sweep = [r for r in raw["runs"] if r.get("role") == "sweep"]
@@ -299,8 +299,154 @@ def tables(raw: dict) -> dict:
     return out
 
 
+def power(n: int, family: int, alpha: float = ALPHA) -> dict:
+    """What a paired test of ``n`` seeds can show in a Holm family of ``family`` tests: the |t| needed
+    at Holm's first step (two-sided p < alpha / family) and at its last (p < alpha), and the minimal
+    detectable difference at 80 % power in units of the paired differences' standard deviation
+    (``(t_crit + t_0.8) / sqrt(n)``, the usual normal-shift approximation with t quantiles)."""
+    df = n - 1
+    first = t_quantile(1 - alpha / family / 2, df)
+    return {"n": n, "family": family, "t_first_step": first, "t_last_step": t_quantile(1 - alpha / 2, df),
+            "mdd_sd_units": (first + t_quantile(0.8, df)) / math.sqrt(n)}
+
+
+def audit(raw: dict) -> dict:
+    """The facts behind the corrections of issue 38, each computed from ``raw`` (results.json).
+
+    Keys: ``unique_share`` (budget -> (min, max) of unique_positions / positions_seen),
+    ``lr`` (variant -> chosen rate), ``signed`` (variants whose FT biases started at 0),
+    ``sweep_budget``/``sweep_seed``, ``worst_seed`` (budget -> pairwise's seed of highest MAE, with
+    its rank), ``power`` (budget -> :func:`power` and the largest |t| of its tests), ``agreement``
+    (range of the per-variant mean move agreement, the paired differences' pooled SD and the
+    minimal detectable difference in points at the family's first step, the binomial SE of one
+    network's share), ``only_better`` (comparisons judged better), ``doubling`` (pairwise's MAE
+    gain per doubling of data between the smallest and largest budget, and every primary effect at
+    the largest budget in doublings), ``generators``.
+    """
+    from activation_study_v2 import SIGNED
+
+    cfg = raw["config"]
+    runs = main_runs(raw)
+    budgets = [b for b, _ in cfg["budgets"]]
+    comps = comparisons(runs, _variants(raw), budgets)
+    out: dict = {"family": len(comps), "generators": raw.get("data_generators") or {}}
+    shares: dict = {}
+    for r in raw["runs"]:
+        shares.setdefault(r["budget"], []).append(r["unique_positions"] / r["positions_seen"])
+    out["unique_share"] = {b: (min(v), max(v)) for b, v in shares.items()}
+    out["lr"] = {r["variant"]: r["lr"] for r in runs}
+    out["signed"] = [v for v in _variants(raw) if v in SIGNED]
+    out["sweep_seed"], out["sweep_budget"] = cfg["sweep_seed"], budgets[0]
+    worst = {}
+    for b in budgets:
+        ref = sorted((r for r in runs if r["variant"] == REFERENCE and r["budget"] == b),
+                     key=lambda r: -r["quantised_test_mae_cp"])
+        if ref:
+            rank = [r["seed"] for r in ref].index(cfg["sweep_seed"]) + 1 if cfg["sweep_seed"] in [r["seed"] for r in ref] else None
+            worst[b] = {"worst": ref[0]["seed"], "sweep_seed_rank": rank, "seeds": len(ref)}
+    out["worst_seed"] = worst
+    out["power"] = {}
+    for b in budgets:
+        cs = [c for c in comps if c["budget"] == b]
+        if cs:
+            out["power"][b] = {**power(cs[0]["n"], len(comps)), "tests": len(cs),
+                               "max_abs_t": max(abs(c["t"]) for c in cs if math.isfinite(c["t"])),
+                               "passed": sum(c["p_holm"] < ALPHA for c in cs)}
+    ma = [c for c in comps if c["metric"] == "move_agreement"]
+    if ma:
+        means = {}
+        for r in runs:
+            means.setdefault((r["variant"], r["budget"]), []).append(100 * r["move_agreement"])
+        pooled = math.sqrt(sum(c["sd"] ** 2 * (c["n"] - 1) for c in ma) / sum(c["n"] - 1 for c in ma))
+        n = max(c["n"] for c in ma)
+        share = float(np.mean([v for vs in means.values() for v in vs])) / 100
+        out["agreement"] = {"mean_range": (min(np.mean(v) for v in means.values()), max(np.mean(v) for v in means.values())),
+                            "pooled_sd_pp": pooled, "n": n, "mdd_pp": power(n, len(comps))["mdd_sd_units"] * pooled,
+                            "positions": cfg["agreement_positions"],
+                            "binomial_se_pp": 100 * math.sqrt(share * (1 - share) / cfg["agreement_positions"])}
+    out["only_better"] = [c for c in comps if c["verdict"] == "better"]
+    sizes = {b: n for b, n in cfg["budgets"] if any(r["variant"] == REFERENCE and r["budget"] == b for r in runs)}
+    if len(set(sizes.values())) >= 2:
+        small, large = min(sizes, key=sizes.get), max(sizes, key=sizes.get)
+        mae = {b: float(np.mean([r["quantised_test_mae_cp"] for r in runs if r["variant"] == REFERENCE
+                                 and r["budget"] == b])) for b in (small, large)}
+        per = (mae[small] - mae[large]) / math.log2(sizes[large] / sizes[small])
+        out["doubling"] = {"small": small, "large": large, "positions": (sizes[small], sizes[large]),
+                           "mae": (mae[small], mae[large]), "cp_per_doubling": per,
+                           "effects": {c["variant"]: (c["mean"], c["mean"] / per if per else math.nan) for c in comps
+                                       if c["metric"] == "quantised_test_mae_cp" and c["budget"] == large}}
+    return out
+
+
+def corrections(raw: dict) -> str:
+    """The report's section on what the first version of this text got wrong and what confounds
+    its comparisons (issue 38); every figure from :func:`audit`."""
+    a = audit(raw)
+    sizes = dict(raw["config"]["budgets"])
+    share = ", ".join(f"{100 * lo:.1f} % at {sizes[b] / 1e6:g} M" if abs(hi - lo) < 5e-4 else
+                      f"{100 * lo:.1f}-{100 * hi:.1f} % at {sizes[b] / 1e6:g} M"
+                      for b, (lo, hi) in sorted(a["unique_share"].items(), key=lambda kv: sizes[kv[0]]))
+    lrs: dict = {}
+    for v, lr in a["lr"].items():
+        lrs.setdefault(f"{lr:g}", []).append(v)
+    lr_text = "; ".join(f"{lr} for {', '.join(vs)}" for lr, vs in sorted(lrs.items()))
+    gens = ", ".join(f"{n} by {g}" for g, n in sorted(a["generators"].items())) or "not recorded"
+    lines = [
+        f"- **Positions are not all distinct.** Each row of the training chunks is used once, but the chunks "
+        f"are not de-duplicated against each other: `unique_positions` / `positions_seen` is {share}. "
+        "\"Every training position is seen once\" (the first version of this text) is true of rows, not of positions.",
+        "- **Disjoint games hold for half the data only.** The perturbation half of every split starts from its "
+        "own dev games; the playout half of every split (validation and test included) consists of random "
+        "openings from the standard start position, so the splits share that half's opening distribution "
+        "(identical positions are kept out of training, not similar ones).",
+        f"- **The data cannot be regenerated from the seeds on today's checkout.** Data files by generator: {gens}; "
+        "the current `datagen` (the compiled walk) follows the same data definition with other random draws, "
+        "so a new `DIR` gives other positions (the runs are reproducible given the data files, which are not "
+        "kept).",
+        f"- **Learning rate**: chosen at the {a['sweep_budget']} budget on seed {a['sweep_seed']} and carried to "
+        f"the larger budgets without a sweep there: {lr_text}. Every gate-against-`pairwise` comparison "
+        "therefore also compares two learning rates.",
+        f"- **Initialisation**: the feature-transformer biases start at 0 for the signed gates "
+        f"({', '.join(a['signed'])}) and at the model's default (0.5 + 0.05 N(0, 1)) for every other variant, "
+        "`pairwise` included: \"gate vs pairwise\" also varies the initialisation.",
+    ]
+    ws = a["worst_seed"]
+    if ws:
+        lines.append("- **The sweep seed is in the analysis**: seed " + str(a["sweep_seed"]) + " chose the rates and "
+                     "is one of the paired seeds; for `pairwise` it was " + "; ".join(
+                         (f"the worst of {w['seeds']} seeds by test MAE at the {b} budget" if w["sweep_seed_rank"] == 1
+                          else f"rank {w['sweep_seed_rank']} of {w['seeds']} from the worst at the {b} budget")
+                         for b, w in ws.items() if w["sweep_seed_rank"]) + ".")
+    for b, p in a["power"].items():
+        lines.append(f"- **Power at the {b} budget** ({p['tests']} of the {p['family']} tests, {p['n']} seeds): "
+                     f"Holm's first step needs |t| > {p['t_first_step']:.1f} (p < 0.05 / {p['family']}), its last "
+                     f"|t| > {p['t_last_step']:.2f}; the largest |t| of these tests was {p['max_abs_t']:.1f} and "
+                     f"{p['passed']} passed. A true "
+                     f"difference is detected with 80 % power at the first step when it is about "
+                     f"{p['mdd_sd_units']:.1f} standard deviations of the paired differences.")
+    if "agreement" in a:
+        g = a["agreement"]
+        lines.append(f"- **Move agreement cannot tell the variants apart**: every variant's mean is "
+                     f"{g['mean_range'][0]:.1f}-{g['mean_range'][1]:.1f} %; one network's share on "
+                     f"{g['positions']:,} positions has a binomial standard error of {g['binomial_se_pp']:.2f} points; "
+                     f"the paired differences' pooled SD is {g['pooled_sd_pp']:.2f} points, so the minimal detectable "
+                     f"difference with {g['n']} seeds at the family's first step is about {g['mdd_pp']:.1f} points.")
+    if a["only_better"]:
+        lines.append("- **One metric carries the only \"better\" verdict**: " + "; ".join(
+            f"{c['variant']}, {c['budget']} budget, {c['label']} (Holm p {c['p_holm']:.3g})" for c in a["only_better"])
+            + ". No primary metric was named, all 4 metrics shared one Holm family, and the test MAE of the same "
+              "comparison did not pass.")
+    d = a.get("doubling")
+    lines.append("- **Scale**: one budget only; no rate of improvement per doubling of data." if d is None else f"- **Scale**: `pairwise`'s test MAE fell from {d['mae'][0]:.2f} cp at {d['positions'][0] / 1e6:g} M "
+                 f"to {d['mae'][1]:.2f} cp at {d['positions'][1] / 1e6:g} M positions, {d['cp_per_doubling']:.1f} cp "
+                 f"per doubling of data; at the {d['large']} budget the variants' MAE differences to `pairwise` are "
+                 + ", ".join(f"{v} {m:+.2f} cp ({x:+.2f} doublings)" for v, (m, x) in d["effects"].items())
+                 + ". The networks are 2 x 256 wide and still learning at the largest budget.")
+    return "\n".join(lines)
+
+
 def _variants(raw: dict) -> list[str]:
-    from activation_study_v2 import VARIANTS
+    from activation_study_v2_rules import VARIANTS
 
     return [v for v in VARIANTS if any(r["variant"] == v for r in raw["runs"])]
 
@@ -371,7 +517,17 @@ Generated by `python research/activation_study_v2.py report` from
 [`activation-study-v2/results.json`](activation-study-v2/results.json); every number below comes
 from that file.  Version 1 ([activation-study.md](activation-study.md)) trained on 1 M positions
 seen about 4 times and ranked variants by the float model's loss; this version trains on fresh
-positions, each seen once, and ranks by the quantised (integer) network.
+rows, each used once (positions repeat across chunks: see the corrections below), and ranks by the
+quantised (integer) network.  Version 3 ([activation-study-v3-plan.md](activation-study-v3-plan.md))
+removes the confounds listed below.
+
+## Corrections and confounds (issue 38)
+
+An independent recomputation found every number of this report right; these sentences of its first
+version were not, and these confounds were not named (figures computed from `results.json` by
+`activation_study_v2_report.audit`):
+
+{corrections}
 
 ## Status
 
@@ -399,14 +555,16 @@ Not done:
   variants), `crelu_wide` with the full one (same feature-transformer parameters).
 - Data: positions generated by datagen (perturbations of the dev games' positions and playouts,
   {children} random children recorded per visited position) labelled by Stockfish 15.1's network;
-  training, validation ({val_positions} positions) and test ({test_positions}) from disjoint games,
-  training positions excluding every validation, test, dev-corpus and move-agreement position.
-  Budgets: {budgets}; every training position is seen once. {generators}
+  validation ({val_positions} positions) and test ({test_positions}): the perturbation half from
+  dev games disjoint from the training games, the playout half from the standard position in every
+  split; training positions exclude every validation, test, dev-corpus and move-agreement position.
+  Budgets: {budgets}; every training row is used once (not de-duplicated across chunks). {generators}
 - Training: the fast trainer (`nnue_infer.training.fast`), Adam, batch {batch_size}, cosine decay
   to {lr_final_fraction} of the rate, loss MSE of sigmoid(cp / {sigmoid_scale_cp:g}); initial
-  feature-transformer biases 0 for the signed gates; learning rate per variant from a sweep of
-  {lrs} on seed {sweep_seed} (lowest quantised validation loss), then used on every seed
-  (short budget: {seeds}; long budget: {long_seeds}).
+  feature-transformer biases 0 for the signed gates only (the default 0.5 + 0.05 N(0, 1) for the
+  others); learning rate per variant from a sweep of {lrs} on seed {sweep_seed} at the short budget
+  (lowest quantised validation loss), then used on every seed and every budget (short budget:
+  {seeds}; long budget: {long_seeds}).
 - Metrics: quantised (Stockfish scheme) network's test MAE against Stockfish 15.1 in cp, its
   validation loss, move agreement on {agreement_positions} held-out self-play positions (share of
   positions where the 1-ply choice of the integer network is Stockfish's depth-4 move), and the
@@ -464,8 +622,9 @@ Significant before the correction but not after it:
 `run` skips finished runs (`DIR/runs/NAME.json`), resumes a started one from its checkpoint
 (`DIR/runs/NAME.pt`, every tenth of the run) and re-collects `results.json` after each run.
 Everything is seeded (datagen chunk `i` with seed 1000 + i, the validation and test splits with
-seeds 1 and 2, each run's order and initialisation with its seed), so a new `DIR` regenerates
-the same data and runs.
+seeds 1 and 2, each run's order and initialisation with its seed), but a new `DIR` regenerates the
+same data only with the generator that made it (see the corrections above: the current datagen
+draws other positions for the same seeds); given the data files, the runs are reproducible.
 """
 
 
@@ -474,7 +633,7 @@ def render(raw: dict) -> tuple[str, dict]:
     cfg = raw["config"]
     pieces = tables(raw)
     text = TEMPLATE.format(
-        **{k: v for k, v in pieces.items() if isinstance(v, str)},
+        **{k: v for k, v in pieces.items() if isinstance(v, str)}, corrections=corrections(raw),
         ft_width=cfg["ft_width"], long_ft_width=cfg["long_ft_width"], children=cfg["children"],
         val_positions=f"{cfg['val_positions']:,}", test_positions=f"{cfg['test_positions']:,}",
         budgets=", ".join(f"{b} {n / 1e6:g} M positions" for b, n in cfg["budgets"]),
@@ -495,13 +654,15 @@ def _generators(counts: dict | None) -> str:
         f"{n} by {names.get(g, g)}" for g, n in sorted(counts.items())) + " (one data definition, other random draws).")
 
 
-def write_report(results: Path, dest: Path) -> Path:
-    """Write ``dest/activation-study-v2.md`` and its plots from ``results``; returns the markdown's path."""
+def write_report(results: Path, dest: Path, stem: str = "activation-study-v2", render_fn=None, plots_fn=None) -> Path:
+    """Write ``dest/STEM.md`` and its plots (in ``dest/STEM/``) from ``results``; returns the markdown's
+    path.  ``render_fn(raw) -> (text, pieces)`` and ``plots_fn(raw, pieces, dir)``: a study's own
+    (default: this report's :func:`render` and :func:`plots`)."""
     raw = json.loads(Path(results).read_text())
-    text, pieces = render(raw)
-    fig_dir = dest / "activation-study-v2"
+    text, pieces = (render_fn or render)(raw)
+    fig_dir = dest / stem
     fig_dir.mkdir(parents=True, exist_ok=True)
-    plots(raw, pieces, fig_dir)
-    path = dest / "activation-study-v2.md"
+    (plots_fn or plots)(raw, pieces, fig_dir)
+    path = dest / f"{stem}.md"
     path.write_text(text)
     return path

@@ -81,7 +81,7 @@ def compile_notice_already_said():
     first compiles a kernel; in a test process that depends on the order pytest-xdist's work stealing
     gives the tests, so in-process commands never show it here (a cold cache would otherwise add it
     to the stderr of some test that checks stderr). Its own tests run commands in fresh processes
-    (tests/test_compile.py)."""
+    (tests/kernels/test_cache.py)."""
     from nnue_infer.kernels import cache
 
     cache._Notice.done = True
@@ -90,7 +90,7 @@ def compile_notice_already_said():
 def pytest_collection_modifyitems(session, config, items):
     """The longest tests go first: the per-path checks (``test_simd_paths.py``: each compiles the kernels
     of another instruction set for a network's configuration) and Stockfish 19 in pure Python
-    (``test_hostile_pass.py`` item 4); pytest-xdist's work stealing then spreads the rest over the
+    (``tests/kernels/test_simd_paths.py``, test_every_path_runs_without_jit_*); pytest-xdist's work stealing then spreads the rest over the
     workers while they run, instead of one worker finishing alone on one of them at the end."""
     first = {"test_network_on_every_path", "test_suite_passes_on_every_path",
              "test_item4_every_path_runs_without_jit_stockfish_19"}

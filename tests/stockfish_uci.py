@@ -63,6 +63,26 @@ class Stockfish:
             lines.append(line.removesuffix("\n"))
         return lines
 
+    def perft(self, fen: str, depth: int, chess960: bool = False) -> dict[str, int]:
+        """``go perft <depth>``'s ``move: count`` lines as {UCI move: count} (the total checked against them)."""
+        self.set_chess960(chess960)
+        self._command(f"position fen {fen}\nisready", "readyok")
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(f"go perft {depth}\n".encode("latin-1"))
+        self.proc.stdin.flush()
+        counts: dict[str, int] = {}
+        while True:
+            line = self.proc.stdout.readline().decode("latin-1").strip()
+            if not line and self.proc.poll() is not None:
+                raise RuntimeError(f"stockfish exited during go perft {depth} on {fen}")
+            if line.startswith("Nodes searched: "):
+                assert int(line.split()[-1]) == sum(counts.values()), line
+                self.proc.stdout.readline()  # the blank line after it
+                return counts
+            if line:
+                move, count = line.split(": ")
+                counts[move] = int(count)
+
     def close(self) -> None:
         assert self.proc.stdin and self.proc.stdout
         if self.proc.poll() is None:

@@ -1,4 +1,5 @@
-"""The package's layout: the inference core, ``io`` and ``training`` as three rooms, imports one way.
+"""The package's layout: the inference core, ``io`` and ``training`` as three rooms, imports one way;
+the kernels in families; modules of one concept; tests named for what they check.
 
 Every ``import`` statement of every module is read from the source (module level and inside
 functions alike), so a lazy import that breaks the direction is caught as well as a top-level one.
@@ -7,8 +8,8 @@ functions alike), so a lazy import that breaks the direction is caught as well a
 from __future__ import annotations
 
 import ast
-import importlib
 import pathlib
+import re
 
 import pytest
 
@@ -55,7 +56,7 @@ def _room(module: str) -> str:
     parts = module.split(".")
     if module == "nnue_infer.__main__":
         return "cli"
-    return parts[1] if len(parts) > 1 and parts[1] in ("io", "training", "cli") else "core"
+    return parts[1] if len(parts) > 1 and parts[1] in ("io", "training", "inspection", "cli") else "core"
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) == "core"))
@@ -64,10 +65,17 @@ def test_core_imports_neither_io_training_nor_cli(module):
     assert not wrong, f"{module} (inference core) imports {wrong}"
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "training")))
-def test_io_and_training_never_import_the_cli(module):
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "training", "inspection")))
+def test_io_training_and_inspection_never_import_the_cli(module):
     wrong = sorted(m for m in _imports(MODULES[module]) if _room(m) == "cli")
     assert not wrong, f"{module} imports the command line {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "training")))
+def test_io_and_training_never_import_the_network_tools(module):
+    """``inspection`` (the network tools) reads files with ``io`` and compares float networks with ``training``."""
+    wrong = sorted(m for m in _imports(MODULES[module]) if _room(m) == "inspection")
+    assert not wrong, f"{module} imports the network tools {wrong}"
 
 
 def test_no_import_circle_between_modules():
@@ -100,18 +108,103 @@ def test_at_most_sixteen_core_modules_at_the_top():
     assert len(top) <= 16, top
 
 
-@pytest.mark.parametrize("old", sorted(nnue_infer.MOVED_MODULES))
-def test_a_moved_module_names_its_new_home(old):
-    new = nnue_infer.MOVED_MODULES[old]
-    with pytest.raises(ImportError, match=f"{old} has moved: import {new} instead"):
-        importlib.import_module(old)
-    assert importlib.util.find_spec(new) is not None, new
+# -- kernel families ---------------------------------------------------------------------------------------------
+
+#: The chess kernels that write text (SAN, UCI, FEN out): the network's kernels never need them.  The FEN
+#: reader (``kernels.chess.fen``) is the chess family's input: the entry kernels read FEN bytes straight into
+#: bitboards (one pass, no Python between), so ``kernels.nnue`` may import it.
+CHESS_TEXT = ("nnue_infer.kernels.chess.notation",)
 
 
-def test_names_moved_out_of_the_trainer_say_where():
-    """FloatModel and the loss moved to training.model (the train <-> fast circle); the old import names it."""
-    pytest.importorskip("torch")
-    with pytest.raises(ImportError, match=r"use nnue_infer\.training\.model\.FloatModel"):
-        from nnue_infer.training.train import FloatModel  # noqa: F401
-    with pytest.raises(ImportError, match=r"use nnue_infer\.training\.model\.win_probability_mse"):
-        from nnue_infer.training.train import _loss  # noqa: F401
+def _family(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "kernels" else None
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _family(m) == "nnue"))
+def test_nnue_kernels_import_neither_data_kernels_nor_chess_text(module):
+    wrong = sorted(m for m in _imports(MODULES[module])
+                   if m.startswith("nnue_infer.kernels.data") or m.startswith(CHESS_TEXT))
+    assert not wrong, f"{module} (network kernels) imports {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _family(m) == "chess"))
+def test_chess_kernels_never_import_the_network_kernels(module):
+    wrong = sorted(m for m in _imports(MODULES[module]) if m.startswith("nnue_infer.kernels.nnue"))
+    assert not wrong, f"{module} (chess kernels) imports {wrong}"
+
+
+def test_the_top_of_kernels_holds_only_how_kernels_compile_and_run():
+    top = sorted(p.stem for p in (PACKAGE / "kernels").glob("*.py"))
+    assert top == ["__init__", "cache", "refcount", "simd", "threads"], top
+
+
+# -- one concept per module -------------------------------------------------------------------------------------
+
+#: Lines a module may have before it is likely to hold several concepts.
+MODULE_LINES = 800
+#: Modules over :data:`MODULE_LINES` that are one concept each, and why.
+LONG_MODULES = {
+    "nnue_infer.evaluator": "the Evaluator: one class whose entry points share its accumulator stack and its lock",
+    "nnue_infer.kernels.simd": "the one place that knows instruction sets: each path's intrinsics and their fallbacks",
+}
+
+
+#: Long modules of several concepts, each to be split along the concepts named (known debt, listed so that
+#: no other module grows past the limit unnoticed).
+TO_SPLIT = {
+    "nnue_infer.search.match": "players, openings, adjudication, the match runner",
+}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_long_module_is_one_concept(module):
+    lines = len(MODULES[module].read_text(encoding="utf-8").splitlines())
+    assert lines <= MODULE_LINES or module in LONG_MODULES or module in TO_SPLIT, \
+        f"{module} has {lines} lines: split it by concept, or say in LONG_MODULES why it is one"
+
+
+def test_the_long_module_lists_name_only_long_modules():
+    short = [m for m in {**LONG_MODULES, **TO_SPLIT}
+             if m not in MODULES or len(MODULES[m].read_text(encoding="utf-8").splitlines()) <= MODULE_LINES]
+    assert not short, f"no longer over {MODULE_LINES} lines (or gone): {short}"
+
+
+# -- tests named for what they check ----------------------------------------------------------------------------
+
+TESTS = pathlib.Path(__file__).resolve().parent
+#: Words that date a test (an item of an issue, a session, a review round) instead of saying what it checks.
+DATED = re.compile(r"(^|_)(item\d+|session\d*\w?|hostile(_pass)?|round\d+|issue\d+|adversarial|reliability)(_|$|\.)")
+
+
+def _test_files() -> list[pathlib.Path]:
+    return sorted(p for p in TESTS.rglob("test_*.py"))
+
+
+def test_no_test_file_is_named_after_an_issue_or_a_review_round():
+    dated = [str(p.relative_to(TESTS)) for p in _test_files() if DATED.search(p.stem)]
+    assert not dated, dated
+
+
+def test_no_test_is_named_after_an_issue_or_a_review_round():
+    dated = []
+    for path in _test_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name.lower().startswith("test") \
+                    and DATED.search(node.name.lower()):
+                dated.append(f"{path.relative_to(TESTS)}::{node.name}")
+    assert not dated, dated
+
+
+def test_tests_mirror_the_package_areas():
+    """Test files live in ``tests/<area>/`` (each a package, so two areas may hold files of one name);
+    only the checks of the whole tree (layout, the manual's examples) stay at the top."""
+    areas = {"core", "features", "formats", "kernels", "io", "training", "inspection", "cli", "search", "oracles"}
+    top = sorted(p.name for p in TESTS.glob("test_*.py"))
+    assert top == ["test_layout.py", "test_readme.py"], top
+    stray = sorted(str(p.relative_to(TESTS)) for p in _test_files()
+                   if p.parent != TESTS and p.relative_to(TESTS).parts[0] not in areas)
+    assert not stray, stray
+    missing = sorted(str(d.relative_to(TESTS)) for d in TESTS.iterdir()
+                     if d.is_dir() and d.name in areas and not (d / "__init__.py").exists())
+    assert not missing, f"areas without __init__.py: {missing}"

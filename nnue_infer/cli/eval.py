@@ -69,11 +69,11 @@ def _eval_distributed(epd_files, pgn_files, output, net, scheduler, workers, pro
 
 
 def _score_file(ev, kind: str, source: str, out: Output, fmt: str, show: bool, **options) -> int:
-    """Score an EPD or PGN file (:mod:`nnue_infer.io.files`) with a progress bar; 1 if any row failed."""
-    from ..io import files
+    """Score an EPD or PGN file (:mod:`nnue_infer.io.score`) with a progress bar; 1 if any row failed."""
+    from ..io import score as scoring
 
     try:
-        writer = files.table_writer(fmt, out.binary, out.path)
+        writer = scoring.table_writer(fmt, out.binary, out.path)
     except ImportError as exc:
         raise click.ClickException(str(exc)) from exc
     with progress_bar(None, "pos" if kind == "epd" else "game", show) as bar:
@@ -92,7 +92,7 @@ def _score_file(ev, kind: str, source: str, out: Output, fmt: str, show: bool, *
             bar.set_postfix_str(f"{positions} positions", refresh=False)
             bar.update(games)
 
-        score = files.score_epd_file if kind == "epd" else files.score_pgn_file
+        score = scoring.score_epd_file if kind == "epd" else scoring.score_pgn_file
         failed = score(ev, source, writer, on_error=on_error, on_progress=on_progress, **options)
     return int(failed > 0)
 
@@ -364,7 +364,7 @@ def _epd_boards(source: str, strict: bool) -> list:
     from ..errors import InputKindError
     from ..features import check_position
     from ..inputs import input_label, open_input
-    from ..io.files import epd_chunks
+    from ..io.score import epd_chunks
     from ..positions import Position, board_from_fen
 
     label = input_label(source)

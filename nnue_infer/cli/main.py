@@ -17,7 +17,10 @@ from ..errors import NnueError
 from .common import compile_notice, example
 from .data import data
 from .eval import eval_cmd
+from .match import match_cmd
+from .network_tools import check, permute
 from .networks import convert, extract, fetch, info, quantise
+from .play import perft, uci
 from .training import crosscheck, datagen, train
 from .warmup import warmup
 
@@ -94,7 +97,8 @@ def cli() -> None:
     """
 
 
-for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, data, warmup):
+for _command in (eval_cmd, info, extract, fetch, datagen, train, convert, quantise, crosscheck, permute, check, data,
+                 warmup, uci, perft, match_cmd):
     cli.add_command(_command)
 
 

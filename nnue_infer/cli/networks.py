@@ -223,7 +223,7 @@ def quantise(source, dest, scheme, qa, shift, strict, fmt, quiet):
     from ..errors import NnueError
     from ..float_network import FloatNetwork
     from ..formats import load, save
-    from ..quantise import SCHEMES, quantise_with_report
+    from ..quantisation import SCHEMES, quantise_with_report
 
     check_output_dir(dest, "DEST")
     try:

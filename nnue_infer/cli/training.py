@@ -11,8 +11,11 @@ from .common import (FiniteFloatRange, check_output_dir, example, json_option, p
 
 
 @click.command(epilog=example("nnue-infer datagen -o positions.npz -n 100000 --seed 1 --games games.jsonl "
-                             "--exclude corpus.jsonl"))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Positions file to write (.npz).")
+                             "--exclude corpus.jsonl",
+                             "nnue-infer datagen --search --nodes 400 -o games.binpack -n 100000 --seed 1 "
+                             "--games games.jsonl --dedup-set seen.npy"))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Positions file to write (.npz; with --search a training-data file: .binpack, .bin, .plain, .parquet).")
 @click.option("-n", "--count", "n", type=click.IntRange(min=1), default=1_000_000, show_default=True,
               help="Number of distinct positions to generate.")
 @click.option("--positions", "n_deprecated", type=click.IntRange(min=1), hidden=True,
@@ -32,13 +35,24 @@ from .common import (FiniteFloatRange, check_output_dir, example, json_option, p
 @click.option("--selfplay", is_flag=True,
               help="Positions from the teacher's own games (one-ply softmax policy, nnue_infer.training.selfplay) "
                    "instead of perturbations and playouts; with --games, half the games start from their positions.")
-@click.option("--endgame-fraction", type=FiniteFloatRange(0, 0.5), default=0.0, show_default=True,
-              help="With --selfplay: share of games that start from a random endgame (2 kings and 1-6 other pieces).")
+@click.option("--endgame-fraction", type=FiniteFloatRange(0, 0.5), default=None,
+              help="With --selfplay (default 0) or --search (default 0.2): share of games that start from a random "
+                   "endgame (2 kings and 1-6 other pieces).")
+@click.option("--search", is_flag=True,
+              help="Positions from games of the compiled search at a fixed node count (nnue_infer.training.searchplay), "
+                   "written as Stockfish training data with the move played and the game result.")
+@click.option("--nodes", type=click.IntRange(min=1), default=400, show_default=True,
+              help="With --search: nodes per move.")
+@click.option("--label", type=click.Choice(["teacher", "search"]), default="teacher", show_default=True,
+              help="With --search: score written per position: the teacher's static evaluation or the search's score.")
+@click.option("--dedup-set", type=click.Path(dir_okay=False),
+              help="With --search: .npy set of position hashes never to emit (earlier chunks of the data set); "
+                   "made if missing, and the new positions are added to it once the output is written.")
 @threads_option
 @progress_option
 @quiet_option
 def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_fraction, perturbation_fraction, selfplay,
-            endgame_fraction, threads, progress, quiet):
+            endgame_fraction, search, nodes, label, dedup_set, threads, progress, quiet):
     """Generate labelled training positions for distillation (see nnue_infer.training.datagen for the file format).
 
     Labels are the teacher's values in internal units, side to move's point of view (Stockfish
@@ -54,11 +68,28 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
     from ..resources import stockfish_15_1_network_path
 
     check_output_dir(output, "-o")
-    if endgame_fraction and not selfplay:
-        raise click.UsageError("--endgame-fraction applies to --selfplay only")
-    source = click.get_current_context().get_parameter_source("perturbation_fraction")
-    if selfplay and source is not click.core.ParameterSource.DEFAULT:
-        raise click.UsageError("--perturbation-fraction applies without --selfplay only (self-play has no perturbations)")
+    ctx = click.get_current_context()
+    if selfplay and search:
+        raise click.UsageError("--selfplay and --search are two generators: give one")
+    if endgame_fraction is not None and not (selfplay or search):
+        raise click.UsageError("--endgame-fraction applies to --selfplay and --search only")
+    for name in ("nodes", "label", "dedup_set"):
+        if not search and ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT:
+            raise click.UsageError(f"--{name.replace('_', '-')} applies to --search only")
+    source = ctx.get_parameter_source("perturbation_fraction")
+    if (selfplay or search) and source is not click.core.ParameterSource.DEFAULT:
+        flag = "--selfplay" if selfplay else "--search"
+        raise click.UsageError(f"--perturbation-fraction applies without {flag} only ({flag[2:]} games have no "
+                               "perturbations)")
+    if dedup_set:
+        check_output_dir(dedup_set, "--dedup-set")  # before any game: the set is written after the output
+    if search:
+        from ..io.training_data import KindError, kind_of
+
+        try:
+            kind_of(output)
+        except KindError as exc:
+            raise click.BadParameter(str(exc), param_hint="-o") from exc
     if games == "-" and exclude == "-":
         raise click.UsageError("--games and --exclude cannot both read standard input ('-')")
     try:
@@ -68,11 +99,16 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
         if not isinstance(net, Network):
             raise click.ClickException(f"--teacher {teacher} holds a float network; the teacher must be quantised "
                                        "(nnue-infer quantise)")
+        if search:
+            _search_datagen(output, n, seed, net, games, exclude, holdout_fraction, endgame_fraction, nodes, label,
+                            dedup_set, show_progress(progress, quiet))
+            return
         if selfplay:
             from ..training import selfplay as SP
 
             data = SP.generate(n, seed, net, D.read_exclude(exclude) if exclude else None,
-                               SP.SelfPlaySettings(holdout_fraction=holdout_fraction, endgame_fraction=endgame_fraction),
+                               SP.SelfPlaySettings(holdout_fraction=holdout_fraction,
+                                                   endgame_fraction=endgame_fraction or 0.0),
                                progress=show_progress(progress, quiet), games=D.read_games(games) if games else None)
         else:
             data = D.generate(n, seed, net, D.read_games(games) if games else None,
@@ -86,6 +122,35 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
     except (NnueError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(json.dumps({"output": output, **D.summary(data), "meta": json.loads(str(data["meta"]))}, indent=1))
+
+
+def _search_datagen(output, n, seed, net, games, exclude, holdout_fraction, endgame_fraction, nodes, label, dedup_set,
+                    progress) -> None:
+    """``datagen --search``: engine games written as training data; the hash set updated after the output."""
+    import os
+
+    import numpy as np
+
+    from ..io.training_data import write
+    from ..training import datagen as D
+    from ..training import searchplay as S
+    from ..training.positionset import PositionSet, position_hashes
+
+    seen = PositionSet.load(dedup_set) if dedup_set and os.path.exists(dedup_set) else PositionSet()
+    if exclude:
+        keys = np.array(sorted(D.read_exclude(exclude)), np.uint64).reshape(-1, 9)
+        seen.add(position_hashes(keys[:, :8], (keys[:, 8] ^ 1).astype(np.uint8)))  # key's turn: True = White
+    settings = S.SearchPlaySettings(nodes=nodes, label=label, holdout_fraction=holdout_fraction,
+                                    **({} if endgame_fraction is None else {"endgame_fraction": endgame_fraction}))
+    data, summary = S.generate(n, seed, net, games=D.read_games(games) if games else None, seen=seen,
+                               settings=settings, progress=progress)
+    write(data, output)
+    if dedup_set:
+        seen.save(dedup_set)
+    results = {str(k): int(v) for k, v in zip(*np.unique(data.result, return_counts=True))}
+    click.echo(json.dumps({"output": output, "positions": len(data), "results_side_to_move": results,
+                           "dedup_set": dedup_set, "dedup_set_size": len(seen) if dedup_set else None, **summary},
+                          indent=1))
 
 
 @click.command(epilog=example("nnue-infer train positions.npz -o run/ --epochs 10 --eval-positions corpus.jsonl",
@@ -175,7 +240,7 @@ def crosscheck(float_path, quant_path, positions, plot, worst, as_json, threads,
     from ..errors import NnueError
     from ..float_network import FloatNetwork
     from ..formats import load
-    from ..quantise import dequantise
+    from ..quantisation import dequantise
 
     set_threads(threads)
     if plot:

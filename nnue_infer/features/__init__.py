@@ -34,7 +34,7 @@ __all__ = ["INT8_FEATURE_SETS", "MAX_PIECES", "FeatureSet", "Int8Layout", "archi
 #: Feature sets with int8 rows, by name: their number of features.
 INT8_FEATURE_SETS = {full_threats.NAME: full_threats.NUM_FEATURES, full_threats_18.NAME: full_threats_18.NUM_FEATURES,
                      pawn_pairs.NAME: pawn_pairs.NUM_FEATURES}
-#: Kernel code of each threat set (``kernels.threats.THREATS_*``).
+#: Kernel code of each threat set (``kernels.nnue.threats.THREATS_*``).
 _THREAT_CODES = {full_threats.NAME: 1, full_threats_18.NAME: 2}
 
 
@@ -48,7 +48,7 @@ class Int8Layout:
         Total int8 rows (0 when the network has none).
     threats : int
         Threat set of rows 0 .. (its size - 1): 1 FullThreats (Stockfish 19), 2 FullThreats18
-        (Stockfish 18), 0 none (``kernels.threats.THREATS_*``).
+        (Stockfish 18), 0 none (``kernels.nnue.threats.THREATS_*``).
     pairs : int
         1 if PP_3Wide is used, else 0.
     pair_offset : int

@@ -7,7 +7,7 @@ attack nor are attacked but block lines; both colours (defences are features too
 threaten only knights and rooks, bishops and rooks never queens.  For two pieces of the same
 type only the direction with ``f' > t'`` (oriented squares) counts.  Indices are relative to
 the perspective (own/their pieces; the own king is mirrored to files a-d, ranks flipped for
-Black); the formula and its tables are in :mod:`nnue_infer.kernels.threats`.
+Black); the formula and its tables are in :mod:`nnue_infer.kernels.nnue.threats`.
 
 Incremental delta: the difference of the two positions' sorted threat lists (what Stockfish's
 ``DirtyThreats`` amounts to), valid while the perspective's king stays on the same side of
@@ -23,7 +23,7 @@ from __future__ import annotations
 import chess
 import numpy as np
 
-from ..kernels.threats import MAX_RELATIONS, NUM_THREAT_FEATURES, THREATS_SF19, active_relation_features
+from ..kernels.nnue.threats import MAX_RELATIONS, NUM_THREAT_FEATURES, THREATS_SF19, active_relation_features
 from .board import board_bitboards
 
 NAME = "FullThreats"
@@ -34,7 +34,7 @@ NUM_FEATURES = NUM_THREAT_FEATURES
 
 def relation_features(board: chess.Board, threats: int, pairs: int) -> tuple[list[int], list[int]]:
     """Sorted indices of the relation features (threats and/or pawn pairs, as selected by
-    ``threats`` / ``pairs`` of :func:`~nnue_infer.kernels.threats.relation_list`) of White's and
+    ``threats`` / ``pairs`` of :func:`~nnue_infer.kernels.nnue.threats.relation_list`) of White's and
     Black's perspective; shared by this module, :mod:`.full_threats_18` and :mod:`.pawn_pairs`.
 
     Raises :class:`~nnue_infer.errors.PositionError` for positions no network can represent.
@@ -45,7 +45,7 @@ def relation_features(board: chess.Board, threats: int, pairs: int) -> tuple[lis
     return sorted(out[0, :counts[0]].tolist()), sorted(out[1, :counts[1]].tolist())
 
 
-#: ``(threats, pairs)`` of :func:`~nnue_infer.kernels.threats.relation_list` that select this set.
+#: ``(threats, pairs)`` of :func:`~nnue_infer.kernels.nnue.threats.relation_list` that select this set.
 RELATIONS = (THREATS_SF19, 0)
 
 

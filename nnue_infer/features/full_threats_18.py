@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import chess
 
-from ..kernels.threats import NUM_THREAT_FEATURES_SF18, THREATS_SF18
+from ..kernels.nnue.threats import NUM_THREAT_FEATURES_SF18, THREATS_SF18
 from .full_threats import relation_features
 
 NAME = "FullThreats18"
@@ -25,7 +25,7 @@ HASH = 0x8F234CB8
 NUM_FEATURES = NUM_THREAT_FEATURES_SF18
 
 
-#: ``(threats, pairs)`` of :func:`~nnue_infer.kernels.threats.relation_list` that select this set.
+#: ``(threats, pairs)`` of :func:`~nnue_infer.kernels.nnue.threats.relation_list` that select this set.
 RELATIONS = (THREATS_SF18, 0)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import chess
 
-from ..kernels.threats import NUM_PAIR_FEATURES
+from ..kernels.nnue.threats import NUM_PAIR_FEATURES
 from .full_threats import relation_features
 
 NAME = "PP_3Wide"
@@ -26,7 +26,7 @@ HASH = 0x86F2B1DD
 NUM_FEATURES = NUM_PAIR_FEATURES
 
 
-#: ``(threats, pairs)`` of :func:`~nnue_infer.kernels.threats.relation_list` that select this set.
+#: ``(threats, pairs)`` of :func:`~nnue_infer.kernels.nnue.threats.relation_list` that select this set.
 RELATIONS = (0, 1)
 
 

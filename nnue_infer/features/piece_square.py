@@ -2,7 +2,7 @@
 
 One feature per piece (kings included), ``(square ^ orientation) + 64 * slot + 64 *
 num_slots * king_bucket``; the index arithmetic is compiled
-(:mod:`nnue_infer.kernels.features`).  The concrete sets are built by
+(:mod:`nnue_infer.kernels.chess.bitboard`).  The concrete sets are built by
 :mod:`nnue_infer.features.halfkav2_hm` and :mod:`nnue_infer.features.chess768`.
 
 Source: Stockfish 15.1, ``nnue/features/half_ka_v2_hm.{h,cpp}``.
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import chess
 import numpy as np
 
-from ..kernels.features import active_features
+from ..kernels.nnue.feature_index import active_features
 from .board import MAX_PIECES, board_bitboards
 
 #: Kernel codes of the mirroring modes (see :data:`nnue_infer.network.MIRROR_MODES`).
@@ -61,7 +61,7 @@ class FeatureSet:
     def num_king_frames(self) -> int:
         """King frames (king bucket x mirrored or not) per perspective: the refresh cache's
         entries.  Within one frame every piece keeps its feature index, so accumulators of the
-        same frame differ only by the pieces that differ (see ``kernels.features.king_frame``)."""
+        same frame differ only by the pieces that differ (see ``kernels.nnue.feature_index.king_frame``)."""
         return 2 * self.num_king_buckets
 
     def active(self, board: chess.Board) -> tuple[list[int], list[int]]:

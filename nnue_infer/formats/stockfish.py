@@ -5,7 +5,7 @@ description), feature transformer (u32 hash, int16 biases [L1], int16 weights [F
 PSQT weights [F][8]), then 8 layer stacks (u32 hash, then per dense layer int32 biases and
 int8 row-major weights [outputs][padded inputs]).  Each feature-transformer array is stored
 raw or as a LEB128 block (``COMPRESSED_LEB128``, u32 byte count, signed LEB128 values; see
-:mod:`nnue_infer.kernels.leb128`).  Nothing in the file is tabled here: the feature set and L1
+:mod:`nnue_infer.kernels.data.leb128`).  Nothing in the file is tabled here: the feature set and L1
 come from the feature-transformer hash, the layer sizes from the whole-net hash (and, when
 several fit, the file size), and every hash is recomputed and checked.
 
@@ -39,7 +39,7 @@ import numpy as np
 
 from .. import constants as C
 from ..errors import NetworkFormatError
-from ..kernels import leb128 as L
+from ..kernels.data import leb128 as L
 from ..kernels import simd
 from ..network import Architecture, HiddenLayer, Network
 
@@ -111,11 +111,6 @@ def stack_hash(l1: int, fc0_outputs: int, l3: int) -> int:
     h = _crelu(_affine(h, fc0_outputs))
     h = _crelu(_affine(h, l3))
     return _affine(h, 1)
-
-
-def layer_stack_hash(l1: int) -> int:
-    """Layer-stack hash of Stockfish 15.1's stack (L2 = 15, L3 = 32) with accumulator width ``l1``."""
-    return stack_hash(l1, C.SF_L2 + 1, C.SF_L3)
 
 
 def stockfish_architecture(l1: int, *, feature: str = "HalfKAv2_hm", style: str = "sf15", l2: int | None = None,
@@ -642,18 +637,3 @@ def write_stockfish(network: Network, path: str | os.PathLike[str]) -> None:
     data = stockfish_bytes(network)
     with open(path, "wb") as f:
         f.write(data)
-
-
-def network_size(description_length: int, l1: int) -> int:
-    """Total file size in bytes of a raw (uncompressed) Stockfish 15.1-style network."""
-    return 12 + description_length + 4 + 2 * l1 + 2 * 22528 * l1 + 4 * 22528 * 8 + 8 * _stack_size("sf15", l1, 15, 32)
-
-
-def with_version(network: Network, stockfish_version: str) -> Network:
-    """``network`` with its architecture's ``stockfish_version`` (and value rule, units per pawn)
-    set to ``stockfish_version``: the same arrays, another engine's text (e.g. the lite net of
-    17.1 and 18)."""
-    arch = dataclasses.replace(network.architecture, stockfish_version=stockfish_version,
-                               value_division="sum" if stockfish_version in ("15.1", "16") else "each",
-                               units_per_pawn=UNITS_PER_PAWN[stockfish_version])
-    return dataclasses.replace(network, architecture=arch)

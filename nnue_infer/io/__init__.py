@@ -6,7 +6,6 @@
   into CSV / JSON lines / Parquet (what ``nnue-infer eval --epd/--pgn`` runs);
 * :mod:`~nnue_infer.io.output`: columnar result tables and their CSV / JSON-lines writer;
 * :mod:`~nnue_infer.io.parquet`: the same tables as Parquet (the ``parquet`` extra);
-* :mod:`~nnue_infer.io.files`: whole EPD/PGN files scored into CSV / JSON lines / Parquet;
 * :mod:`~nnue_infer.io.distributed`: files scored on a Dask cluster into a Parquet dataset;
 * :mod:`~nnue_infer.io.training_data`: Stockfish's training data (``.binpack``, ``.bin``, ``.plain``).
 

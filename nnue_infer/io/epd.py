@@ -5,7 +5,7 @@ operations such as ``bm Nf3; id "WAC.001";``; PGN standard, section 16.2).  Blan
 lines starting with ``#`` are skipped.  Fields are separated by white space as python-chess
 reads a FEN (``str.split()``): ASCII and :data:`UNICODE_SPACES` (a no-break space copied from a
 web page); the FEN column keeps the line's own characters.  Splitting runs in compiled code over
-the file's bytes (:mod:`nnue_infer.kernels.epd`); the FENs and operands stay byte ranges of that buffer
+the file's bytes (:mod:`nnue_infer.kernels.data.epd`); the FENs and operands stay byte ranges of that buffer
 (:class:`~nnue_infer.io.output.TextColumn`), so a file of millions of lines is read without a
 Python object per line, and :func:`iter_epd` reads a stream in chunks of
 :data:`CHUNK_BYTES`, so memory stays bounded whatever the input.
@@ -28,7 +28,7 @@ import numpy as np
 
 from ..errors import InputError, InputKindError
 from ..inputs import binary_problem
-from ..kernels import epd as KE
+from ..kernels.data import epd as KE
 from .output import TextColumn
 from ..positions import missing_field
 
@@ -78,7 +78,7 @@ class EpdRows:
         ranges of opcode and operand (one string operand: without quotes, unescaped) and the
         opcode's hash (FNV-1a 64).
     op_problem, op_problem_at : numpy.ndarray
-        int8[n] (``kernels.epd.OP_*``, 0: none) and int64[n] (byte offset in the buffer): the
+        int8[n] (``kernels.data.epd.OP_*``, 0: none) and int64[n] (byte offset in the buffer): the
         first problem of each position's operations.
     """
 

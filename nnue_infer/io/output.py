@@ -12,7 +12,7 @@ A *table* is an ordered mapping ``name -> column``; every column has one cell pe
 
 :func:`encode` turns a table into bytes; :class:`TableWriter` writes tables one after another
 (chunks of the same columns) to a binary stream.  No Python code runs per row: lengths are
-summed and cells copied by :mod:`nnue_infer.kernels.text`, so writing costs well under a
+summed and cells copied by :mod:`nnue_infer.kernels.data.text`, so writing costs well under a
 microsecond per row.  Other output formats (e.g. Parquet) can take the same columns:
 ``TextColumn.starts`` / ``ends`` and ``buf`` are Arrow-style offsets into one buffer.
 """
@@ -27,7 +27,7 @@ from typing import IO, Union
 import numpy as np
 
 from ..kernels.threads import PARALLEL_LOCK
-from ..kernels import text as KT
+from ..kernels.data import text as KT
 
 #: Output formats of :func:`encode` and :class:`TableWriter`.
 FORMATS = ("csv", "jsonl")

@@ -124,10 +124,10 @@ def arrow_array(column, type=None):
 
 def text_array(column):
     """A ``pyarrow`` string array of a :class:`~nnue_infer.io.output.TextColumn` (bytes gathered in compiled
-    code, :func:`nnue_infer.kernels.text.gather`; no Python object per cell); all-null cells make a null
+    code, :func:`nnue_infer.kernels.data.text.gather`; no Python object per cell); all-null cells make a null
     array without copying anything."""
     pa = _pa()
-    from ..kernels.text import gather
+    from ..kernels.data.text import gather
 
     n = len(column)
     if column.valid is not None and not column.valid.any():
@@ -190,7 +190,7 @@ def _one_byte_apart(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bo
 def _lines_array(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray):
     """The string array of cells laid out as :func:`_one_byte_apart` says: each cell with the byte after it is a
     view of ``buf`` (no copy), and Arrow's ``binary_slice`` drops that byte from every cell in one pass (a
-    fifth of the time of copying cell by cell, :func:`nnue_infer.kernels.text.gather`: 0.06 against 0.30 ms for
+    fifth of the time of copying cell by cell, :func:`nnue_infer.kernels.data.text.gather`: 0.06 against 0.30 ms for
     10,000 FENs).  The bytes dropped are not part of a cell, so the result is UTF-8 whenever the cells are."""
     pa = _pa()
     import pyarrow.compute as pc

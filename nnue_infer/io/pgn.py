@@ -5,7 +5,7 @@ line outside a comment), parses their mainlines with a compiled parser and yield
 :class:`GameBatch` es of whole games, one row per position (ply 0 is the start position).
 The moves are validated once, by the parser; nothing replays them in Python.  FEN, SAN and
 UCI strings, the bitboards the evaluation kernels read and the in-check flags come from one
-compiled pass (:func:`nnue_infer.kernels.notation.describe_games`), written exactly as
+compiled pass (:func:`nnue_infer.kernels.chess.notation.describe_games`), written exactly as
 python-chess writes them.
 
 Parsers (``parser=``):
@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..kernels import notation as KN
+from ..kernels.chess import notation as KN
 
 #: Game headers kept as columns (the Seven Tag Roster less Date and Round, which few users
 #: read per position, plus the usual extras).  Missing headers are empty strings.
@@ -291,7 +291,7 @@ def _describe(source: str, numbers: list[int], lines: list[int], boards: np.ndar
               move_promo: np.ndarray, game_offsets: np.ndarray, counters: list[tuple[int, int]],
               mate: np.ndarray, stalemate: np.ndarray, headers: list[dict[str, str]],
               errors: list[PgnError]) -> GameBatch:
-    """Run the notation kernel over parsed games (arrays as for :func:`~nnue_infer.kernels.notation.describe_games`)."""
+    """Run the notation kernel over parsed games (arrays as for :func:`~nnue_infer.kernels.chess.notation.describe_games`)."""
     n = boards.shape[0]
     bitboards = np.empty((n, 8), np.int64)
     stm = np.empty(n, np.int64)

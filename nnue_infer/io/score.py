@@ -15,11 +15,22 @@ in SAN and UCI), the values and two flags of the position:
 Rows that cannot be scored get null values and a message in the ``error`` column (null on
 good rows); the caller decides whether to write them.  Tables come in chunks
 (:data:`CHUNK_ROWS` rows) so that files of any size stream through.
+
+**Whole files** (:func:`score_epd_file`, :func:`score_pgn_file`): an EPD/FEN file or a PGN file ->
+CSV, JSON lines or Parquet, what ``nnue-infer eval --epd FILE`` / ``--pgn FILE`` runs, callable from
+Python with the same rules: every input may be ``-`` (standard input) and gzip- or zstd-compressed
+(:func:`nnue_infer.inputs.open_input`); rows that cannot be scored are reported through
+``on_error`` (and kept, with null values and an ``error`` column, under ``keep_errors``); a
+Parquet target is written to a temporary file and renamed, so an interrupted run leaves an
+existing target untouched, while an input that turns out damaged part-way (``InputError``)
+still writes the rows scored before it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO
 
 import chess
 import numpy as np
@@ -28,12 +39,13 @@ from ..batch import _POSITION_PROBLEMS
 from ..kernels.threads import PARALLEL_LOCK
 from ..features import MAX_PIECES
 from ..positions import fen_problem
-from .epd import CHUNK_BYTES, EpdRows
-from ..errors import PositionError
+from ..inputs import binary_problem, input_label, open_input, peek_start
+from .epd import CHUNK_BYTES, EpdRows, iter_epd, looks_like_fen, looks_like_pgn
+from ..errors import InputError, InputKindError, PositionError
 from ..evaluator import Evaluator
 from ..features import check_position
-from ..kernels import status as KS
-from .output import TextColumn
+from ..kernels.chess import status as KS
+from .output import TableWriter, TextColumn, take
 from ..positions import missing_field_message
 
 #: Games per PGN table (about 80 positions each in real games).
@@ -62,11 +74,11 @@ def outcome_code(board: chess.Board) -> int:
 
 def parse_and_flag(buf: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, ...]:
     """Parse the FENs in ``buf`` (layout of :func:`nnue_infer.positions.fen_buffer`) and flag each position,
-    in one compiled pass on all cores (:func:`nnue_infer.kernels.status.parse_fens_status`), raising nothing.
+    in one compiled pass on all cores (:func:`nnue_infer.kernels.chess.status.parse_fens_status`), raising nothing.
 
     Returns ``bitboards`` int64[n, 8], ``stm`` uint8[n], ``fen_codes`` int32[n], ``fen_offsets`` int64[n] (as
     :func:`nnue_infer.positions.parse_fen_buffer`), ``in_check`` bool[n] and ``outcome`` int8[n]
-    (:data:`OUTCOMES` codes, ``kernels.status.OUTCOME_ASK`` where python-chess decides: :func:`outcomes`).
+    (:data:`OUTCOMES` codes, ``kernels.chess.status.OUTCOME_ASK`` where python-chess decides: :func:`outcomes`).
     """
     n = offsets.shape[0] - 1
     bitboards, stm = np.empty((n, 8), np.int64), np.empty(n, np.uint8)
@@ -395,8 +407,8 @@ def warm_up_files(ev: Evaluator) -> None:
 
 #: The EPD lines the warm-ups score (:func:`warm_up_files`, :func:`nnue_infer.io.distributed.warm_up`): a position, a
 #: checkmate (its legal moves counted), castling rights (python-chess decides the outcome) and a line with
-#: operations (its FEN packed apart from them: ``kernels.epd.pack_rows``, which a Dask job over such a file compiled
-#: after the worker's warm-up, found by tests/test_compile.py).
+#: operations (its FEN packed apart from them: ``kernels.data.epd.pack_rows``, which a Dask job over such a file compiled
+#: after the worker's warm-up, found by tests/kernels/test_cache.py).
 WARM_UP_EPD = (b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1\n"
                b"rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3\n"
                b"4k3/8/8/8/8/8/8/4K2R w K - 0 1\n"
@@ -406,3 +418,189 @@ WARM_UP_EPD = (b"rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1\n"
 #: check and castling, so that the SAN, UCI and FEN writers of PGN rows are compiled too (``eval --pgn`` and a
 #: Dask job over PGN inputs compiled them after ``warmup --paths files``, about 5 s of CPU, every worker at once).
 WARM_UP_GAME = '[Event "warm-up"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bb5 Nf6 4. O-O Nxe4 5. Bxc6 dxc6 6. Re1 Be7 7. Rxe4 *\n'
+
+
+# -- whole files ------------------------------------------------------------------------------------------------
+
+#: ``on_error(where, message)``: ``where`` is the input's label and the line (EPD) or game (PGN).
+ErrorCallback = Callable[[str, str], None]
+#: ``on_progress(rows, games)``: rows written (EPD and PGN) and games read (PGN; 0 for EPD) since the last call.
+ProgressCallback = Callable[[int, int], None]
+
+
+def table_writer(fmt: str, stream: IO[bytes] | None = None, path: str | None = None):
+    """A writer of result tables: ``fmt`` ``"csv"`` or ``"jsonl"`` to the binary ``stream``, or
+    ``"parquet"`` to the file ``path`` (:class:`nnue_infer.io.parquet.ParquetTableWriter`).
+
+    Raises
+    ------
+    ImportError
+        ``"parquet"`` without pyarrow (the ``parquet`` extra), checked before any work.
+    ValueError
+        An unknown ``fmt``.
+    """
+    if fmt == "parquet":
+        from .parquet import ParquetTableWriter, _pa
+
+        _pa()
+        return ParquetTableWriter(path)
+    return TableWriter(stream, fmt)
+
+
+def keep_rows(table: dict, keep_errors: bool) -> dict:
+    """The rows of ``table`` to write: all (with the ``error`` column) when ``keep_errors``, else the
+    rows that were scored, without the ``error`` column."""
+    if keep_errors:
+        return table
+    errors = table["error"]
+    rest = {k: c for k, c in table.items() if k != "error"}
+    return rest if errors.valid is None else take(rest, ~errors.valid)
+
+
+def row_errors(table: dict) -> list[tuple[int, str]]:
+    """``(row, message)`` of the rows of ``table`` whose ``error`` cell is set."""
+    errors = table["error"]
+    if errors.valid is None:
+        return []
+    return [(int(i), errors[int(i)]) for i in np.flatnonzero(errors.valid)]
+
+
+@contextlib.contextmanager
+def _finishing(writer) -> Iterator[None]:
+    """Close a Parquet ``writer`` after its loop: an input refused part-way (``InputError``) keeps the
+    rows written before it; refused before any table was written (its first line), or any other failure
+    (Ctrl-C, a bug), the temporary file is removed and the target left as it was (a refused first line left
+    a Parquet file of no columns)."""
+    if isinstance(writer, TableWriter):
+        yield
+        return
+    try:
+        yield
+    except InputError:
+        if writer.columns is None:
+            writer.abort()
+        else:
+            writer.close()
+        raise
+    except BaseException:
+        writer.abort()
+        raise
+    writer.close()
+
+
+def epd_chunks(binary: IO[bytes], label: str, *, advice: str = "use --pgn for games", first_line: int = 1):
+    """The chunks (:class:`nnue_infer.io.epd.EpdRows`) of an EPD/FEN byte stream, its first line numbered
+    ``first_line`` (:func:`nnue_infer.io.epd.iter_epd`).
+
+    Raises
+    ------
+    InputKindError
+        The first line is PGN (a tag pair or moves), naming the line; the message ends with ``advice``.
+    """
+    first = True
+    for rows in iter_epd(binary, label, first_line=first_line):
+        if first and len(rows):
+            first = False
+            head = rows.fen.buf[rows.line_start[0]:rows.fen.ends[0]].tobytes()
+            if looks_like_pgn(head):
+                raise InputKindError(f"{label}:{rows.line[0]}: this is PGN (a tag pair or moves), not a FEN/EPD "
+                                     f"line: {advice}")
+        yield rows
+
+
+def pgn_lines(stream, label: str, *, advice: str = "use --epd for positions", first_line: int = 1):
+    """The lines of a PGN text stream, its first line numbered ``first_line``.
+
+    Raises
+    ------
+    InputKindError
+        The first line (after blank lines, ``%`` escapes and ``#`` comments) is a FEN, naming the line; the
+        message ends with ``advice``.  Or, from the stream's start (``first_line`` 1), its first bytes hold a
+        NUL byte (:func:`nnue_infer.inputs.binary_problem`: an image named ``.pgn`` gave rows of the start position
+        and error rows).
+    """
+    if first_line == 1:
+        problem = binary_problem(peek_start(stream), label, "a PGN text file")
+        if problem:
+            raise InputKindError(problem)
+    for number, line in enumerate(stream, first_line):
+        if line.strip() and not line.startswith(("%", "#")):
+            if looks_like_fen(line):
+                raise InputKindError(f"{label}:{number}: this is a FEN/EPD line, not PGN (tag pairs and moves): "
+                                     f"{advice}")
+            yield line
+            break
+        yield line
+    yield from stream
+
+
+def score_epd_file(ev, source: str, writer, *, strict: bool = True, keep_errors: bool = False,
+                   empty_in_check: bool = False, on_error: ErrorCallback | None = None,
+                   on_progress: ProgressCallback | None = None) -> int:
+    """Score every line of the EPD/FEN file ``source`` (a path or ``-``) with the
+    :class:`~nnue_infer.evaluator.Evaluator` ``ev`` into ``writer`` (:func:`table_writer`).
+
+    Rows: ``line``, ``fen``, ``value``, ``cp``, ``cp_white``, ``in_check``, ``outcome``, one column
+    per EPD operation, and ``error`` under ``keep_errors`` (:mod:`nnue_infer.io.score`).  An input
+    without positions (empty, comments only) still gets the CSV header, and a Parquet file these columns
+    with no rows (:func:`nnue_infer.io.score.empty_table`).  Returns the number of rows that could not be
+    scored (each also passed to ``on_error`` as ``("FILE:LINE", message)``).
+
+    Raises
+    ------
+    InputError
+        The input is damaged (corrupt or truncated compression); rows before it are written.
+    InputKindError
+        The file is PGN.
+    OSError
+        The input cannot be opened or the output written.
+    """
+    label = input_label(source)
+    failed = 0
+    with _finishing(writer):
+        with open_input(source, text=False) as inp:  # (raises damage found at its end: before the empty table)
+            for table in score_epd(ev, epd_chunks(inp.binary, label), strict=strict, empty_in_check=empty_in_check):
+                for i, message in row_errors(table):
+                    failed += 1
+                    if on_error is not None:
+                        on_error(f"{label}:{table['line'][i]}", message)
+                writer.write(keep_rows(table, keep_errors))
+                if on_progress is not None:
+                    on_progress(len(table["line"]), 0)
+        if writer.columns is None:  # no positions: the CSV header alone, a Parquet file of the usual columns
+            writer.write(keep_rows(empty_table("epd"), keep_errors))
+    return failed
+
+
+def score_pgn_file(ev, source: str, writer, *, keep_errors: bool = False, empty_in_check: bool = False,
+                   on_error: ErrorCallback | None = None, on_progress: ProgressCallback | None = None) -> int:
+    """Score every position of every game's mainline in the PGN file ``source`` (a path or ``-``) with
+    ``ev`` into ``writer`` (:func:`table_writer`).
+
+    Rows: ``game``, the seven standard tags, ``ply``, ``san``, ``uci``, ``fen`` and the value columns
+    (:func:`nnue_infer.io.score.score_pgn`), also for an input without games (as :func:`score_epd_file`).
+    Returns the number of rows that could not be scored
+    (each also passed to ``on_error`` as ``("FILE: game N, ply P", message)``, the form of
+    :class:`nnue_infer.io.pgn.PgnError` but the line, which the rows do not carry).
+
+    Raises
+    ------
+    InputError, InputKindError, OSError
+        As :func:`score_epd_file` (``InputKindError``: the file holds FENs).
+    """
+    label = input_label(source)
+    failed = 0
+    with _finishing(writer):
+        with open_input(source, binary_what="a PGN text file") as inp:  # (a NUL byte in a pipe's later piece)
+            for table, games in score_pgn(ev, pgn_lines(inp.text, label), source=label, empty_in_check=empty_in_check):
+                for i, message in row_errors(table):
+                    failed += 1
+                    if on_error is not None:
+                        on_error(f"{label}: game {table['game'][i]}, ply {table['ply'][i]}", message)
+                rows = keep_rows(table, keep_errors)
+                writer.write(rows)
+                if on_progress is not None:
+                    on_progress(len(rows["game"]), games)
+        if writer.columns is None:  # no games: as for EPD
+            writer.write(keep_rows(empty_table("pgn"), keep_errors))
+    return failed

@@ -4,7 +4,7 @@
 inline kernels of other files (``arena`` contains ``forward``, ``dense``, ``activation``,
 ``accumulator``, ...), so an edit of an inlined kernel would leave stale machine code in their
 callers' cache.  :class:`KernelCacheLocator` stamps every kernel with the SHA-256 of the
-contents of all of ``nnue_infer/kernels/*.py`` instead (:func:`kernels_stamp`): any change there
+contents of every ``.py`` file below ``nnue_infer/kernels`` (its family folders included) instead (:func:`kernels_stamp`): any change there
 recompiles, and an unchanged tree reuses its cache whatever the files' times, the checkout's
 folder or the machine (Numba's own key adds the CPU name and features and the Numba and Python
 versions).  The stamp is read once per process and the kernel modules are imported when first
@@ -42,7 +42,7 @@ same order give different code the same symbol.  A process that later loads both
 cache two processes filled: pytest-xdist's workers, Dask workers, two command-line runs with
 different networks, caches copied together) links them into one library, where one symbol wins: the
 second network ran the first's layers and returned wrong values, with no error (Numba issue #10486;
-``tests/test_compile.py``).  :func:`fresh_symbol_numbers` starts the counter at a random 60-bit
+``tests/kernels/test_cache.py``).  :func:`fresh_symbol_numbers` starts the counter at a random 60-bit
 number in every process and again in a forked child, so symbols of different processes differ.
 """
 
@@ -63,7 +63,7 @@ from numba.core import bytecode, caching, event, types
 from numba.core.dispatcher import Dispatcher
 from numba.core import config as numba_config
 
-#: The directory whose files the stamp covers.
+#: The directory whose files, and its subfolders' (``chess/``, ``nnue/``, ``data/``, ...), the stamp covers.
 KERNELS = Path(__file__).resolve().parent
 #: The first compile's notice (``%s``: the cache directory).  The cost is the measured range of one path's
 #: cold compile on a 2-core machine (docs/benchmarks.md, ``benchmarks/bench_compile.py``).
@@ -88,19 +88,35 @@ def user_cache_dir() -> Path:
     return Path(base) / "nnue-infer"
 
 
-#: SHA-256 (hex) of each ``nnue_infer/kernels/*.py`` file (by name) as :func:`kernels_stamp` read it.
+#: SHA-256 (hex) of each kernel file (by its path below ``nnue_infer/kernels``, e.g. ``chess/attacks.py``)
+#: as :func:`kernels_stamp` read it.
 STAMPED: dict[str, str] = {}
+
+
+def kernel_name(path: Path) -> str:
+    """``path``'s name below ``nnue_infer/kernels`` (``forward.py`` at the top, ``nnue/forward.py`` in a
+    family folder); its plain name for a file elsewhere."""
+    try:
+        return path.relative_to(KERNELS).as_posix()
+    except ValueError:
+        return path.name
+
+
+def kernel_file(path: Path) -> bool:
+    """Whether the resolved ``path`` is a file of ``nnue_infer/kernels`` or of one of its subfolders."""
+    return KERNELS in path.parents
 
 
 @functools.cache
 def kernels_stamp() -> str:
-    """SHA-256 (hex) of the names and contents of ``nnue_infer/kernels/*.py``, read once per process
-    (each file's own hash kept in :data:`STAMPED`)."""
+    """SHA-256 (hex) of the paths (below ``nnue_infer/kernels``) and contents of every ``.py`` file of
+    ``nnue_infer/kernels`` and its subfolders, read once per process (each file's own hash kept in
+    :data:`STAMPED`)."""
     h = hashlib.sha256()
-    for path in sorted(KERNELS.glob("*.py")):
+    for name, path in sorted((kernel_name(p), p) for p in KERNELS.rglob("*.py")):
         data = path.read_bytes()
-        STAMPED[path.name] = hashlib.sha256(data).hexdigest()
-        h.update(path.name.encode() + b"\0" + data + b"\0")
+        STAMPED[name] = hashlib.sha256(data).hexdigest()
+        h.update(name.encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
 
@@ -118,7 +134,7 @@ def stamped_as_imported(py_file: str) -> bool:
         return True
     kernels_stamp()
     try:
-        same = STAMPED.get(path.name) == hashlib.sha256(path.read_bytes()).hexdigest()
+        same = kernel_file(path) and STAMPED.get(kernel_name(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         same = False
     if not same:
@@ -164,18 +180,23 @@ def readable_cache_dir(path: str) -> bool:
 
 def cache_dirs(py_file: str) -> list[str]:
     """The cache directories for the kernel file ``py_file``, in order of preference (the first
-    that is writable or can be made, :func:`usable_cache_dir`, is used)."""
+    that is writable or can be made, :func:`usable_cache_dir`, is used).  The files of every family
+    folder (``kernels/chess``, ``kernels/nnue``, ...) share ``nnue_infer/kernels/__pycache__``: one
+    cache to fill, report (``nnue-infer info --cache``) and ship."""
     tag = kernels_stamp()[:16]
     if numba_config.CACHE_DIR:
         return [os.path.join(numba_config.CACHE_DIR, f"nnue_infer-{tag}")]
-    return [os.path.join(os.path.dirname(py_file), "__pycache__"), str(user_cache_dir() / f"numba-{tag}")]
+    beside = str(KERNELS) if kernel_file(Path(py_file).resolve()) else os.path.dirname(py_file)
+    return [os.path.join(beside, "__pycache__"), str(user_cache_dir() / f"numba-{tag}")]
 
 
-def closure_values(py_func) -> tuple | None:
+def closure_values(py_func, _seen: tuple = ()) -> tuple | None:
     """The closure variables of ``py_func`` as a stable value: integers and booleans as they are,
     a kernel (``Dispatcher``, e.g. a ``forward.Stages`` member called by an entry kernel) as its module,
     qualified name and closure values; ``()`` for a module-level kernel, None when a variable (or a
-    called kernel's) is of another type (:func:`_index_key` then leaves the key to Numba)."""
+    called kernel's) is of another type (:func:`_index_key` then leaves the key to Numba).  A kernel
+    calling itself, or one that calls it (the recursive search, ``kernels.search.alphabeta``), appears
+    by its name alone inside its own value."""
     values = []
     for cell in py_func.__closure__ or ():
         try:
@@ -185,7 +206,10 @@ def closure_values(py_func) -> tuple | None:
         if isinstance(value, (bool, int)):
             values.append(value)
             continue
-        inner = closure_values(value.py_func) if isinstance(value, Dispatcher) else None
+        if isinstance(value, Dispatcher) and (value.py_func is py_func or value.py_func in _seen):
+            values.append((value.py_func.__module__, value.py_func.__qualname__))
+            continue
+        inner = closure_values(value.py_func, _seen + (py_func,)) if isinstance(value, Dispatcher) else None
         if inner is None:
             return None
         values.append((value.py_func.__module__, value.py_func.__qualname__, inner))
@@ -351,6 +375,11 @@ class KernelCacheLocator(caching._CacheLocator):
         self._cache_path = path
         self._config = closure_tag(py_func)
         self._own = REGISTERED.get(Path(py_file).resolve())
+        #: The family folder of a kernel file below ``nnue_infer/kernels`` (``chess``, ``nnue``, ...), "" at the top.
+        #: Numba names a cache file by the source's base name, qualified name and line: two families' files of
+        #: one name sharing a flat cache directory (``$NUMBA_CACHE_DIR``, the user's) keep apart by it.
+        folder = Path(kernel_name(Path(py_file).resolve())).parent.as_posix()
+        self._folder = "" if folder == "." else folder.replace("/", ".")
 
     def get_cache_path(self) -> str:
         return self._cache_path
@@ -359,18 +388,19 @@ class KernelCacheLocator(caching._CacheLocator):
         return ("nnue_infer.kernels", kernels_stamp()) + ((self._own,) if self._own else ())
 
     def get_disambiguator(self) -> str:
-        """The line number, then the configuration (:func:`closure_tag`) of a kernel made by a factory,
+        """The family folder of a file below ``nnue_infer/kernels`` (see ``__init__``), the line number, then the configuration (:func:`closure_tag`) of a kernel made by a factory,
         or the start of a :func:`register`-ed module's hash: that module's versions (two checkouts
         with the same kernels sharing one ``NUMBA_CACHE_DIR``) keep files of their own instead of
         replacing each other's index, which made each compile again after the other ran, and two
         processes saving at once could leave one version's index naming the other's code."""
         tag = self._config or (self._own[:8] if self._own else "")
-        return f"{self._lineno}-{tag}" if tag else str(self._lineno)
+        line = f"{self._folder}-{self._lineno}" if self._folder else str(self._lineno)
+        return f"{line}-{tag}" if tag else line
 
     @classmethod
     def from_function(cls, py_func, py_file):
         resolved = Path(py_file).resolve()
-        if resolved.parent != KERNELS and resolved not in REGISTERED:
+        if not kernel_file(resolved) and resolved not in REGISTERED:
             return None
         path, seeds = chosen_cache_dirs(tuple(cache_dirs(py_file)) if stamped_as_imported(py_file) else ())
         return cls(py_func, py_file, path or private_cache_dir(), seeds)

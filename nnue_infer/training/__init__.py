@@ -6,6 +6,10 @@
 * :mod:`~nnue_infer.training.train`: the reference PyTorch trainer (the ``train`` extra) and its float model;
 * :mod:`~nnue_infer.training.fast` and :mod:`~nnue_infer.training.sparse_ft`: the fast trainer (the sparse
   feature transformer's forward and backward in Numba kernels);
+* :mod:`~nnue_infer.training.sparse_sums`: the reference trainer's embedding-bag sums and their gradient
+  (Numba kernels);
+* :mod:`~nnue_infer.training.feature_indices`: active feature indices of many positions, numbered as
+  nnue-pytorch's data loader numbers them (CSR);
 * :mod:`~nnue_infer.training.distil`: the default network's recipe and its accuracy figures;
 * :mod:`~nnue_infer.training.crosscheck`: a float network against its quantised form;
 * :mod:`~nnue_infer.training.plotting`: matplotlib (the ``plot`` extra), imported lazily.

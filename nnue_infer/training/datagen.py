@@ -69,7 +69,7 @@ from dataclasses import asdict, dataclass
 import chess
 import numpy as np
 
-from ..errors import NnueError
+from ..errors import DatasetFormatError
 from ..inputs import numbered_lines
 from ..network import network_digest
 
@@ -77,10 +77,6 @@ FORMAT = "nnue-infer-positions-1"
 #: ``meta["generator"]`` of files made by this version (compiled walk, SplitMix64 streams).
 GENERATOR = "walk-1"
 SOURCE_PERTURBATION, SOURCE_PLAYOUT = 0, 1
-
-
-class DatasetFormatError(NnueError, ValueError):
-    """A positions file is malformed (missing key, wrong dtype/shape, unknown format)."""
 
 
 @dataclass(frozen=True)
@@ -411,6 +407,40 @@ def load_positions(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     return data
 
 
+#: ``source`` of positions read from Stockfish training data (:func:`load_training_positions`).
+SOURCE_TRAINING_DATA = 3
+
+
+def positions_from_training_data(data, meta: dict | None = None) -> dict[str, np.ndarray]:
+    """Stockfish training data's rows (:class:`nnue_infer.io.training_data.TrainingData`) as the
+    arrays of a positions file (module docstring): ``value`` is the row's ``score`` (internal
+    units, side to move), ``source`` :data:`SOURCE_TRAINING_DATA`; the move, clocks and result are
+    not kept (the distillation trainer reads placement, side to move and value).  ``meta``
+    becomes the dict's ``meta``."""
+    return {"format": np.array(FORMAT), "bitboards": np.ascontiguousarray(data.bitboards, np.int64),
+            "stm": data.stm.astype(np.uint8), "castling": data.castling.astype(np.uint8),
+            "ep_square": data.ep.astype(np.int8), "value": data.score.astype(np.int32),
+            "source": np.full(len(data), SOURCE_TRAINING_DATA, np.uint8), "meta": dict(meta or {})}
+
+
+def load_training_positions(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """A positions file (``.npz``, :func:`load_positions`) or Stockfish training data (``.binpack``,
+    ``.bin``, ``.plain``, optionally ``.gz`` / ``.zst``; ``.parquet``: :func:`nnue_infer.io.training_data.read`)
+    as positions arrays (:func:`positions_from_training_data` for the latter; ``meta`` holds the file name).
+
+    Raises
+    ------
+    DatasetFormatError, nnue_infer.errors.TrainingDataError
+        A malformed file (names the file and the key or byte offset).
+    """
+    from ..io.training_data import KINDS, kind_of, read
+
+    name = os.fspath(path).lower()
+    if any(name.removesuffix(c).endswith("." + k) for k in KINDS for c in ("", ".gz", ".zst", ".zstd")):
+        return positions_from_training_data(read(path, kind_of(path)), {"training_data": os.fspath(path)})
+    return load_positions(path)
+
+
 def _validate(data: dict, path: str) -> None:
     fmt = str(data.get("format", ""))
     if fmt != FORMAT:
@@ -438,18 +468,20 @@ def concatenate(parts: list[dict]) -> dict:
     ``holdout_fraction``), so every file's provenance is kept.  Positions present in several
     parts stay duplicated (files generated with different seeds rarely share any).
 
-    Raises ``ValueError`` for an empty list or parts with different held-out fractions.
+    Raises ``ValueError`` for an empty list or parts with different held-out fractions (parts
+    read from Stockfish training data record none and join any).
     """
     if not parts:
         raise ValueError("concatenate: no positions files given")
     if len(parts) == 1:
         return parts[0]
-    fractions = {p["meta"].get("settings", {}).get("holdout_fraction") for p in parts}
+    fractions = {p["meta"].get("settings", {}).get("holdout_fraction") for p in parts} - {None}  # None: training data
     if len(fractions) > 1:
         raise ValueError(f"concatenate: the files hold out different shares of games: {sorted(map(str, fractions))}")
     out = {key: np.concatenate([p[key] for p in parts]) for key in _SCHEMA}
     out["format"] = np.array(FORMAT)
-    out["meta"] = {"parts": [p["meta"] for p in parts], "settings": parts[0]["meta"].get("settings", {}),
+    out["meta"] = {"parts": [p["meta"] for p in parts],
+                   "settings": next((p["meta"]["settings"] for p in parts if "settings" in p["meta"]), {}),
                    "seed": [p["meta"].get("seed") for p in parts]}
     return out
 

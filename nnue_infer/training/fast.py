@@ -6,7 +6,7 @@ What is the same as :class:`~nnue_infer.training.model.FloatModel`: the paramete
 one, same initialisation for a seed, same ``state_dict``, so
 :func:`~nnue_infer.training.model.model_to_float_network` and the quantisation are unchanged), the
 forward function (accumulator, activation, PSQT, per-bucket dense layers, forward skip) and
-its gradients (tests/test_fast_trainer.py compares them with the reference model's on a batch,
+its gradients (tests/training/test_fast.py compares them with the reference model's on a batch,
 for every activation).  What differs is only how the work is done:
 
 * the feature transformer, its activation and the PSQT sum run in one Numba pass forward and

@@ -6,7 +6,7 @@ The PyTorch model computes exactly the float semantics of :mod:`nnue_infer.float
 (accumulator, feature-transformer activation, per-bucket dense layers, forward skip, PSQT,
 value = (psqt + y) * ``output_units`` internal units from the side to move's point of view),
 so :func:`model_to_float_network` hands over a :class:`~nnue_infer.float_network.FloatNetwork`
-that :func:`~nnue_infer.quantise.quantise` turns into an integer network.  Inputs are sparse:
+that :func:`~nnue_infer.quantisation.quantise` turns into an integer network.  Inputs are sparse:
 each perspective's (at most 32) active feature indices go through ``embedding_bag`` sums, so
 the feature transformer costs O(pieces x width) per position whatever the number of features.
 The dense layers run per output bucket on the positions of that bucket (the batch is sorted
@@ -65,7 +65,7 @@ def prepare_features(data: dict, arch: Architecture) -> tuple[np.ndarray, np.nda
         A position has not exactly one king per side or more than 32 pieces (names the row).
     """
     from ..features import architecture_features
-    from ..kernels.features import active_features_batch
+    from ..kernels.nnue.feature_index import active_features_batch
 
     bb = np.ascontiguousarray(data["bitboards"], dtype=np.int64)
     stm = np.ascontiguousarray(data["stm"], dtype=np.uint8)
@@ -97,11 +97,11 @@ def _popcount(x: np.ndarray) -> np.ndarray:
 
 class _FeatureSum(torch.autograd.Function):
     """Sum of the weight rows of each position's active features
-    (:func:`nnue_infer.kernels.sparse.sum_rows`, backward ``scatter_add_rows``)."""
+    (:func:`nnue_infer.training.sparse_sums.sum_rows`, backward ``scatter_add_rows``)."""
 
     @staticmethod
     def forward(ctx, weight: torch.Tensor, indices: torch.Tensor, pad: int) -> torch.Tensor:
-        from ..kernels.sparse import sum_rows
+        from .sparse_sums import sum_rows
 
         ctx.save_for_backward(indices)
         ctx.pad = pad
@@ -112,7 +112,7 @@ class _FeatureSum(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        from ..kernels.sparse import scatter_add_rows
+        from .sparse_sums import scatter_add_rows
 
         (indices,) = ctx.saved_tensors
         out = np.zeros(ctx.weight_shape, np.float32)
@@ -122,11 +122,11 @@ class _FeatureSum(torch.autograd.Function):
 
 class _PairwiseFeatureTransformer(torch.autograd.Function):
     """Accumulators plus the pairwise activation in one pass
-    (:func:`nnue_infer.kernels.sparse.pairwise_ft_forward` / ``pairwise_ft_backward``)."""
+    (:func:`nnue_infer.training.sparse_sums.pairwise_ft_forward` / ``pairwise_ft_backward``)."""
 
     @staticmethod
     def forward(ctx, weight: torch.Tensor, bias: torch.Tensor, indices: torch.Tensor, pad: int) -> torch.Tensor:
-        from ..kernels.sparse import pairwise_ft_forward
+        from .sparse_sums import pairwise_ft_forward
 
         m = indices.shape[0]
         acc = np.empty((m, weight.shape[1]), np.float32)
@@ -138,7 +138,7 @@ class _PairwiseFeatureTransformer(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        from ..kernels.sparse import pairwise_ft_backward
+        from .sparse_sums import pairwise_ft_backward
 
         (indices,) = ctx.saved_tensors
         gw = np.zeros(ctx.weight_shape, np.float32)
@@ -298,7 +298,7 @@ class FloatModel(torch.nn.Module):
 
 def _weight_limits(arch: Architecture) -> list[float]:
     """Largest float magnitude of each dense layer's weights that quantises without saturating."""
-    from ..quantise import SCHEMES, quantised_architecture, tensor_scales
+    from ..quantisation import SCHEMES, quantised_architecture, tensor_scales
 
     scales = tensor_scales(quantised_architecture(arch, SCHEMES["stockfish"]))
     return [127.0 / scales[f"layers.{i}.weights"] for i in range(len(arch.layers))]

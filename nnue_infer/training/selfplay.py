@@ -146,7 +146,7 @@ def generate(n: int, seed: int, teacher, exclude: set[tuple[int, ...]] | None = 
     from tqdm import tqdm
 
     from ..evaluator import Evaluator
-    from ..kernels.movegen import MAX_MOVES
+    from ..kernels.chess.movegen import MAX_MOVES
     from . import walk as W
 
     s = settings

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from nnue_infer.kernels.activation import (FT_BILINEAR, FT_CRELU, FT_GLU, FT_HSWISH_GLU, FT_LUT_GLU, FT_PAIRWISE,
+from nnue_infer.kernels.nnue.activation import (FT_BILINEAR, FT_CRELU, FT_GLU, FT_HSWISH_GLU, FT_LUT_GLU, FT_PAIRWISE,
                                            FT_PAIRWISE_SCRELU, FT_SCRELU)
 from nnue_infer.kernels.cache import register
 

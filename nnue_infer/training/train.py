@@ -42,17 +42,6 @@ from .fast import FastModel  # noqa: E402 (after the extra's check)
 from .model import model_to_float_network, prepare_features, win_probability_mse  # noqa: E402
 
 
-#: Names that moved to :mod:`nnue_infer.training.model` with the model (old name -> new name).
-MOVED_TO_MODEL = {"FloatModel": "FloatModel", "_loss": "win_probability_mse"}
-
-
-def __getattr__(name: str):
-    """``from nnue_infer.training.train import FloatModel`` (moved) says where the name went."""
-    if name in MOVED_TO_MODEL:
-        raise ImportError(f"nnue_infer.training.train.{name} has moved: use "
-                          f"nnue_infer.training.model.{MOVED_TO_MODEL[name]}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 @dataclass(frozen=True)
 class TrainConfig:
     """Hyper-parameters of a training run (stored with checkpoints and in ``loss.jsonl``).
@@ -423,16 +412,16 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
         written.
     """
     from .crosscheck import crosscheck
-    from .datagen import concatenate, load_positions, to_board
+    from .datagen import concatenate, load_training_positions, to_board
     from .distil import corpus_accuracy, read_corpus
     from ..formats import save
-    from ..quantise import SCHEMES, quantise_with_report
+    from ..quantisation import SCHEMES, quantise_with_report
 
     out_dir = Path(out_dir)
     _check_run_dir(out_dir)
     t0 = time.perf_counter()
     paths = [data_path] if isinstance(data_path, (str, Path)) else list(data_path)
-    data = concatenate([load_positions(p) for p in paths])
+    data = concatenate([load_training_positions(p) for p in paths])
     corpus = read_corpus(eval_positions) if eval_positions else None  # a bad corpus fails now, not after training
     teacher_upp = float(data["meta"].get("teacher_units_per_pawn", 361))
     trainer = Trainer(arch, data, config, out_dir, teacher_units_per_pawn=teacher_upp, progress=progress)

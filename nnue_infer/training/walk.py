@@ -1,6 +1,6 @@
 """The compiled walk of :mod:`nnue_infer.training.datagen`: its episodes, playout policy and
 de-duplication on bitboards, with python-chess's rules through the compiled legal move generator
-(:mod:`nnue_infer.kernels.movegen`).
+(:mod:`nnue_infer.kernels.chess.movegen`).
 
 A *state* is what the move generator reads (``bitboards`` int64[8]: pawns, knights, bishops, rooks,
 queens, kings, White's pieces, Black's pieces, a1 = bit 0; side to move 0 White; castling rights as
@@ -26,10 +26,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..kernels.attacks import SQUARE_BB
+from ..kernels.chess.attacks import SQUARE_BB
 from ..kernels.cache import register
-from ..kernels.features import BB_KINGS, BB_PAWNS, BB_WHITE, king_square, popcount
-from ..kernels.movegen import MAX_MOVES, attackers, legal_moves, play
+from ..kernels.chess.bitboard import BB_KINGS, BB_PAWNS, BB_WHITE, king_square, popcount
+from ..kernels.chess.attacks import attackers
+from ..kernels.chess.movegen import MAX_MOVES, legal_moves, play
 
 register(__file__)  # cached like the kernels, stamped with them and this file
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from nnue_infer.features import feature_set
-from nnue_infer.kernels import forward as K
-from nnue_infer.kernels.activation import FT_PAIRWISE
+from nnue_infer.kernels.nnue import forward as K
+from nnue_infer.kernels.nnue.activation import FT_PAIRWISE
 from nnue_infer.kernels import simd
-from nnue_infer.kernels.dense import ft_input, scratch_size
+from nnue_infer.kernels.nnue.dense import ft_input, scratch_size
 
 
 _run: set[str] = set()  # node ids of the tests run in this process
@@ -41,7 +41,7 @@ def halfka():
 
 @pytest.fixture(scope="session")
 def params(network, halfka) -> np.ndarray:
-    """The ``params`` int64 array of :mod:`nnue_infer.kernels.forward` for Stockfish 15.1's net."""
+    """The ``params`` int64 array of :mod:`nnue_infer.kernels.nnue.forward` for Stockfish 15.1's net."""
     arch = network.architecture
     p = np.zeros(K.N_PARAMS, np.int64)
     p[K.P_FT_CLAMP] = 127

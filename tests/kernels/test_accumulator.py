@@ -10,7 +10,7 @@ from numba.core.registry import CPUDispatcher
 
 import reference as R
 from nnue_infer.kernels import simd
-from nnue_infer.kernels.accumulator import refresh_accumulator, update_accumulator
+from nnue_infer.kernels.nnue.accumulator import refresh_accumulator, update_accumulator
 from nnue_infer.kernels.simd import ISA  # the path under test (NNUE_INFER_SIMD; see test_simd_paths.py)
 
 

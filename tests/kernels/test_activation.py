@@ -11,7 +11,7 @@ from numba.core.registry import CPUDispatcher
 
 import reference as R
 from nnue_infer.kernels import simd
-from nnue_infer.kernels.activation import (
+from nnue_infer.kernels.nnue.activation import (
     ACT_CRELU,
     ACT_SQR_CRELU,
     ACT_SQR_CRELU_AND_CRELU,

@@ -10,7 +10,7 @@ import pytest
 
 import reference as R
 from nnue_infer.kernels import simd
-from nnue_infer.kernels.dense import (
+from nnue_infer.kernels.nnue.dense import (
     COL_ROWS,
     COL_W_STRIDE,
     affine,

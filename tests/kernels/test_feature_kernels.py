@@ -7,7 +7,8 @@ import pytest
 
 import reference as R
 from nnue_infer.features import board_bitboards
-from nnue_infer.kernels.features import active_features, feature_index, king_square, orientation
+from nnue_infer.kernels.nnue.feature_index import active_features, feature_index, orientation
+from nnue_infer.kernels.chess.bitboard import king_square
 
 from .conftest import make_buffers
 

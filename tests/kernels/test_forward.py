@@ -7,8 +7,8 @@ import numpy as np
 
 import reference as R
 from nnue_infer.features import board_bitboards
-from nnue_infer.kernels import forward as K
-from nnue_infer.kernels.forward import forward_bucket
+from nnue_infer.kernels.nnue import forward as K
+from nnue_infer.kernels.nnue.forward import forward_bucket
 
 from .conftest import make_buffers
 

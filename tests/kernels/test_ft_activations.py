@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from nnue_infer.kernels.activation import (
+from nnue_infer.kernels.nnue.activation import (
     FT_BILINEAR,
     FT_CRELU,
     FT_GLU,

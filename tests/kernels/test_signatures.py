@@ -16,28 +16,34 @@ import pytest
 from numba.core.registry import CPUDispatcher
 
 import nnue_infer.kernels
-from nnue_infer.kernels import arena, forward
+from nnue_infer.kernels.nnue import arena
+from nnue_infer.kernels.nnue import forward
 
 # The kernels exercised by tests/kernels/*.py (module -> its test file's kernels): each must have
 # compiled exactly once when that test file ran in the session.
-TEST_FILES = {"accumulator": "test_accumulator", "activation": "test_activation", "dense": "test_dense",
-              "features": "test_feature_kernels", "forward": "test_forward",
-              "arena": "test_signatures"}  # the Evaluator calls below always run arena's kernels
+TEST_FILES = {"nnue.accumulator": "test_accumulator", "nnue.activation": "test_activation", "nnue.dense": "test_dense",
+              "nnue.feature_index": "test_feature_kernels", "chess.bitboard": "test_feature_kernels",
+              "nnue.forward": "test_forward",
+              "nnue.arena": "test_signatures"}  # the Evaluator calls below always run arena's kernels
 TESTED = {
-    "accumulator": ["refresh_accumulator", "update_accumulator"],
-    "activation": ["ft_activate", "clipped_relu", "sqr_clipped_relu", "activate"],
-    "dense": ["tdiv", "wrap_int32", "propagate_layer_stack", "psqt_term"],
-    "features": ["orientation", "king_square", "feature_index", "active_features"],
+    "nnue.accumulator": ["refresh_accumulator", "update_accumulator"],
+    "nnue.activation": ["ft_activate", "clipped_relu", "sqr_clipped_relu", "activate"],
+    "nnue.dense": ["tdiv", "wrap_int32", "propagate_layer_stack", "psqt_term"],
+    "nnue.feature_index": ["orientation", "feature_index", "active_features"],
+    "chess.bitboard": ["king_square"],
     # forward.evaluate_stack / evaluate_fresh are inlined into arena's kernels (the Evaluator's calls) and
     # compile no signature of their own; a cached caller links the kernels it calls without compiling them,
     # so only "at most one" applies to those.  The entry kernels are made per forward.Config: see below.
-    "forward": ["forward_bucket"],
+    "nnue.forward": ["forward_bucket"],
 }
 
 
 def kernel_modules():
-    for info in pkgutil.iter_modules(nnue_infer.kernels.__path__):
-        yield info.name, importlib.import_module(f"nnue_infer.kernels.{info.name}")
+    """Every kernel module, by its name below ``nnue_infer.kernels`` (``nnue.dense``), family folders included."""
+    for info in pkgutil.walk_packages(nnue_infer.kernels.__path__, "nnue_infer.kernels."):
+        module = importlib.import_module(info.name)
+        if not info.ispkg:
+            yield info.name.removeprefix("nnue_infer.kernels."), module
 
 
 def test_constant_arguments_compile_no_literal_versions():
@@ -47,9 +53,9 @@ def test_constant_arguments_compile_no_literal_versions():
     import numpy as np
     from numba import njit
 
-    if not isinstance(nnue_infer.kernels.dense.tdiv, CPUDispatcher):
+    if not isinstance(nnue_infer.kernels.nnue.dense.tdiv, CPUDispatcher):
         pytest.skip("NUMBA_DISABLE_JIT is set: no compiled signatures to check")
-    from nnue_infer.kernels import movegen
+    from nnue_infer.kernels.chess import movegen
 
     @njit
     def rook_then_bishop(sq):  # a caller outside the package, calling one of our kernels with constants
@@ -60,7 +66,7 @@ def test_constant_arguments_compile_no_literal_versions():
 
 
 def test_one_signature_per_kernel(evaluator, sample_boards, kernel_test_files_run):
-    if not isinstance(nnue_infer.kernels.dense.tdiv, CPUDispatcher):
+    if not isinstance(nnue_infer.kernels.nnue.dense.tdiv, CPUDispatcher):
         pytest.skip("NUMBA_DISABLE_JIT is set: no compiled signatures to check")
     for board in sample_boards[:5]:
         evaluator.evaluate(board)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import threat_reference as TR
 
 from nnue_infer.features import board_bitboards
-from nnue_infer.kernels import threats as T
+from nnue_infer.kernels.nnue import threats as T
 
 
 def kernel_features(board: chess.Board) -> list[list[int]]:
@@ -100,7 +100,7 @@ def test_kernel_matches_reference(board):
 
 
 def test_attack_tables_match_python_chess():
-    from nnue_infer.kernels import attacks as A
+    from nnue_infer.kernels.chess import attacks as A
 
     rng = np.random.default_rng(7)
     for sq in range(64):
