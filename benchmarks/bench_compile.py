@@ -13,7 +13,7 @@ callees' compiles excluded); ``--warm`` repeats each case on the cache the first
 
 The cases: the README's one-FEN ``nnue-infer eval`` with the default network (in-process
 ``cli.main``) and its other modes (an EPD file of one position to stdout and to Parquet, ``--json``,
-``--trace``, ``--moves``), a first Python session with Stockfish 15.1's network (``evaluate(board)``, push +
+``--trace``, ``--moves``), ``data convert`` of a ``.plain`` to ``.binpack``, a first Python session with Stockfish 15.1's network (``evaluate(board)``, push +
 ``evaluate()`` + pop, ``evaluate_batch``, ``evaluate_game``, ``trace``), the same calls alone, every
 child of a position (``evaluate_moves``), ``activations_batch``, and
 ``evaluate(board)`` / ``evaluate_batch`` with Stockfish 19's network (when its npm tarball is cached).
@@ -55,11 +55,16 @@ CASES = {
     "sf15-trace": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).trace(chess.Board(FEN))",
     "sf15-children": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).evaluate_moves(chess.Board(FEN))",
     "sf15-activations": "nnue_infer.Evaluator(nnue_infer.stockfish_15_1_network()).activations_batch([FEN])",
+    "sf15-search": """
+        from nnue_infer.search import Engine
+        Engine(nnue_infer.stockfish_15_1_network()).search(chess.Board(FEN), depth=3)
+    """,
     "cli-epd": "from nnue_infer.cli import main\nassert main(['eval', '--epd', EPD]) == 0",
     "cli-parquet": "from nnue_infer.cli import main\nassert main(['eval', '--epd', EPD, '-o', OUT + '.parquet']) == 0",
     "cli-json": "from nnue_infer.cli import main\nassert main(['eval', '--json', FEN]) == 0",
     "cli-trace": "from nnue_infer.cli import main\nassert main(['eval', '--trace', FEN]) == 0",
     "cli-moves": "from nnue_infer.cli import main\nassert main(['eval', '--moves', FEN]) == 0",
+    "cli-data": "from nnue_infer.cli import main\nassert main(['data', 'convert', '-q', PLAIN, OUT + '.binpack']) == 0",
     "sf19-board": "nnue_infer.Evaluator(nnue_infer.network_from_spec('sf19')).evaluate(chess.Board(FEN))",
     "sf19-batch": "nnue_infer.Evaluator(nnue_infer.network_from_spec('sf19')).evaluate_batch([FEN])",
 }
@@ -96,7 +101,7 @@ dispatcher.Dispatcher.compile = _timed
 import nnue_infer
 t2 = time.process_time()
 FEN = %(fen)r
-EPD, OUT = sys.argv[2], sys.argv[3]
+EPD, OUT, PLAIN = sys.argv[2], sys.argv[3], sys.argv[4]
 exec(%(code)r)
 t3 = time.process_time()
 with open(sys.argv[1], "w") as f:
@@ -110,9 +115,12 @@ def run_case(name: str, cache_dir: str) -> dict:
         epd = os.path.join(work, "positions.epd")
         with open(epd, "w") as f:
             f.write(FEN + "\n")
+        plain = os.path.join(work, "positions.plain")  # a training-data record (data convert to .binpack)
+        with open(plain, "w") as f:
+            f.write(f"fen {FEN}\nmove f1b5\nscore 20\nply 4\nresult 0\ne\n")
         code = DRIVER % {"fen": FEN, "code": textwrap.dedent(CASES[name])}
         env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
-        proc = subprocess.run([sys.executable, "-c", code, out.name, epd, os.path.join(work, "out")], env=env,
+        proc = subprocess.run([sys.executable, "-c", code, out.name, epd, os.path.join(work, "out"), plain], env=env,
                               capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"case {name} failed:\n{proc.stderr[-3000:]}")

@@ -142,17 +142,22 @@ class Config:
         return self.ft_width if budget == "short" else self.long_ft_width
 
 
-def load_config(out: Path, cfg: Config | None = None) -> Config:
-    """``out/config.json`` if it exists (a different explicit ``cfg`` is refused), else ``cfg`` written there."""
+def tupled(value):
+    """JSON lists as tuples, nested ones too (a frozen dataclass's fields compare equal after a round trip)."""
+    return tuple(tupled(x) for x in value) if isinstance(value, list) else value
+
+
+def load_config(out: Path, cfg=None, config_class=None):
+    """``out/config.json`` if it exists (a different explicit ``cfg`` is refused), else ``cfg`` written
+    there; ``config_class``: the study's configuration dataclass (default :class:`Config`)."""
+    config_class = config_class or Config
     path = out / "config.json"
     if path.exists():
-        raw = json.loads(path.read_text())
-        stored = Config(**{k: (tuple(tuple(x) if isinstance(x, list) else x for x in v) if isinstance(v, list) else v)
-                           for k, v in raw.items()})
+        stored = config_class(**{k: tupled(v) for k, v in json.loads(path.read_text()).items()})
         if cfg is not None and cfg != stored:
             raise SystemExit(f"{path}: the study there has other settings:\n  {stored}\nasked for\n  {cfg}")
         return stored
-    cfg = cfg or Config()
+    cfg = cfg or config_class()
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
     return cfg
@@ -524,22 +529,83 @@ def measure(model, arch, cfg: Config, val: dict, test: dict, pairs) -> dict:
             "quantisation": str(report), "qnet": qnet}
 
 
-def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
-    """Train and measure one run (resuming from ``runs/NAME.pt``); writes and returns ``runs/NAME.json``."""
-    import numba
+def fit(model, opt, arch, lr0: float, total: int, batch_size: int, stream, val: dict, ckpt: Path, eval_every: int,
+        lr_final_fraction: float, sigmoid_scale_cp: float, name: str, log=print) -> tuple[list, float, float]:
+    """The training loop of a run (v2 and v3): ``total`` Adam steps of ``batch_size`` positions from
+    ``stream`` (position ``g`` of the run at step ``g // batch_size``), a cosine decay from ``lr0`` to
+    ``lr0 * lr_final_fraction``; every ``total // eval_every`` steps the float validation loss joins the
+    curve and a checkpoint is written to ``ckpt`` (resumed from when it exists and was made for
+    ``total`` steps, else started over).  Returns (curve, process-CPU seconds of the steps with data
+    loading excluded, wall seconds)."""
     import torch
 
-    from nnue_infer.formats import save
-    from nnue_infer.training.fast import FastModel, make_optimizer, predict, sort_by_bucket, train_step
+    from nnue_infer.training.fast import predict, sort_by_bucket, train_step
     from nnue_infer.training.model import win_probability_mse
+
+    B = batch_size
+    step, curve, cpu, wall = 0, [], 0.0, 0.0
+    if ckpt.exists():
+        state = torch.load(ckpt, weights_only=False)
+        if state.get("total") != total:  # made for another budget (an amended plan): start over
+            log(f"{name}: checkpoint of {state.get('total')} steps, the run has {total}: starting over")
+        else:
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+            step, curve, cpu, wall = state["step"], state["curve"], state["cpu"], state["wall"]
+            log(f"{name}: resumed at step {step}/{total}")
+    every = max(1, total // eval_every)
+    c0, w0, tl, tn = time.process_time(), time.perf_counter(), 0.0, 0
+    while step < total:
+        t = step / max(total - 1, 1)
+        lr = lr0 * (lr_final_fraction + (1 - lr_final_fraction) * 0.5 * (1 + math.cos(math.pi * t)))
+        f, b, v = stream.batch(step * B, B)
+        tl += train_step(model, opt, sort_by_bucket(f, b, v, arch.output_buckets), 361.0, sigmoid_scale_cp, lr)
+        tn += 1
+        step += 1
+        if step % every == 0 or step == total:
+            cpu += time.process_time() - c0 - stream.data_seconds
+            stream.data_seconds = 0.0
+            wall += time.perf_counter() - w0
+            with torch.no_grad():
+                vl = float(win_probability_mse(torch.from_numpy(predict(model, val["features"], val["buckets"])),
+                                               torch.from_numpy(val["values"]), arch, 361.0, sigmoid_scale_cp))
+            curve.append({"step": step, "positions": step * B, "lr": lr, "train_loss": tl / tn, "float_val_loss": vl,
+                          "train_seconds": cpu})
+            tl, tn = 0.0, 0
+            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step, "total": total,
+                        "curve": curve, "cpu": cpu, "wall": wall}, str(ckpt) + ".tmp")
+            os.replace(str(ckpt) + ".tmp", ckpt)
+            log(f"{name}: step {step}/{total} float val loss {vl:.6f} ({cpu:.0f} s CPU)")
+            c0, w0 = time.process_time(), time.perf_counter()
+    return curve, cpu, wall
+
+
+def start_run(out: Path, run) -> tuple[Path, dict | None]:
+    """(``out/runs``, the finished record of ``run`` or ``None``); before a new run, one PyTorch and one
+    Numba thread (the studies' speed figures are per core)."""
+    import numba
+    import torch
 
     d = out / "runs"
     done = d / f"{run.name}.json"
     if done.exists():
-        return json.loads(done.read_text())
+        return d, json.loads(done.read_text())
     d.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)
     numba.set_num_threads(1)
+    return d, None
+
+
+def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
+    """Train and measure one run (resuming from ``runs/NAME.pt``); writes and returns ``runs/NAME.json``."""
+    import torch
+
+    from nnue_infer.formats import save
+    from nnue_infer.training.fast import FastModel, make_optimizer
+
+    d, record = start_run(out, run)
+    if record is not None:
+        return record
     arch = study_architecture(run.variant, cfg.width(run.budget))
     val, test = split_arrays(out, "val", cfg, log), split_arrays(out, "test", cfg, log)
     model = FastModel(arch, run.seed)
@@ -549,42 +615,9 @@ def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
     opt = make_optimizer(model, run.lr)
     B = cfg.batch_size
     total = cfg.budget(run.budget) // B
-    step, curve, cpu, wall = 0, [], 0.0, 0.0
     ckpt = d / f"{run.name}.pt"
-    if ckpt.exists():
-        state = torch.load(ckpt, weights_only=False)
-        if state.get("total") != total:  # made for another budget (an amended plan): start over
-            log(f"{run.name}: checkpoint of {state.get('total')} steps, the run has {total}: starting over")
-        else:
-            model.load_state_dict(state["model"])
-            opt.load_state_dict(state["optimizer"])
-            step, curve, cpu, wall = state["step"], state["curve"], state["cpu"], state["wall"]
-            log(f"{run.name}: resumed at step {step}/{total}")
-    stream = Stream(out, cfg, run.seed, log)
-    every = max(1, total // cfg.eval_every)
-    c0, w0, tl, tn = time.process_time(), time.perf_counter(), 0.0, 0
-    while step < total:
-        t = step / max(total - 1, 1)
-        lr = run.lr * (cfg.lr_final_fraction + (1 - cfg.lr_final_fraction) * 0.5 * (1 + math.cos(math.pi * t)))
-        f, b, v = stream.batch(step * B, B)
-        tl += train_step(model, opt, sort_by_bucket(f, b, v, arch.output_buckets), 361.0, cfg.sigmoid_scale_cp, lr)
-        tn += 1
-        step += 1
-        if step % every == 0 or step == total:
-            cpu += time.process_time() - c0 - stream.data_seconds
-            stream.data_seconds = 0.0
-            wall += time.perf_counter() - w0
-            with torch.no_grad():
-                vl = float(win_probability_mse(torch.from_numpy(predict(model, val["features"], val["buckets"])),
-                                 torch.from_numpy(val["values"]), arch, 361.0, cfg.sigmoid_scale_cp))
-            curve.append({"step": step, "positions": step * B, "lr": lr, "train_loss": tl / tn, "float_val_loss": vl,
-                          "train_seconds": cpu})
-            tl, tn = 0.0, 0
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step, "total": total,
-                        "curve": curve, "cpu": cpu, "wall": wall}, str(ckpt) + ".tmp")
-            os.replace(str(ckpt) + ".tmp", ckpt)
-            log(f"{run.name}: step {step}/{total} float val loss {vl:.6f} ({cpu:.0f} s CPU)")
-            c0, w0 = time.process_time(), time.perf_counter()
+    curve, cpu, wall = fit(model, opt, arch, run.lr, total, B, Stream(out, cfg, run.seed, log), val, ckpt,
+                           cfg.eval_every, cfg.lr_final_fraction, cfg.sigmoid_scale_cp, run.name, log)
     m = measure(model, arch, cfg, val, test, agreement_set(cfg.agreement_positions))
     qnet = m.pop("qnet")
     net_path = d / f"{run.name}.safetensors"
@@ -598,7 +631,7 @@ def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
               "ft_activation": arch.ft_activation, "quantisation": m["quantisation"],
               "network_bytes": net_path.stat().st_size, "val_positions": len(val["values"]),
               "test_positions": len(test["values"]), "agreement_positions": cfg.agreement_positions, "curve": curve}
-    done.write_text(json.dumps(record, indent=1))
+    (d / f"{run.name}.json").write_text(json.dumps(record, indent=1))
     ckpt.unlink()
     log(f"{run.name}: quantised val loss {record['quantised_val_loss']:.6f}, test MAE "
         f"{record['quantised_test_mae_cp']:.2f} cp, move agreement {record['move_agreement']:.3f}")
@@ -705,20 +738,29 @@ def run_study(out: Path, cfg: Config | None, results: Path, variants=VARIANTS, m
     ``budgets``: only runs of these budgets, see :func:`planned_runs`)."""
     cfg = load_config(out, cfg)
     anchors(out, cfg, log)
+    work_through(out, lambda: planned_runs(out, cfg, variants, budgets), lambda run: train_run(out, run, cfg, log),
+                 lambda: collect(out, cfg, results), max_runs)
+
+
+def work_through(out: Path, plan, train, after, max_runs: int | None = None) -> None:
+    """Train the planned runs not yet finished (``out/runs/NAME.json``), re-planning after each
+    (``plan()``: the runs in order), each the first one no other worker holds (lock files
+    ``runs/NAME.lock``: ``run`` may go in two processes), ``after()`` once it is done; at most
+    ``max_runs``."""
     done = 0
     while max_runs is None or done < max_runs:
-        todo = [r for r in planned_runs(out, cfg, variants, budgets) if not (out / "runs" / f"{r.name}.json").exists()]
+        todo = [r for r in plan() if not (out / "runs" / f"{r.name}.json").exists()]
         if not todo:
             break
-        for run in todo:  # the first run no other worker holds (``run`` may go in two processes)
+        for run in todo:
             lock = out / "runs" / f"{run.name}.lock"
             lock.parent.mkdir(parents=True, exist_ok=True)
             if _try_lock(lock):
                 try:
-                    train_run(out, run, cfg, log)
+                    train(run)
                 finally:
                     lock.unlink(missing_ok=True)
-                collect(out, cfg, results)
+                after()
                 done += 1
                 break
         else:

@@ -654,13 +654,15 @@ def _generators(counts: dict | None) -> str:
         f"{n} by {names.get(g, g)}" for g, n in sorted(counts.items())) + " (one data definition, other random draws).")
 
 
-def write_report(results: Path, dest: Path) -> Path:
-    """Write ``dest/activation-study-v2.md`` and its plots from ``results``; returns the markdown's path."""
+def write_report(results: Path, dest: Path, stem: str = "activation-study-v2", render_fn=None, plots_fn=None) -> Path:
+    """Write ``dest/STEM.md`` and its plots (in ``dest/STEM/``) from ``results``; returns the markdown's
+    path.  ``render_fn(raw) -> (text, pieces)`` and ``plots_fn(raw, pieces, dir)``: a study's own
+    (default: this report's :func:`render` and :func:`plots`)."""
     raw = json.loads(Path(results).read_text())
-    text, pieces = render(raw)
-    fig_dir = dest / "activation-study-v2"
+    text, pieces = (render_fn or render)(raw)
+    fig_dir = dest / stem
     fig_dir.mkdir(parents=True, exist_ok=True)
-    plots(raw, pieces, fig_dir)
-    path = dest / "activation-study-v2.md"
+    (plots_fn or plots)(raw, pieces, fig_dir)
+    path = dest / f"{stem}.md"
     path.write_text(text)
     return path

@@ -133,22 +133,9 @@ class Config:
         return max(n for _, n in self.cells)
 
 
-def _tupled(v):
-    return tuple(_tupled(x) for x in v) if isinstance(v, list) else v
-
-
 def load_config(out: Path, cfg: Config | None = None) -> Config:
     """``out/config.json`` if it exists (a different explicit ``cfg`` is refused), else ``cfg`` written there."""
-    path = out / "config.json"
-    if path.exists():
-        stored = Config(**{k: _tupled(v) for k, v in json.loads(path.read_text()).items()})
-        if cfg is not None and cfg != stored:
-            raise SystemExit(f"{path}: the study there has other settings:\n  {stored}\nasked for\n  {cfg}")
-        return stored
-    cfg = cfg or Config()
-    out.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
-    return cfg
+    return V2.load_config(out, cfg, Config)
 
 
 # -- data ----------------------------------------------------------------------------------------
@@ -344,13 +331,10 @@ def unique_positions(out: Path, cfg: Config, n: int) -> int:
 # -- runs ----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Run:
-    variant: str
-    seed: int
-    ft_width: int
-    budget: int
-    lr: float
-    role: str = "main"
+class Run(V2.Run):
+    """A run of v3: v2's fields (``budget`` in positions) plus the cell's FT width."""
+
+    ft_width: int = 256
 
     @property
     def name(self) -> str:
@@ -367,18 +351,7 @@ def sweep_rates(lrs, loss_of, lr_min: float, lr_max: float) -> tuple[list[float]
     Starts at ``lrs``; while the best measured rate (lowest ``loss_of(lr)``) is the lowest tried, half
     of it joins (if >= ``lr_min``), while it is the highest, twice it (if <= ``lr_max``); the chosen
     rate is the best once it is bracketed or a bound stops the sweep."""
-    rates = sorted(float(x) for x in lrs)
-    while True:
-        losses = {lr: loss_of(lr) for lr in rates}
-        if any(v is None for v in losses.values()):
-            return rates, None
-        best = min(rates, key=losses.get)
-        if best == rates[0] and best / 2 >= lr_min * (1 - 1e-9):
-            rates.insert(0, best / 2)
-        elif best == rates[-1] and best * 2 <= lr_max * (1 + 1e-9):
-            rates.append(best * 2)
-        else:
-            return rates, best
+    return V2.sweep_choice(lrs, lr_max, loss_of, lr_min)
 
 
 def first_rates(lookup, cfg: Config, variant: str, cell: tuple) -> tuple:
@@ -408,7 +381,7 @@ def sweep_of(lookup, cfg: Config, variant: str, cell: tuple) -> tuple[list[float
         lookup = run_files(lookup)
 
     def loss_of(lr):
-        return lookup(Run(variant, cfg.sweep_seed, cell[0], cell[1], lr).name)
+        return lookup(Run(variant, cfg.sweep_seed, cell[1], lr, ft_width=cell[0]).name)
 
     return sweep_rates(first_rates(lookup, cfg, variant, cell), loss_of, cfg.lr_min, cfg.lr_max)
 
@@ -420,8 +393,9 @@ def planned_runs(out: Path, cfg: Config) -> list[Run]:
     for cell in cfg.cells:
         variants = cfg.variants_of(cell)
         sweeps = {v: sweep_of(lookup, cfg, v, cell) for v in variants}
-        runs += [Run(v, cfg.sweep_seed, *cell, lr, "sweep") for v in variants for lr in sweeps[v][0]]
-        runs += [Run(v, s, *cell, sweeps[v][1]) for s in cfg.seeds for v in variants if sweeps[v][1] is not None]
+        runs += [Run(v, cfg.sweep_seed, cell[1], lr, "sweep", cell[0]) for v in variants for lr in sweeps[v][0]]
+        runs += [Run(v, s, cell[1], sweeps[v][1], ft_width=cell[0]) for s in cfg.seeds for v in variants
+                 if sweeps[v][1] is not None]
     return runs
 
 
@@ -485,20 +459,12 @@ def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
     RuntimeError
         The run's training positions are not all distinct (``unique_positions != positions_seen``).
     """
-    import numba
-    import torch
-
     from nnue_infer.formats import save
-    from nnue_infer.training.fast import FastModel, make_optimizer, predict, sort_by_bucket, train_step
-    from nnue_infer.training.model import win_probability_mse
+    from nnue_infer.training.fast import FastModel, make_optimizer
 
-    d = out / "runs"
-    done = d / f"{run.name}.json"
-    if done.exists():
-        return json.loads(done.read_text())
-    d.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(1)
-    numba.set_num_threads(1)
+    d, record = V2.start_run(out, run)
+    if record is not None:
+        return record
     arch = V2.study_architecture(run.variant, run.ft_width)
     B = cfg.batch_size
     total = run.budget // B
@@ -510,39 +476,9 @@ def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
     val, test = arrays(out, "val", cfg, log), arrays(out, "test", cfg, log)
     model = FastModel(arch, run.seed)  # ft_bias_init "default": the model's own initial biases, every variant
     opt = make_optimizer(model, run.lr)
-    step, curve, cpu, wall = 0, [], 0.0, 0.0
-    ckpt = d / f"{run.name}.pt"
-    if ckpt.exists():
-        state = torch.load(ckpt, weights_only=False)
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        step, curve, cpu, wall = state["step"], state["curve"], state["cpu"], state["wall"]
-        log(f"{run.name}: resumed at step {step}/{total}")
-    stream = Stream(out, cfg, run.seed, log)
-    every = max(1, total // cfg.eval_every)
-    c0, w0, tl, tn = time.process_time(), time.perf_counter(), 0.0, 0
-    while step < total:
-        t = step / max(total - 1, 1)
-        lr = run.lr * (cfg.lr_final_fraction + (1 - cfg.lr_final_fraction) * 0.5 * (1 + math.cos(math.pi * t)))
-        f, b, v = stream.batch(step * B, B)
-        tl += train_step(model, opt, sort_by_bucket(f, b, v, arch.output_buckets), 361.0, cfg.sigmoid_scale_cp, lr)
-        tn += 1
-        step += 1
-        if step % every == 0 or step == total:
-            cpu += time.process_time() - c0 - stream.data_seconds
-            stream.data_seconds = 0.0
-            wall += time.perf_counter() - w0
-            with torch.no_grad():
-                vl = float(win_probability_mse(torch.from_numpy(predict(model, val["features"], val["buckets"])),
-                                               torch.from_numpy(val["values"]), arch, 361.0, cfg.sigmoid_scale_cp))
-            curve.append({"step": step, "positions": step * B, "lr": lr, "train_loss": tl / tn,
-                          "float_val_loss": vl, "train_seconds": cpu})
-            tl, tn = 0.0, 0
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step, "curve": curve,
-                        "cpu": cpu, "wall": wall}, str(ckpt) + ".tmp")
-            os.replace(str(ckpt) + ".tmp", ckpt)
-            log(f"{run.name}: step {step}/{total} float val loss {vl:.6f} ({cpu:.0f} s CPU)")
-            c0, w0 = time.process_time(), time.perf_counter()
+    curve, cpu, wall = V2.fit(model, opt, arch, run.lr, total, B, Stream(out, cfg, run.seed, log), val,
+                              d / f"{run.name}.pt", cfg.eval_every, cfg.lr_final_fraction, cfg.sigmoid_scale_cp,
+                              run.name, log)
     m = measure(model, arch, cfg, val, test)
     qnet = m.pop("qnet")
     net_path = d / f"{run.name}.safetensors"
@@ -553,8 +489,8 @@ def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
               "steps": total, "batch_size": B, "ft_activation": arch.ft_activation,
               "network_bytes": net_path.stat().st_size, "val_positions": len(val["values"]),
               "test_positions": len(test["values"]), "curve": curve}
-    done.write_text(json.dumps(record, indent=1))
-    ckpt.unlink()
+    (d / f"{run.name}.json").write_text(json.dumps(record, indent=1))
+    (d / f"{run.name}.pt").unlink()
     log(f"{run.name}: test MAE {record['quantised_test_mae_cp']:.2f} cp, val loss {record['quantised_val_loss']:.6f}")
     return record
 
@@ -569,7 +505,7 @@ def elo_candidates(out: Path, cfg: Config) -> dict:
     for v in cfg.variants_of(cell):
         _, lr = sweep_of(out, cfg, v, cell)
         recs = [json.loads(p.read_text()) for s in cfg.seeds
-                if lr is not None and (p := out / "runs" / f"{Run(v, s, *cell, lr).name}.json").exists()]
+                if lr is not None and (p := out / "runs" / f"{Run(v, s, cell[1], lr, ft_width=cell[0]).name}.json").exists()]
         if len(recs) < len(cfg.seeds):
             picks[v] = None
             continue
@@ -631,7 +567,7 @@ def collect(out: Path, cfg: Config, results: Path) -> dict:
     runs = [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*.json"))]
     data = {}
     for p in sorted(_data_dir(out).glob("*.npz")):
-        if not p.name.endswith("-features.npz"):
+        if not p.name.endswith("-features.npz") and ".tmp" not in p.name:  # finished data files only
             with np.load(p) as z:
                 data[p.name] = json.loads(str(z["meta"]))
     raw = {"config": dataclasses.asdict(cfg), "runs": runs, "data": data,
@@ -647,24 +583,8 @@ def run_study(out: Path, cfg: Config | None, results: Path, max_runs: int | None
     """Train every planned run not yet finished (re-planning after each: sweeps extend and choose),
     the data made as the runs need it; two processes may share ``out`` (lock files)."""
     cfg = load_config(out, cfg)
-    done = 0
-    while max_runs is None or done < max_runs:
-        todo = [r for r in planned_runs(out, cfg) if not (out / "runs" / f"{r.name}.json").exists()]
-        if not todo:
-            break
-        for run in todo:
-            lock = out / "runs" / f"{run.name}.lock"
-            lock.parent.mkdir(parents=True, exist_ok=True)
-            if V2._try_lock(lock):
-                try:
-                    train_run(out, run, cfg, log)
-                finally:
-                    lock.unlink(missing_ok=True)
-                collect(out, cfg, results)
-                done += 1
-                break
-        else:
-            time.sleep(10)
+    V2.work_through(out, lambda: planned_runs(out, cfg), lambda run: train_run(out, run, cfg, log),
+                    lambda: collect(out, cfg, results), max_runs)
 
 
 # -- sizing: training speed -----------------------------------------------------------------------

@@ -28,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import activation_study_v2_report as R2  # noqa: E402  (paired test, Holm, t quantiles)
+import activation_study_v2 as V2  # noqa: E402
 import activation_study_v3 as S  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -41,7 +42,7 @@ SECONDARY = (("quantised_val_loss", "quantised validation loss", "x 1e-4", 1e4),
 
 
 def config_of(raw: dict) -> S.Config:
-    return S.Config(**{k: S._tupled(v) for k, v in raw["config"].items()})
+    return S.Config(**{k: V2.tupled(v) for k, v in raw["config"].items()})
 
 
 def cell_name(cell) -> str:
@@ -164,7 +165,7 @@ def tables(raw: dict) -> dict:
     loss = {r["run"]: r["quantised_val_loss"] for r in raw["runs"]}
     lines = ["| cell | variant | rates tried: quantised validation loss (x 1e-4) | chosen |", "|---|---|---|---|"]
     for (cell, v), (rates, chosen) in plans.items():
-        cells = ", ".join(f"{lr:g}: " + (f"{1e4 * loss[n]:.3f}" if (n := S.Run(v, cfg.sweep_seed, *cell, lr).name) in loss
+        cells = ", ".join(f"{lr:g}: " + (f"{1e4 * loss[n]:.3f}" if (n := S.Run(v, cfg.sweep_seed, cell[1], lr, ft_width=cell[0]).name) in loss
                                           else "to run") for lr in rates)
         edge = chosen is not None and chosen in (min(rates), max(rates))
         lines.append(f"| {cell_name(cell)} | {v} | {cells} | {'-' if chosen is None else f'{chosen:g}'}"
@@ -180,12 +181,20 @@ def tables(raw: dict) -> dict:
                      + " |")
     out["elo_table"] = "\n".join(lines) if matches else "No match played yet (`python research/activation_study_v3.py elo --out DIR`)."
     bad = [r["run"] for r in raw["runs"] if r["unique_positions"] != r["positions_seen"]]
-    out["distinct"] = ("Every run trained on distinct positions (`unique_positions == positions_seen`)." if not bad
+    out["distinct"] = ("" if not raw["runs"] else
+                       "Every run trained on distinct positions (`unique_positions == positions_seen`)." if not bad
                        else "Runs with repeated positions (a data fault): " + ", ".join(bad) + ".")
     n_main = len(cfg.seeds) * sum(len(cfg.variants_of(tuple(c))) for c in cfg.cells)
     cpu = sum(r["train_seconds"] for r in raw["runs"])
+    files = raw.get("data") or {}
+    chunks = [name for name in files if name.startswith("train-")]
+    data_cpu = sum(m.get("cpu_seconds", 0.0) for m in files.values())
+    made = (f" Data: validation, test and {len(chunks)} training chunks of {cfg.chunk_positions:,} positions "
+            f"({len(chunks) * cfg.chunk_positions / 1e6:g} M of the {cfg.max_budget / 1e6:g} M planned) in "
+            f"{data_cpu / 60:.1f} CPU minutes ({(len(chunks) * cfg.chunk_positions + cfg.val_positions + cfg.test_positions) / data_cpu:,.0f} "
+            "positions per CPU second)." if files and data_cpu else "")
     out["status"] = (f"{len(runs)} of {n_main} main runs and {sum(r['role'] == 'sweep' for r in raw['runs'])} sweep "
-                     f"runs finished; {cpu / 3600:.2f} core-hours of training (process CPU, one thread).")
+                     f"runs finished; {cpu / 3600:.2f} core-hours of training (process CPU, one thread).{made}")
     out["verdict"] = summary_sentences(prim, matches, cfg)
     return out
 
@@ -301,14 +310,7 @@ def render(raw: dict) -> tuple[str, dict]:
 
 def write_report(results: Path, dest: Path) -> Path:
     """``dest/activation-study-v3.md`` and its plots from ``results``; returns the markdown's path."""
-    raw = json.loads(Path(results).read_text())
-    text, pieces = render(raw)
-    fig_dir = dest / "activation-study-v3"
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    plots(raw, pieces, fig_dir)
-    path = dest / "activation-study-v3.md"
-    path.write_text(text)
-    return path
+    return R2.write_report(results, dest, "activation-study-v3", render, plots)
 
 
 def main(argv=None) -> int:

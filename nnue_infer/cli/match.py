@@ -61,7 +61,7 @@ def _positive_float(text: str) -> float:
 @click.option("--movetime", multiple=True, metavar="[N:]MS", help="Milliseconds per move.")
 @click.option("--tc", multiple=True, metavar="[N:]BASE+INC",
               help="A clock in seconds, e.g. 10+0.1: the runner keeps both clocks and passes wtime/btime/winc/binc; "
-                   "a side more than 0.1 s over its time loses on time.")
+                   "a side more than --time-margin over its time loses on time.")
 @click.option("--games", type=click.IntRange(min=2), required=True, help="Games to play (even: game pairs).")
 @click.option("--openings", metavar="FILE|random",
               help="Opening book: EPD/FEN lines or PGN games (each opening played twice, colours swapped), or "
@@ -92,11 +92,13 @@ def _positive_float(text: str) -> float:
 @click.option("--draw", nargs=3, type=click.IntRange(min=0), metavar="MOVENUMBER MOVES CP",
               help="Adjudicate a draw from MOVENUMBER on after MOVES moves of each engine within +-CP.")
 @click.option("--max-moves", type=click.IntRange(min=1), help="Adjudicate a draw after this many moves.")
+@click.option("--time-margin", type=click.FloatRange(min=0, max=60000), default=100, show_default=True, metavar="MS",
+              help="Milliseconds a side may overstep its clock (--tc) before it loses on time.")
 @progress_option
 @quiet_option
 def match_cmd(nets, ucis, nodes, depth, movetime, tc, games, openings, book_plies, random_plies, random_cp,
               concurrency, scheduler, workers, pgn_out, json_out, sprt, elo_model, seed, uci_options, resign, draw,
-              max_moves, progress, quiet):
+              max_moves, time_margin, progress, quiet):
     """Play a match of game pairs between two engines and report W/D/L, pentanomial Elo and an SPRT.
 
     The statistics are fishtest's: Elo with a 95 % interval from the pentanomial counts of the game pairs,
@@ -104,6 +106,16 @@ def match_cmd(nets, ucis, nodes, depth, movetime, tc, games, openings, book_plie
     illegal move loses that game (the reason is in the PGN and the JSON); Ctrl-C stops the match with
     the games played so far written.
     """
+    try:
+        import scipy  # noqa: F401
+    except ImportError:
+        raise click.ClickException("nnue-infer match needs scipy for its statistics: "
+                                   "pip install 'nnue-infer[match]'") from None
+    if scheduler or workers:
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            raise click.ClickException("--scheduler and --workers need Dask: pip install 'nnue-infer[dask]'") from None
     from ..search.match import (Adjudication, Limits, MatchError, PlayerSpec, TimeControl, generate_openings,
                                 parse_uci_options, play_match, read_openings, write_json)
     from ..search.statistics import SPRT
@@ -159,7 +171,7 @@ def match_cmd(nets, ucis, nodes, depth, movetime, tc, games, openings, book_plie
     result = play_match(specs, games=games, openings=book, concurrency=concurrency, scheduler=scheduler,
                         workers=workers, pgn=pgn_out, sprt=test, adjudication=adjudication,
                         seed=seed if openings not in (None, "random") else None,
-                        progress=show_progress(progress, quiet))
+                        progress=show_progress(progress, quiet), time_tolerance=time_margin / 1000)
     if json_out:
         write_json(result, json_out)
     click.echo(result.summary())

@@ -31,7 +31,7 @@ def uci(net):
         sys.stdout.flush()
 
     session = UciSession(network, write)
-    session.network_spec = session.values["EvalFile"] = net or "default"
+    session.values["EvalFile"] = net or "default"  # (the spec, not the loaded network, as EvalFile shows it)
     if sys.stdin is None:
         return
     session.run(iter(sys.stdin.buffer.readline, b""))

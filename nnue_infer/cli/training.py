@@ -81,6 +81,8 @@ def datagen(output, n, n_deprecated, seed, games, exclude, teacher, holdout_frac
         flag = "--selfplay" if selfplay else "--search"
         raise click.UsageError(f"--perturbation-fraction applies without {flag} only ({flag[2:]} games have no "
                                "perturbations)")
+    if dedup_set:
+        check_output_dir(dedup_set, "--dedup-set")  # before any game: the set is written after the output
     if search:
         from ..io.training_data import KindError, kind_of
 

@@ -30,7 +30,7 @@ from ..features import architecture_features, int8_layout
 from ..float_network import FloatNetwork
 from ..network import Network
 from ..quantisation import worst_active_sum
-from .permutation import BATCH_POSITIONS, half_width
+from .permutation import BATCH_POSITIONS, half_width, zero_chunks
 from .positions import Positions
 
 #: Most active rows of each int8 feature set per perspective: Stockfish 18/19's FullThreats and
@@ -112,12 +112,11 @@ def data_statistics(network: Network, positions: Positions) -> dict[str, Any]:
     :meth:`nnue_infer.Evaluator.activations_bitboards`.
     """
     from ..evaluator import Evaluator
-    from ..kernels.nnue.permutation import CHUNK
 
     ev = Evaluator(network)
     H = half_width(network)
     live = np.zeros(H, bool)
-    zero_bytes = zero_chunks = chunks = 0
+    zero_bytes = n_zero_chunks = chunks = 0
     lo, hi = np.iinfo(np.int16).max, np.iinfo(np.int16).min
     for start in range(0, len(positions), BATCH_POSITIONS):
         rows = slice(start, start + BATCH_POSITIONS)
@@ -127,15 +126,12 @@ def data_statistics(network: Network, positions: Positions) -> dict[str, Any]:
         nz = out != 0
         live |= nz.reshape(-1, H).any(axis=0)
         zero_bytes += int(n * F - np.count_nonzero(nz))
-        pad = -F % CHUNK
-        if pad:
-            nz = np.concatenate([nz, np.zeros((n, pad), bool)], axis=1)
-        zero_chunks += int((~nz.reshape(n, -1, CHUNK).any(axis=2)).sum())
-        chunks += n * (F + pad) // CHUNK
+        z, c = zero_chunks(out)
+        n_zero_chunks, chunks = n_zero_chunks + z, chunks + c
         lo, hi = min(lo, int(acts.accumulator.min())), max(hi, int(acts.accumulator.max()))
     n = len(positions)
     F = network.architecture.ft_output_width
-    return {"positions": n, "zero_byte_share": zero_bytes / (n * F), "zero_chunk_share": zero_chunks / chunks,
+    return {"positions": n, "zero_byte_share": zero_bytes / (n * F), "zero_chunk_share": n_zero_chunks / chunks,
             "dead_neurons": np.flatnonzero(~live).tolist(), "accumulator_observed": [lo, hi]}
 
 

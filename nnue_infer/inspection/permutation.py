@@ -75,19 +75,24 @@ def zero_bits(network: Network | Evaluator, bitboards: np.ndarray, stm: np.ndarr
     return np.ascontiguousarray(packed).view(np.int64)
 
 
+def zero_chunks(out: np.ndarray) -> tuple[int, int]:
+    """``(all-zero chunks, chunks)`` of feature-transformer outputs ``out`` [n, F]: 4-byte chunks per
+    row, a last chunk shorter than 4 bytes counted when its bytes are zero."""
+    n, F = out.shape
+    pad = -F % KP.CHUNK
+    nz = out != 0
+    if pad:
+        nz = np.concatenate([nz, np.zeros((n, pad), bool)], axis=1)
+    return int((~nz.reshape(n, -1, KP.CHUNK).any(axis=2)).sum()), n * (F + pad) // KP.CHUNK
+
+
 def zero_chunk_share(network: Network | Evaluator, bitboards: np.ndarray, stm: np.ndarray) -> float:
     """Share of the 4-byte chunks of the feature-transformer output that are all zero, over the
-    positions (a last chunk shorter than 4 bytes counts when its bytes are zero): what a sparse
-    first dense layer skips. ``nan`` for no positions."""
+    positions (:func:`zero_chunks`): what a sparse first dense layer skips. ``nan`` for no positions."""
     zero = total = 0
     for out in ft_outputs(network, bitboards, stm):
-        n, F = out.shape
-        pad = -F % KP.CHUNK
-        nz = out != 0
-        if pad:
-            nz = np.concatenate([nz, np.zeros((n, pad), bool)], axis=1)
-        zero += int((~nz.reshape(n, -1, KP.CHUNK).any(axis=2)).sum())
-        total += n * (F + pad) // KP.CHUNK
+        z, c = zero_chunks(out)
+        zero, total = zero + z, total + c
     return zero / total if total else float("nan")
 
 

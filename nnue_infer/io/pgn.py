@@ -21,7 +21,10 @@ Chess960 games (a ``Variant`` header) always go through python-chess (X-FEN cast
 variants are errors.  Games whose ``[FEN]`` the Rust parser refuses (e.g. a side without a king)
 are read again by python-chess, so that the evaluator names the problem of their positions.  Games the parser rejects keep the positions before the first bad move
 and produce a :class:`PgnError` naming the source, the game number and its first line.
-Null moves (``--``) are an error with the Rust parser (python-chess plays them).
+Null moves (``--``) are an error with the Rust parser (python-chess plays them).  Both parsers give the
+same rows and errors for the same text: variations are skipped unread (an illegal move inside one is no
+error: the rows are the mainline's), and a game holding a NUL byte (binary data; the first 8 KiB of a
+file are checked before any game) is read up to it, with an error.
 """
 
 from __future__ import annotations
@@ -375,7 +378,7 @@ def _parse_python_chess(source: str, games: list[tuple[int, int, str]]) -> GameB
     errors: list[PgnError] = []
     for number, line, text in games:
         try:
-            game = chess.pgn.read_game(io.StringIO(text))
+            game = chess.pgn.read_game(io.StringIO(text), Visitor=_mainline_builder())
         except Exception as exc:  # read_game records problems in game.errors: what it raises is its own
             # failure on this game's text (IndexError on an illegal move followed by ")" and a move)
             errors.append(PgnError(source, number, line, f"python-chess cannot read this game "
@@ -433,6 +436,33 @@ def _parse_python_chess(source: str, games: list[tuple[int, int, str]]) -> GameB
                      {k: np.array(v, object) for k, v in headers.items()}, errors)
 
 
+def _mainline_builder():
+    """python-chess's ``GameBuilder`` skipping variations: the rows are the mainline's positions, and the Rust
+    parser reads the mainline alone, so an illegal move inside a variation is no error with either parser (it
+    ended the game at the variation with python-chess's own builder)."""
+    import chess.pgn
+
+    class MainlineBuilder(chess.pgn.GameBuilder):
+        def begin_game(self):
+            super().begin_game()
+            self.failed = False
+
+        def begin_variation(self):
+            return chess.pgn.SKIP
+
+        def end_variation(self):  # read_game calls it at the end of a skipped variation too: none was entered
+            pass
+
+        def handle_error(self, error):  # recorded in game.errors; the mainline ends there, as with the Rust parser
+            super().handle_error(error)  # (read_game went on after a stray ')' and played the moves after it)
+            self.failed = True
+
+        def begin_parse_san(self, board, san):
+            return chess.pgn.SKIP if self.failed else None
+
+    return MainlineBuilder
+
+
 def _tags(text: str) -> dict[str, str]:
     """The tag pairs written in a game's text (python-chess's ``Game.headers`` adds ``"?"`` for
     missing roster tags; here a missing tag stays missing)."""
@@ -458,6 +488,43 @@ def parse_games(source: str, games: list[tuple[int, int, str]], parser: str = "a
     """
     if parser not in PARSERS:
         raise ValueError(f"parser must be one of {', '.join(PARSERS)}, got {parser!r}")
+    games, binary = _cut_at_nul(games)
+    return [_with_nul_errors(source, batch, binary) for batch in _parse(source, games, parser, threads)]
+
+
+def _cut_at_nul(games: list[tuple[int, int, str]]) -> tuple[list[tuple[int, int, str]], dict[int, dict]]:
+    """The games cut at their first NUL byte, and ``{game: tags}`` of those cut.  A NUL byte
+    is binary data, not PGN text (:func:`nnue_infer.inputs.open_input` refuses one in the first 8 KiB): each
+    parser read it its own way (the Rust one as a bad move, python-chess skipped it), so neither sees it."""
+    binary: dict[int, dict] = {}
+    out = []
+    for number, line, text in games:
+        at = text.find("\0")
+        if at >= 0:
+            binary[number] = _tags(text)
+            text = text[:at]
+        out.append((number, line, text))
+    return out, binary
+
+
+def _with_nul_errors(source: str, batch: GameBatch, binary: dict[int, dict]) -> GameBatch:
+    """``batch`` with the error of each of its games cut at a NUL byte (:func:`_cut_at_nul`) that has no error of
+    its own before it: the game's rows end there, the next ply is the one named."""
+    if not binary:
+        return batch
+    failed = {e.game for e in batch.errors}
+    games = batch.game.tolist()
+    lines = dict(zip(games, batch.line.tolist()))
+    added = []
+    for number in sorted(set(games) & binary.keys() - failed):
+        added.append(PgnError(batch.source, number, lines[number], "NUL byte in the game's text: binary data, not PGN "
+                              "text (the game is read up to it)", binary[number], games.count(number)))
+    if added:
+        batch.errors = sorted(batch.errors + added, key=lambda e: e.game)
+    return batch
+
+
+def _parse(source: str, games: list[tuple[int, int, str]], parser: str, threads: int | None) -> list[GameBatch]:
     use_rust = parser == "rust" or (parser == "auto" and rust_parser_available())
     if not use_rust:
         return [_parse_python_chess(source, games)] if games else []

@@ -1,6 +1,6 @@
 """Scoring files: EPD/FEN lines and PGN games -> result tables (:mod:`nnue_infer.io.output`) that join back to the input.
 
-Every row carries where it came from (``line`` of an EPD file; ``game`` and ``ply`` of a PGN,
+Every row carries where it came from (``line`` of an EPD file; ``game``, its first ``line`` and ``ply`` of a PGN,
 with the game's standard tags), what the input said (the FEN, the EPD operations, the move
 in SAN and UCI), the values and two flags of the position:
 
@@ -263,7 +263,8 @@ def score_pgn(ev: Evaluator, stream: Iterable[str], *, source: str = "<pgn>", em
     number of games in each.  ``first_line`` and ``first_game`` number the first line and game of
     ``stream`` (a range of a larger source that starts at a game's first line).
 
-    Columns: ``game`` (1-based), the :data:`PGN_TAGS` (lower case), ``ply`` (0 = start
+    Columns: ``game`` (1-based), ``line`` (the game's first line in the source, 1-based, as an EPD row's
+    line; error rows too), the :data:`PGN_TAGS` (lower case), ``ply`` (0 = start
     position), ``san`` and ``uci`` (the move that led to the position; null at ply 0),
     ``fen``, :data:`VALUE_COLUMNS`, ``error``.  A game with a problem (illegal move, bad FEN
     tag, chess variant) keeps its rows up to the problem and gets one error row after them
@@ -303,6 +304,9 @@ def score_pgn(ev: Evaluator, stream: Iterable[str], *, source: str = "<pgn>", em
         prob_at = np.flatnonzero(~is_row)  # table rows of the problems, in problem order
         problem_of = order[prob_at] - len(rows)
         table: dict = {"game": np.concatenate([game[rows], np.array([p[0] for p in problems], np.int64)])[order]}
+        first_lines = dict(zip(game.tolist(), batch.line.tolist())) | {e.game: e.line for e in batch.errors}
+        table["line"] = np.concatenate([batch.line[rows], np.array([first_lines[p[0]] for p in problems],
+                                                                   np.int64)])[order]  # the game's first line
         for tag in PGN_TAGS:
             cells = np.full(len(src), "", object)
             cells[is_row] = batch.headers[tag][src[is_row]]
@@ -347,7 +351,8 @@ def empty_table(kind: str) -> dict:
     none = np.zeros(0, bool)
     text = TextColumn.from_strings([])
     table: dict = {"line": np.zeros(0, np.int64)} if kind == "epd" else {
-        "game": np.zeros(0, np.int64), **{tag.lower(): text for tag in PGN_TAGS}, "ply": np.zeros(0, np.int64),
+        "game": np.zeros(0, np.int64), "line": np.zeros(0, np.int64), **{tag.lower(): text for tag in PGN_TAGS},
+        "ply": np.zeros(0, np.int64),
         "san": text, "uci": text}
     table["fen"] = text
     table |= value_columns(np.zeros(0, np.int32), none, none, np.zeros(0, np.int64), none, 1)

@@ -417,6 +417,32 @@ def dot_u8i8x32(typingctx, x, xi, w, wi):
 
 
 @intrinsic
+def nnz_blocks16(typingctx, x, xi, nnz, ni, base):
+    """Of the 16 four-byte blocks of ``x`` (uint8) at byte ``xi``, append the numbers ``base + j`` of the
+    non-zero ones to ``nnz`` (int32) at ``ni``, in order; returns how many (int64).  A vector compare
+    and a compressing store (``vpcompressd`` with AVX-512; LLVM expands it elsewhere); ``nnz`` needs
+    room for 16 entries at ``ni`` (all 16 lanes may be written on other targets)."""
+    if not (_is_array(x, 8) and _is_array(nnz, 32) and isinstance(xi, types.Integer)
+            and isinstance(ni, types.Integer) and isinstance(base, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        xty, _, nty, _, bty = sig.args
+        x, xi, nnz, ni, base = args
+        v32 = _vec(32, 16)
+        words = builder.load(_element_ptr(context, builder, xty, x, xi, v32), align=1)
+        mask = builder.icmp_unsigned("!=", words, ir.Constant(v32, [0] * 16))
+        first = builder.trunc(base, _I32) if bty.bitwidth > 32 else base
+        values = builder.add(_splat(builder, first, v32), ir.Constant(v32, list(range(16))))
+        dest = builder.bitcast(_element_ptr(context, builder, nty, nnz, ni, v32), _I32.as_pointer())
+        _call(builder, "llvm.masked.compressstore.v16i32", ir.VoidType(), [values, dest, mask])
+        bits = builder.zext(builder.bitcast(mask, _I16), ir.IntType(64))
+        return _call(builder, "llvm.ctpop.i64", ir.IntType(64), [bits])
+
+    return types.int64(x, xi, nnz, ni, base), codegen
+
+
+@intrinsic
 def dot4_avxvnni(typingctx, acc, x, xi, w, wi):
     """As :func:`dot4_vnni512` for 8 int32 lanes (32 weight bytes): one ``vpdpbusd ymm``
     (AVX-VNNI, or AVX-512 VNNI + VL) where the target has it, the same arithmetic otherwise."""

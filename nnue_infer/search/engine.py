@@ -5,6 +5,7 @@ through the accumulator stack of an :class:`~nnue_infer.evaluator.Evaluator`.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -12,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import chess
-import chess.polyglot
 import numpy as np
 
 from ..errors import PositionError
@@ -30,8 +30,11 @@ DEFAULT_DEPTH = 8
 #: The deepest iteration.
 MAX_DEPTH = MAX_PLY - 8
 #: Clock management: the share of the remaining time (after the move overhead) a move may use at
-#: most (the hard limit, enforced by a timer), and the moves to go assumed without ``movestogo``.
-HARD_SHARE = 0.4
+#: most (the hard limit, enforced by a timer), the share after which no new iteration starts (the
+#: soft limit, at most), and the moves to go assumed without ``movestogo``.
+HARD_SHARE = 0.3
+SOFT_SHARE = 0.1
+INCREMENT_SHARE = 0.5
 DEFAULT_MOVES_TO_GO = 30
 
 
@@ -144,6 +147,7 @@ class Engine:
         # Compile the search kernels now (or load them from the cache: about a second), not in the
         # first search, whose clock would pay for it
         self.search(chess.Board(), depth=1)
+        _cycles_per_second()
         with self._exclusive():
             self._clear()
 
@@ -182,6 +186,11 @@ class Engine:
     def evaluation_cycles(self) -> int:
         """CPU cycles spent in the evaluations of the last search (counted when :attr:`profile` is set)."""
         return int(self._info[A.I_EVAL_CYCLES])
+
+    @property
+    def searching(self) -> bool:
+        """Whether a search is running (from the moment :meth:`stop` would stop it)."""
+        return self._running
 
     def stop(self) -> None:
         """Stop the running search (thread-safe): it returns promptly with its best move so far.
@@ -288,10 +297,13 @@ class Engine:
         if movetime is not None:
             hard = soft = max(0.001, movetime - overhead)
         if clock is not None:
+            # A share of what is left (after the overhead) plus half the increment, never more than a tenth
+            # of what is left: as the clock runs low a move costs less than the increment brings, and the
+            # clock settles where a tenth of it pays for a move (80 ms at 1+0.01 for a 2 ms move)
             available = max(0.001, clock - overhead)
             mtg = min(max(movestogo or DEFAULT_MOVES_TO_GO, 1), 50)
-            s = min(available / mtg + 0.75 * inc, 0.5 * available * HARD_SHARE)
-            h = min(available * HARD_SHARE, 4 * s)
+            s = min(available / mtg + INCREMENT_SHARE * inc, SOFT_SHARE * available)
+            h = min(available * HARD_SHARE, 3 * s)
             soft = s if soft is None else min(soft, s)
             hard = h if hard is None else min(hard, h)
         if depth is None:
@@ -328,10 +340,13 @@ class Engine:
         ctx[A.C_TT_SLOTS] = self._tt.shape[0]
         ctx[A.C_KEYS_LEN] = keys.shape[0]
         self._killers[:] = 0
-        search_root = self._kernels.search_root
+        search_root, evaluate = A.search_root, self._kernels.evaluate
         self._stop[0] = 0
         self._running = True
         timer = None
+        rate = _cycles_per_second()
+        if hard is not None and rate > 0:  # the kernel also watches the cycle counter: no thread to wake
+            info[A.I_DEADLINE] = A.read_cycles() + int(max(0.0, hard - (time.perf_counter() - start)) * rate)
         if hard is not None:
             timer = threading.Timer(max(0.0, hard - (time.perf_counter() - start)), self.stop)
             timer.daemon = True
@@ -347,7 +362,7 @@ class Engine:
                 if d >= 5 and abs(previous_score) < MATE_BOUND:
                     alpha, beta = previous_score - delta, previous_score + delta
                 while True:
-                    score = int(search_root(ctx.ctypes.data, d, alpha, beta))
+                    score = int(search_root(ctx.ctypes.data, d, alpha, beta, evaluate))
                     if info[A.I_STOPPED]:
                         break
                     if score <= alpha:
@@ -470,3 +485,14 @@ def _row(board: chess.Board) -> tuple:
     return (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
             board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK], 0 if board.turn else 1,
             board.clean_castling_rights(), board.ep_square or 0)
+
+
+@functools.cache
+def _cycles_per_second() -> float:
+    """The rate of the search kernels' cycle counter (``alphabeta.cycles``), measured once per process
+    over 20 ms; 0 where the counter does not run (the timer thread alone then ends a timed search)."""
+    c0, t0 = A.read_cycles(), time.perf_counter()
+    time.sleep(0.02)
+    c1, t1 = A.read_cycles(), time.perf_counter()
+    rate = (c1 - c0) / (t1 - t0)
+    return rate if rate > 1e6 else 0.0

@@ -662,10 +662,11 @@ def _comment(report: MoveReport, seconds: float | None) -> str:
 
 def play_game(specs: Sequence[PlayerSpec], white: int, opening: Opening, *, adjudication: Adjudication = Adjudication(),
               pair: int = 0, event: str = "nnue-infer match", round_: str | None = None, date: str | None = None,
-              players: Sequence | None = None) -> GameRecord:
+              players: Sequence | None = None, time_tolerance: float = TIME_TOLERANCE) -> GameRecord:
     """Play one game of ``specs[white]`` (White) against the other from ``opening``; a failing engine loses it.
 
-    ``players``: open players for ``specs`` (default: this thread's, started on first use)."""
+    ``players``: open players for ``specs`` (default: this thread's, started on first use).  ``time_tolerance``:
+    seconds a side may overstep its clock before it loses on time."""
     players = list(players) if players is not None else [_player_or_forfeit(s) for s in specs]
     by_colour = {chess.WHITE: white, chess.BLACK: 1 - white}
     board = opening.board()
@@ -715,14 +716,14 @@ def play_game(specs: Sequence[PlayerSpec], white: int, opening: Opening, *, adju
             break
         if timed:
             clocks[mover] -= elapsed
-            if clocks[mover] < -TIME_TOLERANCE:
+            if clocks[mover] < -time_tolerance:
                 termination = TIME_FORFEIT
                 if board.has_insufficient_material(not mover):
                     result = "1/2-1/2"
                     reason = f"{side} lost on time but the opponent cannot mate"
                 else:
                     result = "0-1" if mover == chess.WHITE else "1-0"
-                    reason = f"{side} loses on time ({-clocks[mover]:.3f} s over, tolerance {TIME_TOLERANCE} s)"
+                    reason = f"{side} loses on time ({-clocks[mover]:.3f} s over, tolerance {time_tolerance:g} s)"
                 break
             clocks[mover] += tc[mover].increment
         node = node.add_variation(report.move, comment=_comment(report, elapsed if timed else None))
@@ -745,11 +746,12 @@ def play_game(specs: Sequence[PlayerSpec], white: int, opening: Opening, *, adju
 
 
 def play_pair(specs: Sequence[PlayerSpec], opening: Opening, index: int, adjudication: Adjudication = Adjudication(),
-              event: str = "nnue-infer match", date: str | None = None) -> PairResult:
+              event: str = "nnue-infer match", date: str | None = None,
+              time_tolerance: float = TIME_TOLERANCE) -> PairResult:
     """Play ``opening`` twice: the first player White, then Black.  Picklable arguments: runs on a thread, a
     process or a Dask worker (each keeps its engines open for the next pair)."""
-    games = [play_game(specs, white, opening, adjudication=adjudication, pair=index, event=event, date=date)
-             for white in (0, 1)]
+    games = [play_game(specs, white, opening, adjudication=adjudication, pair=index, event=event, date=date,
+                       time_tolerance=time_tolerance) for white in (0, 1)]
     return PairResult(index, opening, games)
 
 
@@ -859,7 +861,8 @@ def play_match(players: Sequence[PlayerSpec], *, games: int, openings: Sequence[
                concurrency: int = 1, scheduler: str | None = None, workers: int | None = None,
                pgn: str | os.PathLike | None = None, sprt: SPRT | None = None,
                adjudication: Adjudication = Adjudication(), seed: int | None = None, progress: bool = False,
-               event: str = "nnue-infer match", on_pair: Callable[[PairResult, MatchResult], None] | None = None
+               event: str = "nnue-infer match", time_tolerance: float = TIME_TOLERANCE,
+               on_pair: Callable[[PairResult, MatchResult], None] | None = None
                ) -> MatchResult:
     """Play ``games`` games (``games / 2`` pairs) between two players and return the first player's result.
 
@@ -882,6 +885,8 @@ def play_match(players: Sequence[PlayerSpec], *, games: int, openings: Sequence[
     sprt : SPRT, optional
         Stops the match once the LLR leaves its bounds.
     adjudication : Adjudication
+    time_tolerance : float
+        Seconds a side may overstep its clock before it loses on time (default :data:`TIME_TOLERANCE`).
     seed : int, optional
         Shuffles the book's order.
     progress : bool
@@ -904,6 +909,8 @@ def play_match(players: Sequence[PlayerSpec], *, games: int, openings: Sequence[
         raise MatchError(f"the number of games must be even and > 0: each opening is played twice (got {games})")
     if concurrency < 1:
         raise MatchError(f"concurrency must be >= 1 (got {concurrency})")
+    if not (math.isfinite(time_tolerance) and time_tolerance >= 0):
+        raise MatchError(f"time tolerance must be >= 0 seconds (got {time_tolerance!r})")
     # a network file named relative to this directory, made absolute for workers that run elsewhere
     specs = [PlayerSpec(s.limits, s.uci, os.path.abspath(s.network), s.options, s.name)
              if s.network is not None and os.path.exists(s.network) else s for s in players]
@@ -967,14 +974,14 @@ def play_match(players: Sequence[PlayerSpec], *, games: int, openings: Sequence[
 
     try:
         if scheduler or workers:
-            _run_dask(specs, tasks(), adjudication, event, date, scheduler, workers, finished, result)
+            _run_dask(specs, tasks(), adjudication, event, date, time_tolerance, scheduler, workers, finished, result)
         elif concurrency == 1:
             for i, opening in tasks():
-                if finished(play_pair(specs, opening, i, adjudication, event, date)):
+                if finished(play_pair(specs, opening, i, adjudication, event, date, time_tolerance)):
                     result.stopped = "sprt"
                     break
         else:
-            _run_pool(specs, tasks(), adjudication, event, date, concurrency, finished, result)
+            _run_pool(specs, tasks(), adjudication, event, date, time_tolerance, concurrency, finished, result)
     except KeyboardInterrupt:
         result.stopped = "interrupted"
     finally:
@@ -988,7 +995,7 @@ def play_match(players: Sequence[PlayerSpec], *, games: int, openings: Sequence[
     return result
 
 
-def _run_pool(specs, tasks, adjudication, event, date, concurrency, finished, result) -> None:
+def _run_pool(specs, tasks, adjudication, event, date, tolerance, concurrency, finished, result) -> None:
     """Play the pairs on ``concurrency`` threads (UCI engines only: each game's engines are processes of their own)
     or, with a network player (its search holds the interpreter), on as many processes started afresh
     (``spawn``: no fork of a process that runs threads)."""
@@ -1008,7 +1015,7 @@ def _run_pool(specs, tasks, adjudication, event, date, concurrency, finished, re
                     item = next(todo, None)
                     if item is None:
                         break
-                    running.add(pool.submit(play_pair, specs, item[1], item[0], adjudication, event, date))
+                    running.add(pool.submit(play_pair, specs, item[1], item[0], adjudication, event, date, tolerance))
                 if not running:
                     break
                 done, running = wait(running, return_when=FIRST_COMPLETED)
@@ -1021,7 +1028,7 @@ def _run_pool(specs, tasks, adjudication, event, date, concurrency, finished, re
     # (the threads' engines are closed by play_match's close_players; a worker process's engines end with it)
 
 
-def _run_dask(specs, tasks, adjudication, event, date, scheduler, workers, finished, result) -> None:
+def _run_dask(specs, tasks, adjudication, event, date, tolerance, scheduler, workers, finished, result) -> None:
     import dask
     from distributed import Client, LocalCluster
 
@@ -1034,7 +1041,7 @@ def _run_dask(specs, tasks, adjudication, event, date, scheduler, workers, finis
                                    dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
         client = Client(cluster)
     try:
-        run_on_client(client, specs, tasks, adjudication, event, date, finished, result)
+        run_on_client(client, specs, tasks, adjudication, event, date, tolerance, finished, result)
     finally:
         try:
             client.run(close_players)
@@ -1045,12 +1052,15 @@ def _run_dask(specs, tasks, adjudication, event, date, scheduler, workers, finis
             cluster.close()
 
 
-def run_on_client(client, specs, tasks, adjudication, event, date, finished, result) -> None:
+def run_on_client(client, specs, tasks, adjudication, event, date, tolerance, finished, result) -> None:
     """Submit the pairs of ``tasks`` to a Dask ``client`` (a window of twice its threads at a time) and feed each
     finished pair to ``finished`` as it comes back (``as_completed``); an SPRT decision cancels the rest."""
     from distributed import as_completed
 
+    import uuid
+
     threads = max(1, sum(client.nthreads().values()))
+    run = uuid.uuid4().hex[:12]  # task keys of this match (a scheduler may serve several)
     todo = iter(tasks)
     window = 2 * threads
     futures = []
@@ -1058,8 +1068,8 @@ def run_on_client(client, specs, tasks, adjudication, event, date, finished, res
         item = next(todo, None)
         if item is None:
             break
-        futures.append(client.submit(play_pair, specs, item[1], item[0], adjudication, event, date, pure=False,
-                                     key=f"match-pair-{item[0]}-{id(result)}"))
+        futures.append(client.submit(play_pair, specs, item[1], item[0], adjudication, event, date, tolerance,
+                                     pure=False, key=f"match-{run}-pair-{item[0]}"))
     stream = as_completed(futures)
     stop = False
     for f in stream:
@@ -1071,8 +1081,8 @@ def run_on_client(client, specs, tasks, adjudication, event, date, finished, res
             break
         item = next(todo, None)
         if item is not None:
-            new = client.submit(play_pair, specs, item[1], item[0], adjudication, event, date, pure=False,
-                                key=f"match-pair-{item[0]}-{id(result)}")
+            new = client.submit(play_pair, specs, item[1], item[0], adjudication, event, date, tolerance, pure=False,
+                                key=f"match-{run}-pair-{item[0]}")
             futures.append(new)
             stream.add(new)
 

@@ -187,13 +187,12 @@ class UciSession:
         from ..resources import network_from_spec
 
         self.network = network if isinstance(network, Network) else network_from_spec(network)
-        self.network_spec = network if isinstance(network, str) else "default" if network is None else "(given)"
         self._write = write
         self._write_lock = threading.Lock()
         self._engine_factory = engine_factory
         self.engine = None
         self.values = {o.name: o.default for o in OPTIONS}
-        self.values["EvalFile"] = self.network_spec
+        self.values["EvalFile"] = network if isinstance(network, str) else "default" if network is None else "(given)"
         self.board = chess.Board()
         self.position_given = False
         self._worker: threading.Thread | None = None
@@ -203,6 +202,7 @@ class UciSession:
         self.quitting = False
         self._infinite = False  # the running go is go infinite
         self._ponder: str | None = None  # the reply the last search expects (its PV's second move)
+        self._preparing: threading.Thread | None = None  # see _prepare
         self._handlers = {
             "uci": self._uci, "isready": self._isready, "ucinewgame": self._ucinewgame,
             "setoption": self._setoption, "position": self._position, "go": self._go, "stop": self._stop_command,
@@ -300,6 +300,9 @@ class UciSession:
         for option in OPTIONS:
             self.send(option.announce())
         self.send("uciok")
+        if self.engine is None and self._preparing is None:
+            self._preparing = threading.Thread(target=self._prepare, name="nnue-infer prepare", daemon=True)
+            self._preparing.start()
 
     def _isready(self, words: list[str]) -> None:
         self.send("readyok")
@@ -322,8 +325,10 @@ class UciSession:
             self.send(line)
 
     def _refuse_while_searching(self, command: str) -> None:
+        """Refuse ``command`` (it changes the engine) during a search; else wait for the engine's preparation."""
         if self._searching():
             raise UciInputError(f"{command} ignored: a search is running (send stop first)")
+        self._prepared()
 
     def _ucinewgame(self, words: list[str]) -> None:
         self._refuse_while_searching("ucinewgame")
@@ -517,12 +522,35 @@ class UciSession:
         self.say(f"network evaluation {cp:+d} cp (side to move), {white:+d} cp (White) of {self.board.fen()}")
 
     # -- the search thread ---------------------------------------------------------------------------------------
+    def _prepare(self) -> None:
+        """After ``uciok``, in a thread of its own: make the engine and search the start position to depth 1,
+        which loads its kernels from the cache (or compiles them, saying so), so that the first ``go`` of a
+        game does not spend its clock on them; ``isready`` is answered meanwhile."""
+        try:
+            engine = self._new_engine()
+            engine.search(chess.Board(chess960=engine.chess960), depth=1)
+            engine.new_game()
+            self.engine = engine
+        except Exception as exc:  # (the first go makes the engine again and says what fails)
+            self.say(f"preparing the engine failed: {type(exc).__name__}: {_single_line(exc)}")
+
+    def _prepared(self) -> None:
+        """Wait for :meth:`_prepare`, if it runs."""
+        preparing = self._preparing
+        if preparing is not None:
+            preparing.join()
+            self._preparing = None
+
+    def _new_engine(self):
+        factory = self._engine_factory
+        if factory is None:
+            from . import Engine as factory
+        return factory(self.network, hash_mb=self.values["Hash"], chess960=bool(self.values["UCI_Chess960"]))
+
     def _make_engine(self):
+        self._prepared()
         if self.engine is None:
-            factory = self._engine_factory
-            if factory is None:
-                from . import Engine as factory
-            self.engine = factory(self.network, hash_mb=self.values["Hash"], chess960=bool(self.values["UCI_Chess960"]))
+            self.engine = self._new_engine()
         return self.engine
 
     def _watch_stop(self, done: threading.Event) -> None:

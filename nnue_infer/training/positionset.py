@@ -87,8 +87,10 @@ class PositionSet:
         return first_occurrences(hashes) & ~self.contains(hashes)
 
     def add(self, hashes: np.ndarray) -> None:
-        """Make ``hashes`` members."""
-        self._keys = np.union1d(self._keys, np.asarray(hashes, np.uint64))
+        """Make ``hashes`` members (a merge of two sorted runs: time linear in the set's size)."""
+        keys = np.concatenate([self._keys, np.unique(np.asarray(hashes, np.uint64))])
+        keys.sort(kind="stable")  # timsort: two sorted runs merge in one pass
+        self._keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if len(keys) else keys
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the members to ``path`` (``.npy``; written under a temporary name, then renamed)."""

@@ -213,7 +213,7 @@ def test_pgn_rows_have_tags_san_uci_and_match_stockfish(tmp_path, capsys, games,
     path.write_text(to_pgn(games))
     status, out, err = run(capsys, "--pgn", path)
     assert status == 0 and err == ""
-    assert out.splitlines()[0] == ("game,event,site,date,round,white,black,result,ply,san,uci,fen,value,cp,cp_white,"
+    assert out.splitlines()[0] == ("game,line,event,site,date,round,white,black,result,ply,san,uci,fen,value,cp,cp_white,"
                                    "in_check,outcome")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert len(rows) == sum(len(g["moves"]) + 1 for g in games)

@@ -21,7 +21,7 @@ def test_find_nnz_lists_the_non_zero_blocks_in_order():
     rng = np.random.default_rng(3)
     x = np.zeros(64, np.uint8)
     x[rng.choice(64, 9, replace=False)] = rng.integers(1, 256, 9)
-    nnz = np.full(16, -1, np.int32)
+    nnz = np.full(32, -1, np.int32)
     count = find_nnz(x, 0, 64, nnz)
     expected = np.flatnonzero(x.reshape(16, 4).any(axis=1))
     assert count == len(expected) and nnz[:count].tolist() == expected.tolist()
@@ -41,7 +41,7 @@ def test_sparse_equals_dense_on_stockfish_outputs(fc0, network, sample_boards):
     rows = int(layers[0, 11])
     out = Evaluator(network).activations_batch(sample_boards).ft_output
     z_dense, z_sparse = np.empty(n_out, np.int32), np.empty(n_out, np.int32)
-    nnz = np.empty(n_in // 4, np.int32)
+    nnz = np.empty(n_in // 4 + 16, np.int32)
     for x in out:
         x = np.ascontiguousarray(x)
         for bucket in range(8):
@@ -64,7 +64,7 @@ def test_sparse_equals_the_int64_reference_on_random_inputs(fc0, n_out):
     w = rng.integers(-128, 128, size=(2, n_out, n_in), dtype=np.int8)
     b = rng.integers(-(2**20), 2**20, size=2 * n_out, dtype=np.int32)
     wb = block_layout(w).reshape(-1)
-    nnz = np.empty(n_in // 4, np.int32)
+    nnz = np.empty(n_in // 4 + 16, np.int32)
     z = np.empty(n_out, np.int32)
     for density in (0.0, 0.1, 0.38, 1.0):
         x = rng.integers(1, top + 1, size=n_in, dtype=np.uint8)

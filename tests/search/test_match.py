@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import shutil
 import sys
 
 import chess
@@ -309,6 +307,17 @@ def test_the_command_reports_bad_input_clearly(capsys, tmp_path):
     assert "cannot read the opening book" in capsys.readouterr().err
 
 
+def test_the_command_names_a_missing_extra(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "scipy", None)  # `import scipy` raises ImportError
+    assert _cli("match", "--uci", "x", "--uci", "y", "--nodes", "5", "--games", "2") == 1
+    err = capsys.readouterr().err
+    assert "pip install 'nnue-infer[match]'" in err and "Traceback" not in err
+    monkeypatch.delitem(sys.modules, "scipy")
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    assert _cli("match", "--uci", "x", "--uci", "y", "--nodes", "5", "--games", "2", "--workers", "1") == 1
+    assert "pip install 'nnue-infer[dask]'" in capsys.readouterr().err
+
+
 @needs_stockfish
 def test_the_command_writes_pgn_and_json(capsys, tmp_path, book_file):
     pgn, js = tmp_path / "m.pgn", tmp_path / "m.json"
@@ -331,7 +340,7 @@ def _net(nodes: int, name: str) -> PlayerSpec:
     return PlayerSpec(Limits(nodes=nodes), network="default", name=name)
 
 
-def test_networks_play_in_process_with_the_same_games_on_worker_processes(tmp_path):
+def test_networks_play_in_process_with_the_same_games_on_processes_and_dask(tmp_path):
     pytest.importorskip("nnue_infer.search.engine")
     one, two = tmp_path / "one.pgn", tmp_path / "two.pgn"
     rules = Adjudication(max_moves=30)
@@ -342,6 +351,11 @@ def test_networks_play_in_process_with_the_same_games_on_worker_processes(tmp_pa
     assert a.games == 4 and sum(a.pentanomial) == 2 and not a.forfeits
     assert b.pentanomial == a.pentanomial
     assert one.read_text() == two.read_text()
+    distributed = pytest.importorskip("distributed")
+    three = tmp_path / "three.pgn"
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as c:
+        d = play_match(specs, games=4, openings=book, pgn=three, adjudication=rules, scheduler=c.scheduler_address)
+    assert d.pentanomial == a.pentanomial and three.read_text() == one.read_text()
     for g in _games(one):
         assert not g.errors
         assert g.headers["White"] in ("net300", "net150")

@@ -90,12 +90,12 @@ def _toy_results() -> dict:
     for w, n in cfg.cells:
         for v in S.VARIANTS:
             for lr in (2e-3, 4e-3, 8e-3):
-                runs.append({"run": S.Run(v, 0, w, n, lr, "sweep").name, "variant": v, "seed": 0, "budget": n,
+                runs.append({"run": S.Run(v, 0, n, lr, "sweep", w).name, "variant": v, "seed": 0, "budget": n,
                              "ft_width": w, "cell_ft_width": w, "lr": lr, "role": "sweep", "positions_seen": n,
                              "unique_positions": n, "quantised_val_loss": 1e-3 + abs(math.log2(lr / 4e-3)) * 1e-4,
                              "quantised_test_mae_cp": 60.0, "train_seconds": 1.0})
             for i, s in enumerate(cfg.seeds):
-                runs.append({"run": S.Run(v, s, w, n, 4e-3).name, "variant": v, "seed": s, "budget": n, "ft_width": w,
+                runs.append({"run": S.Run(v, s, n, 4e-3, ft_width=w).name, "variant": v, "seed": s, "budget": n, "ft_width": w,
                              "cell_ft_width": w, "lr": 4e-3, "role": "main", "positions_seen": n, "unique_positions": n,
                              "quantised_test_mae_cp": base[n][i] + offsets[v][i], "quantised_val_loss": 1e-3,
                              "float_val_loss": 1e-3, "ft_nonzero_chunk_share": 0.5, "inference_us_per_position": 1.0,
@@ -125,3 +125,12 @@ def test_report_primary_analysis_on_a_toy_study(tmp_path):
     assert "2.00 cp per doubling of data" in text and "| bilinear | pairwise | 200 | 5, 20, 40, 25, 10 | +12.0 +- 30.0" in text
     assert "Every run trained on distinct positions" in text and "{" not in text
     assert (tmp_path / "activation-study-v3" / "differences.png").stat().st_size > 1000
+
+
+def test_elo_hook_plays_a_match_with_the_issues_fields(tmp_path):
+    """The Elo stage's hook against the real match runner: one game pair at 50 nodes."""
+    net = Path(__file__).resolve().parents[1] / "weights" / "nnue-infer-default.safetensors"
+    result = S.play_match(net, net, S.Config(elo_nodes=50, elo_game_pairs=1), tmp_path / "m.pgn")
+    assert set(S.MATCH_FIELDS) - {"a", "b"} <= set(result)
+    assert result["games"] == 2 and sum(result["pentanomial"]) == 1 and len(result["pentanomial"]) == 5
+    assert result["sprt"]["settings"]["elo1"] == 10.0 and (tmp_path / "m.pgn").read_text().count("[Result ") == 2

@@ -429,6 +429,9 @@ def test_cli_search_datagen_writes_binpack_and_extends_the_dedup_set(tmp_path, c
     assert ".binpack" in capsys.readouterr().err
     assert main(["datagen", "--nodes", "5", "-o", str(tmp_path / "x.npz"), "-n", "10"]) == 2
     assert "--nodes applies to --search only" in capsys.readouterr().err
+    assert main(["datagen", "--search", "-o", str(tmp_path / "y.binpack"), "-n", "10",
+                 "--dedup-set", str(tmp_path / "missing" / "s.npy")]) == 2
+    assert "--dedup-set" in capsys.readouterr().err and not (tmp_path / "y.binpack").exists()
 
 
 def test_train_reads_the_binpack(tmp_path, capsys, chunk):

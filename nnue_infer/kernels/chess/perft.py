@@ -51,16 +51,9 @@ def perft(bitboards, stm, castling, ep, chess960, depth, root_moves, root_counts
 
     Parameters
     ----------
-    bitboards : int64[8]
-        The root position (:mod:`nnue_infer.kernels.chess.movegen`'s layout: exactly one king per side).
-    stm : int
-        Side to move, 0 White, 1 Black.
-    castling : int
-        ``Board.clean_castling_rights()`` as an int64 bitboard.
-    ep : int
-        ``Board.ep_square``, 0 for none.
-    chess960 : bool
-        Castling written king-takes-rook.
+    bitboards, stm, castling, ep, chess960
+        The root position, as :func:`~nnue_infer.kernels.chess.movegen.legal_moves` takes it (int64[8], the
+        side to move 0 White, python-chess's clean castling rights and en passant square, the Chess960 flag).
     depth : int
         Plies, at least 1.
     root_moves : uint16[>= MAX_MOVES]

@@ -27,15 +27,22 @@ from .dense import dot4_ymm
 
 @njit(cache=True, inline="always")
 def find_nnz(x, x_off, n_in, nnz):
-    """Write to ``nnz`` (int32[>= n_in / 4]) the indices of the 4-byte blocks of ``x[x_off:x_off + n_in]``
-    that are not all zero, in order; returns how many (branch-free: every index is written, the
-    count advances only past non-zero blocks)."""
+    """Write to ``nnz`` (int32[>= n_in / 4 + 16]: a compressing store may write a whole group of 16)
+    the indices of the 4-byte blocks of ``x[x_off:x_off + n_in]`` that are not all zero, in order;
+    returns how many.  Groups of 16 blocks go through ``simd.nnz_blocks16`` (a vector compare and
+    ``vpcompressd``), the rest one block at a time (branch-free)."""
     count = 0
-    for b in range(n_in // 4):
+    n_blocks = n_in // 4
+    b = 0
+    while b + 16 <= n_blocks:
+        count += simd.nnz_blocks16(x, x_off + 4 * b, nnz, count, b)
+        b += 16
+    while b < n_blocks:
         i = np.uint64(x_off + 4 * b)
         v = x[i] | x[i + np.uint64(1)] | x[i + np.uint64(2)] | x[i + np.uint64(3)]
         nnz[count] = b
         count += v != 0
+        b += 1
     return count
 
 
@@ -108,8 +115,8 @@ def sparse_portable(x, x_off, weights, w_off, biases, b_off, n_out, z, z_off, nn
 def first_layer_sparse(x, x_off, n_in, weights, w_off, biases, b_off, n_out, z, z_off, fc0_isa, nnz):
     """``z[z_off:z_off + n_out] = biases + W @ x[x_off:x_off + n_in]`` as ``dense.affine`` computes it
     (same arguments, W in the block layout at ``w_off``, ``fc0_isa`` from ``simd.first_layer_isa``),
-    reading only the non-zero 4-byte blocks of ``x`` (listed in ``nnz``, int32[>= n_in / 4], a buffer
-    of the caller's); returns how many blocks were non-zero."""
+    reading only the non-zero 4-byte blocks of ``x`` (listed in ``nnz``, int32[>= n_in / 4 + 16], a
+    buffer of the caller's); returns how many blocks were non-zero."""
     count = find_nnz(x, x_off, n_in, nnz)
     if TARGET_VNNI512 and fc0_isa == ISA_VNNI512 and n_out % 16 == 0:
         sparse_zmm(x, x_off, weights, w_off, biases, b_off, n_out, z, z_off, nnz, count)

@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 from llvmlite import ir
-from numba import carray, njit, types
+from numba import carray, cfunc, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
@@ -56,7 +56,7 @@ from ..chess.movegen import MAX_MOVES, RANKS, attackers, legal_moves, play, pseu
 from ..simd import address_pointer
 from .ordering import SEE_VALUES, captured_type, see_ge
 from .tt import (BOUND_EXACT, BOUND_LOWER, BOUND_UPPER, MATE, MATE_BOUND, MAX_PLY, entry_bound, entry_depth,
-                 entry_eval, entry_move, entry_score, probe, score_from_tt, score_to_tt, store)
+                 entry_move, entry_score, probe, score_from_tt, score_to_tt, store)
 from .zobrist import position_key
 
 #: Scores: beyond any value; a draw.
@@ -82,10 +82,11 @@ CONTEXT_SIZE = 16
 #: transposition table's search generation; ``I_ROOT_DEPTH``; ``I_BEST_MOVE`` /
 #: ``I_BEST_SCORE``: the root's best move so far in this iteration (0 / -INFINITE before the
 #: first move's score); ``I_PREVIOUS_BEST``: searched first at the root; ``I_EVALS``:
-#: evaluations; with ``I_PROFILE`` set, ``I_EVAL_CYCLES`` counts the CPU cycles spent in them.
+#: evaluations; with ``I_PROFILE`` set, ``I_EVAL_CYCLES`` counts the CPU cycles spent in them;
+#: ``I_DEADLINE``: stop when the cycle counter (:func:`cycles`) passes this value (0: no deadline).
 (I_NODES, I_NODE_LIMIT, I_SELDEPTH, I_HISTORY, I_DEBUG, I_MISMATCHES, I_MISMATCH_PLY, I_MISMATCH_STACK,
  I_MISMATCH_FRESH, I_CHESS960, I_STOPPED, I_GENERATION, I_ROOT_DEPTH, I_BEST_MOVE, I_BEST_SCORE, I_PREVIOUS_BEST,
- I_EVALS, I_ROOT_MOVES, I_PROFILE, I_EVAL_CYCLES) = range(20)
+ I_EVALS, I_ROOT_MOVES, I_PROFILE, I_EVAL_CYCLES, I_DEADLINE) = range(21)
 INFO_SIZE = 32
 #: Ordering scores.
 ORDER_HASH = 1 << 30
@@ -125,7 +126,7 @@ def _cycles_overload():
     return lambda: _cycles()
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def context_views(ctx):
     """The buffers of context ``ctx`` (an address), as views (no reference counts)."""
     c = carray(address_pointer(ctx, np.int64), (CONTEXT_SIZE,))
@@ -313,7 +314,7 @@ def capture_moves(pos, out):
     return pseudo_moves(bitboards, stm, king, blockers, np.int64(0), ep, False, pawns, targets, out, n)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def pick_move(moves, scores, ply, i, n):
     """Bring the best-scored of moves ``i .. n - 1`` to place ``i`` (selection sort, one step) and return it."""
     best = i
@@ -330,7 +331,7 @@ def pick_move(moves, scores, ply, i, n):
     return np.int64(moves[ply, i])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def update_history(history, stm, code, bonus):
     """History gravity: the entry moves towards +-HISTORY_MAX by ``bonus``, less as it nears it."""
     frm = code & 63
@@ -339,25 +340,39 @@ def update_history(history, stm, code, bonus):
     history[stm, frm, to] = h + bonus - h * abs(bonus) // HISTORY_MAX
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def is_quiet(pos, code):
     """Neither a capture nor a promotion."""
     return (code >> 12) == 0 and captured_type(pos[:8], pos[P_STM], code, pos[P_EP]) < 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def should_stop(info, stop):
-    """Whether the search must stop: the node limit reached, or ``stop`` set (read every 256 nodes)."""
+    """Whether the search must stop: the node limit reached, or ``stop`` set or the deadline passed
+    (both read every 256 nodes)."""
     if info[I_STOPPED] != 0:
         return True
     nodes = info[I_NODES]
-    if (info[I_NODE_LIMIT] > 0 and nodes >= info[I_NODE_LIMIT]) or ((nodes & 255) == 0 and stop[0] != 0):
+    if (info[I_NODE_LIMIT] > 0 and nodes >= info[I_NODE_LIMIT]) or ((nodes & 255) == 0 and (
+            stop[0] != 0 or (info[I_DEADLINE] != 0 and cycles() > info[I_DEADLINE]))):
         info[I_STOPPED] = 1
         return True
     return False
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
+def enter_node(pv, info, stop, ply):
+    """A node at ``ply`` begins: its principal variation emptied, the selective depth raised; returns
+    whether the search must stop (:func:`should_stop`)."""
+    pv[ply, 0] = 0
+    if should_stop(info, stop):
+        return True
+    if ply > info[I_SELDEPTH]:
+        info[I_SELDEPTH] = ply
+    return False
+
+
+@njit(cache=True, forceinline=True)
 def update_pv(pv, ply, code):
     """Principal variation at ``ply``: ``code`` then the child's."""
     child = pv[ply + 1]
@@ -370,34 +385,34 @@ def update_pv(pv, ply, code):
 
 
 class Kernels(NamedTuple):
-    """The search kernels of one ``forward.Config`` (see :func:`kernels`)."""
+    """The search's evaluation of one ``forward.Config`` (see :func:`kernels`)."""
 
-    search_root: object
-    evaluate_position: object
+    evaluate: object
+
+
+#: The evaluation's signature: ``(ctx, ply) -> value`` (a C function: the search takes it as an argument).
+EVALUATE_SIGNATURE = types.int64(types.int64, types.int64)
 
 
 @functools.cache
 def kernels(config: forward.Config) -> Kernels:
-    """The search kernels specialised for ``config`` (its fields are compile-time constants, as in
-    :func:`forward.kernels <nnue_infer.kernels.nnue.forward.kernels>`; each configuration compiles its own).
-
-    ``search_root(ctx, depth, alpha, beta)``: one iteration of iterative deepening (a principal
-    variation search of the root, row 0 of ``positions``, to ``depth`` plies inside the window
-    ``(alpha, beta)``), on the context at address ``ctx`` (see the module docstring).  Returns the
-    score (internal units, the root's side to move's point of view; meaningless when
-    ``info[I_STOPPED]`` is set).  The root's principal variation is ``pv[0]``; the root's best
-    move so far is ``info[I_BEST_MOVE]``.  Releases the GIL.
-
-    ``evaluate_position(ctx, ply)``: the static evaluation of the position at ``ply`` through the
-    accumulator stack (as the search evaluates it).
+    """The evaluation of the search specialised for ``config`` (its fields are compile-time constants, as in
+    :func:`forward.kernels <nnue_infer.kernels.nnue.forward.kernels>`): a C function
+    ``evaluate(ctx, ply) -> value`` (:data:`EVALUATE_SIGNATURE`) that :func:`search_root` takes as an
+    argument, so the search itself compiles once for every network and each network compiles only
+    its evaluation.  ``evaluate`` gives the network's value of the position at ``ply`` of the context
+    (lazily updated from the nearest computed ancestor of the accumulator stack, clamped inside the
+    mate scores, kept in ``positions[ply, P_EVAL]``); with ``info[I_DEBUG]`` it is compared with a full
+    refresh of the same position (differences counted in ``info``).
     """
     made = forward.stages(config)
     value, update, refresh = made.value, made.update, made.refresh
 
-    @njit(cache=True, nogil=True)
-    def evaluate(arena, positions, info, ply):
+    @cfunc(EVALUATE_SIGNATURE, cache=True, nogil=True)
+    def evaluate(ctx, ply):
         """The network's value of the position at ``ply`` (lazy update from the nearest computed
         ancestor); with ``info[I_DEBUG]``, compared with a full refresh of the same position."""
+        arena, positions, moves, scores, tt, killers, history, pv, keys, info, stop = context_views(ctx)
         pos = positions[ply]
         if pos[P_EVAL] != NO_EVAL:
             return pos[P_EVAL]
@@ -437,226 +452,223 @@ def kernels(config: forward.Config) -> Kernels:
         pos[P_EVAL] = v
         return v
 
-    @njit(cache=True, nogil=True)
-    def quiescence(ctx, ply, alpha, beta):
-        arena, positions, moves, scores, tt, killers, history, pv, keys, info, stop = context_views(ctx)
-        pv[ply, 0] = 0
-        if should_stop(info, stop):
-            return np.int64(0)
-        if ply > info[I_SELDEPTH]:
-            info[I_SELDEPTH] = ply
-        pos = positions[ply]
-        in_check = pos[P_CHECKERS] != 0
-        if insufficient_material(pos[:8]) or (pos[P_RULE50] >= 100 and not in_check):
-            return np.int64(DRAW)
-        if ply >= MAX_PLY:
-            return np.int64(0) if in_check else evaluate(arena, positions, info, ply)
-        key = pos[P_KEY]
-        entry = probe(tt, key)
-        hash_move = np.int64(-1)
-        if entry != 0:
-            hash_move = entry_move(entry)
-            s = score_from_tt(entry_score(entry), ply)
-            bound = entry_bound(entry)
-            if beta - alpha == 1 and ((bound == BOUND_LOWER and s >= beta) or (bound == BOUND_UPPER and s <= alpha)
-                                      or bound == BOUND_EXACT):
-                return s
-        best = -INFINITE
-        if not in_check:
-            stand = evaluate(arena, positions, info, ply)
-            if stand >= beta:
-                return stand
-            best = stand
-            if stand > alpha:
-                alpha = stand
-        if in_check:
-            n = legal_moves(pos[:8], pos[P_STM], pos[P_CASTLING], pos[P_EP], info[I_CHESS960] != 0, moves[ply])
-            if n == 0:
-                return np.int64(-MATE + ply)
-        else:
-            n = capture_moves(pos, moves[ply])
-        n = score_moves(positions, ply, moves, scores, n, hash_move, killers, history, True)
-        best_move = np.int64(0)
-        original_alpha = alpha
-        for i in range(n):
-            code = pick_move(moves, scores, ply, i, n)
-            make_move(positions, ply, code, arena)
-            info[I_NODES] += 1
-            score = -quiescence(ctx, ply + 1, -beta, -alpha)
-            if info[I_STOPPED] != 0:
-                return np.int64(0)
-            if score > best:
-                best = score
-                if score > alpha:
-                    best_move = code
-                    update_pv(pv, ply, code)
-                    if score >= beta:
-                        break
-                    alpha = score
-        if in_check and best == -INFINITE:
-            best = -MATE + ply  # only reached when every evasion was dropped: none is
-        bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if best > original_alpha else BOUND_UPPER)
-        static = pos[P_EVAL] if pos[P_EVAL] != NO_EVAL else 0
-        store(tt, key, best_move, score_to_tt(best, ply), static, 0, bound, info[I_GENERATION])
-        return best
+    return Kernels(evaluate)
 
-    @njit(cache=True, nogil=True)
-    def search(ctx, ply, depth, alpha, beta, cut_node, null_ok):
-        arena, positions, moves, scores, tt, killers, history, pv, keys, info, stop = context_views(ctx)
-        if depth <= 0:
-            return quiescence(ctx, ply, alpha, beta)
-        pv[ply, 0] = 0
-        if should_stop(info, stop):
-            return np.int64(0)
-        if ply > info[I_SELDEPTH]:
-            info[I_SELDEPTH] = ply
-        pos = positions[ply]
-        pv_node = beta - alpha > 1
-        in_check = pos[P_CHECKERS] != 0
-        root = ply == 0
-        if not root:
-            if insufficient_material(pos[:8]) or is_repetition(positions, keys, info[I_HISTORY], ply):
-                return np.int64(DRAW)
-            if pos[P_RULE50] >= 100:
-                if not in_check:
-                    return np.int64(DRAW)
-                if legal_moves(pos[:8], pos[P_STM], pos[P_CASTLING], pos[P_EP], info[I_CHESS960] != 0,
-                               moves[ply]) > 0:
-                    return np.int64(DRAW)
-                return np.int64(-MATE + ply)
-            if ply >= MAX_PLY:
-                return np.int64(0) if in_check else evaluate(arena, positions, info, ply)
-            # mate distance pruning: no line from here can be shorter than a mate already found
-            alpha = max(alpha, -MATE + ply)
-            beta = min(beta, MATE - ply - 1)
-            if alpha >= beta:
-                return alpha
-        key = pos[P_KEY]
-        entry = probe(tt, key)
-        hash_move = np.int64(-1)
-        if root:
-            hash_move = info[I_PREVIOUS_BEST] if info[I_PREVIOUS_BEST] != 0 else -1
-        if entry != 0:
-            if not root:
-                hash_move = entry_move(entry)
-            s = score_from_tt(entry_score(entry), ply)
-            bound = entry_bound(entry)
-            if not pv_node and entry_depth(entry) >= depth and (
-                    (bound == BOUND_LOWER and s >= beta) or (bound == BOUND_UPPER and s <= alpha)
-                    or bound == BOUND_EXACT):
-                return s
-        if in_check:
-            static = np.int64(-INFINITE)
-        else:
-            static = evaluate(arena, positions, info, ply)
-            if not pv_node and abs(beta) < MATE_BOUND:
-                # reverse futility pruning: far above beta at low depth
-                if depth <= 6 and static - FUTILITY_MARGIN * depth >= beta:
-                    return static
-                # null move pruning: even passing keeps the score above beta
-                if (null_ok != 0 and depth >= 3 and static >= beta and non_pawn_material(pos[:8], pos[P_STM])
-                        and ply + 1 < MAX_PLY):
-                    r = 3 + depth // 4 + min(3, (static - beta) // 200)
-                    make_null_move(positions, ply, arena)
-                    info[I_NODES] += 1
-                    keys[info[I_HISTORY] + ply + 1] = positions[ply + 1, P_KEY]
-                    s = -search(ctx, ply + 1, depth - 1 - r, -beta, -beta + 1, np.int64(1 - cut_node), np.int64(0))
-                    if info[I_STOPPED] != 0:
-                        return np.int64(0)
-                    if s >= beta:
-                        return beta if s >= MATE_BOUND else s
+
+@njit(cache=True, nogil=True)
+def quiescence(ctx, ply, alpha, beta, evaluate):
+    """Quiescence search at ``ply``: stand pat, then captures and promotions (every evasion in check)."""
+    arena, positions, moves, scores, tt, killers, history, pv, keys, info, stop = context_views(ctx)
+    if enter_node(pv, info, stop, ply):
+        return np.int64(0)
+    pos = positions[ply]
+    in_check = pos[P_CHECKERS] != 0
+    if insufficient_material(pos[:8]) or (pos[P_RULE50] >= 100 and not in_check):
+        return np.int64(DRAW)
+    if ply >= MAX_PLY:
+        return np.int64(0) if in_check else evaluate(ctx, ply)
+    key = pos[P_KEY]
+    entry = probe(tt, key)
+    hash_move = np.int64(-1)
+    if entry != 0:
+        hash_move = entry_move(entry)
+        s = score_from_tt(entry_score(entry), ply)
+        bound = entry_bound(entry)
+        if beta - alpha == 1 and ((bound == BOUND_LOWER and s >= beta) or (bound == BOUND_UPPER and s <= alpha)
+                                  or bound == BOUND_EXACT):
+            return s
+    best = -INFINITE
+    if not in_check:
+        stand = evaluate(ctx, ply)
+        if stand >= beta:
+            return stand
+        best = stand
+        if stand > alpha:
+            alpha = stand
+    if in_check:
         n = legal_moves(pos[:8], pos[P_STM], pos[P_CASTLING], pos[P_EP], info[I_CHESS960] != 0, moves[ply])
         if n == 0:
-            return np.int64(-MATE + ply) if in_check else np.int64(DRAW)
-        if root:
-            info[I_ROOT_MOVES] = n
-        n = score_moves(positions, ply, moves, scores, n, hash_move, killers, history, False)
-        if in_check and ply < 2 * info[I_ROOT_DEPTH]:
-            depth += 1  # check extension
-        best = np.int64(-INFINITE)
-        best_move = np.int64(0)
-        original_alpha = alpha
-        searched = 0
-        quiets_tried = 0
-        for i in range(n):
-            code = pick_move(moves, scores, ply, i, n)
-            quiet = is_quiet(pos, code)
-            if (not root and not in_check and quiet and best > -MATE_BOUND and not pv_node and depth <= 3
-                    and quiets_tried >= 3 + 2 * depth * depth):
-                continue  # late move pruning
-            make_move(positions, ply, code, arena)
-            info[I_NODES] += 1
-            keys[info[I_HISTORY] + ply + 1] = positions[ply + 1, P_KEY]
-            gives_check = positions[ply + 1, P_CHECKERS] != 0
-            new_depth = depth - 1
-            if searched == 0:
-                score = -search(ctx, ply + 1, new_depth, -beta, -alpha, np.int64(0 if pv_node else 1 - cut_node), np.int64(1))
-            else:
-                r = 0
-                if depth >= 3 and quiet and not in_check and not gives_check and searched >= (3 if pv_node else 1):
-                    r = LMR[min(depth, 63), min(searched, 63)]
-                    if pv_node:
-                        r -= 1
-                    if cut_node != 0:
-                        r += 1
-                    if scores[ply, i] >= ORDER_KILLER - 1:
-                        r -= 1
-                    r = max(0, min(r, new_depth - 1))
-                score = -search(ctx, ply + 1, new_depth - r, -alpha - 1, -alpha, np.int64(1), np.int64(1))
-                if score > alpha and r > 0:
-                    score = -search(ctx, ply + 1, new_depth, -alpha - 1, -alpha, np.int64(1 - cut_node), np.int64(1))
-                if score > alpha and score < beta and pv_node:
-                    score = -search(ctx, ply + 1, new_depth, -beta, -alpha, np.int64(0), np.int64(1))
-            if info[I_STOPPED] != 0:
-                return np.int64(0)
-            searched += 1
-            if quiet:
-                quiets_tried += 1
-            if score > best:
-                best = score
-                if root:
-                    info[I_BEST_MOVE] = code
-                    info[I_BEST_SCORE] = score
-                if score > alpha:
-                    best_move = code
-                    update_pv(pv, ply, code)
-                    if score >= beta:
-                        if quiet:
-                            if killers[ply, 0] != code:
-                                killers[ply, 1] = killers[ply, 0]
-                                killers[ply, 0] = code
-                            bonus = min(depth * depth, 400)
-                            update_history(history, pos[P_STM], code, bonus)
-                            for j in range(i):  # the quiet moves tried before fail low
-                                other = np.int64(moves[ply, j])
-                                if is_quiet(pos, other):
-                                    update_history(history, pos[P_STM], other, -bonus)
-                        break
-                    alpha = score
-        bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if best > original_alpha else BOUND_UPPER)
-        store(tt, key, best_move, score_to_tt(best, ply), static if not in_check else 0, depth, bound,
-              info[I_GENERATION])
-        return best
+            return np.int64(-MATE + ply)
+    else:
+        n = capture_moves(pos, moves[ply])
+    n = score_moves(positions, ply, moves, scores, n, hash_move, killers, history, True)
+    best_move = np.int64(0)
+    original_alpha = alpha
+    for i in range(n):
+        code = pick_move(moves, scores, ply, i, n)
+        make_move(positions, ply, code, arena)
+        info[I_NODES] += 1
+        score = -quiescence(ctx, ply + 1, -beta, -alpha, evaluate)
+        if info[I_STOPPED] != 0:
+            return np.int64(0)
+        if score > best:
+            best = score
+            if score > alpha:
+                best_move = code
+                update_pv(pv, ply, code)
+                if score >= beta:
+                    break
+                alpha = score
+    if in_check and best == -INFINITE:
+        best = -MATE + ply  # only reached when every evasion was dropped: none is
+    bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if best > original_alpha else BOUND_UPPER)
+    static = pos[P_EVAL] if pos[P_EVAL] != NO_EVAL else 0
+    store(tt, key, best_move, score_to_tt(best, ply), static, 0, bound, info[I_GENERATION])
+    return best
 
-    @njit(cache=True, nogil=True)
-    def search_root(ctx, depth, alpha, beta):
-        arena, positions, moves, scores, tt, killers, history, pv, keys, info, stop = context_views(ctx)
-        info[I_STOPPED] = 0
-        info[I_ROOT_DEPTH] = depth
-        info[I_BEST_MOVE] = 0
-        info[I_BEST_SCORE] = -INFINITE
-        set_stack_position(arena, 0, positions[0, :8])
-        positions[0, P_EVAL] = NO_EVAL
-        return search(ctx, np.int64(0), np.int64(depth), np.int64(alpha), np.int64(beta), np.int64(0), np.int64(0))
+@njit(cache=True, nogil=True)
+def search(ctx, ply, depth, alpha, beta, cut_node, null_ok, evaluate):
+    """Principal variation search at ``ply`` to ``depth`` plies in ``(alpha, beta)``; ``cut_node`` and
+    ``null_ok`` are 0 or 1 (an expected cut node; a null move allowed)."""
+    arena, positions, moves, scores, tt, killers, history, pv, keys, info, stop = context_views(ctx)
+    if depth <= 0:
+        return quiescence(ctx, ply, alpha, beta, evaluate)
+    if enter_node(pv, info, stop, ply):
+        return np.int64(0)
+    pos = positions[ply]
+    pv_node = beta - alpha > 1
+    in_check = pos[P_CHECKERS] != 0
+    root = ply == 0
+    if not root:
+        if insufficient_material(pos[:8]) or is_repetition(positions, keys, info[I_HISTORY], ply):
+            return np.int64(DRAW)
+        if pos[P_RULE50] >= 100:
+            if not in_check:
+                return np.int64(DRAW)
+            if legal_moves(pos[:8], pos[P_STM], pos[P_CASTLING], pos[P_EP], info[I_CHESS960] != 0,
+                           moves[ply]) > 0:
+                return np.int64(DRAW)
+            return np.int64(-MATE + ply)
+        if ply >= MAX_PLY:
+            return np.int64(0) if in_check else evaluate(ctx, ply)
+        # mate distance pruning: no line from here can be shorter than a mate already found
+        alpha = max(alpha, -MATE + ply)
+        beta = min(beta, MATE - ply - 1)
+        if alpha >= beta:
+            return alpha
+    key = pos[P_KEY]
+    entry = probe(tt, key)
+    hash_move = np.int64(-1)
+    if root:
+        hash_move = info[I_PREVIOUS_BEST] if info[I_PREVIOUS_BEST] != 0 else -1
+    if entry != 0:
+        if not root:
+            hash_move = entry_move(entry)
+        s = score_from_tt(entry_score(entry), ply)
+        bound = entry_bound(entry)
+        if not pv_node and entry_depth(entry) >= depth and (
+                (bound == BOUND_LOWER and s >= beta) or (bound == BOUND_UPPER and s <= alpha)
+                or bound == BOUND_EXACT):
+            return s
+    if in_check:
+        static = np.int64(-INFINITE)
+    else:
+        static = evaluate(ctx, ply)
+        if not pv_node and abs(beta) < MATE_BOUND:
+            # reverse futility pruning: far above beta at low depth
+            if depth <= 6 and static - FUTILITY_MARGIN * depth >= beta:
+                return static
+            # null move pruning: even passing keeps the score above beta
+            if (null_ok != 0 and depth >= 3 and static >= beta and non_pawn_material(pos[:8], pos[P_STM])
+                    and ply + 1 < MAX_PLY):
+                r = 3 + depth // 4 + min(3, (static - beta) // 200)
+                make_null_move(positions, ply, arena)
+                info[I_NODES] += 1
+                keys[info[I_HISTORY] + ply + 1] = positions[ply + 1, P_KEY]
+                s = -search(ctx, ply + 1, depth - 1 - r, -beta, -beta + 1, np.int64(1 - cut_node), np.int64(0), evaluate)
+                if info[I_STOPPED] != 0:
+                    return np.int64(0)
+                if s >= beta:
+                    return beta if s >= MATE_BOUND else s
+    n = legal_moves(pos[:8], pos[P_STM], pos[P_CASTLING], pos[P_EP], info[I_CHESS960] != 0, moves[ply])
+    if n == 0:
+        return np.int64(-MATE + ply) if in_check else np.int64(DRAW)
+    if root:
+        info[I_ROOT_MOVES] = n
+    n = score_moves(positions, ply, moves, scores, n, hash_move, killers, history, False)
+    if in_check and ply < 2 * info[I_ROOT_DEPTH]:
+        depth += 1  # check extension
+    best = np.int64(-INFINITE)
+    best_move = np.int64(0)
+    original_alpha = alpha
+    searched = 0
+    quiets_tried = 0
+    for i in range(n):
+        code = pick_move(moves, scores, ply, i, n)
+        quiet = is_quiet(pos, code)
+        if (not root and not in_check and quiet and best > -MATE_BOUND and not pv_node and depth <= 3
+                and quiets_tried >= 3 + 2 * depth * depth):
+            continue  # late move pruning
+        make_move(positions, ply, code, arena)
+        info[I_NODES] += 1
+        keys[info[I_HISTORY] + ply + 1] = positions[ply + 1, P_KEY]
+        gives_check = positions[ply + 1, P_CHECKERS] != 0
+        new_depth = depth - 1
+        if searched == 0:
+            score = -search(ctx, ply + 1, new_depth, -beta, -alpha, np.int64(0 if pv_node else 1 - cut_node), np.int64(1), evaluate)
+        else:
+            r = 0
+            if depth >= 3 and quiet and not in_check and not gives_check and searched >= (3 if pv_node else 1):
+                r = LMR[min(depth, 63), min(searched, 63)]
+                if pv_node:
+                    r -= 1
+                if cut_node != 0:
+                    r += 1
+                if scores[ply, i] >= ORDER_KILLER - 1:
+                    r -= 1
+                r = max(0, min(r, new_depth - 1))
+            score = -search(ctx, ply + 1, new_depth - r, -alpha - 1, -alpha, np.int64(1), np.int64(1), evaluate)
+            if score > alpha and r > 0:
+                score = -search(ctx, ply + 1, new_depth, -alpha - 1, -alpha, np.int64(1 - cut_node), np.int64(1), evaluate)
+            if score > alpha and score < beta and pv_node:
+                score = -search(ctx, ply + 1, new_depth, -beta, -alpha, np.int64(0), np.int64(1), evaluate)
+        if info[I_STOPPED] != 0:
+            return np.int64(0)
+        searched += 1
+        if quiet:
+            quiets_tried += 1
+        if score > best:
+            best = score
+            if root:
+                info[I_BEST_MOVE] = code
+                info[I_BEST_SCORE] = score
+            if score > alpha:
+                best_move = code
+                update_pv(pv, ply, code)
+                if score >= beta:
+                    if quiet:
+                        if killers[ply, 0] != code:
+                            killers[ply, 1] = killers[ply, 0]
+                            killers[ply, 0] = code
+                        bonus = min(depth * depth, 400)
+                        update_history(history, pos[P_STM], code, bonus)
+                        for j in range(i):  # the quiet moves tried before fail low
+                            other = np.int64(moves[ply, j])
+                            if is_quiet(pos, other):
+                                update_history(history, pos[P_STM], other, -bonus)
+                    break
+                alpha = score
+    bound = BOUND_LOWER if best >= beta else (BOUND_EXACT if best > original_alpha else BOUND_UPPER)
+    store(tt, key, best_move, score_to_tt(best, ply), static if not in_check else 0, depth, bound,
+          info[I_GENERATION])
+    return best
 
-    @njit(cache=True, nogil=True)
-    def evaluate_position(ctx, ply):
-        arena, positions, moves, scores, tt, killers, history, pv, keys, info, stop = context_views(ctx)
-        set_stack_position(arena, ply, positions[ply, :8])
-        positions[ply, P_EVAL] = NO_EVAL
-        return evaluate(arena, positions, info, ply)
-
-    return Kernels(search_root, evaluate_position)
+@njit(cache=True, nogil=True)
+def search_root(ctx, depth, alpha, beta, evaluate):
+    """One iteration of iterative deepening: a principal variation search of the root (row 0 of
+    ``positions``) to ``depth`` plies inside the window ``(alpha, beta)`` on the context at address
+    ``ctx`` (module docstring), evaluating with ``evaluate`` (:func:`kernels`).  Returns the score
+    (internal units, the root's side to move's view; meaningless when ``info[I_STOPPED]`` is set).
+    The root's principal variation is ``pv[0]``, its best move so far ``info[I_BEST_MOVE]``.
+    Releases the GIL."""
+    arena, positions, moves, scores, tt, killers, history, pv, keys, info, stop = context_views(ctx)
+    info[I_STOPPED] = 0
+    info[I_ROOT_DEPTH] = depth
+    info[I_BEST_MOVE] = 0
+    info[I_BEST_SCORE] = -INFINITE
+    set_stack_position(arena, 0, positions[0, :8])
+    positions[0, P_EVAL] = NO_EVAL
+    return search(ctx, np.int64(0), np.int64(depth), np.int64(alpha), np.int64(beta), np.int64(0), np.int64(0), evaluate)
 
 
 @njit(cache=True)

@@ -17,7 +17,7 @@ from ..chess.bitboard import BB_BISHOPS, BB_KINGS, BB_KNIGHTS, BB_PAWNS, BB_QUEE
 SEE_VALUES = np.array([100, 300, 300, 500, 900, 20000], np.int64)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def piece_type_at(bitboards, sq):
     """Type index (0 pawn .. 5 king) of the piece on ``sq``, -1 for an empty square."""
     bit = SQUARE_BB[sq]
@@ -27,7 +27,7 @@ def piece_type_at(bitboards, sq):
     return -1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def is_en_passant(bitboards, frm, to, ep):
     """Whether the move ``frm``-``to`` is an en passant capture (a pawn moving diagonally to ``ep``)."""
     if ep == 0 or to != ep or not (bitboards[BB_PAWNS] & SQUARE_BB[frm]):
@@ -36,7 +36,7 @@ def is_en_passant(bitboards, frm, to, ep):
     return diff == 7 or diff == 9 or diff == -7 or diff == -9
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def captured_type(bitboards, stm, code, ep):
     """Type of the piece the move ``code`` of side ``stm`` captures (0..4), -1 for none (castling
     king-takes-rook is no capture)."""

@@ -34,7 +34,7 @@ def table_slots(hash_mb: float) -> int:
     return 1 << (slots.bit_length() - 1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def score_to_tt(score, ply):
     """A score at ``ply`` from the root as stored: a mate counted from the entry's position."""
     if score >= MATE_BOUND:
@@ -44,7 +44,7 @@ def score_to_tt(score, ply):
     return score
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def score_from_tt(score, ply):
     """A stored score as seen at ``ply`` from the root (the inverse of :func:`score_to_tt`)."""
     if score >= MATE_BOUND:
@@ -54,7 +54,7 @@ def score_from_tt(score, ply):
     return score
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def probe(tt, key):
     """The packed entry of ``key`` in ``tt`` (int64[slots, 2]), 0 when it holds another position."""
     slot = key & (tt.shape[0] - 1)
@@ -63,32 +63,32 @@ def probe(tt, key):
     return np.int64(0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def entry_move(entry):
     return entry & 0xFFFF
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def entry_score(entry):
     return ((entry >> 16) & 0xFFFF) - 32768
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def entry_eval(entry):
     return ((entry >> 32) & 0xFFFF) - 32768
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def entry_depth(entry):
     return ((entry >> 48) & 0xFF) - DEPTH_OFFSET
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def entry_bound(entry):
     return (entry >> 56) & 3
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def entry_generation(entry):
     return (entry >> 58) & 63
 
