@@ -705,7 +705,7 @@ class Evaluator:
         values : int32[n]
             Internal units, side to move's point of view; 0 for rows that cannot be represented.
         codes : int32[n]
-            0 for evaluated rows, else the problem (``nnue_infer.kernels.nnue.feature_index.POS_*``; a
+            0 for evaluated rows, else the problem (``nnue_infer.kernels.chess.bitboard.POS_*``; a
             side without exactly one king, more than 32 pieces, a pawn on a back rank, or
             contradictory bitboards).  Nothing is raised for bad rows.
 
@@ -818,7 +818,7 @@ class Evaluator:
 
     def _activations(self, bitboards: np.ndarray, stm: np.ndarray, buckets: str) -> tuple[Activations, np.ndarray]:
         """The arrays of :meth:`activations_batch` for checked bitboards, and the kernel's row codes
-        (0 evaluated, else ``kernels.nnue.feature_index.POS_*``)."""
+        (0 evaluated, else ``kernels.chess.bitboard.POS_*``)."""
         (slot_table, king_buckets, params, ft_weights, ft_biases, psqt_weights, weights8, psqt8, weights, biases,
          layers), scratch_len, net = self._batch_args  # one read: the network sizing the buffers is the arrays' own
         arch = net.architecture

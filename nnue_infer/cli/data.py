@@ -66,6 +66,7 @@ def _pipe(src: str, dst: str, src_kind: str | None, dst_kind: str | None, show: 
     first row -> rows, or (rows, each one's index in the chunk)); returns (rows read, rows written).
     A row the output cannot hold is reported where it is in ``src`` (line, record or row), the
     problem being the row's, not the output file's.  On an error ``dst`` is left as it was."""
+    from ..errors import TrainingDataError
     from ..io import training_data as td
 
     read = written = 0
@@ -81,11 +82,11 @@ def _pipe(src: str, dst: str, src_kind: str | None, dst_kind: str | None, show: 
                     read += len(chunk)
                     written += len(out)
                     bar.update(len(chunk))
-        except td.TrainingDataError as exc:
+        except TrainingDataError as exc:
             where = _origin(recent, getattr(exc, "row", None))
             if where is None:
                 raise
-            raise td.TrainingDataError(f"{where}: {exc.problem}") from exc
+            raise TrainingDataError(f"{where}: {exc.problem}") from exc
     return read, written
 
 

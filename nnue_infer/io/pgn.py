@@ -443,11 +443,22 @@ def _mainline_builder():
     import chess.pgn
 
     class MainlineBuilder(chess.pgn.GameBuilder):
+        def begin_game(self):
+            super().begin_game()
+            self.failed = False
+
         def begin_variation(self):
             return chess.pgn.SKIP
 
         def end_variation(self):  # read_game calls it at the end of a skipped variation too: none was entered
             pass
+
+        def handle_error(self, error):  # recorded in game.errors; the mainline ends there, as with the Rust parser
+            super().handle_error(error)  # (read_game went on after a stray ')' and played the moves after it)
+            self.failed = True
+
+        def begin_parse_san(self, board, san):
+            return chess.pgn.SKIP if self.failed else None
 
     return MainlineBuilder
 

@@ -67,7 +67,9 @@ from numba.core import config as numba_config
 KERNELS = Path(__file__).resolve().parent
 #: The first compile's notice (``%s``: the cache directory).  The cost is the measured range of one path's
 #: cold compile on a 2-core machine (docs/benchmarks.md, ``benchmarks/bench_compile.py``).
-NOTICE = "compiling kernels for this CPU (first use: about 5-30 s of CPU per path; cached in %s)"
+#: Its figure: benchmarks/bench_compile.py, a cold cache, process CPU on a shared 2-core Xeon (load 10):
+#: ``eval FEN`` 18 s, ``data convert`` 18 s, ``eval --epd`` 45 s.
+NOTICE = "compiling kernels for this CPU (first use: about 15-45 s of CPU per path; cached in %s)"
 log = logging.getLogger("nnue_infer")
 
 

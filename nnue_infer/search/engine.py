@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import chess
-import chess.polyglot
 import numpy as np
 
 from ..errors import PositionError

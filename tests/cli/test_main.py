@@ -288,7 +288,7 @@ def test_a_closed_stderr_pipe_with_the_output_in_a_file_is_an_error(tmp_path):
     fen = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
     epd = tmp_path / "x.epd"
     epd.write_text("not a fen\n" + (fen + "\n") * 1000)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     r, w = os.pipe()
     os.close(r)  # its reader gone before the first message (a fixed EPIPE)
     try:

@@ -364,17 +364,19 @@ TWO_ROWS = ("fen rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1\nmove 
 def test_a_zstd_long_window_input_is_not_called_corrupt(tmp_path):
     """A file compressed with ``zstd --long=31`` (a 2 GiB window, common for large datasets) is refused
     by the decompressor's 128 MiB limit, as the ``zstd`` tool refuses it without ``--long``; the
-    message said 'corrupt zstd data'.  Now it names the window and how to read the file."""
+    message said 'corrupt zstd data'.  Now it names the window and how to read the file (a training-data
+    reader reports it as damaged training data, the input's error as its cause)."""
     zstandard = pytest.importorskip("zstandard")
-    from nnue_infer.errors import InputError
+    from nnue_infer.errors import InputError, TrainingDataError
     from nnue_infer.io import training_data as td
 
     params = zstandard.ZstdCompressionParameters(window_log=31, enable_ldm=True, write_content_size=False)
     path = tmp_path / "two.plain.zst"
     with open(path, "wb") as f, zstandard.ZstdCompressor(compression_params=params).stream_writer(f) as w:
         w.write(TWO_ROWS.encode())
-    with pytest.raises(InputError) as refused:
+    with pytest.raises(TrainingDataError) as refused:
         td.read(path)
+    assert isinstance(refused.value.__cause__, InputError)
     message = str(refused.value)
     assert message.startswith(f"{path}: a zstd frame (by compressed byte ")
     assert "needs a 2048 MiB window" in message and "zstd -d --long=31" in message and "corrupt" not in message

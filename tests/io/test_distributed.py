@@ -1428,34 +1428,41 @@ def test_an_input_changed_during_the_job_is_reported(tmp_path, few_fens):
     assert again.changed == [] and again.rows == 4
 
 
-def test_a_game_python_chess_cannot_read_is_an_error_row(tmp_path):
+def test_a_stray_parenthesis_after_an_illegal_move_ends_the_game_there(tmp_path):
     """An illegal move, then ``)`` and another move, in a game python-chess reads (a ``Variant`` tag): python-chess
-    raised ``IndexError`` from ``read_game``, which stopped the whole job with a traceback; now the game is one
-    error row naming it, and the other games are scored."""
+    raised ``IndexError`` from ``read_game``, which stopped the whole job with a traceback (later: one error row
+    for the game, its rows lost).  Now the game keeps its rows before the illegal move and gets one error row
+    naming it, as the Rust parser gives (python-chess alone would play on after the ``)``); the other games are
+    scored."""
     src = tmp_path / "g.pgn"
     src.write_text(BROKEN_960)
     out = tmp_path / "out"
     report = D.score_files(str(src), str(out))
-    assert (report.rows, report.errors, report.failed) == (3, 1, [])
+    assert (report.rows, report.errors, report.failed) == (5, 1, [])
     t = pq.read_table(out, columns=["game", "ply", "event"]).to_pydict()
-    assert list(zip(*t.values())) == [(2, 0, "b"), (2, 1, "b"), (2, 2, "b")]
+    assert sorted(zip(*t.values())) == [(1, 0, "a"), (1, 1, "a"), (2, 0, "b"), (2, 1, "b"), (2, 2, "b")]
     e = pq.read_table(out / D.ERRORS_DIR).to_pydict()
-    assert (e["game"], e["ply"]) == ([1], [0])
-    assert e["message"][0].startswith("python-chess cannot read this game (IndexError")
+    assert (e["game"], e["ply"]) == ([1], [2])
+    assert e["message"][0].startswith("illegal san: 'e4'")
 
 
 def test_the_python_parser_gives_the_same_error_row():
-    """The same game through ``parser="python-chess"`` (the path without the Rust parser): one error row, not a crash."""
+    """The same game through ``parser="python-chess"`` (the path without the Rust parser): one error row, not a crash,
+    and the game's rows before it; the Rust parser gives the same rows."""
     import io
 
     from nnue_infer.evaluator import Evaluator
     from nnue_infer.io.score import score_pgn
 
     ev = Evaluator(nnue_infer.default_network())
-    tables = [t for t, _ in score_pgn(ev, io.StringIO(BROKEN_960.replace('[Variant "Chess960"]\n', "")),
-                                      parser="python-chess")]
-    errors = [m for t in tables for m in t["error"].to_list() if m]
-    assert len(errors) == 1 and errors[0].startswith("python-chess cannot read this game (IndexError")
+    text = BROKEN_960.replace('[Variant "Chess960"]\n', "")
+    rows = {}
+    for parser in ("python-chess", "rust"):
+        tables = [t for t, _ in score_pgn(ev, io.StringIO(text), parser=parser)]
+        errors = [m for t in tables for m in t["error"].to_list() if m]
+        assert len(errors) == 1 and "e4" in errors[0]
+        rows[parser] = [(g, p) for t in tables for g, p in zip(t["game"].tolist(), t["ply"].tolist())]
+    assert rows["python-chess"] == rows["rust"] == [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]
 
 
 def test_a_parquet_input_cut_short_during_a_job_names_it(tmp_path, few_fens):

@@ -27,13 +27,13 @@ every one of them): :mod:`.data` (the container and the rules a row keeps), :mod
 :mod:`.writing` and :mod:`.operations` (flags, select, rescore, summary).
 """
 
-from ...errors import KindError
+from ...errors import KindError, TrainingDataError  # (the errors it raises: td.TrainingDataError, as before the split)
 from .data import BINPACK_HEAD_PLY, BIN_RESULT_BYTE, BIN_RULE50, KINDS, MAX_FULLMOVE, PLAIN_ROWS, TrainingData, kind_of
 from .reading import (GROUP_BYTES, MAX_PLAIN_RECORD, READ_BYTES, RowOrigins, block_ranges, from_arrow, iter_chunks,
                       number_chains, read, read_range)
 from .writing import TrainingDataWriter, encode_bin, encode_plain, write
 from .operations import SCORE_BINS, Summary, flags, rescore, select
 
-__all__ = ["KINDS", "KindError", "RowOrigins", "Summary", "TrainingData", "TrainingDataWriter", "block_ranges", "encode_bin",
+__all__ = ["KINDS", "KindError", "RowOrigins", "Summary", "TrainingData", "TrainingDataError", "TrainingDataWriter", "block_ranges", "encode_bin",
            "encode_plain", "flags", "from_arrow", "iter_chunks", "kind_of", "number_chains", "read", "read_range",
            "rescore", "select", "write"]

@@ -56,7 +56,7 @@ from ..chess.movegen import MAX_MOVES, RANKS, attackers, legal_moves, play, pseu
 from ..simd import address_pointer
 from .ordering import SEE_VALUES, captured_type, see_ge
 from .tt import (BOUND_EXACT, BOUND_LOWER, BOUND_UPPER, MATE, MATE_BOUND, MAX_PLY, entry_bound, entry_depth,
-                 entry_eval, entry_move, entry_score, probe, score_from_tt, score_to_tt, store)
+                 entry_move, entry_score, probe, score_from_tt, score_to_tt, store)
 from .zobrist import position_key
 
 #: Scores: beyond any value; a draw.

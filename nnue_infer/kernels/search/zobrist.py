@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from ..chess.attacks import SQUARE_BB
-from ..chess.bitboard import BB_KINGS, BB_PAWNS, BB_WHITE, king_square, lowest_square, without_lowest
+from ..chess.bitboard import BB_KINGS, BB_PAWNS, BB_WHITE, lowest_square, without_lowest
 
 #: Polyglot's 781 random numbers as int64 (the same bits).
 KEYS = np.array(chess.polyglot.POLYGLOT_RANDOM_ARRAY[:781], np.uint64).view(np.int64)
