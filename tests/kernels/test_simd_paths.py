@@ -67,10 +67,10 @@ def make_network(name: str, sf15: nnue_infer.Network) -> nnue_infer.Network:
         except NetworkNotFoundError as exc:  # no npm tarball in the cache: CI fetches it (.ci/run)
             pytest.skip(str(exc))
     if name.startswith("int32"):
-        from test_int32_semantics import crafted, extreme
+        from tests.core.test_evaluator_int32 import crafted, extreme
         return crafted(sf15, 1, 2**30, 2**31 - 3000) if name == "int32-psqt" else extreme(sf15, 4)
     if name == "threats":
-        from test_threat_inputs import threat_network
+        from tests.features.test_full_threats import threat_network
         return threat_network(1)
     from tests.core.test_evaluator_signed_inputs import make
     activation, qa, shift, size = name.split("-")
