@@ -123,3 +123,8 @@ class TrainingError(NnueError, ValueError):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class MatchError(NnueError, ValueError):
+    """A match between engines cannot start: a bad engine command, engine option, opening book, limit or setting;
+    the message names the engine, file and line, or option."""

@@ -1,4 +1,4 @@
-"""The package's layout: the inference core, ``io`` and ``training`` as three rooms, imports one way;
+"""The package's layout: the inference core, ``io``, ``training``, ``search`` and the rest as rooms, imports one way;
 the kernels in families; modules of one concept; tests named for what they check.
 
 Every ``import`` statement of every module is read from the source (module level and inside
@@ -53,16 +53,41 @@ MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 def _room(module: str) -> str:
+    """``core``, ``io``, ``training``, ``inspection``, ``search`` or ``cli``; the search's kernels
+    (``kernels.search``) belong to ``search``: the core evaluates positions, it never searches."""
     parts = module.split(".")
     if module == "nnue_infer.__main__":
         return "cli"
-    return parts[1] if len(parts) > 1 and parts[1] in ("io", "training", "inspection", "cli") else "core"
+    if parts[1:3] == ["kernels", "search"]:
+        return "search"
+    return parts[1] if len(parts) > 1 and parts[1] in ("io", "training", "inspection", "search", "cli") else "core"
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) == "core"))
-def test_core_imports_neither_io_training_nor_cli(module):
+def test_core_imports_neither_io_training_search_nor_cli(module):
     wrong = sorted(m for m in _imports(MODULES[module]) if _room(m) != "core")
     assert not wrong, f"{module} (inference core) imports {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) == "search"))
+def test_search_imports_only_the_core_and_its_own_modules(module):
+    """``search`` plays with the core's evaluator and kernels; it reads its opening books with python-chess,
+    so it needs no ``io``, and ``training`` (self-play) imports it, so it never imports ``training``."""
+    wrong = sorted(m for m in _imports(MODULES[module]) if _room(m) not in ("core", "search"))
+    assert not wrong, f"{module} (search) imports {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("nnue_infer.kernels.search")))
+def test_search_kernels_import_only_kernels(module):
+    wrong = sorted(m for m in _imports(MODULES[module]) if not m.startswith("nnue_infer.kernels"))
+    assert not wrong, f"{module} (search kernels) imports {wrong}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "inspection")))
+def test_io_and_inspection_never_import_the_search(module):
+    """``io`` and ``search`` are siblings over the core; ``training`` alone plays games (self-play)."""
+    wrong = sorted(m for m in _imports(MODULES[module]) if _room(m) == "search")
+    assert not wrong, f"{module} imports the search {wrong}"
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if _room(m) in ("io", "training", "inspection")))
@@ -152,9 +177,7 @@ LONG_MODULES = {
 
 #: Long modules of several concepts, each to be split along the concepts named (known debt, listed so that
 #: no other module grows past the limit unnoticed).
-TO_SPLIT = {
-    "nnue_infer.search.match": "players, openings, adjudication, the match runner",
-}
+TO_SPLIT: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

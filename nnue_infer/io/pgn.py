@@ -20,7 +20,7 @@ Parsers (``parser=``):
 Chess960 games (a ``Variant`` header) always go through python-chess (X-FEN castling); other
 variants are errors.  Games whose ``[FEN]`` the Rust parser refuses (e.g. a side without a king)
 are read again by python-chess, so that the evaluator names the problem of their positions.  Games the parser rejects keep the positions before the first bad move
-and produce a :class:`PgnError` naming the source, the game number and its first line.
+and produce a :class:`PgnProblem` naming the source, the game number and its first line.
 Null moves (``--``) are an error with the Rust parser (python-chess plays them).  Both parsers give the
 same rows and errors for the same text: variations are skipped unread (an illegal move inside one is no
 error: the rows are the mainline's), and a game holding a NUL byte (binary data; the first 8 KiB of a
@@ -47,7 +47,7 @@ GAMES_PER_BATCH = 2000
 PARSERS = ("auto", "rust", "python-chess")
 
 
-class PgnError(NamedTuple):
+class PgnProblem(NamedTuple):
     """A problem with one game: its source, 1-based game number, first line, the message, the
     game's tags (``{}`` if none could be read) and the ply it is at: the position's, or the one the
     failed move would have reached (0: the game's start, its ``[FEN]`` or ``[Variant]``).
@@ -68,7 +68,7 @@ class PgnError(NamedTuple):
 
 def _at_ply(message: str, ply: int) -> str:
     """``message`` without the parser's own `` at ply P`` (the Rust parser's "illegal move at ply 3: Ke3"): the
-    ply is named once, where every PGN problem names it (:class:`PgnError`)."""
+    ply is named once, where every PGN problem names it (:class:`PgnProblem`)."""
     return message.replace(f" at ply {ply}:", ":", 1)
 
 
@@ -99,7 +99,7 @@ class GameBatch:
         position (empty at ply 0).
     headers : dict of str to object ndarray[n]
         The game's :data:`HEADERS`, per position.
-    errors : list of PgnError
+    errors : list of PgnProblem
         Games of this batch the parser rejected (their positions before the problem are rows).
     """
 
@@ -116,7 +116,7 @@ class GameBatch:
     san: list[str]
     uci: list[str]
     headers: dict[str, np.ndarray]
-    errors: list[PgnError]
+    errors: list[PgnProblem]
 
     def __len__(self) -> int:
         return len(self.fen)
@@ -290,7 +290,7 @@ def _describe(source: str, numbers: list[int], lines: list[int], boards: np.ndar
               castling: np.ndarray, ep: np.ndarray, move_from: np.ndarray, move_to: np.ndarray,
               move_promo: np.ndarray, game_offsets: np.ndarray, counters: list[tuple[int, int]],
               mate: np.ndarray, stalemate: np.ndarray, headers: list[dict[str, str]],
-              errors: list[PgnError]) -> GameBatch:
+              errors: list[PgnProblem]) -> GameBatch:
     """Run the notation kernel over parsed games (arrays as for :func:`~nnue_infer.kernels.chess.notation.describe_games`)."""
     n = boards.shape[0]
     bitboards = np.empty((n, 8), np.int64)
@@ -343,7 +343,7 @@ def _parse_rust(source: str, games: list[tuple[int, int, str]], threads: int | N
     n_moves = int(move_offsets[-1])
     frm, to, promo = (cat("from_squares"), cat("to_squares"), cat("promotions")) if n_moves else (
         np.zeros(1, np.uint8), np.zeros(1, np.uint8), np.full(1, -1, np.int8))
-    errors = [PgnError(source, number, line, _at_ply(message, ply), h, ply)
+    errors = [PgnProblem(source, number, line, _at_ply(message, ply), h, ply)
               for (number, line, _), message, h, ply in zip(games, parse_errors, headers, counts.tolist()) if message]
     return _describe(source, [g[0] for g in games], [g[1] for g in games], boards, cat("turn"),
                      np.ascontiguousarray(cat("castling")), cat("en_passant"), frm[move_index].astype(np.int16),
@@ -375,14 +375,14 @@ def _parse_python_chess(source: str, games: list[tuple[int, int, str]]) -> GameB
     rows: dict[str, list] = {k: [] for k in ("game", "line", "ply", "bb", "stm", "check", "mate", "stale", "fen",
                                              "san", "uci")}
     headers: dict[str, list[str]] = {k: [] for k in HEADERS}
-    errors: list[PgnError] = []
+    errors: list[PgnProblem] = []
     for number, line, text in games:
         try:
             game = chess.pgn.read_game(io.StringIO(text), Visitor=_mainline_builder())
         except Exception as exc:  # read_game records problems in game.errors: what it raises is its own
             # failure on this game's text (IndexError on an illegal move followed by ")" and a move)
-            errors.append(PgnError(source, number, line, f"python-chess cannot read this game "
-                                                         f"({type(exc).__name__}: {exc})", _tags(text)))
+            errors.append(PgnProblem(source, number, line, f"python-chess cannot read this game "
+                                                           f"({type(exc).__name__}: {exc})", _tags(text)))
             continue
         if game is None:
             continue
@@ -391,18 +391,18 @@ def _parse_python_chess(source: str, games: list[tuple[int, int, str]]) -> GameB
             board = game.board()
         except ValueError:
             if game.errors:
-                errors.append(PgnError(source, number, line, str(game.errors[0]), tags))
+                errors.append(PgnProblem(source, number, line, str(game.errors[0]), tags))
             continue
         if board.uci_variant != "chess":
-            errors.append(PgnError(source, number, line, f"variant {board.uci_variant!r} is not supported "
-                                                         "(standard chess and Chess960 only)", tags))
+            errors.append(PgnProblem(source, number, line, f"variant {board.uci_variant!r} is not supported "
+                                                           "(standard chess and Chess960 only)", tags))
             continue
         sans, ucis = [""], [""]
         boards = [board.copy(stack=False)]
         for move in game.mainline_moves():
             if not move:  # as the Rust parser: a null move ('--') ends the game with an error
-                errors.append(PgnError(source, number, line, "null move: -- (a null move is not a chess move; in "
-                                       "check it would leave the king in check)", tags, len(boards)))
+                errors.append(PgnProblem(source, number, line, "null move: -- (a null move is not a chess move; in "
+                                         "check it would leave the king in check)", tags, len(boards)))
                 break
             sans.append(board.san(move))
             ucis.append(move.uci())
@@ -410,7 +410,7 @@ def _parse_python_chess(source: str, games: list[tuple[int, int, str]]) -> GameB
             boards.append(board.copy(stack=False))
         else:
             if game.errors:  # (the mainline stops at the move it could not read)
-                errors.append(PgnError(source, number, line, str(game.errors[0]), tags, len(boards)))
+                errors.append(PgnProblem(source, number, line, str(game.errors[0]), tags, len(boards)))
         for ply, b in enumerate(boards):
             oc = b.occupied_co
             rows["bb"].append([b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings, oc[1], oc[0]])
@@ -517,8 +517,8 @@ def _with_nul_errors(source: str, batch: GameBatch, binary: dict[int, dict]) -> 
     lines = dict(zip(games, batch.line.tolist()))
     added = []
     for number in sorted(set(games) & binary.keys() - failed):
-        added.append(PgnError(batch.source, number, lines[number], "NUL byte in the game's text: binary data, not PGN "
-                              "text (the game is read up to it)", binary[number], games.count(number)))
+        added.append(PgnProblem(batch.source, number, lines[number], "NUL byte in the game's text: binary data, "
+                                "not PGN text (the game is read up to it)", binary[number], games.count(number)))
     if added:
         batch.errors = sorted(batch.errors + added, key=lambda e: e.game)
     return batch
@@ -615,13 +615,13 @@ def read_pgn(source: str | os.PathLike[str], *, parser: str = "auto", games_per_
                                   threads=threads)
 
 
-def evaluate_games(evaluator, batch: GameBatch) -> tuple[GameBatch, np.ndarray, list[PgnError]]:
+def evaluate_games(evaluator, batch: GameBatch) -> tuple[GameBatch, np.ndarray, list[PgnProblem]]:
     """Evaluate every position of ``batch`` with an :class:`~nnue_infer.evaluator.Evaluator`, on all cores.
 
     Returns the batch without the positions the network cannot represent (e.g. a ``[FEN]``
     with 33 pieces), their values (int32, internal units, side to move's point of view,
     exactly :meth:`~nnue_infer.evaluator.Evaluator.evaluate` of each position), and one
-    :class:`PgnError` per removed position naming its game and ply.
+    :class:`PgnProblem` per removed position naming its game and ply.
     """
     from ..batch import position_problem
 
@@ -629,7 +629,7 @@ def evaluate_games(evaluator, batch: GameBatch) -> tuple[GameBatch, np.ndarray, 
     bad = np.flatnonzero(codes)
     if not bad.size:
         return batch, values, []
-    errors = [PgnError(batch.source, int(batch.game[i]), int(batch.line[i]),
-                       f"{position_problem(codes[i])}: {batch.fen[i]}", {}, int(batch.ply[i])) for i in bad.tolist()]
+    errors = [PgnProblem(batch.source, int(batch.game[i]), int(batch.line[i]),
+                         f"{position_problem(codes[i])}: {batch.fen[i]}", {}, int(batch.ply[i])) for i in bad.tolist()]
     keep = codes == 0
     return batch.take(keep), values[keep], errors

@@ -581,7 +581,7 @@ def score_pgn_file(ev, source: str, writer, *, keep_errors: bool = False, empty_
     (:func:`nnue_infer.io.score.score_pgn`), also for an input without games (as :func:`score_epd_file`).
     Returns the number of rows that could not be scored
     (each also passed to ``on_error`` as ``("FILE: game N, ply P", message)``, the form of
-    :class:`nnue_infer.io.pgn.PgnError` but the line, which the rows do not carry).
+    :class:`nnue_infer.io.pgn.PgnProblem` but the line, which the rows do not carry).
 
     Raises
     ------

@@ -88,7 +88,7 @@ def _first_lines(text: str) -> list[int]:
 
 def test_pgn_rows_carry_their_games_first_line(evaluator):
     """EPD rows carry their line; PGN rows carried their game and ply only: each row, error rows too, now carries
-    its game's first line, as :class:`nnue_infer.io.pgn.PgnError` names it."""
+    its game's first line, as :class:`nnue_infer.io.pgn.PgnProblem` names it."""
     tables = [t for t, _ in score_pgn(evaluator, PGN.splitlines(keepends=True), source="x.pgn")]
     game = np.concatenate([t["game"] for t in tables])
     line = np.concatenate([t["line"] for t in tables])

@@ -11,7 +11,7 @@ import chess.pgn
 import pytest
 
 pytest.importorskip("scipy")
-from nnue_infer.search import match as match_module  # noqa: E402
+from nnue_infer.search.match import players as players_module  # noqa: E402
 from nnue_infer.search.match import (  # noqa: E402
     Adjudication,
     Limits,
@@ -157,7 +157,7 @@ def test_a_crashing_or_illegal_engine_loses_each_game_with_the_reason(mode, term
 
 @needs_stockfish
 def test_a_hung_engine_is_killed_and_loses(tmp_path, monkeypatch):
-    monkeypatch.setattr(match_module, "HANG_TIMEOUT", 1.5)
+    monkeypatch.setattr(players_module, "HANG_TIMEOUT", 1.5)
     result, games = _forfeit_match(["hang"], tmp_path)
     assert result.losses == 2
     assert all("hung" in f["reason"] for f in result.forfeits)

@@ -129,7 +129,7 @@ def test_report_primary_analysis_on_a_toy_study(tmp_path):
 
 def test_elo_hook_plays_a_match_with_the_issues_fields(tmp_path):
     """The Elo stage's hook against the real match runner: one game pair at 50 nodes."""
-    net = Path(__file__).resolve().parents[1] / "weights" / "nnue-infer-default.safetensors"
+    net = Path(__file__).resolve().parents[2] / "weights" / "nnue-infer-default.safetensors"
     result = S.play_match(net, net, S.Config(elo_nodes=50, elo_game_pairs=1), tmp_path / "m.pgn")
     assert set(S.MATCH_FIELDS) - {"a", "b"} <= set(result)
     assert result["games"] == 2 and sum(result["pentanomial"]) == 1 and len(result["pentanomial"]) == 5
