@@ -241,7 +241,8 @@ class Engine:
         move_overhead : float
             Seconds kept aside per move for communication (the clock limits only).
         info : callable, optional
-            Called with a :class:`SearchInfo` after each completed iteration.
+            Called with a :class:`SearchInfo` after each completed iteration, and once more at the end
+            when the move played is not the last reported one (a stopped iteration found a better move).
 
         With no limit at all (and not ``infinite``), the search goes to depth :data:`DEFAULT_DEPTH`.
 
@@ -363,6 +364,7 @@ class Engine:
                 timer.start()
 
         best = None  # (move code, score, pv codes, depth)
+        reported = None  # the best of the last info callback
         seldepth = 0
         try:
             previous_score = 0
@@ -387,11 +389,16 @@ class Engine:
                         alpha, beta = -A.INFINITE, A.INFINITE
                 seldepth = max(seldepth, int(info[A.I_SELDEPTH]))
                 if info[A.I_STOPPED]:
-                    partial = int(info[A.I_BEST_MOVE])
-                    if partial and (best is None or partial != best[0]):
-                        line = [partial] if best is None or best[0] != partial else best[2]
-                        best = (partial, int(info[A.I_BEST_SCORE]) if best is None else best[1], line,
-                                best[3] if best else 0)
+                    # The stopped iteration's best root move replaces the completed one only when its score
+                    # is exact (inside the window of the interrupted root search: the move raised alpha and
+                    # finished its full-window search) and above the completed iteration's score; its
+                    # score, principal variation and the completed depth are then reported together.
+                    partial, partial_score = int(info[A.I_BEST_MOVE]), int(info[A.I_BEST_SCORE])
+                    if partial and best is None:
+                        best = (partial, partial_score if alpha < partial_score < beta else 0, [partial], 0)
+                    elif partial and partial != best[0] and alpha < partial_score < beta and partial_score > best[1]:
+                        line = [int(m) for m in self._pv[0, 1:1 + self._pv[0, 0]]]
+                        best = (partial, partial_score, line if line and line[0] == partial else [partial], best[3])
                     break
                 line = [int(m) for m in self._pv[0, 1:1 + self._pv[0, 0]]]
                 if not line:
@@ -405,6 +412,7 @@ class Engine:
                     elapsed = time.perf_counter() - start
                     result = self._result(board, best, seldepth, elapsed)
                     info_callback(SearchInfo(**result.__dict__, nps=int(result.nodes / max(elapsed, 1e-9))))
+                    reported = best
                 if soft is not None and time.perf_counter() - start > 0.6 * soft and not infinite:
                     break
                 if nodes and info[A.I_NODES] >= nodes:
@@ -421,7 +429,10 @@ class Engine:
                 f"{int(info[A.I_MISMATCH_FRESH])} (root {board.fen()})")
         if best is None:  # stopped before any move was searched: the first legal move
             best = (self._code(legal[0], board), 0, [self._code(legal[0], board)], 0)
-        return self._result(board, best, seldepth, time.perf_counter() - start)
+        result = self._result(board, best, seldepth, time.perf_counter() - start)
+        if info_callback is not None and best is not reported:  # the last info reports the move played
+            info_callback(SearchInfo(**result.__dict__, nps=int(result.nodes / max(result.time, 1e-9))))
+        return result
 
     @staticmethod
     def _code(move: chess.Move, board: chess.Board) -> int:

@@ -137,6 +137,24 @@ def test_node_limited_search_is_deterministic(network):
                                                                                            c.depth)
 
 
+@pytest.mark.parametrize("fen", [chess.STARTING_FEN,
+                                 "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
+                                 "8/8/4k3/8/2K5/8/3P4/8 w - - 0 1"])
+def test_node_limited_result_reports_the_move_it_plays(network, fen):
+    # A node limit stops an iteration part-way: the score, depth and principal variation reported
+    # (in the result and in the last info) are those of the move played.
+    board = chess.Board(fen)
+    engine = Engine(network, hash_mb=4)
+    for nodes in range(200, 6000, 250):
+        engine.new_game()
+        seen: list[SearchInfo] = []
+        result = engine.search(board, nodes=nodes, info=seen.append)
+        _assert_legal(board, result)
+        last = seen[-1]
+        assert (last.move, last.pv, last.score_cp, last.mate, last.depth) == (
+            result.move, result.pv, result.score_cp, result.mate, result.depth), (fen, nodes)
+
+
 def test_info_after_each_iteration(engine):
     seen: list[SearchInfo] = []
     result = engine.search(chess.Board(), depth=4, info=seen.append)

@@ -347,6 +347,14 @@ def test_bestmove_is_legal(pipe, fen, go):
     assert move in chess.Board(fen).legal_moves
 
 
+@pytest.mark.parametrize("nodes", [700, 2000, 3450])
+def test_last_info_pv_starts_with_the_bestmove(pipe, nodes):
+    pipe.send("ucinewgame", "position startpos", f"go nodes {nodes}")
+    lines = pipe.until(is_bestmove)
+    last_info = [line for line in lines if line.startswith("info depth")][-1].split()
+    assert last_info[last_info.index("pv") + 1] == bestmove(lines), lines
+
+
 @pytest.mark.parametrize("fen, score", [("R6k/6pp/8/8/8/8/8/K7 b - - 0 1", "mate 0"),
                                         ("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", "cp 0")])
 def test_no_legal_move_gives_bestmove_0000(pipe, fen, score):
