@@ -253,8 +253,8 @@ class Engine:
         Raises
         ------
         TypeError, ValueError
-            ``board`` is not a ``chess.Board`` of standard chess or Chess960, or a limit is not a
-            non-negative number.
+            ``board`` is not a ``chess.Board`` of standard chess or Chess960, ``depth`` or ``nodes`` is
+            not a positive integer, ``movestogo`` is negative, or a time is not a non-negative number.
         PositionError
             The position is not valid (the side not to move in check, missing kings, ...) or cannot be
             represented by the network.
@@ -266,20 +266,18 @@ class Engine:
         start = time.perf_counter()
         if not isinstance(board, chess.Board) or board.uci_variant not in ("chess", None):
             raise TypeError(f"board: expected a chess.Board of standard chess or Chess960, got {type(board).__name__}")
-        for name, limit in (("depth", depth), ("nodes", nodes), ("movestogo", movestogo)):
-            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0):
-                raise ValueError(f"{name}: expected a non-negative integer, got {limit!r}")
+        for name, limit, least in (("depth", depth, 1), ("nodes", nodes, 1), ("movestogo", movestogo, 0)):
+            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < least):
+                raise ValueError(f"{name}: expected an integer of at least {least}, got {limit!r}")
         for name, limit in (("movetime", movetime), ("wtime", wtime), ("btime", btime), ("winc", winc),
                             ("binc", binc), ("move_overhead", move_overhead)):
             if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float, np.floating))
                                       or not math.isfinite(limit) or limit < 0) and not (
                     name in ("wtime", "btime") and isinstance(limit, (int, float)) and math.isfinite(limit)):
                 raise ValueError(f"{name}: expected a non-negative number of seconds, got {limit!r}")
-        status = board.status()
-        if status & (chess.STATUS_EMPTY | chess.STATUS_NO_WHITE_KING | chess.STATUS_NO_BLACK_KING
-                     | chess.STATUS_TOO_MANY_KINGS | chess.STATUS_OPPOSITE_CHECK | chess.STATUS_PAWNS_ON_BACKRANK):
-            raise PositionError(f"not a valid position ({chess.Status(status)!r}): {board.fen()}")
-        check_position(board)
+        check_position(board)  # kings, pawns on the back rank, piece count: the wording of the CLI
+        if board.status() & chess.STATUS_OPPOSITE_CHECK:
+            raise PositionError(f"the side not to move is in check in {board.fen()} (its king could be captured)")
         history = self._game_keys(board)
         board = board.copy(stack=False)
         if self.chess960:
@@ -329,8 +327,6 @@ class Engine:
         info = self._info
         info[:] = 0
         info[A.I_NODE_LIMIT] = nodes if nodes else 0
-        if nodes == 0:
-            info[A.I_NODE_LIMIT] = 1
         info[A.I_HISTORY] = len(history) - 1
         info[A.I_DEBUG] = int(self.debug)
         info[A.I_PROFILE] = int(self.profile)

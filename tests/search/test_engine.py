@@ -206,8 +206,16 @@ def test_bad_input_is_refused(engine):
         engine.search("8/8/8/8/8/8/8/8 w - - 0 1")
     with pytest.raises(ValueError, match="nodes"):
         engine.search(chess.Board(), nodes=-5)
-    with pytest.raises(ValueError, match="not a valid position"):
+    for limit in ({"nodes": 0}, {"depth": 0}, {"depth": -1}):
+        with pytest.raises(ValueError, match=next(iter(limit))):
+            engine.search(chess.Board(), **limit)
+    with pytest.raises(ValueError, match="the side not to move is in check"):
         engine.search(chess.Board("4k3/8/8/8/8/8/4R3/4K3 w - - 0 1"))  # Black, not to move, in check
+    # The wording of the feature sets' position check (the CLI's), not an enum's repr
+    with pytest.raises(ValueError, match=r"^Black must have exactly one king, found 0 \(none\)$"):
+        engine.search(chess.Board("8/8/8/8/8/8/8/4K3 w - - 0 1"))
+    with pytest.raises(ValueError, match="White must have exactly one king, found 2"):
+        engine.search(chess.Board("4k3/8/8/8/8/8/8/3KK3 w - - 0 1"))
     with pytest.raises(ValueError, match="hash_mb"):
         engine.hash_mb = 0
 
