@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from ..features.board import check_position
 from ..kernels.nnue import forward as K
 from ..kernels.chess.movegen import MAX_MOVES
 from ..kernels.search import alphabeta as A
-from ..kernels.search.tt import MATE, MATE_BOUND, MAX_PLY, hashfull, table_slots
+from ..kernels.search.tt import MATE, MATE_BOUND, MAX_PLY, SLOT_WORDS, hashfull, table_slots
 from ..kernels.search.zobrist import position_keys
 from ..trace import to_centipawns
 
@@ -164,6 +165,7 @@ class Engine:
         if isinstance(hash_mb, bool) or not isinstance(hash_mb, (int, float)) or not math.isfinite(hash_mb) \
                 or hash_mb <= 0:
             raise ValueError(f"hash_mb: expected a positive number of MiB, got {hash_mb!r}")
+        check_hash_mb(hash_mb)
         tt = np.zeros((table_slots(hash_mb), 2), np.int64)
         with self._exclusive():
             self._tt = tt
@@ -501,6 +503,30 @@ class Engine:
         row[A.P_CHECKERS] = np.array(board.checkers_mask(), np.uint64).view(np.int64)
         row[A.P_EVAL] = A.NO_EVAL
         row[A.P_MOVE] = -1
+
+
+def check_hash_mb(hash_mb: float) -> None:
+    """Refuse a transposition table of ``hash_mb`` MiB that cannot fit in this machine's memory.
+
+    Parameters
+    ----------
+    hash_mb : float
+        The requested size in MiB (the table holds :func:`table_slots` slots of ``SLOT_WORDS`` int64).
+
+    Raises
+    ------
+    ValueError
+        The table would be larger than the physical memory (``os.sysconf`` ``SC_PHYS_PAGES`` times
+        ``SC_PAGE_SIZE``; not checked where these are unknown).  Nothing is allocated.
+    """
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return
+    need = table_slots(hash_mb) * SLOT_WORDS * 8
+    if physical > 0 and need > physical:
+        raise ValueError(f"hash_mb: a table of {hash_mb} MiB ({need / 2**30:.1f} GiB) does not fit in this "
+                         f"machine's {physical / 2**30:.1f} GiB of memory")
 
 
 def _row(board: chess.Board) -> tuple:

@@ -5,6 +5,7 @@ family, determinism of node-limited searches and a prompt stop from another thre
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -218,6 +219,10 @@ def test_bad_input_is_refused(engine):
         engine.search(chess.Board("4k3/8/8/8/8/8/8/3KK3 w - - 0 1"))
     with pytest.raises(ValueError, match="hash_mb"):
         engine.hash_mb = 0
+    physical_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
+    with pytest.raises(ValueError, match="does not fit in this machine's"):  # refused before allocating
+        engine.hash_mb = 1 << physical_mb.bit_length()
+    assert engine.hash_mb == 4
 
 
 DEBUG_POSITIONS = [
