@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from ..features.board import check_position
 from ..kernels.nnue import forward as K
 from ..kernels.chess.movegen import MAX_MOVES
 from ..kernels.search import alphabeta as A
-from ..kernels.search.tt import MATE, MATE_BOUND, MAX_PLY, hashfull, table_slots
+from ..kernels.search.tt import MATE, MATE_BOUND, MAX_PLY, SLOT_WORDS, hashfull, table_slots
 from ..kernels.search.zobrist import position_keys
 from ..trace import to_centipawns
 
@@ -164,6 +165,7 @@ class Engine:
         if isinstance(hash_mb, bool) or not isinstance(hash_mb, (int, float)) or not math.isfinite(hash_mb) \
                 or hash_mb <= 0:
             raise ValueError(f"hash_mb: expected a positive number of MiB, got {hash_mb!r}")
+        check_hash_mb(hash_mb)
         tt = np.zeros((table_slots(hash_mb), 2), np.int64)
         with self._exclusive():
             self._tt = tt
@@ -241,7 +243,8 @@ class Engine:
         move_overhead : float
             Seconds kept aside per move for communication (the clock limits only).
         info : callable, optional
-            Called with a :class:`SearchInfo` after each completed iteration.
+            Called with a :class:`SearchInfo` after each completed iteration, and once more at the end
+            when the move played is not the last reported one (a stopped iteration found a better move).
 
         With no limit at all (and not ``infinite``), the search goes to depth :data:`DEFAULT_DEPTH`.
 
@@ -252,8 +255,8 @@ class Engine:
         Raises
         ------
         TypeError, ValueError
-            ``board`` is not a ``chess.Board`` of standard chess or Chess960, or a limit is not a
-            non-negative number.
+            ``board`` is not a ``chess.Board`` of standard chess or Chess960, ``depth`` or ``nodes`` is
+            not a positive integer, ``movestogo`` is negative, or a time is not a non-negative number.
         PositionError
             The position is not valid (the side not to move in check, missing kings, ...) or cannot be
             represented by the network.
@@ -265,20 +268,18 @@ class Engine:
         start = time.perf_counter()
         if not isinstance(board, chess.Board) or board.uci_variant not in ("chess", None):
             raise TypeError(f"board: expected a chess.Board of standard chess or Chess960, got {type(board).__name__}")
-        for name, limit in (("depth", depth), ("nodes", nodes), ("movestogo", movestogo)):
-            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0):
-                raise ValueError(f"{name}: expected a non-negative integer, got {limit!r}")
+        for name, limit, least in (("depth", depth, 1), ("nodes", nodes, 1), ("movestogo", movestogo, 0)):
+            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < least):
+                raise ValueError(f"{name}: expected an integer of at least {least}, got {limit!r}")
         for name, limit in (("movetime", movetime), ("wtime", wtime), ("btime", btime), ("winc", winc),
                             ("binc", binc), ("move_overhead", move_overhead)):
             if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float, np.floating))
                                       or not math.isfinite(limit) or limit < 0) and not (
                     name in ("wtime", "btime") and isinstance(limit, (int, float)) and math.isfinite(limit)):
                 raise ValueError(f"{name}: expected a non-negative number of seconds, got {limit!r}")
-        status = board.status()
-        if status & (chess.STATUS_EMPTY | chess.STATUS_NO_WHITE_KING | chess.STATUS_NO_BLACK_KING
-                     | chess.STATUS_TOO_MANY_KINGS | chess.STATUS_OPPOSITE_CHECK | chess.STATUS_PAWNS_ON_BACKRANK):
-            raise PositionError(f"not a valid position ({chess.Status(status)!r}): {board.fen()}")
-        check_position(board)
+        check_position(board)  # kings, pawns on the back rank, piece count: the wording of the CLI
+        if board.status() & chess.STATUS_OPPOSITE_CHECK:
+            raise PositionError(f"the side not to move is in check in {board.fen()} (its king could be captured)")
         history = self._game_keys(board)
         board = board.copy(stack=False)
         if self.chess960:
@@ -328,8 +329,6 @@ class Engine:
         info = self._info
         info[:] = 0
         info[A.I_NODE_LIMIT] = nodes if nodes else 0
-        if nodes == 0:
-            info[A.I_NODE_LIMIT] = 1
         info[A.I_HISTORY] = len(history) - 1
         info[A.I_DEBUG] = int(self.debug)
         info[A.I_PROFILE] = int(self.profile)
@@ -363,6 +362,7 @@ class Engine:
                 timer.start()
 
         best = None  # (move code, score, pv codes, depth)
+        reported = None  # the best of the last info callback
         seldepth = 0
         try:
             previous_score = 0
@@ -387,11 +387,16 @@ class Engine:
                         alpha, beta = -A.INFINITE, A.INFINITE
                 seldepth = max(seldepth, int(info[A.I_SELDEPTH]))
                 if info[A.I_STOPPED]:
-                    partial = int(info[A.I_BEST_MOVE])
-                    if partial and (best is None or partial != best[0]):
-                        line = [partial] if best is None or best[0] != partial else best[2]
-                        best = (partial, int(info[A.I_BEST_SCORE]) if best is None else best[1], line,
-                                best[3] if best else 0)
+                    # The stopped iteration's best root move replaces the completed one only when its score
+                    # is exact (inside the window of the interrupted root search: the move raised alpha and
+                    # finished its full-window search) and above the completed iteration's score; its
+                    # score, principal variation and the completed depth are then reported together.
+                    partial, partial_score = int(info[A.I_BEST_MOVE]), int(info[A.I_BEST_SCORE])
+                    if partial and best is None:
+                        best = (partial, partial_score if alpha < partial_score < beta else 0, [partial], 0)
+                    elif partial and partial != best[0] and alpha < partial_score < beta and partial_score > best[1]:
+                        line = [int(m) for m in self._pv[0, 1:1 + self._pv[0, 0]]]
+                        best = (partial, partial_score, line if line and line[0] == partial else [partial], best[3])
                     break
                 line = [int(m) for m in self._pv[0, 1:1 + self._pv[0, 0]]]
                 if not line:
@@ -405,6 +410,7 @@ class Engine:
                     elapsed = time.perf_counter() - start
                     result = self._result(board, best, seldepth, elapsed)
                     info_callback(SearchInfo(**result.__dict__, nps=int(result.nodes / max(elapsed, 1e-9))))
+                    reported = best
                 if soft is not None and time.perf_counter() - start > 0.6 * soft and not infinite:
                     break
                 if nodes and info[A.I_NODES] >= nodes:
@@ -421,7 +427,10 @@ class Engine:
                 f"{int(info[A.I_MISMATCH_FRESH])} (root {board.fen()})")
         if best is None:  # stopped before any move was searched: the first legal move
             best = (self._code(legal[0], board), 0, [self._code(legal[0], board)], 0)
-        return self._result(board, best, seldepth, time.perf_counter() - start)
+        result = self._result(board, best, seldepth, time.perf_counter() - start)
+        if info_callback is not None and best is not reported:  # the last info reports the move played
+            info_callback(SearchInfo(**result.__dict__, nps=int(result.nodes / max(result.time, 1e-9))))
+        return result
 
     @staticmethod
     def _code(move: chess.Move, board: chess.Board) -> int:
@@ -494,6 +503,30 @@ class Engine:
         row[A.P_CHECKERS] = np.array(board.checkers_mask(), np.uint64).view(np.int64)
         row[A.P_EVAL] = A.NO_EVAL
         row[A.P_MOVE] = -1
+
+
+def check_hash_mb(hash_mb: float) -> None:
+    """Refuse a transposition table of ``hash_mb`` MiB that cannot fit in this machine's memory.
+
+    Parameters
+    ----------
+    hash_mb : float
+        The requested size in MiB (the table holds :func:`table_slots` slots of ``SLOT_WORDS`` int64).
+
+    Raises
+    ------
+    ValueError
+        The table would be larger than the physical memory (``os.sysconf`` ``SC_PHYS_PAGES`` times
+        ``SC_PAGE_SIZE``; not checked where these are unknown).  Nothing is allocated.
+    """
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return
+    need = table_slots(hash_mb) * SLOT_WORDS * 8
+    if physical > 0 and need > physical:
+        raise ValueError(f"hash_mb: a table of {hash_mb} MiB ({need / 2**30:.1f} GiB) does not fit in this "
+                         f"machine's {physical / 2**30:.1f} GiB of memory")
 
 
 def _row(board: chess.Board) -> tuple:

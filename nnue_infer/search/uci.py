@@ -354,8 +354,16 @@ class UciSession:
             if self.engine is not None:
                 self.engine.new_game()
             return
-        if option.name == "Hash" and self.engine is not None:
-            self.engine.hash_mb = parsed
+        if option.name == "Hash":
+            from .engine import check_hash_mb
+
+            try:  # refused now whatever the order of commands: a stored size every later go fails to make
+                check_hash_mb(parsed)
+                if self.engine is not None:
+                    self.engine.hash_mb = parsed
+            except (ValueError, MemoryError) as exc:
+                raise UciInputError(f"setoption name Hash value {parsed}: {type(exc).__name__}: "
+                                    f"{_single_line(exc)} (Hash stays {self.values['Hash']})") from None
         if option.name == "UCI_Chess960":
             self.board.chess960 = parsed
             if self.engine is not None:

@@ -5,6 +5,7 @@ family, determinism of node-limited searches and a prompt stop from another thre
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -137,6 +138,24 @@ def test_node_limited_search_is_deterministic(network):
                                                                                            c.depth)
 
 
+@pytest.mark.parametrize("fen", [chess.STARTING_FEN,
+                                 "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
+                                 "8/8/4k3/8/2K5/8/3P4/8 w - - 0 1"])
+def test_node_limited_result_reports_the_move_it_plays(network, fen):
+    # A node limit stops an iteration part-way: the score, depth and principal variation reported
+    # (in the result and in the last info) are those of the move played.
+    board = chess.Board(fen)
+    engine = Engine(network, hash_mb=4)
+    for nodes in range(200, 6000, 250):
+        engine.new_game()
+        seen: list[SearchInfo] = []
+        result = engine.search(board, nodes=nodes, info=seen.append)
+        _assert_legal(board, result)
+        last = seen[-1]
+        assert (last.move, last.pv, last.score_cp, last.mate, last.depth) == (
+            result.move, result.pv, result.score_cp, result.mate, result.depth), (fen, nodes)
+
+
 def test_info_after_each_iteration(engine):
     seen: list[SearchInfo] = []
     result = engine.search(chess.Board(), depth=4, info=seen.append)
@@ -188,10 +207,22 @@ def test_bad_input_is_refused(engine):
         engine.search("8/8/8/8/8/8/8/8 w - - 0 1")
     with pytest.raises(ValueError, match="nodes"):
         engine.search(chess.Board(), nodes=-5)
-    with pytest.raises(ValueError, match="not a valid position"):
+    for limit in ({"nodes": 0}, {"depth": 0}, {"depth": -1}):
+        with pytest.raises(ValueError, match=next(iter(limit))):
+            engine.search(chess.Board(), **limit)
+    with pytest.raises(ValueError, match="the side not to move is in check"):
         engine.search(chess.Board("4k3/8/8/8/8/8/4R3/4K3 w - - 0 1"))  # Black, not to move, in check
+    # The wording of the feature sets' position check (the CLI's), not an enum's repr
+    with pytest.raises(ValueError, match=r"^Black must have exactly one king, found 0 \(none\)$"):
+        engine.search(chess.Board("8/8/8/8/8/8/8/4K3 w - - 0 1"))
+    with pytest.raises(ValueError, match="White must have exactly one king, found 2"):
+        engine.search(chess.Board("4k3/8/8/8/8/8/8/3KK3 w - - 0 1"))
     with pytest.raises(ValueError, match="hash_mb"):
         engine.hash_mb = 0
+    physical_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
+    with pytest.raises(ValueError, match="does not fit in this machine's"):  # refused before allocating
+        engine.hash_mb = 1 << physical_mb.bit_length()
+    assert engine.hash_mb == 4
 
 
 DEBUG_POSITIONS = [

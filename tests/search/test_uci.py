@@ -114,6 +114,25 @@ def test_bad_input_is_said_and_changes_nothing(session, command, message):
     assert session.send("isready") == ["readyok"]
 
 
+@pytest.mark.parametrize("before_uci", [True, False])
+def test_hash_larger_than_the_memory_is_refused_in_any_order(session, before_uci):
+    from nnue_infer.search.uci import MAX_HASH_MB
+
+    physical_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
+    huge = 1 << (physical_mb.bit_length())  # a power of two above the memory: the table's exact size
+    if huge > MAX_HASH_MB:
+        pytest.skip(f"this machine's {physical_mb} MiB exceed the Hash option's maximum")
+    commands = ["uci", f"setoption name Hash value {huge}"]
+    lines = session.send(*(reversed(commands) if before_uci else commands))
+    refused = info_strings(lines)
+    assert len(refused) == 1 and f"Hash value {huge}" in refused[0] and "memory" in refused[0], lines
+    assert session.uci.values["Hash"] == 16
+    lines = session.send("position startpos", "go nodes 500", wait=True)
+    assert any(line.startswith("info depth") for line in lines) and not info_strings(lines), lines
+    move = chess.Move.from_uci(lines[-1].split()[1])
+    assert move in chess.Board().legal_moves
+
+
 def test_position_with_moves_keeps_the_game_history(session):
     assert session.send("position startpos moves g1f3 g8f6 f3g1 f6g8 g1f3") == []
     board = session.uci.board
@@ -345,6 +364,14 @@ def test_bestmove_is_legal(pipe, fen, go):
     pipe.send(f"position fen {fen}", go)
     move = chess.Move.from_uci(bestmove(pipe.until(is_bestmove)))
     assert move in chess.Board(fen).legal_moves
+
+
+@pytest.mark.parametrize("nodes", [700, 2000, 3450])
+def test_last_info_pv_starts_with_the_bestmove(pipe, nodes):
+    pipe.send("ucinewgame", "position startpos", f"go nodes {nodes}")
+    lines = pipe.until(is_bestmove)
+    last_info = [line for line in lines if line.startswith("info depth")][-1].split()
+    assert last_info[last_info.index("pv") + 1] == bestmove(lines), lines
 
 
 @pytest.mark.parametrize("fen, score", [("R6k/6pp/8/8/8/8/8/K7 b - - 0 1", "mate 0"),
