@@ -380,3 +380,30 @@ def test_a_network_plays_a_uci_engine(tmp_path):
     games = _games(tmp_path / "g.pgn")
     assert [g.headers["White"] for g in games] == ["net", "sf"]
     assert all(not g.errors for g in games)
+
+
+@needs_stockfish
+def test_a_network_and_a_uci_engine_on_worker_processes_finish(tmp_path):
+    """Each worker process quits its UCI engines after a pair: python-chess drives one from a non-daemon thread, and
+    a worker that kept it would never exit (the match would hang at the pool's shutdown).  Run as a command in a
+    session of its own, killed after a time-out, so that a hang fails instead of stalling the suite."""
+    import signal
+    import subprocess
+
+    pytest.importorskip("nnue_infer.search.engine")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    out = tmp_path / "result.json"
+    cmd = [sys.executable, "-m", "nnue_infer", "match", "--net", "default", "--uci", STOCKFISH, "--nodes", "500",
+           "--games", "2", "--concurrency", "2", "--json", str(out)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("a network against a UCI engine at concurrency 2 did not finish within 600 s")
+    assert proc.returncode == 0, stderr
+    result = json.loads(out.read_text())
+    assert result["games"] == 2 and sum(result["pentanomial"]) == 1

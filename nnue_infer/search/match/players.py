@@ -316,18 +316,22 @@ def _player(spec: PlayerSpec):
     return p
 
 
-def close_players() -> int:
+def close_players(uci_only: bool = False) -> int:
     """Close every player this process opened (UCI engines quit); returns how many.  Run on the workers of a Dask
-    cluster after a match (``client.run(close_players)``)."""
+    cluster after a match (``client.run(close_players)``).  ``uci_only`` closes the UCI engines alone (a worker
+    process must: python-chess drives each engine from a non-daemon thread, which keeps the process from exiting)
+    and keeps the loaded networks."""
     with _players_lock:
-        players = list(_all_players)
-        _all_players.clear()
+        players = [p for p in _all_players if not uci_only or isinstance(p, UciPlayer)]
+        _all_players[:] = [p for p in _all_players if p not in players]
     for p in players:
         p.close()
     cache = getattr(_local, "players", None)
     if cache is not None:
-        cache.clear()
-    _local.__dict__.pop("players", None)
+        for spec in [k for k, p in cache.items() if p in players or not uci_only]:
+            del cache[spec]
+    if not uci_only:
+        _local.__dict__.pop("players", None)
     return len(players)
 
 

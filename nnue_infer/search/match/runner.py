@@ -280,7 +280,7 @@ def _run_pool(specs, tasks, adjudication, event, date, tolerance, concurrency, f
                     item = next(todo, None)
                     if item is None:
                         break
-                    running.add(pool.submit(play_pair, specs, item[1], item[0], adjudication, event, date, tolerance))
+                    running.add(pool.submit(_play_pair_in_worker if in_process else play_pair, specs, item[1], item[0], adjudication, event, date, tolerance))
                 if not running:
                     break
                 done, running = wait(running, return_when=FIRST_COMPLETED)
@@ -290,7 +290,17 @@ def _run_pool(specs, tasks, adjudication, event, date, tolerance, concurrency, f
         finally:
             for f in running:
                 f.cancel()
-    # (the threads' engines are closed by play_match's close_players; a worker process's engines end with it)
+    # (the threads' engines are closed by play_match's close_players; a worker process closes its own after each
+    # pair: _play_pair_in_worker)
+
+
+def _play_pair_in_worker(*args):
+    """:func:`play_pair` in a worker process, then quit its UCI engines: python-chess drives each from a non-daemon
+    thread, and a worker that keeps one never exits, so the pool's shutdown would wait for ever."""
+    try:
+        return play_pair(*args)
+    finally:
+        close_players(uci_only=True)
 
 
 def _run_dask(specs, tasks, adjudication, event, date, tolerance, scheduler, workers, finished, result) -> None:
