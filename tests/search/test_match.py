@@ -407,3 +407,14 @@ def test_a_network_and_a_uci_engine_on_worker_processes_finish(tmp_path):
     assert proc.returncode == 0, stderr
     result = json.loads(out.read_text())
     assert result["games"] == 2 and sum(result["pentanomial"]) == 1
+
+
+def test_an_engine_silent_at_start_is_refused_with_the_wait_and_the_expected_reply(monkeypatch):
+    """``cat`` echoes ``uci`` back and never says ``uciok``: the error names the wait and the reply expected."""
+    monkeypatch.setattr(players_module, "START_TIMEOUT", 1.0)
+    spec = PlayerSpec(Limits(nodes=10), uci=["cat"])
+    with pytest.raises(MatchError) as info:
+        play_match([spec, spec], games=2)
+    message = str(info.value)
+    assert "no 'uciok' within 1 s" in message and "'cat'" in message
+    assert "TimeoutError: )" not in message

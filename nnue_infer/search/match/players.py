@@ -177,9 +177,12 @@ class UciPlayer:
             raise MatchError(f"UCI engine {shlex.join(spec.uci)!r}: command not found") from None
         except PermissionError:
             raise MatchError(f"UCI engine {shlex.join(spec.uci)!r}: not executable") from None
-        except (chess.engine.EngineError, asyncio.TimeoutError, TimeoutError, OSError) as exc:
+        except (asyncio.TimeoutError, TimeoutError):
+            raise MatchError(f"UCI engine {shlex.join(spec.uci)!r}: did not start as a UCI engine (sent "
+                             f"'uci', no 'uciok' within {START_TIMEOUT:g} s)") from None
+        except (chess.engine.EngineError, OSError) as exc:
             raise MatchError(f"UCI engine {shlex.join(spec.uci)!r}: did not start as a UCI engine "
-                             f"({type(exc).__name__}: {exc or 'no uciok within the time-out'})") from None
+                             f"({type(exc).__name__}: {str(exc) or 'it ended before uciok'})") from None
         try:
             known = {name.lower(): name for name in self.engine.options}
             config = {}
