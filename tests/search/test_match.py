@@ -418,3 +418,16 @@ def test_an_engine_silent_at_start_is_refused_with_the_wait_and_the_expected_rep
     message = str(info.value)
     assert "no 'uciok' within 1 s" in message and "'cat'" in message
     assert "TimeoutError: )" not in message
+
+
+def test_the_summary_never_prints_a_negative_zero():
+    """Elo, nElo and the LLR that round to zero print ``0.00`` (a symmetric result's float noise has a sign)."""
+    from nnue_infer.search.match import MatchResult
+
+    result = MatchResult(["a", "b"], games=2, wins=1, losses=1, pentanomial=[0, 0, 1, 0, 0], elo=-0.0,
+                         elo_error95=34.0, nelo=-1e-12, nelo_error95=480.0, llr=-0.004, lower=-2.94, upper=2.94,
+                         sprt_result="inconclusive",
+                         sprt={"elo0": -0.0, "elo1": 2.0, "alpha": 0.05, "beta": 0.05, "model": "normalized"})
+    text = result.summary()
+    assert "-0.00" not in text and "Elo: 0.00 +- 34.0" in text and "nElo: 0.00" in text
+    assert "LLR: 0.00 (-2.94,2.94) [0.00,2.00]" in text
