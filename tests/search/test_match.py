@@ -431,3 +431,17 @@ def test_the_summary_never_prints_a_negative_zero():
     text = result.summary()
     assert "-0.00" not in text and "Elo: 0.00 +- 34.0" in text and "nElo: 0.00" in text
     assert "LLR: 0.00 (-2.94,2.94) [0.00,2.00]" in text
+
+
+def test_the_command_lines_manual_names_every_match_option():
+    """docs/command-line.md's synopsis of ``match`` keeps up with the options ``match --help`` lists."""
+    from nnue_infer.cli.match import match_cmd
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "docs", "command-line.md"), encoding="utf-8") as f:
+        text = f.read()
+    section = text[text.index("## Matches"):]
+    names = [max(p.opts, key=len) for p in match_cmd.params if p.opts and p.opts[0].startswith("-")]
+    assert "--time-margin" in names and "--progress" in names
+    missing = [n for n in names if n not in section]
+    assert not missing, f"docs/command-line.md's match section does not name {missing}"
