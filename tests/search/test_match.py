@@ -415,6 +415,12 @@ def test_an_engine_silent_at_start_is_refused_with_the_wait_and_the_expected_rep
     spec = PlayerSpec(Limits(nodes=10), uci=["cat"])
     with pytest.raises(MatchError) as info:
         play_match([spec, spec], games=2)
+    import gc
+    import warnings
+
+    with warnings.catch_warnings():  # python-chess leaves the timed-out process to its pipe's end: collect it here
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
     message = str(info.value)
     assert "no 'uciok' within 1 s" in message and "'cat'" in message
     assert "TimeoutError: )" not in message
