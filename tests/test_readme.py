@@ -84,3 +84,11 @@ def test_set_up_commands_that_install_with_apt_install_python3_venv():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     installs = [line for line in ci.splitlines() if "apt-get install" in line]
     assert ci.index("python3-venv") < ci.index("python3 -m venv") and any("python3-venv" in line for line in installs)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_no_page_keeps_a_placeholder(page):
+    """A page is finished: no marker such as ``EXAMPLE-PLACEHOLDER`` left where an example or result belongs."""
+    text = page.read_text(encoding="utf-8")
+    found = [m.group(0) for m in re.finditer(r"\S*PLACEHOLDER\S*", text, re.IGNORECASE)]
+    assert not found, f"{page.name} still holds {found}"

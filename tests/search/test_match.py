@@ -380,3 +380,74 @@ def test_a_network_plays_a_uci_engine(tmp_path):
     games = _games(tmp_path / "g.pgn")
     assert [g.headers["White"] for g in games] == ["net", "sf"]
     assert all(not g.errors for g in games)
+
+
+@needs_stockfish
+def test_a_network_and_a_uci_engine_on_worker_processes_finish(tmp_path):
+    """Each worker process quits its UCI engines after a pair: python-chess drives one from a non-daemon thread, and
+    a worker that kept it would never exit (the match would hang at the pool's shutdown).  Run as a command in a
+    session of its own, killed after a time-out, so that a hang fails instead of stalling the suite."""
+    import signal
+    import subprocess
+
+    pytest.importorskip("nnue_infer.search.engine")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    out = tmp_path / "result.json"
+    cmd = [sys.executable, "-m", "nnue_infer", "match", "--net", "default", "--uci", STOCKFISH, "--nodes", "500",
+           "--games", "2", "--concurrency", "2", "--json", str(out)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("a network against a UCI engine at concurrency 2 did not finish within 600 s")
+    assert proc.returncode == 0, stderr
+    result = json.loads(out.read_text())
+    assert result["games"] == 2 and sum(result["pentanomial"]) == 1
+
+
+def test_an_engine_silent_at_start_is_refused_with_the_wait_and_the_expected_reply(monkeypatch):
+    """``cat`` echoes ``uci`` back and never says ``uciok``: the error names the wait and the reply expected."""
+    monkeypatch.setattr(players_module, "START_TIMEOUT", 1.0)
+    spec = PlayerSpec(Limits(nodes=10), uci=["cat"])
+    with pytest.raises(MatchError) as info:
+        play_match([spec, spec], games=2)
+    import gc
+    import warnings
+
+    with warnings.catch_warnings():  # python-chess leaves the timed-out process to its pipe's end: collect it here
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+    message = str(info.value)
+    assert "no 'uciok' within 1 s" in message and "'cat'" in message
+    assert "TimeoutError: )" not in message
+
+
+def test_the_summary_never_prints_a_negative_zero():
+    """Elo, nElo and the LLR that round to zero print ``0.00`` (a symmetric result's float noise has a sign)."""
+    from nnue_infer.search.match import MatchResult
+
+    result = MatchResult(["a", "b"], games=2, wins=1, losses=1, pentanomial=[0, 0, 1, 0, 0], elo=-0.0,
+                         elo_error95=34.0, nelo=-1e-12, nelo_error95=480.0, llr=-0.004, lower=-2.94, upper=2.94,
+                         sprt_result="inconclusive",
+                         sprt={"elo0": -0.0, "elo1": 2.0, "alpha": 0.05, "beta": 0.05, "model": "normalized"})
+    text = result.summary()
+    assert "-0.00" not in text and "Elo: 0.00 +- 34.0" in text and "nElo: 0.00" in text
+    assert "LLR: 0.00 (-2.94,2.94) [0.00,2.00]" in text
+
+
+def test_the_command_lines_manual_names_every_match_option():
+    """docs/command-line.md's synopsis of ``match`` keeps up with the options ``match --help`` lists."""
+    from nnue_infer.cli.match import match_cmd
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "docs", "command-line.md"), encoding="utf-8") as f:
+        text = f.read()
+    section = text[text.index("## Matches"):]
+    names = [max(p.opts, key=len) for p in match_cmd.params if p.opts and p.opts[0].startswith("-")]
+    assert "--time-margin" in names and "--progress" in names
+    missing = [n for n in names if n not in section]
+    assert not missing, f"docs/command-line.md's match section does not name {missing}"

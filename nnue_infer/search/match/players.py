@@ -177,9 +177,12 @@ class UciPlayer:
             raise MatchError(f"UCI engine {shlex.join(spec.uci)!r}: command not found") from None
         except PermissionError:
             raise MatchError(f"UCI engine {shlex.join(spec.uci)!r}: not executable") from None
-        except (chess.engine.EngineError, asyncio.TimeoutError, TimeoutError, OSError) as exc:
+        except (asyncio.TimeoutError, TimeoutError):
+            raise MatchError(f"UCI engine {shlex.join(spec.uci)!r}: did not start as a UCI engine (sent "
+                             f"'uci', no 'uciok' within {START_TIMEOUT:g} s)") from None
+        except (chess.engine.EngineError, OSError) as exc:
             raise MatchError(f"UCI engine {shlex.join(spec.uci)!r}: did not start as a UCI engine "
-                             f"({type(exc).__name__}: {exc or 'no uciok within the time-out'})") from None
+                             f"({type(exc).__name__}: {str(exc) or 'it ended before uciok'})") from None
         try:
             known = {name.lower(): name for name in self.engine.options}
             config = {}
@@ -316,18 +319,22 @@ def _player(spec: PlayerSpec):
     return p
 
 
-def close_players() -> int:
+def close_players(uci_only: bool = False) -> int:
     """Close every player this process opened (UCI engines quit); returns how many.  Run on the workers of a Dask
-    cluster after a match (``client.run(close_players)``)."""
+    cluster after a match (``client.run(close_players)``).  ``uci_only`` closes the UCI engines alone (a worker
+    process must: python-chess drives each engine from a non-daemon thread, which keeps the process from exiting)
+    and keeps the loaded networks."""
     with _players_lock:
-        players = list(_all_players)
-        _all_players.clear()
+        players = [p for p in _all_players if not uci_only or isinstance(p, UciPlayer)]
+        _all_players[:] = [p for p in _all_players if p not in players]
     for p in players:
         p.close()
     cache = getattr(_local, "players", None)
     if cache is not None:
-        cache.clear()
-    _local.__dict__.pop("players", None)
+        for spec in [k for k, p in cache.items() if p in players or not uci_only]:
+            del cache[spec]
+    if not uci_only:
+        _local.__dict__.pop("players", None)
     return len(players)
 
 

@@ -95,15 +95,16 @@ class MatchResult:
 
     def summary(self) -> str:
         """The result in a few lines: W/D/L, pentanomial, Elo +- 95 %, nElo, and the SPRT."""
+        f2 = _fixed
         err = f"{self.elo_error95:.1f}" if self.elo_error95 is not None else "inf"
         nerr = f"{self.nelo_error95:.1f}" if self.nelo_error95 is not None else "inf"
         lines = [f"{self.players[0]} vs {self.players[1]}: {self.games} games, W {self.wins} D {self.draws} "
                  f"L {self.losses} (score {self._score():.1%})",
                  "Ptnml(0-2): " + ", ".join(map(str, self.pentanomial)),
-                 f"Elo: {self.elo:.2f} +- {err} (95%) LOS: {self.los:.1%}   nElo: {self.nelo:.2f} +- {nerr} (95%)"]
+                 f"Elo: {f2(self.elo)} +- {err} (95%) LOS: {self.los:.1%}   nElo: {f2(self.nelo)} +- {nerr} (95%)"]
         if self.sprt is not None:
             s = self.sprt
-            lines.append(f"LLR: {self.llr:.2f} ({self.lower:.2f},{self.upper:.2f}) [{s['elo0']:.2f},{s['elo1']:.2f}] "
+            lines.append(f"LLR: {f2(self.llr)} ({f2(self.lower)},{f2(self.upper)}) [{f2(s['elo0'])},{f2(s['elo1'])}] "
                          f"{s['model']}: {self.sprt_result}")
         if self.forfeits:
             lines.append(f"{len(self.forfeits)} game(s) forfeited, e.g. pair {self.forfeits[0]['pair'] + 1}: "
@@ -114,6 +115,12 @@ class MatchResult:
 
     def _score(self) -> float:
         return (self.wins + self.draws / 2) / self.games if self.games else 0.5
+
+
+def _fixed(v: float, spec: str = ".2f") -> str:
+    """``format(v, spec)`` with a value that rounds to zero printed without a sign: ``0.00``, never ``-0.00``."""
+    text = format(v, spec)
+    return format(0.0, spec) if float(text) == 0 else text
 
 
 def _finite(v: float) -> float | None:
@@ -228,11 +235,11 @@ def play_match(players: Sequence[PlayerSpec], *, games: int, openings: Sequence[
                     decided = True
             if on_pair is not None:
                 on_pair(p, result)
-            post = f"W{result.wins} D{result.draws} L{result.losses} Elo {result.elo:+.1f}"
+            post = f"W{result.wins} D{result.draws} L{result.losses} Elo {_fixed(result.elo, '+.1f')}"
             if result.elo_error95 is not None:
                 post += f"+-{result.elo_error95:.1f}"
             if result.llr is not None:
-                post += f" LLR {result.llr:.2f}"
+                post += f" LLR {_fixed(result.llr)}"
             bar.set_postfix_str(post, refresh=False)
             bar.update(2)
         return decided
@@ -280,7 +287,7 @@ def _run_pool(specs, tasks, adjudication, event, date, tolerance, concurrency, f
                     item = next(todo, None)
                     if item is None:
                         break
-                    running.add(pool.submit(play_pair, specs, item[1], item[0], adjudication, event, date, tolerance))
+                    running.add(pool.submit(_play_pair_in_worker if in_process else play_pair, specs, item[1], item[0], adjudication, event, date, tolerance))
                 if not running:
                     break
                 done, running = wait(running, return_when=FIRST_COMPLETED)
@@ -290,7 +297,17 @@ def _run_pool(specs, tasks, adjudication, event, date, tolerance, concurrency, f
         finally:
             for f in running:
                 f.cancel()
-    # (the threads' engines are closed by play_match's close_players; a worker process's engines end with it)
+    # (the threads' engines are closed by play_match's close_players; a worker process closes its own after each
+    # pair: _play_pair_in_worker)
+
+
+def _play_pair_in_worker(*args):
+    """:func:`play_pair` in a worker process, then quit its UCI engines: python-chess drives each from a non-daemon
+    thread, and a worker that keeps one never exits, so the pool's shutdown would wait for ever."""
+    try:
+        return play_pair(*args)
+    finally:
+        close_players(uci_only=True)
 
 
 def _run_dask(specs, tasks, adjudication, event, date, tolerance, scheduler, workers, finished, result) -> None:
