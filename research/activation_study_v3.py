@@ -248,24 +248,29 @@ def file_name(name) -> str:
 def ensure_data(out: Path, cfg: Config, upto: int, log=print) -> None:
     """Validation, test and training chunks ``0 .. upto - 1``, in that order (each excludes every
     earlier file's positions: one hash set over the whole set), resuming where a previous call
-    stopped.  One process at a time (lock ``data/data.lock``)."""
+    stopped.  One file at a time (lock ``data/data.lock``, taken per file so that ``run`` and ``data``
+    processes interleave)."""
     from nnue_infer.training.datagen import load_positions, save
     from nnue_infer.training.positionset import position_hashes
 
     d = _data_dir(out)
     lock = d / "data.lock"
-    while not V2._try_lock(lock):
-        time.sleep(10)
-    try:
-        seen, covered = _seen(out)
-        for name in ["val", "test", *range(upto)]:
-            path = d / file_name(name)
-            if path.exists():
-                if file_name(name) not in covered["files"]:  # made, then stopped before the set was saved
-                    data = load_positions(path)
+    for name in ["val", "test", *range(upto)]:
+        path = d / file_name(name)
+        if path.exists():
+            continue
+        while not V2._try_lock(lock):  # per file: a `run` and a `data` process take turns
+            time.sleep(10)
+        try:
+            seen, covered = _seen(out)  # read under the lock: the other process may have added files
+            for done in sorted(d.glob("*.npz")):
+                if done.name not in covered["files"] and not done.name.endswith("-features.npz") \
+                        and ".tmp" not in done.name:  # made, then stopped before the set was saved
+                    data = load_positions(done)
                     seen.add(position_hashes(data["bitboards"], data["stm"]))
-                    covered["files"].append(file_name(name))
+                    covered["files"].append(done.name)
                     _save_seen(out, seen, covered)
+            if path.exists():
                 continue
             t0, c0 = time.perf_counter(), time.process_time()
             split = name if isinstance(name, str) else "train"
@@ -280,8 +285,8 @@ def ensure_data(out: Path, cfg: Config, upto: int, log=print) -> None:
             _save_seen(out, seen, covered)
             log(f"data: {file_name(name)} ({n} positions) in {time.perf_counter() - t0:.0f} s, "
                 f"{meta['cpu_seconds']:.0f} s CPU; {len(seen)} positions in the set")
-    finally:
-        lock.unlink(missing_ok=True)
+        finally:
+            lock.unlink(missing_ok=True)
 
 
 def arrays(out: Path, name, cfg: Config, log=print) -> dict:
