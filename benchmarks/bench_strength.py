@@ -2,6 +2,8 @@
 
 Run:  python benchmarks/bench_strength.py nets   [--nodes 25000] [--pairs 100] [--seed 1]
       python benchmarks/bench_strength.py levels [--tc 10+0.1] [--levels 1800,2200,2500,2850] [--pairs 8]
+      python benchmarks/bench_strength.py candidate --net FILE --against default|stockfish [--nodes 2000]
+                                                    [--pairs 400] [--sprt] [--seed 38] [--label NAME]
 
 * ``nets``: the bundled default network against Stockfish 15.1's network, both searched by nnue-infer's own
   search at fixed nodes (the field's first check of a network: bullet users test at 25,000 nodes) from generated
@@ -13,6 +15,12 @@ Run:  python benchmarks/bench_strength.py nets   [--nodes 25000] [--pairs 100] [
   maximum likelihood (each game's expected score ``1 / (1 + 10 ** ((level - R) / 400))``, draws half a point),
   with a 95 % interval from the fit's Fisher information.  Stockfish anchors UCI_Elo to CCRL ratings at 60+0.6
   (src/search.cpp, struct Skill); at 10+0.1 the scale is only approximate.
+
+* ``candidate``: a network file (e.g. a new default network) against the bundled default network or Stockfish
+  15.1's network, both searched by nnue-infer's search at fixed nodes (default 2,000, activation study v3's Elo
+  stage) from openings of 8 random plies kept within 100 cp by Stockfish 15.1's network (a judge neither side
+  is); ``--sprt``: stopped at the decision of an SPRT of elo0 0 against elo1 10 (alpha = beta = 0.05,
+  normalized Elo, fishtest's GSPRT), else ``--pairs`` pairs.
 
 Each run writes ``strength-<run>-<label>.pgn`` and ``.json`` (the match result) and prints the machine's load
 average before and after: the games share the machine's cores with whatever else runs, and clock games are
@@ -56,13 +64,14 @@ def _load() -> str:
         return "?"
 
 
-def _run(label: str, specs, pairs: int, seed: int, concurrency: int) -> dict:
-    openings = generate_openings(pairs, seed=seed)
+def _run(label: str, specs, pairs: int, seed: int, concurrency: int, sprt=None, opening_network=None) -> dict:
+    openings = generate_openings(pairs, seed=seed, network=opening_network)
     pgn, js = RESULTS / f"strength-{label}.pgn", RESULTS / f"strength-{label}.json"
     print(f"[{label}] {specs[0].label} vs {specs[1].label}: {2 * pairs} games; load average {_load()}", flush=True)
     start = time.time()
-    result = play_match(specs, games=2 * pairs, openings=openings, pgn=pgn, adjudication=RULES,
-                        concurrency=concurrency, progress=sys.stderr.isatty())
+    result = play_match(specs, games=2 * pairs, openings=openings, pgn=pgn, adjudication=RULES, sprt=sprt,
+                        concurrency=concurrency, progress=sys.stderr.isatty(),
+                        on_pair=lambda _pair, r: write_json(r, js))
     write_json(result, js)
     print(result.summary(), flush=True)
     print(f"[{label}] {time.time() - start:.0f} s wall; load average {_load()}; {pgn} {js}", flush=True)
@@ -92,20 +101,38 @@ def fit_rating(levels: list[float], points: list[float], games: list[int]) -> tu
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("run", choices=["nets", "levels"])
-    parser.add_argument("--nodes", type=int, default=25000)
+    parser.add_argument("run", choices=["nets", "levels", "candidate"])
+    parser.add_argument("--net", default=None, help="candidate: the network file")
+    parser.add_argument("--against", default="default", help="candidate: default, stockfish or a file")
+    parser.add_argument("--sprt", action="store_true", help="candidate: stop at the SPRT's decision (0, 10 Elo)")
+    parser.add_argument("--label", default=None, help="candidate: the results' file label")
+    parser.add_argument("--nodes", type=int, default=None, help="default: 25,000 (nets), 2,000 (candidate)")
     parser.add_argument("--tc", default="10+0.1")
     parser.add_argument("--levels", default="1800,2200,2500,2850")
     parser.add_argument("--pairs", type=int, default=None)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=None, help="openings; default: 1 (nets, levels), 38 (candidate)")
     parser.add_argument("--concurrency", type=int, default=1)
     args = parser.parse_args()
     RESULTS.mkdir(exist_ok=True)
+    if args.run == "candidate":
+        from nnue_infer.search.statistics import SPRT
+
+        if not args.net:
+            parser.error("candidate needs --net FILE")
+        nodes, seed = args.nodes or 2000, 38 if args.seed is None else args.seed
+        name = Path(args.net).stem
+        specs = [PlayerSpec(Limits(nodes=nodes), network=args.net, name=name),
+                 PlayerSpec(Limits(nodes=nodes), network=args.against, name=Path(args.against).stem)]
+        label = args.label or f"{name}-vs-{Path(args.against).stem}-{nodes}n"
+        _run(label, specs, args.pairs or 400, seed, args.concurrency,
+             SPRT(0.0, 10.0, 0.05, 0.05) if args.sprt else None, opening_network="stockfish")
+        return
+    nodes, seed = args.nodes or 25000, 1 if args.seed is None else args.seed
     if args.run == "nets":
         pairs = args.pairs or 100
-        specs = [PlayerSpec(Limits(nodes=args.nodes), network="default", name="default"),
-                 PlayerSpec(Limits(nodes=args.nodes), network="stockfish", name="stockfish-15.1-net")]
-        _run(f"nets-{args.nodes}n", specs, pairs, args.seed, args.concurrency)
+        specs = [PlayerSpec(Limits(nodes=nodes), network="default", name="default"),
+                 PlayerSpec(Limits(nodes=nodes), network="stockfish", name="stockfish-15.1-net")]
+        _run(f"nets-{nodes}n", specs, pairs, seed, args.concurrency)
         return
     pairs = args.pairs or 8
     tc = TimeControl.parse(args.tc)
@@ -114,7 +141,7 @@ def main() -> None:
         specs = [PlayerSpec(Limits(tc=tc), network="stockfish", name="nnue-infer sf15.1-net"),
                  PlayerSpec(Limits(tc=tc), uci=STOCKFISH, name=f"Stockfish 15.1 UCI_Elo={level}",
                             options={"UCI_LimitStrength": "true", "UCI_Elo": str(level)})]
-        d = _run(f"levels-{tc}-{level}", specs, pairs, args.seed, args.concurrency)
+        d = _run(f"levels-{tc}-{level}", specs, pairs, seed, args.concurrency)
         levels.append(level)
         points.append(d["wins"] + d["draws"] / 2)
         games.append(d["games"])

@@ -289,9 +289,10 @@ def ensure_data(out: Path, cfg: Config, upto: int, log=print) -> None:
             lock.unlink(missing_ok=True)
 
 
-def arrays(out: Path, name, cfg: Config, log=print) -> dict:
+def arrays(out: Path, name, cfg: Config, log=print, cache_dir: Path | None = None) -> dict:
     """Features, buckets, teacher values, position hashes (and FENs for val/test) of a data file,
-    cached beside it as ``NAME-features.npz`` (the data made first when missing)."""
+    cached beside it as ``NAME-features.npz`` (the data made first when missing); ``cache_dir``:
+    a cache there instead when none is beside the file (a reader that must not write into ``out``)."""
     from nnue_infer.training.datagen import load_positions, to_board
     from nnue_infer.training.model import prepare_features
     from nnue_infer.training.positionset import position_hashes
@@ -301,6 +302,8 @@ def arrays(out: Path, name, cfg: Config, log=print) -> dict:
     if not src.exists():
         ensure_data(out, cfg, name + 1 if isinstance(name, int) else 0, log)
     cache = Path(str(src).replace(".npz", "-features.npz"))
+    if cache_dir is not None and not cache.exists():
+        cache = Path(cache_dir) / cache.name
     if not cache.exists():
         data = load_positions(src)
         feats, buckets = prepare_features(data, default_architecture())
