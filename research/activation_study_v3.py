@@ -259,8 +259,11 @@ def ensure_data(out: Path, cfg: Config, upto: int, log=print) -> None:
         path = d / file_name(name)
         if path.exists():
             continue
-        while not V2._try_lock(lock):  # per file: a `run` and a `data` process take turns
-            time.sleep(10)
+        locked = False  # per file: `run` and `data` processes interleave, neither waits for the other's
+        while not path.exists() and not (locked := V2._try_lock(lock)):  # whole list
+            time.sleep(2)
+        if not locked:  # the other process made it meanwhile
+            continue
         try:
             seen, covered = _seen(out)  # read under the lock: the other process may have added files
             for done in sorted(d.glob("*.npz")):
