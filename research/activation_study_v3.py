@@ -309,10 +309,11 @@ def arrays(out: Path, name, cfg: Config, log=print) -> dict:
         feats, buckets = prepare_features(data, default_architecture())
         extra = {"fens": np.array([to_board(data, i).fen() for i in range(len(data["value"]))])} \
             if isinstance(name, str) else {}
-        with open(str(cache) + ".tmp", "wb") as f:
+        tmp = f"{cache}.{os.getpid()}.tmp"  # processes sharing the directory may build the same cache
+        with open(tmp, "wb") as f:
             np.savez(f, features=feats, buckets=buckets, values=data["value"].astype(np.float32),
                      keys=position_hashes(data["bitboards"], data["stm"]), **extra)
-        os.replace(str(cache) + ".tmp", cache)
+        os.replace(tmp, cache)
     with np.load(cache) as z:
         return {k: z[k] for k in z.files}
 
