@@ -4,7 +4,7 @@ study's validation split::
 
     python research/train_default_network.py --study /work/study-data/v3 --work DIR --mix walk+selfplay \\
         [--width 512] [--variant pairwise] [--lrs 2e-3,4e-3,8e-3] [--sweep-epochs 1] [--epochs 3] \\
-        [--json research/default-network-v3.json]
+        [--chunks N] [--json research/default-network-v3.json]
 
 Reads only the study's finished data files (listed in ``data/seen.json``); every position of the
 mix's sources in them is used (each distinct: the study's hash set), none of validation or test.
@@ -49,8 +49,9 @@ def mix_rows(source: np.ndarray, mix: dict) -> np.ndarray:
 def train_default(study: Path, work: Path, out_json: Path, mix_name: str, width: int = 512,
                   variant: str = "pairwise", lrs=(2e-3, 4e-3, 8e-3), sweep_epochs: float = 1.0, epochs: float = 3.0,
                   seed: int = 1, datagen: Path = HERE / "activation-study-v3" / "datagen-speed.json",
-                  max_positions: int | None = None, log=print) -> dict:
-    """Train, choose on validation, save and measure the network; returns (and writes) the record."""
+                  max_positions: int | None = None, chunks: int | None = None, log=print) -> dict:
+    """Train, choose on validation, save and measure the network; returns (and writes) the record.
+    ``chunks``: only the first that many training chunks (to repeat a run on a grown data set)."""
     from nnue_infer.formats import save
     from nnue_infer.training.model import model_to_float_network
 
@@ -58,7 +59,7 @@ def train_default(study: Path, work: Path, out_json: Path, mix_name: str, width:
     cfg = dataclasses.replace(cfg, eval_every=M.EVAL_POINTS)
     work.mkdir(parents=True, exist_ok=True)
     raw = json.loads(out_json.read_text()) if out_json.exists() else {"runs": []}
-    chunks = M.listed_chunks(study)
+    chunks = [c for c in M.listed_chunks(study) if chunks is None or c < chunks]
     pool = M.load_pool(study, chunks, cfg, work, log)
     val, test = (S.arrays(study, s, cfg, log, cache_dir=work) for s in ("val", "test"))
     rows = mix_rows(pool["source"], M.MIXES[mix_name])
@@ -134,10 +135,11 @@ def main(argv=None) -> int:
     ap.add_argument("--sweep-epochs", type=float, default=1.0)
     ap.add_argument("--epochs", type=float, default=3.0)
     ap.add_argument("--max-positions", type=int, default=None)
+    ap.add_argument("--chunks", type=int, default=None, help="only training chunks 0 .. N-1 (default: all finished)")
     ap.add_argument("--json", type=Path, default=HERE / "default-network-v3.json")
     a = ap.parse_args(argv)
     train_default(a.study, a.work, a.json, a.mix, a.width, a.variant, tuple(float(x) for x in a.lrs.split(",")),
-                  a.sweep_epochs, a.epochs, max_positions=a.max_positions)
+                  a.sweep_epochs, a.epochs, max_positions=a.max_positions, chunks=a.chunks)
     return 0
 
 

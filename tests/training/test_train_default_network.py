@@ -49,3 +49,6 @@ def test_toy_default_network_is_chosen_on_validation(tmp_path, data_dir, monkeyp
     assert json.loads(out.read_text())["chosen"] == raw["chosen"]
     again = T.train_default(study, work, out, "walk+selfplay", width=16, lrs=(4e-3, 8e-3), epochs=2, log=lambda *a: None)
     assert [r["name"] for r in again["runs"]] == [r["name"] for r in raw["runs"]]
+    one = T.train_default(study, tmp_path / "one", tmp_path / "one.json", "walk+selfplay", width=16, lrs=(4e-3,),
+                          epochs=1, chunks=1, log=lambda *a: None)
+    assert one["chunks"] == [0] and one["positions"] == 950 and len(one["runs"]) == 1  # 475 walk + 475 self-play
