@@ -13,7 +13,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "research"))
 
-import activation_study_v3 as S  # noqa: E402
 import train_default_network as T  # noqa: E402
 import training_data_mix as M  # noqa: E402
 
@@ -25,15 +24,11 @@ def test_mix_rows_take_the_largest_exact_selection():
     assert len(T.mix_rows(source, M.MIXES["study"])) == 200  # 10 search positions are 5 %
 
 
-def test_toy_default_network_is_chosen_on_validation(tmp_path, data_dir, monkeypatch):
+def test_toy_default_network_is_chosen_on_validation(tmp_path, toy_study):
     pytest.importorskip("torch")
     from nnue_infer import load
 
-    monkeypatch.setenv("NNUE_INFER_SHARED", str(data_dir.parent))
-    cfg = S.Config(val_positions=300, test_positions=300, chunk_positions=1000, batch_size=250)
-    study = tmp_path / "study"
-    S.load_config(study, cfg)
-    S.ensure_data(study, cfg, 2, log=lambda *a: None)
+    study = toy_study
     before = sorted(p.name for p in (study / "data").iterdir())
     out, work = tmp_path / "net.json", tmp_path / "work"
     raw = T.train_default(study, work, out, "walk+selfplay", width=16, lrs=(4e-3, 8e-3), epochs=2, log=lambda *a: None)

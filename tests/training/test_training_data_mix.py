@@ -12,7 +12,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "research"))
 
-import activation_study_v3 as S  # noqa: E402
 import training_data_mix as M  # noqa: E402
 
 
@@ -39,13 +38,9 @@ def test_epoch_stream_sees_every_row_once_per_epoch():
     assert not np.array_equal(seen[:4], seen[4:8]) or not np.array_equal(seen[4:8], seen[8:12])
 
 
-def test_toy_comparison_runs_read_only_and_reports(tmp_path, data_dir, monkeypatch):
+def test_toy_comparison_runs_read_only_and_reports(tmp_path, toy_study):
     pytest.importorskip("torch")
-    monkeypatch.setenv("NNUE_INFER_SHARED", str(data_dir.parent))
-    cfg = S.Config(val_positions=300, test_positions=300, chunk_positions=1000, batch_size=250)
-    study = tmp_path / "study"
-    S.load_config(study, cfg)
-    S.ensure_data(study, cfg, 2, log=lambda *a: None)
+    study = toy_study
     before = sorted(p.name for p in (study / "data").iterdir())
     out = tmp_path / "mix.json"
     raw = M.run_mixes(study, tmp_path / "work", out, [50, 400], lrs=(4e-3, 8e-3), min_seen=500, log=lambda *a: None)
