@@ -174,3 +174,48 @@ def print_rates(rates: dict[str, list[float]], baseline: str, label: str, unit: 
     for name, r in rates.items():
         med = statistics.median(r)
         print(f"{name:<{width}} {med:>30,.0f} {min(r):>10,.0f}-{max(r):<10,.0f} {med / base:>6.1f}x")
+
+
+def row(figure: str, value: str, baseline: str = "", ratio: str = "", target: str = "", area: str = "",
+        met: bool | None = None) -> dict:
+    """One figure of a run for ``write_json``: what was measured, its value with unit, the baseline
+    measured in the same run (``"name: value"``), the ratio to it, the target an issue set and whether
+    the figure met it, and the area of docs/benchmarks.md it belongs to (empty: the run's own area)."""
+    return {"figure": figure, "value": value, "baseline": baseline, "ratio": ratio, "target": target,
+            "met": met, "area": area}
+
+
+def commit() -> str:
+    """The checkout's short commit, with ``+changes`` when tracked files differ from it."""
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no", "--", "nnue_infer") else "")
+
+
+def write_json(path, area: str, rows: list[dict], settings: str = "", argv: list[str] | None = None) -> None:
+    """Write one run's figures as JSON for ``benchmarks/manual.py`` (which makes docs/benchmarks.md from
+    such files): the area, the rows (``row``), the command that measured them, what the run measured
+    on (``settings``), the date (UTC), the commit, the machine and the load average at the end."""
+    import datetime
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    script = Path(sys.argv[0]).resolve()
+    script = script.relative_to(REPO) if script.is_relative_to(REPO) else Path(script.name)
+    record = {
+        "area": area,
+        "command": " ".join(["python", str(script), *args]),
+        "settings": settings,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit(),
+        "machine": machine(),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "load": [round(x, 2) for x in os.getloadavg()],
+        "rows": rows,
+    }
+    Path(path).write_text(json.dumps(record, indent=1) + "\n")
