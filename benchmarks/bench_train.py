@@ -92,6 +92,7 @@ def main() -> None:
     ap.add_argument("--activation", default="pairwise")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", metavar="FILE", help="also write the figures to FILE for benchmarks/manual.py")
     a = ap.parse_args()
     torch.set_num_threads(1)
     numba.set_num_threads(1)
@@ -117,6 +118,19 @@ def main() -> None:
           f"{a.rounds} rounds x {a.seconds:g} s process CPU, 1 PyTorch + 1 Numba thread")
     print(f"# {machine()}; PyTorch {torch.__version__}; load average {os.getloadavg()[0]:.1f}")
     print_rates(rates, "reference b1024", "trainer", "positions/s")
+    if a.json:
+        import statistics
+
+        import common
+
+        base = statistics.median(rates["reference b1024"])
+        common.write_json(a.json, "training", [
+            common.row(f"trainer {name}, optimiser steps", f"{statistics.median(r):,.0f} positions/s",
+                       "" if name == "reference b1024" else f"reference b1024: {base:,.0f} positions/s",
+                       "" if name == "reference b1024" else f"{statistics.median(r) / base:.1f}x")
+            for name, r in rates.items()],
+            f"{arch.ft_activation} 2 x {a.width}, {len(values)} dev positions, median of {a.rounds} rounds x "
+            f"{a.seconds:g} s process CPU, 1 PyTorch + 1 Numba thread; PyTorch {torch.__version__}")
 
 
 if __name__ == "__main__":

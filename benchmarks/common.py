@@ -196,10 +196,12 @@ def commit() -> str:
     return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no", "--", "nnue_infer") else "")
 
 
-def write_json(path, area: str, rows: list[dict], settings: str = "", argv: list[str] | None = None) -> None:
+def write_json(path, area: str, rows: list[dict], settings: str = "", argv: list[str] | None = None,
+               raw: dict | None = None) -> None:
     """Write one run's figures as JSON for ``benchmarks/manual.py`` (which makes docs/benchmarks.md from
     such files): the area, the rows (``row``), the command that measured them, what the run measured
-    on (``settings``), the date (UTC), the commit, the machine and the load average at the end."""
+    on (``settings``), the date (UTC), the commit, the machine and the load average at the end; ``raw``:
+    the script's raw measurements, kept beside the rows."""
     import datetime
     import sys
 
@@ -218,4 +220,6 @@ def write_json(path, area: str, rows: list[dict], settings: str = "", argv: list
         "load": [round(x, 2) for x in os.getloadavg()],
         "rows": rows,
     }
+    if raw is not None:
+        record["raw"] = raw
     Path(path).write_text(json.dumps(record, indent=1) + "\n")
