@@ -8,8 +8,7 @@ docs/benchmarks.md has one section per area; each shows, per benchmark script of
 newest run of that script in benchmarks/results/ (a JSON file written by the script's ``--json
 FILE``, see ``common.write_json``): the command, the date, commit, machine and load average of the
 run, and its figures with the baseline measured in the same run, the ratio and the target an issue
-set.  Playing strength is read from ``bench_strength.py``'s match results (its date and commit are
-the commit that added them).  Nothing on the page is typed by hand but the prose of AREAS.
+set.  Playing strength is read from ``bench_strength.py``'s match results (dated by their games).  Nothing on the page is typed by hand but the prose of AREAS.
 
 benchmarks/results/README.md lists every kept file with the pages citing it: a page cites a file
 when it names it (or a ``benchmarks/results/...*`` pattern matching it), or names the commit in
@@ -148,10 +147,9 @@ first search on an empty kernel cache (issue 36: at most 30 s). The CPU clock ti
 a phase shorter than a tick reads as one.""", ("bench_uci.py",)),
     Area("strength", "Playing strength", """
 `benchmarks/bench_strength.py` plays matches with `nnue_infer.search.match`; a run takes hours, so
-this page reads the newest runs kept in `benchmarks/results/` (the run's date and commit are those
-of the commit that added it). `nets`: the bundled default network against Stockfish 15.1's network,
-both searched by nnue-infer at fixed nodes from generated openings: Elo with its 95 % interval
-(pentanomial). `levels`: nnue-infer's search with Stockfish 15.1's network against Debian's
+this page reads the newest runs kept in `benchmarks/results/` (dated by their games). `nets`: the
+bundled default network against Stockfish 15.1's network, both searched by nnue-infer at fixed
+nodes from generated openings: Elo with its 95 % interval (pentanomial). `levels`: nnue-infer's search with Stockfish 15.1's network against Debian's
 Stockfish 15.1 with `UCI_LimitStrength` at several `UCI_Elo` levels at a clock; one rating on the
 UCI_Elo scale is fitted across the levels by maximum likelihood (Stockfish anchors UCI_Elo at
 60+0.6, so at a faster clock the scale is approximate). [playing-strength.md](playing-strength.md)
@@ -170,7 +168,7 @@ part of the test run (`testpaths = ["tests"]`).
 
 This page is written by `python benchmarks/manual.py` from the newest raw result of each script in
 `benchmarks/results/` (index: [benchmarks/results/README.md](../benchmarks/results/README.md)). To
-update an area, run its command with `--json benchmarks/results/NAME-COMMIT.json`, then
+update an area, run its command with `--json benchmarks/results/<script>-<commit>.json`, then
 `python benchmarks/manual.py`. [design.md](design.md) describes the kernels these figures measure.
 """
 
@@ -220,12 +218,10 @@ def _run_line(path: Path, record: dict) -> str:
             f"[{path.name}](../benchmarks/results/{path.name}).")
 
 
-def _git_added(path: Path) -> tuple[str, str]:
-    """(short commit, UTC date) of the commit that last changed ``path``, or ("unknown", "unknown")."""
-    out = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%h %cd", "--date=format-local:%Y-%m-%d %H:%M",
-                          "--", str(path.relative_to(REPO))], capture_output=True, text=True,
-                         env={"TZ": "UTC", "PATH": "/usr/bin:/bin"}).stdout.split(maxsplit=1)
-    return (out[0], out[1].strip() + " UTC") if len(out) == 2 else ("unknown", "unknown")
+def _games_date(pgn: Path) -> str:
+    """The ``Date`` tag of a match's first game (``YYYY-MM-DD``), or "date not recorded"."""
+    found = re.search(r'\[Date "(\d{4})\.(\d\d)\.(\d\d)"\]', pgn.read_text()[:4000]) if pgn.is_file() else None
+    return "-".join(found.groups()) if found else "date not recorded"
 
 
 def _loads(log: Path) -> str:
@@ -236,16 +232,17 @@ def _loads(log: Path) -> str:
 
 def _strength() -> list[str]:
     lines: list[str] = []
-    fits = sorted(RESULTS.glob("strength-levels-*-fit.json"), key=lambda p: _git_added(p)[1])
+    fits = sorted(RESULTS.glob("strength-levels-*-fit.json"),
+                  key=lambda p: (_games_date(p.with_name(p.name.replace("-fit.json", f"-{json.loads(p.read_text())['levels'][0]}.pgn"))), p.name))
     if fits:
         fit_path = fits[-1]
         fit = json.loads(fit_path.read_text())
         label = fit_path.name[len("strength-levels-"):-len("-fit.json")]
         log = RESULTS / f"strength-levels-{label}.log"
-        commit, date = _git_added(fit_path)
+        date = _games_date(RESULTS / f"strength-levels-{label}-{fit['levels'][0]}.pgn")
         lines += [f"### `python benchmarks/bench_strength.py levels --tc {fit['tc']} "
-                  f"--levels {','.join(map(str, fit['levels']))}`", "",
-                  f"Run added {date}, commit `{commit}`; {_loads(log)} (the games share the machine's cores). Raw: "
+                  f"--levels {','.join(map(str, fit['levels']))} --pairs {fit['games'][0] // 2}`", "",
+                  f"Games of {date}; {_loads(log)} (the games share the machine's cores). Raw: "
                   f"[{fit_path.name}](../benchmarks/results/{fit_path.name}), "
                   f"[{log.name}](../benchmarks/results/{log.name}) and the games of each level.", "",
                   "| opponent (Debian's Stockfish 15.1) | games | wins / draws / losses | Elo difference (95 %) |",
@@ -259,16 +256,16 @@ def _strength() -> list[str]:
         lines += ["", f"Fitted rating of nnue-infer's search with Stockfish 15.1's network at {fit['tc']}: "
                   f"**{fit['rating']:.0f} +- {fit['rating_error95']:.0f}** on the UCI_Elo scale "
                   f"({sum(fit['games'])} games).", ""]
-    nets = sorted(RESULTS.glob("strength-nets-*.json"), key=lambda p: _git_added(p)[1])
+    nets = sorted(RESULTS.glob("strength-nets-*.json"), key=lambda p: (_games_date(p.with_suffix(".pgn")), p.name))
     if nets:
         path = nets[-1]
         m = json.loads(path.read_text())
         label = path.name[len("strength-nets-"):-len(".json")]
         log = RESULTS / f"strength-nets-{label}.log"
-        commit, date = _git_added(path)
+        date = _games_date(path.with_suffix(".pgn"))
         nodes = label.rstrip("n")
-        lines += [f"### `python benchmarks/bench_strength.py nets --nodes {nodes}`", "",
-                  f"Run added {date}, commit `{commit}`; {_loads(log)}. Raw: [{path.name}](../benchmarks/results/{path.name}), "
+        lines += [f"### `python benchmarks/bench_strength.py nets --nodes {nodes} --pairs {m['games'] // 2}`", "",
+                  f"Games of {date}; {_loads(log)}. Raw: [{path.name}](../benchmarks/results/{path.name}), "
                   f"[{log.name}](../benchmarks/results/{log.name}).", "",
                   "| players | games | wins / draws / losses | pentanomial (0-2) | Elo (95 %) | normalised Elo (95 %) |",
                   "|---|---|---|---|---|---|",

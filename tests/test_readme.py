@@ -8,6 +8,7 @@ import doctest
 import importlib
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,56 @@ def test_no_page_keeps_a_placeholder(page):
     text = page.read_text(encoding="utf-8")
     found = [m.group(0) for m in re.finditer(r"\S*PLACEHOLDER\S*", text, re.IGNORECASE)]
     assert not found, f"{page.name} still holds {found}"
+
+
+#: The pages whose links are checked: the manual, and the index of the kept benchmark runs.
+LINKED = [*PAGES, ROOT / "benchmarks" / "results" / "README.md"]
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a Markdown page's headings (outside code blocks)."""
+    text = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+    anchors = set()
+    for heading in re.findall(r"^#+\s+(.*?)\s*$", text, flags=re.M):
+        base = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        anchor, n = base, 0
+        while anchor in anchors:  # GitHub numbers repeated headings
+            n += 1
+            anchor = f"{base}-{n}"
+        anchors.add(anchor)
+    return anchors
+
+
+@pytest.mark.parametrize("page", LINKED, ids=[str(p.relative_to(ROOT)) for p in LINKED])
+def test_links_to_files_and_headings_resolve(page):
+    """Every relative link of a page names a file of the checkout, and its ``#anchor`` a heading of that
+    page; every ``benchmarks/results/NAME`` a page names exists (a run deleted from benchmarks/results
+    while a page still cites it fails here)."""
+    text = page.read_text(encoding="utf-8")
+    dead = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.exists():
+            dead.append(target)
+        elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+            dead.append(target)
+    for name in re.findall(r"benchmarks/results/([\w.+-]+\.\w+)", text):
+        if not (ROOT / "benchmarks" / "results" / name).is_file():
+            dead.append(f"benchmarks/results/{name}")
+    assert not dead, f"{page.relative_to(ROOT)} links what does not exist: {dead}"
+
+
+def test_benchmarks_page_and_results_index_are_written_from_the_results():
+    """docs/benchmarks.md and benchmarks/results/README.md are what ``benchmarks/manual.py`` writes from the
+    raw results (no figure typed by hand), and every kept result is cited by a page."""
+    spec = importlib.util.spec_from_file_location("benchmarks_manual", ROOT / "benchmarks" / "manual.py")
+    manual = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = manual  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(manual)
+    finally:
+        del sys.modules[spec.name]
+    assert manual.main(["--check"]) == 0, "run python benchmarks/manual.py (--prune) and commit its pages"
