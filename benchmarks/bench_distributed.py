@@ -121,7 +121,7 @@ def stage_profile(pattern: str, out: str, net: str, top: int) -> tuple[list[tupl
     def cumulative(source: str, name: str) -> float:
         return sum(ct for (file, _, func), (_, _, _, ct, _) in stats.items() if func == name and file.endswith(source))
 
-    total = cumulative("io/distributed.py", "score_files")
+    total = cumulative("io/distributed/job.py", "score_files")
     rows = [(label, sum(cumulative(*f) for f in functions)) for label, functions in STAGES]
     rows.append(("the rest (scheduling the tasks, files, tables' glue)", total - sum(s for _, s in rows)))
     own = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
