@@ -138,7 +138,8 @@ def report(name: str, label: str, result: dict, top: int, records: list | None =
         target = TARGETS.get(name, (None, None))[label == "warm"] if label in ("cold", "warm") else None
         figure, seconds = ((f"import nnue_infer beyond numpy, numba, chess ({label} cache)", result["import"])
                            if name == "import" else (f"case {name}, {label} cache: whole process", result["total"]))
-        records.append(common_row(figure, f"{seconds:.2f} s CPU ({spent:.2f} s compiling, {len(compiles)} compiles)",
+        records.append(common_row(figure, f"{seconds:.3f} s CPU" if name == "import" else
+                                  f"{seconds:.2f} s CPU ({spent:.2f} s compiling, {len(compiles)} compiles)",
                                   target=f"<= {target} s" if target else "",
                                   met=seconds <= target if target else None))
     print(f"{name:14s} {label:5s} total {result['total']:7.2f} s CPU  import {result['import']:5.2f} s  "
