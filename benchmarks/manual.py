@@ -283,7 +283,7 @@ def slug(heading: str) -> str:
 
 def benchmarks_page() -> str:
     runs = _runs()
-    lines = [INTRO, "Areas: " + ", ".join(f"[{a.title.split(':')[0].lower()}](#{slug(a.title)})" for a in AREAS) + ".", ""]
+    lines = [INTRO, "Areas: " + ", ".join(f"[{a.title.split(':')[0]}](#{slug(a.title)})" for a in AREAS) + ".", ""]
     for area in AREAS:
         lines += [f"## {area.title}", "", area.prose.strip(), ""]
         if area.key == "strength":
@@ -374,7 +374,13 @@ def main(argv: list[str] | None = None) -> int:
     PAGE.write_text(page, encoding="utf-8")
     INDEX.write_text(index, encoding="utf-8")
     if uncited and args.prune:
-        subprocess.run(["git", "-C", str(REPO), "rm", "-q", "--", *(str(RESULTS / n) for n in uncited)], check=True)
+        tracked = set(subprocess.run(["git", "-C", str(RESULTS), "ls-files", "--", "."], capture_output=True, text=True,
+                                     check=True).stdout.split())
+        if tracked & set(uncited):
+            subprocess.run(["git", "-C", str(REPO), "rm", "-q", "--",
+                            *(str(RESULTS / n) for n in uncited if n in tracked)], check=True)
+        for name in set(uncited) - tracked:
+            (RESULTS / name).unlink()
     elif uncited:
         print(f"results no page cites ({len(uncited)}): {', '.join(uncited)}; --prune removes them", file=sys.stderr)
     return 0
