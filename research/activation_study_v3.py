@@ -259,8 +259,11 @@ def ensure_data(out: Path, cfg: Config, upto: int, log=print) -> None:
         path = d / file_name(name)
         if path.exists():
             continue
-        while not V2._try_lock(lock):  # per file: a `run` and a `data` process take turns
-            time.sleep(10)
+        locked = False  # per file: `run` and `data` processes interleave, neither waits for the other's
+        while not path.exists() and not (locked := V2._try_lock(lock)):  # whole list
+            time.sleep(2)
+        if not locked:  # the other process made it meanwhile
+            continue
         try:
             seen, covered = _seen(out)  # read under the lock: the other process may have added files
             for done in sorted(d.glob("*.npz")):
@@ -306,10 +309,11 @@ def arrays(out: Path, name, cfg: Config, log=print) -> dict:
         feats, buckets = prepare_features(data, default_architecture())
         extra = {"fens": np.array([to_board(data, i).fen() for i in range(len(data["value"]))])} \
             if isinstance(name, str) else {}
-        with open(str(cache) + ".tmp", "wb") as f:
+        tmp = f"{cache}.{os.getpid()}.tmp"  # processes sharing the directory may build the same cache
+        with open(tmp, "wb") as f:
             np.savez(f, features=feats, buckets=buckets, values=data["value"].astype(np.float32),
                      keys=position_hashes(data["bitboards"], data["stm"]), **extra)
-        os.replace(str(cache) + ".tmp", cache)
+        os.replace(tmp, cache)
     with np.load(cache) as z:
         return {k: z[k] for k in z.files}
 
@@ -502,10 +506,10 @@ def train_run(out: Path, run: Run, cfg: Config, log=print) -> dict:
 
 # -- the Elo stage (hook for nnue_infer.search.match) ------------------------------------------------
 
-def elo_candidates(out: Path, cfg: Config) -> dict:
-    """Per variant of the largest cell, the network of its seed-median run by the primary metric
-    (``None`` while a seed is missing)."""
-    cell = max(cfg.cells, key=lambda c: (c[1], c[0]))
+def elo_candidates(out: Path, cfg: Config, cell: tuple | None = None) -> dict:
+    """Per variant of ``cell`` (default: the largest cell), the network of its seed-median run by the
+    primary metric (``None`` while a seed is missing)."""
+    cell = tuple(cell) if cell is not None else largest_cell(cfg)
     picks = {}
     for v in cfg.variants_of(cell):
         _, lr = sweep_of(out, cfg, v, cell)
@@ -519,19 +523,21 @@ def elo_candidates(out: Path, cfg: Config) -> dict:
     return picks
 
 
+def largest_cell(cfg: Config) -> tuple:
+    """The cell of the plan's Elo stage: the largest budget, then the widest."""
+    return tuple(max(cfg.cells, key=lambda c: (c[1], c[0])))
+
+
 def play_match(net_a: Path, net_b: Path, cfg: Config, pgn: Path | None = None) -> dict:
-    """HOOK to the match runner (``nnue_infer.search.match``, branch ``match``): ``net_a`` against
-    ``net_b`` searched by :class:`nnue_infer.search.Engine` at ``elo_nodes`` nodes per move, game
+    """``net_a`` against ``net_b`` (:func:`nnue_infer.search.match.play_match`), each searched by :class:`nnue_infer.search.Engine` at ``elo_nodes`` nodes per move, game
     pairs (colours swapped) from balanced openings (``generate_openings``: 8 random plies, |static
     eval| <= 100 cp, seed 38), up to ``elo_game_pairs`` pairs with an SPRT (elo0 0, elo1 10, alpha =
     beta = 0.05, normalized Elo) that stops the match at its decision.  Returns ``games``,
     ``pentanomial`` (pairs by ``a``'s points: LL, LD, WL+DD, WD, WW), ``elo`` and ``elo_error95``
     (logistic, from the pentanomial), and the SPRT's ``sprt`` (``result``, ``llr``, bounds)."""
-    try:
-        from nnue_infer.search import match as M
-        from nnue_infer.search.statistics import SPRT
-    except ImportError as exc:
-        raise SystemExit(f"elo: the match runner (nnue_infer.search.match) is not on this checkout ({exc})") from exc
+    from nnue_infer.search import match as M
+    from nnue_infer.search.statistics import SPRT
+
     limits = M.Limits(nodes=cfg.elo_nodes)
     specs = [M.PlayerSpec(limits, network=str(net_a), name=Path(net_a).stem),
              M.PlayerSpec(limits, network=str(net_b), name=Path(net_b).stem)]
@@ -545,24 +551,47 @@ def play_match(net_a: Path, net_b: Path, cfg: Config, pgn: Path | None = None) -
             "forfeits": r["forfeits"], "stopped": r["stopped"]}
 
 
-def elo_stage(out: Path, cfg: Config, results: Path, log=print) -> None:
-    """Every gate (and the baseline where it runs) against ``pairwise`` in the largest cell; matches
-    already in ``DIR/matches.json`` are kept (resumable)."""
-    picks = elo_candidates(out, cfg)
+def elo_stage(out: Path, cfg: Config, results: Path, cell: tuple | None = None, log=print) -> None:
+    """Every gate (and the baseline where it runs) against ``pairwise`` in ``cell`` (default: the
+    largest cell, as planned); matches already in ``DIR/matches.json`` are kept (resumable).  A match
+    in another cell is an interim result: it is recorded as an amendment in ``config.json``."""
+    cell = tuple(cell) if cell is not None else largest_cell(cfg)
+    if cell not in {tuple(c) for c in cfg.cells}:
+        raise SystemExit(f"elo: {cell[0]} x {cell[1]:,} is not a cell of the study ({cfg.cells})")
+    picks = elo_candidates(out, cfg, cell)
     if any(p is None for p in picks.values()):
-        raise SystemExit("elo: the largest cell's runs are not all finished: "
+        raise SystemExit(f"elo: the runs of the cell {cell[0]} x {cell[1]:,} are not all finished: "
                          + ", ".join(v for v, p in picks.items() if p is None))
+    if cell != largest_cell(cfg):
+        record_interim_elo_cell(out, cfg, cell)
     path = out / "matches.json"
     matches = json.loads(path.read_text()) if path.exists() else []
     for v, net in picks.items():
-        if v == REFERENCE or any(m["a"] == v and m["b"] == REFERENCE for m in matches):
+        if v == REFERENCE or any(m["a"] == v and m["b"] == REFERENCE and tuple(m.get("cell", largest_cell(cfg))) == cell
+                                 for m in matches):
             continue
-        m = {"a": v, "b": REFERENCE, "net_a": str(net), "net_b": str(picks[REFERENCE]), "nodes": cfg.elo_nodes,
-             **play_match(net, picks[REFERENCE], cfg, out / f"match-{v}-{REFERENCE}.pgn")}
+        m = {"a": v, "b": REFERENCE, "cell": list(cell), "net_a": str(net), "net_b": str(picks[REFERENCE]),
+             "nodes": cfg.elo_nodes,
+             **play_match(net, picks[REFERENCE], cfg, out / f"match-{cell[0]}x{cell[1]}-{v}-{REFERENCE}.pgn")}
         matches.append(m)
         path.write_text(json.dumps(matches, indent=1))
-        log(f"elo: {v} vs {REFERENCE}: {m['elo']:+.1f} +- {m['elo_error95']:.1f}")
+        log(f"elo: {v} vs {REFERENCE} at {cell[0]} x {cell[1]:,}: {m['elo']:+.1f} +- {m['elo_error95']:.1f}")
     collect(out, cfg, results)
+
+
+def record_interim_elo_cell(out: Path, cfg: Config, cell: tuple) -> None:
+    """Append to ``config.json``'s amendments (once per cell) that the Elo stage also ran at ``cell``."""
+    stored = json.loads((out / "config.json").read_text())
+    if any(a.get("changed", {}).get("elo_cell") == list(cell) for a in stored.get("amendments", [])):
+        return
+    planned = largest_cell(cfg)
+    stored["amendments"] = [*stored.get("amendments", []), {
+        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "changed": {"elo_cell": list(cell)},
+        "reason": f"interim Elo stage at {cell[0]} x {cell[1]:,} while the runs of the planned cell "
+                  f"{planned[0]} x {planned[1]:,} are not finished; the same protocol"}]
+    tmp = out / "config.json.tmp"
+    tmp.write_text(json.dumps(stored, indent=1))
+    os.replace(tmp, out / "config.json")
 
 
 # -- driver --------------------------------------------------------------------------------------
@@ -723,6 +752,7 @@ def main(argv=None) -> int:
     r = sub.add_parser("run", help="sweeps and runs, data as needed (resumes)")
     dp = sub.add_parser("data", help="validation, test and training chunks ahead (resumes)")
     el = sub.add_parser("elo", help="the Elo stage: matches of the largest cell's seed-median networks")
+    el.add_argument("--cell", default=None, help="WIDTH,POSITIONS of another finished cell (an interim result)")
     co = sub.add_parser("collect", help="results.json from the finished runs")
     for p in (r, dp, el, co):
         p.add_argument("--out", type=Path, required=True, help="working directory (data, runs, checkpoints)")
@@ -750,7 +780,8 @@ def main(argv=None) -> int:
         cfg = load_config(a.out)
         ensure_data(a.out, cfg, math.ceil((a.positions or cfg.max_budget) / cfg.chunk_positions))
     elif a.command == "elo":
-        elo_stage(a.out, load_config(a.out), a.results)
+        elo_stage(a.out, load_config(a.out), a.results,
+                  tuple(int(x) for x in a.cell.split(",")) if a.cell else None)
     elif a.command == "collect":
         collect(a.out, load_config(a.out), a.results)
     elif a.command == "measure-training":

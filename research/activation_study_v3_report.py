@@ -172,10 +172,12 @@ def tables(raw: dict) -> dict:
                      + (" (at a bound: not bracketed)" if edge else "") + " |")
     out["sweep_table"] = "\n".join(lines)
     matches = raw.get("matches") or []
-    lines = ["| a | b | games | pentanomial (0, 0.5, 1, 1.5, 2) | Elo of a [95 %] | SPRT |", "|---|---|---|---|---|---|"]
+    largest = max((tuple(c) for c in cfg.cells), key=lambda c: (c[1], c[0]))
+    lines = ["| cell | a | b | games | pentanomial (0, 0.5, 1, 1.5, 2) | Elo of a [95 %] | SPRT |",
+             "|---|---|---|---|---|---|---|"]
     for m in matches:
         sprt = m.get("sprt")
-        lines.append(f"| {m['a']} | {m['b']} | {m['games']} | {', '.join(map(str, m['pentanomial']))} | "
+        lines.append(f"| {cell_name(tuple(m.get('cell', largest)))} | {m['a']} | {m['b']} | {m['games']} | {', '.join(map(str, m['pentanomial']))} | "
                      f"{m['elo']:+.1f} +- {m['elo_error95']:.1f} | "
                      + (f"{sprt.get('result', '-')} (LLR {sprt.get('llr', float('nan')):.2f})" if isinstance(sprt, dict) else "-")
                      + " |")
@@ -210,7 +212,8 @@ def summary_sentences(prim: list[dict], matches: list[dict], cfg: S.Config) -> s
         parts.append(f"{c['variant']} against pairwise at {cell_name(c['cell'])}: {c['mean']:+.2f} cp test MAE "
                      f"[{c['ci'][0]:+.2f}, {c['ci'][1]:+.2f}], {c['verdict']} (Holm p {c['p_holm']:.3g})")
     for m in matches:
-        parts.append(f"{m['a']} against {m['b']}: {m['elo']:+.1f} +- {m['elo_error95']:.1f} Elo in {m['games']} games")
+        parts.append(f"{m['a']} against {m['b']} at {cell_name(tuple(m.get('cell', largest)))}: "
+                     f"{m['elo']:+.1f} +- {m['elo_error95']:.1f} Elo in {m['games']} games")
     unknown = [cell_name(c) for c in cfg.cells if not any(p["cell"] == tuple(c) for p in prim)]
     text = "; ".join(parts) + "."
     if unknown:

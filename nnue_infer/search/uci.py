@@ -4,7 +4,7 @@ python-chess's ``chess.engine``.
 One :class:`UciSession` reads commands line by line (:meth:`UciSession.run`) and answers on its output
 stream.  A search (``go``) runs in a thread of its own, so ``stop``, ``isready`` and ``quit`` are
 answered while it thinks; it prints ``info`` lines after each completed iteration and one ``bestmove``,
-always a legal move of the position (``0000`` when the side to move has none).
+always a legal move of the position (``(none)`` when the side to move has none, as Stockfish prints).
 
 Commands (the protocol as Stefan-Meyer Kahlen's UCI specification of April 2006 and Stockfish 15.1's
 ``uci.cpp`` give it): ``uci``, ``debug``, ``isready``, ``setoption name N [value V]``, ``ucinewgame``,
@@ -581,7 +581,7 @@ class UciSession:
             move = next(iter(board.legal_moves), None)
         if infinite:  # UCI: the best move of an infinite search is sent after stop only
             self._stop.wait()
-        self._answer([f"bestmove {board.uci(move) if move is not None else '0000'}"
+        self._answer([f"bestmove {board.uci(move) if move is not None else '(none)'}"
                       + (f" ponder {self._ponder}" if move is not None and self._ponder else "")])
 
     def _search(self, board: chess.Board, limits: dict) -> chess.Move | None:

@@ -376,10 +376,13 @@ def test_last_info_pv_starts_with_the_bestmove(pipe, nodes):
 
 @pytest.mark.parametrize("fen, score", [("R6k/6pp/8/8/8/8/8/K7 b - - 0 1", "mate 0"),
                                         ("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", "cp 0")])
-def test_no_legal_move_gives_bestmove_0000(pipe, fen, score):
+def test_no_legal_move_gives_bestmove_none_as_stockfish_does(pipe, client, stockfish_binary, fen, score):
     pipe.send(f"position fen {fen}", "go depth 5")
     lines = pipe.until(is_bestmove)
-    assert lines[-2:] == [f"info depth 0 score {score}", "bestmove 0000"]
+    assert lines[-2:] == [f"info depth 0 score {score}", "bestmove (none)"]
+    with chess.engine.SimpleEngine.popen_uci(str(stockfish_binary)) as stockfish:
+        assert stockfish.play(chess.Board(fen), chess.engine.Limit(depth=5)).move is None
+    assert client.play(chess.Board(fen), chess.engine.Limit(depth=5)).move is None
 
 
 def test_stop_right_after_go_gives_a_legal_move(pipe):

@@ -66,6 +66,34 @@ def test_toy_study_has_distinct_positions_and_the_issues_fields(tmp_path, data_d
     assert results.stat().st_mtime_ns == before
 
 
+def test_elo_stage_at_a_finished_cell_before_the_largest_is_an_amendment(tmp_path, data_dir, monkeypatch):
+    """The Elo stage refuses the planned (largest) cell while its runs are missing and an unknown
+    cell; at a smaller finished cell it plays each gate against pairwise once, records the cell with
+    each match and writes one amendment."""
+    pytest.importorskip("torch")
+    import dataclasses
+
+    monkeypatch.setenv("NNUE_INFER_SHARED", str(data_dir.parent))
+    small = (16, 2000)
+    cfg = S.Config(cells=(small,), baseline_cells=(), seeds=(1,), lrs=(2e-3, 4e-3), lr_min=1e-3, lr_max=8e-3,
+                   val_positions=400, test_positions=400, chunk_positions=1000, batch_size=500, eval_every=2,
+                   elo_nodes=50, elo_game_pairs=1)
+    out, results = tmp_path / "study", tmp_path / "results.json"
+    S.run_study(out, cfg, results, log=lambda *a: None)
+    planned = dataclasses.replace(cfg, cells=(small, (16, 4000)))
+    with pytest.raises(SystemExit, match="16 x 4,000 are not all finished"):
+        S.elo_stage(out, planned, results, log=lambda *a: None)
+    with pytest.raises(SystemExit, match="32 x 2,000 is not a cell"):
+        S.elo_stage(out, planned, results, cell=(32, 2000), log=lambda *a: None)
+    for _ in range(2):  # the second call finds every match played and changes nothing
+        S.elo_stage(out, planned, results, cell=small, log=lambda *a: None)
+        matches = json.loads(results.read_text())["matches"]
+        assert sorted((m["a"], m["b"], tuple(m["cell"]), m["games"]) for m in matches) == [
+            ("bilinear", "pairwise", small, 2), ("glu", "pairwise", small, 2)]
+        amendments = json.loads((out / "config.json").read_text())["amendments"]
+        assert [a["changed"] for a in amendments] == [{"elo_cell": list(small)}]
+
+
 def test_data_is_the_same_for_the_same_configuration(tmp_path, data_dir, monkeypatch):
     from nnue_infer.training.datagen import load_positions
 
@@ -122,7 +150,7 @@ def test_report_primary_analysis_on_a_toy_study(tmp_path):
     results = tmp_path / "results.json"
     results.write_text(json.dumps(raw))
     text = R.write_report(results, tmp_path).read_text()
-    assert "2.00 cp per doubling of data" in text and "| bilinear | pairwise | 200 | 5, 20, 40, 25, 10 | +12.0 +- 30.0" in text
+    assert "2.00 cp per doubling of data" in text and "| 16 x 0.004 M | bilinear | pairwise | 200 | 5, 20, 40, 25, 10 | +12.0 +- 30.0" in text
     assert "Every run trained on distinct positions" in text and "{" not in text
     assert (tmp_path / "activation-study-v3" / "differences.png").stat().st_size > 1000
 
