@@ -7,7 +7,9 @@ import ast
 import doctest
 import importlib
 import importlib.util
+import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -135,9 +137,8 @@ def test_links_to_files_and_headings_resolve(page):
     assert not dead, f"{page.relative_to(ROOT)} links what does not exist: {dead}"
 
 
-def test_benchmarks_page_and_results_index_are_written_from_the_results():
-    """docs/benchmarks.md and benchmarks/results/README.md are what ``benchmarks/manual.py`` writes from the
-    raw results (no figure typed by hand), and every kept result is cited by a page."""
+def _manual():
+    """benchmarks/manual.py as a module (benchmarks/ is no package)."""
     spec = importlib.util.spec_from_file_location("benchmarks_manual", ROOT / "benchmarks" / "manual.py")
     manual = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = manual  # its dataclasses look their module up
@@ -145,4 +146,135 @@ def test_benchmarks_page_and_results_index_are_written_from_the_results():
         spec.loader.exec_module(manual)
     finally:
         del sys.modules[spec.name]
-    assert manual.main(["--check"]) == 0, "run python benchmarks/manual.py (--prune) and commit its pages"
+    return manual
+
+
+def test_benchmarks_page_and_results_index_are_written_from_the_results():
+    """docs/benchmarks.md and benchmarks/results/README.md are what ``benchmarks/manual.py`` writes from the
+    raw results (no figure typed by hand), and every kept result is cited by a page."""
+    assert _manual().main(["--check"]) == 0, "run python benchmarks/manual.py (--prune) and commit its pages"
+
+
+@pytest.fixture
+def results_copy(tmp_path, monkeypatch):
+    """benchmarks/manual.py on a git checkout in tmp_path holding copies of the pages and of benchmarks/results."""
+    manual = _manual()
+    for pattern in ("README.md", "docs/*.md", "research/*.md", "benchmarks/results/*"):
+        for path in ROOT.glob(pattern):
+            target = tmp_path / path.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "results"]):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+    monkeypatch.setattr(manual, "REPO", tmp_path)
+    monkeypatch.setattr(manual, "RESULTS", tmp_path / "benchmarks" / "results")
+    monkeypatch.setattr(manual, "PAGE", tmp_path / "docs" / "benchmarks.md")
+    monkeypatch.setattr(manual, "INDEX", tmp_path / "benchmarks" / "results" / "README.md")
+    return manual
+
+
+def _newer_run(results: Path, name: str, change) -> Path:
+    """A copy of the newest bench_uci.py run, dated later, changed by ``change(record)`` (or replaced by the
+    text it returns), as ``name``."""
+    record = json.loads((results / "uci-1916461.json").read_text())
+    record["date"] = "2099-01-01 00:00 UTC"
+    text = change(record)  # text: the file's whole content instead of the record
+    path = results / name
+    path.write_text(text if isinstance(text, str) else json.dumps(record))
+    return path
+
+
+def _pop(key):
+    return lambda r: r.pop(key) and None
+
+
+def _set(**fields):
+    return lambda r: r.update(fields)
+
+
+def _rows_in(area):
+    return lambda r: [row.update(area=area) for row in r["rows"]]
+
+
+@pytest.mark.parametrize("name, change, problem", [
+    ("uci-x.json", lambda r: "{", "not valid JSON"),
+    ("uci-x.json", lambda r: "[1, 2]", "a JSON list, not an object"),
+    ("uci-x.json", _pop("date"), "no 'date' field"),
+    ("uci-x.json", _set(date="yesterday"), "'date' is 'yesterday'"),
+    ("uci-x.json", _set(load="high"), "'load' is 'high'"),
+    ("uci-x.json", _set(command="python"), "'command' is 'python'"),
+    ("uci-x.json", _set(rows=[]), "'rows' is empty"),
+    ("uci-x.json", _set(rows=["fast"]), "row 1 is 'fast'"),
+    ("gpu-x.json", _set(command="python benchmarks/bench_gpu.py --json gpu-x.json"),
+     "bench_gpu.py is in no section of docs/benchmarks.md"),
+    ("uci-x.json", _rows_in("gpu"), "is in area 'gpu', not an area of docs/benchmarks.md"),
+    ("uci-x.json", _rows_in("children"), "is in area 'children', whose section does not show bench_uci.py's runs"),
+])
+def test_benchmarks_manual_names_a_bad_result_file_and_changes_nothing(results_copy, capsys, name, change, problem):
+    """A result file the page cannot be written from (not JSON, a field missing or mistyped, an area or script
+    no section shows) is named with its problem; neither page is written and --prune deletes nothing (skipped,
+    or with its rows dropped, the run would be pruned as uncited and an older one shown)."""
+    manual = results_copy
+    path = _newer_run(manual.RESULTS, name, change)
+    before = {p.name: p.read_bytes() for p in (manual.PAGE, manual.INDEX)}
+    assert manual.main(["--prune"]) == 2
+    err = capsys.readouterr().err
+    assert f"benchmarks/results/{name}" in err and problem in err, err
+    assert path.exists() and (manual.RESULTS / "uci-1916461.json").exists()
+    assert {p.name: p.read_bytes() for p in (manual.PAGE, manual.INDEX)} == before
+    assert manual.main(["--check"]) == 2
+
+
+@pytest.mark.parametrize("name, text, problem", [
+    ("strength-levels-10+0.1-fit.json", "{}", "no 'tc' field"),
+    ("strength-nets-25000n.json", '{"games": 2}', "no 'players' field"),
+    ("strength-levels-10+0.1-2200.json", "{", "not valid JSON"),
+])
+def test_benchmarks_manual_names_a_bad_match_result(results_copy, capsys, name, text, problem):
+    manual = results_copy
+    (manual.RESULTS / name).write_text(text)
+    assert manual.main([]) == 2
+    err = capsys.readouterr().err
+    assert f"benchmarks/results/{name}: {problem}" in err, err
+
+
+def test_benchmarks_manual_says_when_a_run_recorded_no_load_average(results_copy):
+    manual = results_copy
+    for name, change in (("uci-x.json", _pop("load")), ("uci-y.json", _set(load=[]))):
+        _newer_run(manual.RESULTS, name, change)
+        assert manual.main([]) == 0
+        line = next(x for x in manual.PAGE.read_text().splitlines() if f"[{name}]" in x)
+        assert "load average not recorded (2 cores)" in line and "load average  (" not in line, line
+
+
+def test_benchmarks_manual_prune_keeps_a_result_a_page_in_a_subfolder_cites(results_copy):
+    manual = results_copy
+    cited = manual.REPO / "docs" / "guide" / "search.md"
+    cited.parent.mkdir()
+    cited.write_text("Measured in `benchmarks/results/search-nps-2.txt`.\n")
+    playing = manual.REPO / "docs" / "playing-strength.md"
+    playing.write_text(playing.read_text().replace("search-nps-2.txt", "search-nps-3.txt"))
+    assert manual.main(["--prune"]) == 0
+    assert (manual.RESULTS / "search-nps-2.txt").exists()
+    assert "| [search-nps-2.txt](search-nps-2.txt) | docs/guide/search.md |" in manual.INDEX.read_text()
+
+
+def test_benchmarks_manual_prune_that_git_refuses_changes_nothing(results_copy, capsys):
+    """A cited-no-more file changed since its commit: git rm refuses; the message says why and neither the
+    pages nor the other results change."""
+    manual = results_copy
+    playing = manual.REPO / "docs" / "playing-strength.md"
+    playing.write_text(playing.read_text().replace("search-nps-2.txt", "search-nps-3.txt"))
+    (manual.RESULTS / "search-nps-2.txt").write_text("edited\n")
+    before = {p.name: p.read_bytes() for p in (manual.PAGE, manual.INDEX)}
+    assert manual.main(["--prune"]) == 1
+    err = capsys.readouterr().err
+    assert "--prune could not remove search-nps-2.txt" in err and "local modifications" in err, err
+    assert {p.name: p.read_bytes() for p in (manual.PAGE, manual.INDEX)} == before
+    assert (manual.RESULTS / "search-nps-2.txt").read_text() == "edited\n"
+
+
+def test_benchmarks_manual_check_and_prune_together_are_refused(results_copy, capsys):
+    with pytest.raises(SystemExit) as exc:
+        results_copy.main(["--check", "--prune"])
+    assert exc.value.code == 2 and "not allowed with argument --check" in capsys.readouterr().err
