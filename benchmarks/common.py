@@ -196,6 +196,30 @@ def commit() -> str:
     return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no", "--", "nnue_infer") else "")
 
 
+def output_file(text: str) -> Path:
+    """argparse type of ``--json FILE``: the path, checked before the run so that a run of minutes or hours
+    does not end in a traceback with its figures lost.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        ``text`` names a directory, a file in a directory that does not exist, or one this process may not
+        write (the message names it).
+    """
+    import argparse
+
+    path = Path(text)
+    parent = path.parent
+    if not text or path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory, not a file to write")
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: there is no directory {parent}")
+    if not os.access(path if path.exists() else parent, os.W_OK):
+        what = "the file" if path.exists() else f"the directory {parent}"
+        raise argparse.ArgumentTypeError(f"{text}: {what} is not writable")
+    return path
+
+
 def write_json(path, area: str, rows: list[dict], settings: str = "", argv: list[str] | None = None,
                raw: dict | None = None) -> None:
     """Write one run's figures as JSON for ``benchmarks/manual.py`` (which makes docs/benchmarks.md from

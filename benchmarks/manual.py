@@ -257,7 +257,7 @@ def _runs() -> dict[str, tuple[Path, dict]]:
 
 def _command(record: dict) -> str:
     """The run's command without its ``--json FILE``."""
-    return re.sub(r"\s--json\s+\S+", "", record["command"])
+    return re.sub(r"\s--json(?:=|\s+)\S+", "", record["command"])
 
 
 def _cell(text: str) -> str:

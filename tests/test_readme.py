@@ -3,6 +3,7 @@ doctests, so the documented output is real."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import doctest
 import importlib
@@ -278,3 +279,36 @@ def test_benchmarks_manual_check_and_prune_together_are_refused(results_copy, ca
     with pytest.raises(SystemExit) as exc:
         results_copy.main(["--check", "--prune"])
     assert exc.value.code == 2 and "not allowed with argument --check" in capsys.readouterr().err
+
+
+def _benchmarks_common():
+    spec = importlib.util.spec_from_file_location("benchmarks_common", ROOT / "benchmarks" / "common.py")
+    common = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(common)
+    return common
+
+
+@pytest.mark.parametrize("target, problem", [("missing/run.json", "there is no directory"),
+                                             (".", "is a directory, not a file to write")])
+def test_benchmark_json_file_that_cannot_be_written_is_refused_before_the_run(tmp_path, target, problem):
+    """``--json FILE`` of every benchmark script is checked when the arguments are read: a run of minutes or
+    hours does not end in a traceback with its figures lost."""
+    common = _benchmarks_common()
+    with pytest.raises(argparse.ArgumentTypeError, match=problem):
+        common.output_file(str(tmp_path / target))
+    assert common.output_file(str(tmp_path / "run.json")) == tmp_path / "run.json"
+    scripts = [p for p in sorted((ROOT / "benchmarks").glob("*.py"))
+               if 'add_argument("--json", metavar="FILE"' in p.read_text(encoding="utf-8")]
+    unchecked = [p.name for p in scripts if "output_file" not in p.read_text(encoding="utf-8")]
+    assert len(scripts) >= 10 and not unchecked, unchecked
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_uci.py"), "--json", str(tmp_path / target)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "argument --json: " in run.stderr and problem in run.stderr, run.stderr
+
+
+def test_benchmarks_page_shows_a_runs_command_without_its_json_file(results_copy):
+    manual = results_copy
+    for option in ("--json /tmp/x/uci-x.json", "--json=/tmp/x/uci-x.json"):
+        _newer_run(manual.RESULTS, "uci-x.json", _set(command=f"python benchmarks/bench_uci.py --runs 3 {option} --cold"))
+        assert manual.main([]) == 0
+        assert "### `python benchmarks/bench_uci.py --runs 3 --cold`" in manual.PAGE.read_text()
