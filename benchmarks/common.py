@@ -190,10 +190,22 @@ def commit() -> str:
     import subprocess
 
     def git(*args):
-        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True).stdout.strip()
+        try:
+            return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True).stdout.strip()
+        except OSError:  # no git on this machine: the commit is unknown, the run's figures still written
+            return ""
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
     return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no", "--", "nnue_infer") else "")
+
+
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages, or None where the system has none (``os.getloadavg``
+    raises or is missing; benchmarks/manual.py then writes "load average not recorded")."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
 
 
 def output_file(text: str) -> Path:
@@ -241,7 +253,7 @@ def write_json(path, area: str, rows: list[dict], settings: str = "", argv: list
         "machine": machine(),
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
-        "load": [round(x, 2) for x in os.getloadavg()],
+        "load": load_average(),
         "rows": rows,
     }
     if raw is not None:

@@ -312,3 +312,26 @@ def test_benchmarks_page_shows_a_runs_command_without_its_json_file(results_copy
         _newer_run(manual.RESULTS, "uci-x.json", _set(command=f"python benchmarks/bench_uci.py --runs 3 {option} --cold"))
         assert manual.main([]) == 0
         assert "### `python benchmarks/bench_uci.py --runs 3 --cold`" in manual.PAGE.read_text()
+
+
+def test_benchmark_run_is_written_without_git_or_load_average_and_shown(results_copy, monkeypatch):
+    """A run on a machine without git or load averages still writes its figures (commit "unknown", load
+    null), and the page shows it with "load average not recorded"."""
+    common, manual = _benchmarks_common(), results_copy
+    monkeypatch.setenv("PATH", "")  # no git
+
+    def no_load():
+        raise OSError("no load average here")
+
+    monkeypatch.setattr(common.os, "getloadavg", no_load)
+    path = manual.RESULTS / "uci-x.json"
+    common.write_json(path, "uci", [common.row("UCI start to readyok", "0.5 s")],
+                      argv=["--runs", "1", "--json", str(path)])
+    record = json.loads(path.read_text())
+    assert record["commit"] == "unknown" and record["load"] is None
+    record["date"] = "2099-01-01 00:00 UTC"  # the newest run of bench_uci.py
+    record["command"] = record["command"].replace(record["command"].split()[1], "benchmarks/bench_uci.py")
+    path.write_text(json.dumps(record))
+    assert manual.main([]) == 0
+    line = next(x for x in manual.PAGE.read_text().splitlines() if "[uci-x.json]" in x)
+    assert "commit `unknown`" in line and "load average not recorded" in line, line
