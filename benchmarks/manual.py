@@ -334,10 +334,12 @@ def _strength() -> list[str]:
                   "|---|---|---|---|"]
         for level in fit["levels"]:
             match = RESULTS / f"strength-levels-{label}-{level}.json"
-            if match.is_file():
-                m = _match(match, LEVEL_FIELDS)
-                lines.append(f"| `UCI_Elo={level}` ([{match.name}](../benchmarks/results/{match.name})) | {m['games']} | "
-                             f"{m['wins']} / {m['draws']} / {m['losses']} | {m['elo']:+.0f} +- {m['elo_error95']:.0f} |")
+            if not match.is_file():  # the fit counts its games: a table without them would not add up
+                raise ResultError(f"benchmarks/results/{fit_path.name}: fitted from UCI_Elo={level}, whose match "
+                                  f"result benchmarks/results/{match.name} is missing")
+            m = _match(match, LEVEL_FIELDS)
+            lines.append(f"| `UCI_Elo={level}` ([{match.name}](../benchmarks/results/{match.name})) | {m['games']} | "
+                         f"{m['wins']} / {m['draws']} / {m['losses']} | {m['elo']:+.0f} +- {m['elo_error95']:.0f} |")
         lines += ["", f"Fitted rating of nnue-infer's search with Stockfish 15.1's network at {fit['tc']}: "
                   f"**{fit['rating']:.0f} +- {fit['rating_error95']:.0f}** on the UCI_Elo scale "
                   f"({sum(fit['games'])} games).", ""]

@@ -226,17 +226,27 @@ def test_benchmarks_manual_names_a_bad_result_file_and_changes_nothing(results_c
     assert manual.main(["--check"]) == 2
 
 
-@pytest.mark.parametrize("name, text, problem", [
-    ("strength-levels-10+0.1-fit.json", "{}", "no 'tc' field"),
-    ("strength-nets-25000n.json", '{"games": 2}', "no 'players' field"),
-    ("strength-levels-10+0.1-2200.json", "{", "not valid JSON"),
+FIT = "benchmarks/results/strength-levels-10+0.1-fit.json"
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("strength-levels-10+0.1-fit.json", "{}", f"{FIT}: no 'tc' field"),
+    ("strength-nets-25000n.json", '{"games": 2}', "benchmarks/results/strength-nets-25000n.json: no 'players' field"),
+    ("strength-levels-10+0.1-2200.json", "{", "benchmarks/results/strength-levels-10+0.1-2200.json: not valid JSON"),
+    ("strength-levels-10+0.1-2200.json", None,
+     f"{FIT}: fitted from UCI_Elo=2200, whose match result benchmarks/results/strength-levels-10+0.1-2200.json is missing"),
 ])
-def test_benchmarks_manual_names_a_bad_match_result(results_copy, capsys, name, text, problem):
+def test_benchmarks_manual_names_a_bad_or_missing_match_result(results_copy, capsys, name, text, message):
+    """bench_strength.py's results (None: the file deleted) are read by name too: a field missing or a level the
+    fit counts without its match is named instead of a traceback or a table whose games do not add up."""
     manual = results_copy
-    (manual.RESULTS / name).write_text(text)
+    if text is None:
+        (manual.RESULTS / name).unlink()
+    else:
+        (manual.RESULTS / name).write_text(text)
     assert manual.main([]) == 2
     err = capsys.readouterr().err
-    assert f"benchmarks/results/{name}: {problem}" in err, err
+    assert message in err, err
 
 
 def test_benchmarks_manual_says_when_a_run_recorded_no_load_average(results_copy):
