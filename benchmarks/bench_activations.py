@@ -54,6 +54,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--positions", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
     place_interface_nets()
     import nnue_interface
@@ -84,6 +86,14 @@ def main() -> None:
     print(f"{'':28s} {'us/pos wall':>12s} {'us/pos CPU':>11s} {'x wall':>8s} {'x CPU':>7s}")
     for name, (wall, cpu) in best.items():
         print(f"{name:28s} {1e6 * wall / n:12.1f} {1e6 * cpu / n:11.1f} {base_wall / wall:8.1f} {base_cpu / cpu:7.1f}")
+    if args.json:
+        common.write_json(args.json, "research", [
+            common.row(f"activations_batch, {name}, per position", f"{1e6 * wall / n:.1f} us wall, {1e6 * cpu / n:.1f} us CPU",
+                       f"nnue-interface 0.2.7 get_activations_and_eval: {1e6 * base_wall / n:.1f} us wall, "
+                       f"{1e6 * base_cpu / n:.1f} us CPU", f"{base_wall / wall:.1f}x wall, {base_cpu / cpu:.1f}x CPU",
+                       ">= 10x (issue 21)", met=base_wall / wall >= 10)
+            for name, (wall, cpu) in best.items() if name != "nnue-interface"],
+            f"{n} dev positions, Stockfish 17.1's big net, best of {args.repeat} alternating rounds")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ import numba
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
 from common import data_dir  # noqa: E402
 
 import nnue_infer  # noqa: E402
@@ -125,7 +126,10 @@ def main() -> int:
     ap.add_argument("--tools", default=os.environ.get("STOCKFISH_TOOLS"),
                     help="Stockfish built from the tools branch (for the .plain comparison).")
     ap.add_argument("--compile", action="store_true", help="Also measure the kernels' first-use compile time.")
+    ap.add_argument("--json", metavar="FILE", type=common.output_file,
+                    help="Also write the figures to FILE for benchmarks/manual.py.")
     args = ap.parse_args()
+    records = []
     numba.set_num_threads(1)
     src = data_dir() / "binpack" / "selfplay.binpack"
     base = td.read(src)
@@ -143,6 +147,8 @@ def main() -> int:
         t_read, _ = cpu(decode, args.repeat)
         print(f"decode .binpack -> columns (iter_chunks): {t_read:.3f} s = {n / t_read / 1e6:.2f} M positions/s "
               f"per core (target >= 8)")
+        records.append(common.row("decode .binpack -> columns (iter_chunks), one core", f"{n / t_read / 1e6:.2f} M positions/s",
+                                  target=">= 8 M/s", met=n / t_read >= 8e6))
 
         ours = os.path.join(tmp, "ours.plain")
         t_plain, _ = cpu(lambda: td.write(td.read(big), ours), args.repeat)
@@ -155,6 +161,10 @@ def main() -> int:
         else:
             print(f".binpack -> .plain: nnue-infer {t_plain:.3f} s ({n / t_plain / 1e6:.2f} M positions/s); "
                   "tools comparison skipped (no --tools / $STOCKFISH_TOOLS)")
+        records.append(common.row(".binpack -> .plain (read + write, in this process)",
+                                  f"{n / t_plain / 1e6:.2f} M positions/s",
+                                  f"tools convert: {n / t_tools / 1e6:.2f} M positions/s" if args.tools else "",
+                                  f"{t_plain / t_tools:.2f}x CPU" if args.tools else ""))
         command = [sys.executable, "-m", "nnue_infer", "data", "convert", "-q", "--threads", "1"]
         one = os.path.join(tmp, "one.plain")
         td.write(base[:1], one)
@@ -162,6 +172,8 @@ def main() -> int:
         t_start, rss_start = best_usage([*command, one, os.path.join(tmp, "one.binpack")], args.repeat)
         print(f"start-up: data convert of a one-position file: {t_start:.3f} s CPU, {rss_start:.0f} MB "
               "(target <= 0.3 s)")
+        records.append(common.row("nnue-infer data convert of a one-position file (start-up), process CPU",
+                                  f"{t_start:.3f} s, {rss_start:.0f} MB", target="<= 0.3 s", met=t_start <= 0.3))
         quarter = os.path.join(tmp, "quarter.binpack")
         td.write(td.TrainingData.concat([base] * max(1, args.copies // 4)), quarter)
         for name, path in (("a quarter of the input", quarter), ("the whole input", big)):
@@ -173,6 +185,12 @@ def main() -> int:
                 line += (f"; tools convert {t_sf:.3f} s, {rss_sf:.0f} MB: ratio {t_cmd / t_sf:.2f}x CPU (target <= 2), "
                          f"{rss_cmd / rss_sf:.2f}x memory (target: at most 300 MB); files identical: {same}")
             print(line)
+            records.append(common.row(f"nnue-infer data convert .binpack -> .plain, {name} ({os.path.getsize(path):,} bytes), "
+                                      "process CPU", f"{t_cmd:.3f} s, {rss_cmd:.0f} MB",
+                                      f"tools convert: {t_sf:.3f} s, {rss_sf:.0f} MB" if args.tools else "",
+                                      f"{t_cmd / t_sf:.2f}x CPU" if args.tools else "",
+                                      "<= 2x the tools' CPU, <= 300 MB" if args.tools else "<= 300 MB",
+                                      met=rss_cmd <= 300 and (not args.tools or t_cmd / t_sf <= 2)))
         if args.compile:
             cold, warm = compile_cost(str(src), tmp)
             print(f"first use of every training-data kernel (child process, CPU): {cold:.1f} s with an empty "
@@ -187,6 +205,13 @@ def main() -> int:
     equal = np.array_equal(out.score.astype(np.int32), np.clip(ref, -32768, 32767))
     print(f"rescore {len(base):,} positions: rescore {t_rescore:.3f} s, evaluate_batch {t_batch:.3f} s: "
           f"rate ratio {t_batch / t_rescore:.2f} (target >= 0.8); values equal: {equal}")
+    records.append(common.row(f"rescore of {len(base):,} positions (bundled network), rate", f"{len(base) / t_rescore:,.0f} positions/s",
+                              f"evaluate_batch of their FENs: {len(base) / t_batch:,.0f} positions/s",
+                              f"{t_batch / t_rescore:.2f}", ">= 0.8", met=t_batch / t_rescore >= 0.8))
+    if args.json:
+        common.write_json(args.json, "training-data", records,
+                          f"{args.copies} x selfplay.binpack ({n:,} positions); process CPU time, 1 Numba thread, "
+                          f"best of {args.repeat}")
     return 0
 
 

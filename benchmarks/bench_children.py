@@ -70,6 +70,7 @@ import numpy as np
 from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 from bench_limits import build_c, shared_dir  # noqa: E402
 
 import nnue_infer  # noqa: E402
@@ -294,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--step", type=int, default=20, help="every STEP-th dev position (3,298 in all)")
     ap.add_argument("--games-step", type=int, default=16, help="every STEP-th dev game (264 in all) for the game walk")
     ap.add_argument("--limits", type=Path, default=shared_dir() / "limits", help="the shared/limits directory")
+    ap.add_argument("--json", metavar="FILE", type=common.output_file,
+                    help="also write the figures to FILE for benchmarks/manual.py")
     args = ap.parse_args(argv)
     numba.set_num_threads(1)
     with open(shared_dir() / "data" / "positions-dev.jsonl") as f:
@@ -362,9 +365,26 @@ def main(argv: list[str] | None = None) -> int:
           f"loop / evaluate_moves | hot ({REPEAT} calls a position) ns/child | hot / C hot | "
           f"game walk ns/child | game walk / C hot |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    records = []
+    c_hot = f"C {C_CASE.replace(chr(9), ' ')} [{c_rounds[-1][C_CASE][1]}]: {c_ns:.0f} ns"
     for net in nets:
         cell = {k: statistics.median(r[net.spec][k] for r in py_rounds) for k in py_rounds[0][net.spec]}
         c = net.spec in C_NETS
+        ns = cell["evaluate_moves"]
+        records += [
+            common.row(f"{net.spec}: evaluate_moves(board), per child", f"{ns:,.0f} ns", c_hot if c else "",
+                       f"{ns / c_ns:.2f}x" if c else "", "<= 3x C hot (issue 22)" if c else "",
+                       met=ns / c_ns <= 3 if c else None),
+            common.row(f"{net.spec}: evaluate_moves, per child, against C's floor for the children job (warm parent)",
+                       f"{ns:,.0f} ns", f"C floor: {floors['warm']:,.0f} ns" if c else "",
+                       f"{ns / floors['warm']:.2f}x" if c else ""),
+            common.row(f"{net.spec}: push/evaluate/pop loop in Python, per child", f"{cell['loop']:,.0f} ns",
+                       f"evaluate_moves: {ns:,.0f} ns", f"{cell['loop'] / ns:.1f}x"),
+            common.row(f"{net.spec}: evaluate_children_batch (1 thread), per child", f"{cell['batch']:,.0f} ns",
+                       c_hot if c else "", f"{cell['batch'] / c_ns:.2f}x" if c else ""),
+            common.row(f"{net.spec}: game walk (evaluate_moves before each move), per child", f"{cell['game']:,.0f} ns",
+                       c_hot if c else "", f"{cell['game'] / c_ns:.2f}x" if c else ""),
+        ]
         to_c = f"{cell['evaluate_moves'] / c_ns:.2f}x" if c else "(no C floor)"
         to_cold = f"{cell['evaluate_moves'] / c_cold:.2f}x" if c else "(no C floor)"
         to_floor = f"{cell['evaluate_moves'] / floors['warm']:.2f}x" if c else "(no C floor)"
@@ -388,6 +408,10 @@ def main(argv: list[str] | None = None) -> int:
         cell = {k: statistics.median(r[net.spec][k] for r in py_rounds) for k in py_rounds[0][net.spec]}
         print(f"| {net.spec} | {cell['fen_string']:,.0f} | {cell['board']:,.0f} | "
               f"{cell['fen_string'] / cell['board']:.2f}x | {cell['python_chess_fen']:,.0f} |")
+    if args.json:
+        common.write_json(args.json, "children", records,
+                          f"{len(boards)} dev positions ({nets[0].children} children), {len(games)} dev games; "
+                          f"median of {args.rounds} rounds, thread CPU time, 1 thread", argv)
     return 0
 
 

@@ -69,6 +69,9 @@ CASES = {
     "sf19-batch": "nnue_infer.Evaluator(nnue_infer.network_from_spec('sf19')).evaluate_batch([FEN])",
 }
 
+#: Targets of issue 19 (process CPU seconds): case -> (cold, warm); the import case's is the import's own time.
+TARGETS = {"import": (0.2, 0.2), "cli-eval": (30, 1.0), "sf15-session": (90, None)}
+
 #: Run in the subprocess: times the import and every Dispatcher.compile, runs the case, writes JSON.
 DRIVER = """
 import json, sys, time
@@ -128,9 +131,17 @@ def run_case(name: str, cache_dir: str) -> dict:
             return json.load(f)
 
 
-def report(name: str, label: str, result: dict, top: int) -> None:
+def report(name: str, label: str, result: dict, top: int, records: list | None = None) -> None:
     compiles = sorted(result["compiles"], key=lambda r: -r[2])
     spent = sum(r[2] for r in compiles)
+    if records is not None:
+        target = TARGETS.get(name, (None, None))[label == "warm"] if label in ("cold", "warm") else None
+        figure, seconds = ((f"import nnue_infer beyond numpy, numba, chess ({label} cache)", result["import"])
+                           if name == "import" else (f"case {name}, {label} cache: whole process", result["total"]))
+        records.append(common_row(figure, f"{seconds:.3f} s CPU" if name == "import" else
+                                  f"{seconds:.2f} s CPU ({spent:.2f} s compiling, {len(compiles)} compiles)",
+                                  target=f"<= {target} s" if target else "",
+                                  met=seconds <= target if target else None))
     print(f"{name:14s} {label:5s} total {result['total']:7.2f} s CPU  import {result['import']:5.2f} s  "
           f"compiling {spent:7.2f} s in {len(compiles)} compiles", flush=True)
     for kernel, sig, seconds, passes in compiles[:top]:
@@ -150,7 +161,17 @@ def main() -> None:
                         "the case then shows what it compiles beyond CASE (e.g. --after cli-eval: a further mode of the command)")
     parser.add_argument("--top", type=int, default=12, help="compiles listed per case (by own time)")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
+    records = []
+    if args.json:  # checked before the cases run (minutes) so that their figures are not lost at the end
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import common
+
+        try:
+            common.output_file(args.json)
+        except argparse.ArgumentTypeError as exc:
+            parser.error(f"argument --json: {exc}")
     if args.list:
         print("\n".join(CASES))
         return
@@ -165,11 +186,22 @@ def main() -> None:
             try:
                 if args.after:
                     run_case(args.after, cache)
-                report(name, "cold" if not args.after else "after", run_case(name, cache), args.top)
+                report(name, "cold" if not args.after else "after", run_case(name, cache), args.top, records)
                 if args.warm:
-                    report(name, "warm", run_case(name, cache), args.top)
+                    report(name, "warm", run_case(name, cache), args.top, records)
             except RuntimeError as e:
                 print(e, flush=True)
+    if args.json:
+        common.write_json(args.json, "startup", records, f"process CPU time (user + sys), a fresh process and an "
+                          f"empty NUMBA_CACHE_DIR per case{after}")
+
+
+def common_row(*args, **kwargs) -> dict:
+    """``common.row``, imported here so that ``--list`` and the subprocesses need no benchmarks path."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import common
+
+    return common.row(*args, **kwargs)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import datagen_baseline
+import common
 from common import data_dir, machine, print_rates
 
 import nnue_infer
@@ -67,7 +68,8 @@ def main(argv=None) -> int:
     ap.add_argument("--nodes", type=int, default=400, help="nodes per move of the engine games")
     ap.add_argument("--search-share", type=float, default=0.1,
                     help="positions of the engine games per round, as a share of --positions")
-    ap.add_argument("--json", help="also write the raw rates to this file")
+    ap.add_argument("--json", metavar="FILE", type=common.output_file,
+                    help="also write the figures and raw rates to FILE for benchmarks/manual.py")
     a = ap.parse_args(argv)
     numba.set_num_threads(1)
     d = data_dir()
@@ -109,14 +111,17 @@ def main(argv=None) -> int:
                 same_n[name].append(make_up(data if scale == 1 else fn(a.positions, 100 + r)))
     same_n = {k: v for k, v in same_n.items() if v}
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"what": "positions per process-CPU second, one Numba thread, labels included",
-                       "command": "python benchmarks/bench_datagen.py " + " ".join(argv or sys.argv[1:]),
-                       "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": machine(),
-                       "load_average": os.getloadavg()[0], "positions": a.positions, "rounds": a.rounds,
-                       "scales": {k: s for k, (_, s) in configs.items()}, "nodes": a.nodes,
-                       "positions_per_cpu_second": rates,
-                       "median": {k: statistics.median(v) for k, v in rates.items()}}, f, indent=1)
+        base = statistics.median(rates["python-chess"])
+        common.write_json(a.json, "training", [
+            common.row(f"training-data generation, {name} (labels included), per CPU second",
+                       f"{statistics.median(r):,.0f} positions/s",
+                       "" if name == "python-chess" else f"python-chess generator: {base:,.0f} positions/s",
+                       "" if name == "python-chess" else f"{statistics.median(r) / base:.1f}x")
+            for name, r in rates.items()],
+            f"children=3, {len(games)} dev games, teacher Stockfish 15.1, {a.positions} positions a round (scaled per "
+            f"generator: {', '.join(f'{k} x{s:g}' for k, (_, s) in configs.items())}), median of {a.rounds} rounds, "
+            "process CPU time, 1 Numba thread", argv,
+            raw={"positions_per_cpu_second": rates, "scales": {k: s for k, (_, s) in configs.items()}})
     print(f"# bench_datagen: children=3, {len(games)} dev games, teacher Stockfish 15.1, {a.rounds} rounds")
     print(f"# {machine()}; load average {os.getloadavg()[0]:.1f}")
     print_rates(rates, "python-chess", "generator", "positions per CPU s")

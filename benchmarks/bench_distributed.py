@@ -51,6 +51,7 @@ import numba
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
 from common import best_of, games, positions  # noqa: E402
 
 import nnue_infer  # noqa: E402
@@ -120,7 +121,7 @@ def stage_profile(pattern: str, out: str, net: str, top: int) -> tuple[list[tupl
     def cumulative(source: str, name: str) -> float:
         return sum(ct for (file, _, func), (_, _, _, ct, _) in stats.items() if func == name and file.endswith(source))
 
-    total = cumulative("io/distributed.py", "score_files")
+    total = cumulative("io/distributed/job.py", "score_files")
     rows = [(label, sum(cumulative(*f) for f in functions)) for label, functions in STAGES]
     rows.append(("the rest (scheduling the tasks, files, tables' glue)", total - sum(s for _, s in rows)))
     own = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
@@ -178,7 +179,10 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=15, help="functions listed from the profile")
     parser.add_argument("--net", default="stockfish")
     parser.add_argument("--out", help="also write the report to this file")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the main figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
+    records = []
     import dask
     import pyarrow.parquet as pq
     from distributed import Client, LocalCluster
@@ -289,6 +293,10 @@ def main() -> None:
             say(f"{label:<44} {cpu[0]:>7.3f} {cpu[1]:>7.3f} {n / cpu[0]:>16,.0f} {base_cpu / cpu[0]:>9.2f}x "
                 f"{wall[0]:>7.3f} {wall[1]:>7.3f} {base_wall / wall[1]:>9.2f}x {load[0]:>4.1f}-{max(r[2] for r in runs):.1f}")
         local_cpu = stats([r[1] for r in local["zstd"]])[0]
+        records.append(common.row("score_files(client=None): EPD shards -> Parquet in process, 1 thread, per thread-CPU "
+                                  "second (best of the rounds)", f"{n / local_cpu:,.0f} positions/s",
+                                  f"evaluate_batch of the FENs: {n / base_cpu:,.0f} positions/s",
+                                  f"{base_cpu / local_cpu:.2f}x"))
         say(f"{'  of which inside score_task (zstd)':<44} {min(task_cpu):>7.3f} {float(np.median(task_cpu)):>7.3f} "
             f"{n / min(task_cpu):>16,.0f}")
         for codec in CODECS:
@@ -307,6 +315,11 @@ def main() -> None:
             proc, busiest = stats([sum(r["workers"]) for r in runs]), stats([max(r["workers"]) for r in runs])
             client_cpu, load = stats([r["client"] for r in runs]), [r["load"] for r in runs]
             pairs = [r["base"] / max(r["workers"]) for r in runs]
+            records.append(common.row(f"score_files on a LocalCluster, {workers} worker(s) x 1 thread, {codec}: the busiest "
+                                      "worker's process CPU (the job's wall clock with a core per worker)",
+                                      f"{busiest[0]:.3f} s", f"evaluate_batch on 1 thread: {base_cpu:.3f} s",
+                                      f"{base_cpu / busiest[0]:.2f}x", ">= 1.5x" if workers == 2 else "",
+                                      met=base_cpu / busiest[0] >= 1.5 if workers == 2 else None))
             say(f"{f'{workers} worker(s), {codec}':<18} {wall[0]:>7.3f} {wall[1]:>7.3f} {base_wall / wall[1]:>9.2f}x "
                 f"{tasks[0]:>9.3f} {tasks[1]:>9.3f} {n / tasks[0]:>15,.0f} {proc[0]:>9.3f} {proc[1]:>9.3f} "
                 f"{n / proc[0]:>15,.0f} {busiest[0]:>7.3f} s {base_cpu / busiest[0]:>9.2f}x "
@@ -329,6 +342,9 @@ def main() -> None:
             say(f"{workers} worker(s), {codec}: {runs[0]['dask_tasks']} Dask tasks a job; the workers' process CPU "
                 f"beyond their tasks' threads (Dask's work, idle monitors included) per Dask task: "
                 f"{1e3 * float(np.median(extra)):.1f} ms median ({1e3 * min(extra):.1f}-{1e3 * max(extra):.1f})")
+        records.append(common.row(f"cost per input ({args.tiny} shards of 5 positions), in process; LocalCluster 2 workers",
+                                  f"{tiny_wall / args.tiny * 1e3:.1f} ms; {tiny_cluster * 2 / args.tiny * 1e3:.1f} ms "
+                                  "of worker time (wall clock)"))
         say(f"per-input cost, {args.tiny} shards of 5 positions: in process {tiny_wall / args.tiny * 1e3:.1f} ms per "
             f"shard, LocalCluster 2 workers {tiny_cluster * 2 / args.tiny * 1e3:.1f} ms of worker time per shard (wall "
             "clock; small shards run several to a Dask task)")
@@ -356,6 +372,10 @@ def main() -> None:
     if args.out:
         with open(args.out, "w") as f:
             f.write(f"$ python benchmarks/bench_distributed.py {' '.join(sys.argv[1:])}\n" + "\n".join(lines) + "\n")
+    if args.json:
+        common.write_json(args.json, "files", records,
+                          f"{n:,} positions in {args.shards} EPD shards of {args.size:,}, net {args.net}, {args.rounds} rounds; "
+                          "thread / process CPU time")
 
 
 if __name__ == "__main__":

@@ -63,8 +63,11 @@ def timed(fn) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
     numba.set_num_threads(1)
+    records = []
     fens = list(common.positions())
     ev = nnue_infer.Evaluator(nnue_infer.load(nnue_infer.stockfish_15_1_network_path()))
     ev.evaluate_batch(fens[:4])
@@ -84,6 +87,12 @@ def main() -> None:
         print(f"{spec}: features_batch {us['features_batch']:.2f} us, per board {us['per board']:.1f} us "
               f"({us['per board'] / us['features_batch']:.0f}x), evaluate_batch (SF 15.1) {us['evaluate_batch']:.2f} us "
               f"per position")
+        records.append(common.row(f"features_batch(fens, {spec!r}), per position", f"{us['features_batch']:.2f} us",
+                                  f"per-board feature sets: {us['per board']:.1f} us; evaluate_batch (SF 15.1 net): "
+                                  f"{us['evaluate_batch']:.2f} us", f"{us['per board'] / us['features_batch']:.0f}x"))
+    if args.json:
+        common.write_json(args.json, "research", records,
+                          f"{len(fens)} dev positions, one Numba thread, thread CPU time, best of {args.repeat}")
 
 
 if __name__ == "__main__":

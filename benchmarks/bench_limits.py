@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 from common import REPO  # noqa: E402
 
 import nnue_infer  # noqa: E402
@@ -332,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", "3")))
     ap.add_argument("--limits", type=Path, default=shared_dir() / "limits", help="the shared/limits directory")
+    ap.add_argument("--json", metavar="FILE", type=common.output_file,
+                    help="also write the table to FILE for benchmarks/manual.py")
     args = ap.parse_args(argv)
     numba.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="nnue-limits-") as tmp:
@@ -352,11 +355,17 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("| operation (Stockfish 15.1 net unless said) | C floor ns | nnue-infer ns | ratio |")
     print("|---|---|---|---|")
+    records = []
     for label, cases, kind in ROWS:
         c_ns = statistics.median(sum(k * c[case][0] for k, case in cases) for c in c_rounds)
         impl = floor_label(cases, c_rounds[-1])
         py_ns = statistics.median(r[kind] for r in py_rounds)
         print(f"| {label} | {fmt(c_ns)} [{impl}] | {fmt(py_ns)} | {py_ns / c_ns:.1f}x |")
+        records.append(common.row(label, f"{fmt(py_ns)} ns", f"C floor [{impl}]: {fmt(c_ns)} ns", f"{py_ns / c_ns:.1f}x"))
+    if args.json:
+        common.write_json(args.json, "c-floors", records,
+                          f"median of {args.rounds} alternating rounds, thread CPU time, 1 thread; nnue-infer path {isa}",
+                          argv)
     return 0
 
 

@@ -22,6 +22,7 @@ import numba
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
 from bench_distributed import real_fens, write_shards  # noqa: E402
 
 from nnue_infer.io import distributed as D  # noqa: E402
@@ -34,6 +35,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--net", default="stockfish")
     parser.add_argument("--out", help="also write the report to this file")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -109,6 +112,16 @@ def main() -> None:
         best = min(codec_times[name])
         say(f"{name:<40} {1e3 * best:>8.3f} {1e3 * float(np.median(codec_times[name])):>8.3f} "
             f"{len(text) / best / 1e6:>7.0f} MB/s {len(codec.compress(text, asbytes=True)):>9,} bytes")
+    if args.json:
+        ref_bytes = write(base)
+        records = [common.row(f"Parquet part, {name}", f"{1e3 * min(times[name]):.2f} ms, {write(options):,} bytes",
+                              "" if options is base else f"the parts' settings: {1e3 * ref:.2f} ms, {ref_bytes:,} bytes",
+                              "" if options is base else f"{min(times[name]) / ref:.2f}x time, "
+                              f"{write(options) / ref_bytes:.2f}x size")
+                   for name, options in variants.items()]
+        common.write_json(args.json, "files", records,
+                          f"one part of {table.num_rows:,} real FENs, {table.num_columns} columns, written to memory; "
+                          f"best of {args.rounds} alternated rounds, thread CPU time")
     if args.out:
         with open(args.out, "w") as f:
             f.write(f"$ python benchmarks/bench_parquet_options.py {' '.join(sys.argv[1:])}\n" + "\n".join(lines) + "\n")

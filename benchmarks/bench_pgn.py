@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
+import common  # noqa: E402
 from common import data_dir  # noqa: E402
 
 import nnue_infer  # noqa: E402
@@ -113,6 +114,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=4, help="times the 264 dev games are repeated (default 4)")
     parser.add_argument("--net", default="stockfish", help="network (default: stockfish, Stockfish 15.1's)")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
     numba.set_num_threads(1)
     ev = nnue_infer.Evaluator(nnue_infer.network_from_spec(args.net))
@@ -136,6 +139,14 @@ def main() -> None:
         print(f"  {label:<56} {n / wall:>10,.0f}   {n / cpu:>12,.0f}")
     print(f"fast path / python-chess path: {t_slow[0] / t_fast[0]:.1f}x wall clock, "
           f"{t_slow[1] / t_fast[1]:.1f}x CPU time; values identical: yes")
+    if args.json:
+        slow = f"python-chess path (read_game, evaluate_game, Board.fen): {n / t_slow[1]:,.0f} positions/s"
+        common.write_json(args.json, "files", [
+            common.row("PGN -> values + CSV, fast path (eval --pgn), per CPU second", f"{n / t_fast[1]:,.0f} positions/s",
+                       slow, f"{t_slow[1] / t_fast[1]:.1f}x"),
+            common.row("PGN reading only (parse + FEN/SAN/UCI/check), per CPU second", f"{n / t_parse[1]:,.0f} positions/s",
+                       slow, f"{t_slow[1] / t_parse[1]:.1f}x"),
+        ], f"{n:,} positions ({args.copies} x the 264 dev games), 1 Numba thread, 1 parser thread, network {args.net}")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from pathlib import Path
 import chess
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 from common import machine  # noqa: E402
 
 STOCKFISH = "/usr/games/stockfish"
@@ -100,6 +101,8 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=9, help="nnue-infer's depth per position")
     parser.add_argument("--sf-depth", type=int, default=13, help="Stockfish bench depth (13: its default)")
     parser.add_argument("--out", type=Path, help="also write the report to this file")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
     boards = bench_positions()
     sf_nodes, sf_cpu, sf_wall = stockfish_bench(args.sf_depth)
@@ -126,6 +129,15 @@ def main() -> None:
     print(report)
     if args.out:
         args.out.write_text(report + "\n")
+    if args.json:
+        common.write_json(args.json, "search", [
+            common.row(f"nnue-infer search (Stockfish 15.1's net), depth {args.depth}, nodes per CPU second",
+                       f"{rate:,.0f} nodes/s", f"Debian Stockfish 15.1 bench depth {args.sf_depth}: {sf_rate:,.0f} nodes/s",
+                       f"{rate / sf_rate:.2f}x"),
+            common.row("nnue-infer: time per node; evaluation's share of the search's cycles",
+                       f"{1e6 / rate:.2f} us; {100 * share:.0f} % ({evals / max(n, 1):.2f} evaluations a node)"),
+        ], f"Stockfish 15.1's bench positions ({len(boards)}), Hash 16 MB, one thread; thread CPU (nnue-infer), "
+           "child-process CPU (Stockfish, before and after)")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import chess
+import numba
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # node_engines: the live engines
@@ -96,7 +97,10 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--engine", type=int, default=200, help="positions sent to each live engine (0: none)")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
+    records = []
     boards = [chess.Board(f) for f in common.positions()][: args.positions]
     games = list(common.games())[: args.games]
     evaluators = {}
@@ -121,6 +125,17 @@ def main() -> None:
         cells = [spec, f"{single:.2f}", f"{single / base[0]:.2f}", f"{push:.2f}", f"{push / base[1]:.2f}",
                  f"{game:.2f}", f"{game / base[2]:.2f}", f"{rate:,.0f}", f"{rate / base_rate:.2f}"]
         print("".join(f"{c:>13}" for c in cells))
+        if spec != "sf15.1":
+            bound = {"evaluate(board)": "<= 2.5x", "push(move) + evaluate()": "<= 2x"} if spec == "sf19" else {}
+            for label, ours, theirs, unit in (("evaluate(board)", single, base[0], "us"),
+                                              ("push(move) + evaluate()", push, base[1], "us"),
+                                              ("evaluate_game, per ply", game, base[2], "us")):
+                records.append(common.row(f"{spec} net: {label}", f"{ours:.2f} {unit}", f"sf15.1 net: {theirs:.2f} {unit}",
+                                          f"{ours / theirs:.2f}x", bound.get(label, ""),
+                                          met=ours / theirs <= float(bound[label][3:-1]) if label in bound else None))
+            records.append(common.row(f"{spec} net: evaluate_batch (wall clock, {numba.get_num_threads()} threads)",
+                                      f"{rate:,.0f} positions/s", f"sf15.1 net: {base_rate:,.0f} positions/s",
+                                      f"{rate / base_rate:.2f}x"))
     if args.engine:
         fens = [b.fen() for b in boards[: args.engine]]
         for spec in ENGINES:
@@ -130,6 +145,13 @@ def main() -> None:
             if cost is not None:
                 print(f"live engine {spec} (node, eval round trip): {cost:,.0f} us per position = "
                       f"{cost / best[spec][0]:.0f}x nnue-infer's evaluate, {cost / best[spec][1]:.0f}x push+eval")
+                records.append(common.row(f"{spec} net: evaluate(board)", f"{best[spec][0]:.2f} us",
+                                          f"Stockfish {ENGINES[spec]} (npm, under node) position fen + eval: {cost:,.0f} us",
+                                          f"{cost / best[spec][0]:.0f}x faster"))
+    if args.json:
+        common.write_json(args.json, "big-nets", records,
+                          f"{len(boards)} dev positions, {len(games)} dev games ({plies} plies), best of {args.repeat} "
+                          "rounds, wall clock, the nets taking turns in each round")
 
 
 if __name__ == "__main__":

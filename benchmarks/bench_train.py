@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 from common import machine, positions, print_rates  # noqa: E402
 
 from nnue_infer.features import board_bitboards  # noqa: E402
@@ -92,6 +93,8 @@ def main() -> None:
     ap.add_argument("--activation", default="pairwise")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", metavar="FILE", type=common.output_file,
+                    help="also write the figures to FILE for benchmarks/manual.py")
     a = ap.parse_args()
     torch.set_num_threads(1)
     numba.set_num_threads(1)
@@ -117,6 +120,19 @@ def main() -> None:
           f"{a.rounds} rounds x {a.seconds:g} s process CPU, 1 PyTorch + 1 Numba thread")
     print(f"# {machine()}; PyTorch {torch.__version__}; load average {os.getloadavg()[0]:.1f}")
     print_rates(rates, "reference b1024", "trainer", "positions/s")
+    if a.json:
+        import statistics
+
+        base = statistics.median(rates["reference b1024"])
+        common.write_json(a.json, "training", [
+            common.row(f"trainer {name}, optimiser steps", f"{statistics.median(r):,.0f} positions/s",
+                       "" if name == "reference b1024" else f"reference b1024: {base:,.0f} positions/s",
+                       "" if name == "reference b1024" else f"{statistics.median(r) / base:.1f}x",
+                       ">= 100,000/s (issue 25)" if name.startswith("fast") else "",
+                       met=statistics.median(r) >= 100_000 if name.startswith("fast") else None)
+            for name, r in rates.items()],
+            f"{arch.ft_activation} 2 x {a.width}, {len(values)} dev positions, median of {a.rounds} rounds x "
+            f"{a.seconds:g} s process CPU, 1 PyTorch + 1 Numba thread; PyTorch {torch.__version__}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 STOCKFISH = "/usr/games/stockfish"
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -83,6 +87,8 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=10000, help="the first search's node limit")
     parser.add_argument("--depth", type=int, default=5, help="perft depth on Kiwipete")
     parser.add_argument("--cold", action="store_true", help="also nnue-infer's first search on an empty kernel cache")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     ours = [sys.executable, "-m", "nnue_infer", "uci", "--net", args.net]
@@ -101,11 +107,21 @@ def main() -> None:
     print(f"{'ratio':16s} {ours_m['readyok'] / peer['readyok']:9.1f} {'':8s} "
           f"{ours_m['search'] / max(peer['search'], 1 / TICK):14.1f} {ours_m['perft'] / max(peer['perft'], 1 / TICK):9.1f}"
           f"   (nnue-infer / stockfish; CPU clock resolution {1 / TICK:.2f} s)")
+    floor = 1 / TICK
+    records = [common.row(f"UCI {label}, process CPU", f"{ours_m[key]:.3f} s", f"Stockfish 15.1: {peer[key]:.3f} s",
+                          f"{ours_m[key] / max(peer[key], floor):.1f}x")
+               for key, label in (("readyok", "start to readyok (warm kernel cache)"),
+                                  ("search", f"first go nodes {args.nodes}"), ("perft", f"go perft {args.depth} of Kiwipete"))]
     if args.cold:
         with tempfile.TemporaryDirectory(prefix="nnue-uci-cold-") as cache:
             cold = measure(ours, args.nodes, args.depth, dict(env, NUMBA_CACHE_DIR=cache))
         print(f"cold start (empty NUMBA_CACHE_DIR): readyok {cold['readyok']:.2f} s CPU, first search "
               f"{cold['search']:.1f} s CPU (its kernels compiled), perft {cold['perft']:.1f} s CPU")
+        records.append(common.row("UCI first search on an empty NUMBA_CACHE_DIR (its kernels compiled), process CPU",
+                                  f"{cold['search']:.1f} s", target="<= 30 s", met=cold["search"] <= 30))
+    if args.json:
+        common.write_json(args.json, "uci", records, f"median of {args.runs} fresh processes per engine, interleaved; "
+                          f"nnue-infer --net {args.net}; process CPU time (CPU clock resolution {floor:.2f} s)")
 
 
 if __name__ == "__main__":

@@ -174,3 +174,88 @@ def print_rates(rates: dict[str, list[float]], baseline: str, label: str, unit: 
     for name, r in rates.items():
         med = statistics.median(r)
         print(f"{name:<{width}} {med:>30,.0f} {min(r):>10,.0f}-{max(r):<10,.0f} {med / base:>6.1f}x")
+
+
+def row(figure: str, value: str, baseline: str = "", ratio: str = "", target: str = "", area: str = "",
+        met: bool | None = None) -> dict:
+    """One figure of a run for ``write_json``: what was measured, its value with unit, the baseline
+    measured in the same run (``"name: value"``), the ratio to it, the target an issue set and whether
+    the figure met it, and the area of docs/benchmarks.md it belongs to (empty: the run's own area)."""
+    return {"figure": figure, "value": value, "baseline": baseline, "ratio": ratio, "target": target,
+            "met": met, "area": area}
+
+
+def commit() -> str:
+    """The checkout's short commit, with ``+changes`` when tracked files differ from it."""
+    import subprocess
+
+    def git(*args):
+        try:
+            return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True).stdout.strip()
+        except OSError:  # no git on this machine: the commit is unknown, the run's figures still written
+            return ""
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no", "--", "nnue_infer") else "")
+
+
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages, or None where the system has none (``os.getloadavg``
+    raises or is missing; benchmarks/manual.py then writes "load average not recorded")."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
+
+
+def output_file(text: str) -> Path:
+    """argparse type of ``--json FILE``: the path, checked before the run so that a run of minutes or hours
+    does not end in a traceback with its figures lost.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        ``text`` names a directory, a file in a directory that does not exist, or one this process may not
+        write (the message names it).
+    """
+    import argparse
+
+    path = Path(text)
+    parent = path.parent
+    if not text or path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory, not a file to write")
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: there is no directory {parent}")
+    if not os.access(path if path.exists() else parent, os.W_OK):
+        what = "the file" if path.exists() else f"the directory {parent}"
+        raise argparse.ArgumentTypeError(f"{text}: {what} is not writable")
+    return path
+
+
+def write_json(path, area: str, rows: list[dict], settings: str = "", argv: list[str] | None = None,
+               raw: dict | None = None) -> None:
+    """Write one run's figures as JSON for ``benchmarks/manual.py`` (which makes docs/benchmarks.md from
+    such files): the area, the rows (``row``), the command that measured them, what the run measured
+    on (``settings``), the date (UTC), the commit, the machine and the load average at the end; ``raw``:
+    the script's raw measurements, kept beside the rows."""
+    import datetime
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    script = Path(sys.argv[0]).resolve()
+    script = script.relative_to(REPO) if script.is_relative_to(REPO) else Path(script.name)
+    record = {
+        "area": area,
+        "command": " ".join(["python", str(script), *args]),
+        "settings": settings,
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit(),
+        "machine": machine(),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "load": load_average(),
+        "rows": rows,
+    }
+    if raw is not None:
+        record["raw"] = raw
+    Path(path).write_text(json.dumps(record, indent=1) + "\n")

@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer positions and repetitions")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-JIT CLI run")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args(argv)
     k = 1 if args.quick else 3
 
@@ -114,9 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     ev.pop()
 
     rows: list[tuple[str, str, str, str]] = []  # (figure, value, target, met)
+    records: list[dict] = []  # the same figures for --json
+    area = "evaluation"
 
-    def add(name: str, value: str, target: str = "", met: bool | None = None) -> None:
+    def add(name: str, value: str, target: str = "", met: bool | None = None, baseline: str = "") -> None:
         rows.append((name, value, target, "" if met is None else "yes" if met else "NO"))
+        if baseline:  # a speed-up: the value is the ratio
+            records.append(common.row(name, "", baseline, value, target, area, met))
+        else:
+            records.append(common.row(name, value, target=target, area=area, met=met))
         print(f"  measured: {name}: {value}", file=sys.stderr)
 
     # --- single positions --------------------------------------------------------
@@ -177,12 +185,14 @@ def main(argv: list[str] | None = None) -> int:
         sf_name = sf.version
     add(f"{sf_name} 'eval' over UCI, median", f"{t_sf * 1e6:.1f} us")
     per_pos_batch = 1 / batch_fen_rate
-    for name, base in (("numpy baseline", t_numpy), ("Stockfish eval", t_sf)):
+    for name, base in (("numpy baseline", t_numpy), (f"{sf_name} eval", t_sf)):
         for how, ours in (("evaluate(board)", t_eval), ("evaluate(fen string)", t_eval_fen),
                           ("evaluate_batch(FENs) per position", per_pos_batch)):
-            add(f"speed-up over {name}: {how}", f"{base / ours:.1f}x", ">= 20x", base / ours >= 20)
+            add(f"speed-up over {name}: {how}", f"{base / ours:.1f}x", ">= 20x", base / ours >= 20,
+                baseline=f"{name}: {base * 1e6:.1f} us")
 
     # --- load and whole process ---------------------------------------------------
+    area = "startup"
     nnue_infer.load(net_path)
     t = per_call(nnue_infer.load, [net_path] * 5, rounds=1)
     add(f"load() of {net_path.name} ({net_path.stat().st_size / 1e6:.0f} MB), warm, median", f"{t:.3f} s",
@@ -214,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'-' * width}  {'-' * vwidth}  {'-' * twidth}  ---")
     for name, value, target, met in rows:
         print(f"{name:<{width}}  {value:>{vwidth}}  {target:<{twidth}}  {met}".rstrip())
+    if args.json:
+        common.write_json(args.json, "evaluation", records,
+                          f"{len(fens)} positions, {len(games)} games ({plies} positions), "
+                          f"{'dev corpus' if common.data_dir() else 'seeded random playouts'}; "
+                          f"baselines on {len(sample)} positions; Stockfish 15.1's network", argv)
     return 0
 
 

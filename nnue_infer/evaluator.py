@@ -39,11 +39,13 @@ from .kernels.nnue.children import kernels as children_kernels
 from .kernels.nnue.dense import SCRATCH_FEATURES, scratch_size
 from .kernels.nnue.forward import INVALID_POSITION
 from .kernels.threads import PARALLEL_LOCK, n_chunks
-from .normalisation import material
+from .layer_outputs import Activations
+from .normalisation import material, tdiv
 from .positions import board_from_fen
 from .resources import NetworkLike, as_network, spec_network
 from .network import SKIP_MODES, VALUE_DIVISIONS, Network
-from .trace import EVALUATE, SMALL_NET_KEEP, Activations, Trace, small_net_kept, stockfish_evaluate, tdiv, to_centipawns, uses_small_net
+from .static_evaluation import EVALUATE, SMALL_NET_KEEP, small_net_kept, stockfish_evaluate, uses_small_net
+from .trace import Trace, to_centipawns
 
 #: A position's 8 bitboards as native-endian uint64, written straight into evaluate_game's
 #: array (python-chess bitboards reach 2**64 - 1, which Numba would not take as int64).
@@ -731,7 +733,7 @@ class Evaluator:
 
         :meth:`activations_batch` of one position with its ``N`` axis dropped (``accumulator``
         int16[2, L1], ``fc_0`` int32[L2 + 1], ``value`` an int32 scalar array, ...); see
-        :class:`~nnue_infer.trace.Activations`.  Raises as :meth:`evaluate`.
+        :class:`~nnue_infer.layer_outputs.Activations`.  Raises as :meth:`evaluate`.
         """
         if not isinstance(board, (chess.Board, str)):
             raise TypeError(f"expected a chess.Board or a FEN string, got {type(board).__name__}")
@@ -757,7 +759,7 @@ class Evaluator:
             ``fc_0_activated`` uint8[N, 2 * L2], ``fc_1``, ``fc_1_activated``, ...,
             ``output`` int32[N], ``positional`` int32[N], ``value`` int32[N] (equal to
             :meth:`evaluate_batch`); names and Stockfish's equivalents in
-            :class:`~nnue_infer.trace.Activations`.
+            :class:`~nnue_infer.layer_outputs.Activations`.
 
         Raises
         ------
@@ -1143,10 +1145,10 @@ class Evaluator:
         """Stockfish's own static evaluation of ``board``: the ``Final evaluation`` of its ``eval``.
 
         ``Eval::evaluate`` with optimism 0 as the network's version (17.1, 18 or 19) computes it
-        (:func:`nnue_infer.trace.stockfish_evaluate`): the used bucket's PSQT and positional
+        (:func:`nnue_infer.static_evaluation.stockfish_evaluate`): the used bucket's PSQT and positional
         terms blended and reduced by their difference (the network's complexity), scaled by the
         material, damped by the half-move clock, kept within +-31506.  17.1 and 18 evaluate
-        their small net first when the material is unbalanced (:func:`nnue_infer.trace.uses_small_net`)
+        their small net first when the material is unbalanced (:func:`nnue_infer.static_evaluation.uses_small_net`)
         and keep it unless its blend is below 236 / 277; this network plays the big net, and
         ``small_network`` (default: the version's own, ``known_network("sf17.1-small")`` /
         ``"sf18-small"``) the small one, as the engine does with a network loaded as

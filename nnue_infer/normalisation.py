@@ -135,6 +135,17 @@ def wdl(value: int, material: int, version: str, ply: int | None = None) -> tupl
     return w, 1000 - w - l, l
 
 
+def tdiv(a: int, b: int) -> int:
+    """C integer division (truncates toward zero), for Python ints."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def wrap_int32(x: int) -> int:
+    """Two's-complement wrap of a Python int to int32 (C's int arithmetic on x86)."""
+    return (x + 2**31) % 2**32 - 2**31
+
+
 def round_half_away(x: float) -> int:
     """C's ``std::round``: halves away from zero."""
     r = math.floor(abs(x))

@@ -1,5 +1,5 @@
 """The result of :meth:`Evaluator.trace` and its rendering as the ``eval`` text of Stockfish
-15.1, 16, 17.1, 18 and 19; the result of :meth:`Evaluator.activations` (:class:`Activations`).
+15.1, 16, 17.1, 18 and 19.
 
 What differs between versions: the pawn normalisation (:mod:`nnue_infer.normalisation`: 361,
 328, or the material-dependent WDL model), the piece-value board (15.1-18 only, values
@@ -9,14 +9,11 @@ internal units).  Only 15.1 formats its table cells into fixed char buffers (emu
 absurd values); later versions use streams.
 
 17.1, 18 and 19 end their text with ``Final evaluation``, Stockfish's own static evaluation
-(``Eval::evaluate`` with optimism 0, :func:`stockfish_evaluate`): the network's PSQT and positional
-terms blended, scaled by the material, damped by the rule-50 counter.  17.1 and 18 take it from
-their small net when the material is unbalanced (:func:`uses_small_net`).
+(:attr:`Trace.final`, computed by :mod:`nnue_infer.static_evaluation`).
 
 Source of every format: Stockfish sf_15.1 / sf_16 ``nnue/evaluate_nnue.cpp`` (``trace``,
 ``format_cp_compact``, ``format_cp_aligned_dot``) and ``evaluate.cpp`` (``trace``); sf_17.1 /
-sf_18 ``nnue/nnue_misc.cpp`` and ``evaluate.cpp`` (``trace``, ``evaluate``, ``simple_eval``,
-``use_smallnet``); Stockfish 19: ``shared/reference/stockfish-19-nnue.md`` section 10.
+sf_18 ``nnue/nnue_misc.cpp`` and ``evaluate.cpp`` (``trace``); Stockfish 19: ``shared/reference/stockfish-19-nnue.md`` section 10.
 """
 
 from __future__ import annotations
@@ -24,16 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import chess
-import numpy as np
 
 from .constants import NORMALIZE_TO_PAWN_VALUE as PAWN
-from .normalisation import PAWN_VALUE, WDL_A, WDL_VERSIONS, to_cp, wdl, white_side_pawns
-
-
-def tdiv(a: int, b: int) -> int:
-    """C integer division (truncates toward zero), for Python ints."""
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
+from .normalisation import PAWN_VALUE, WDL_A, WDL_VERSIONS, tdiv, to_cp, wdl, white_side_pawns, wrap_int32
 
 
 def to_centipawns(value: int, per_pawn: int = PAWN) -> int:
@@ -88,86 +78,6 @@ def table_cells(cells: tuple[str, str, str]) -> list[str]:
         memory.extend(bytes(max(0, end - len(memory))))
         memory[8 * i:end] = data
     return [memory[8 * i:memory.index(0, 8 * i)].decode("latin-1") for i in range(3)]
-
-
-def wrap_int32(x: int) -> int:
-    """Two's-complement wrap of a Python int to int32 (C's int arithmetic on x86)."""
-    return (x + 2**31) % 2**32 - 2**31
-
-
-#: ``Eval::evaluate`` per version: (PSQT weight, positional weight (both over 128; None: plain
-#: sum), complexity divisor, pawn weight in the material, material base, rule-50 divisor,
-#: 64-bit products in the blend).  Source: sf_17.1 / sf_18 ``evaluate.cpp``; Stockfish 19's
-#: release constants, ``shared/reference/stockfish-19-nnue.md`` section 10.3.
-EVALUATE = {
-    "17.1": ((125, 131), 18000, 535, 77777, 212, False),
-    "18": ((125, 131), 18236, 534, 77871, 199, False),
-    "19": (None, 18236, 534, 91000, 199, True),
-}
-#: 17.1 and 18 keep their small net's value only when ``|(125 psqt + 131 positional) / 128|``
-#: reaches this; below it they evaluate the big net.  Source: ``evaluate.cpp`` at the tags.
-SMALL_NET_KEEP = {"17.1": 236, "18": 277}
-#: Piece values of ``Eval::simple_eval`` and of the non-pawn material (sf_17.1/sf_18 ``types.h``).
-SIMPLE_VALUES = {chess.PAWN: 208, chess.KNIGHT: 781, chess.BISHOP: 825, chess.ROOK: 1276, chess.QUEEN: 2538}
-#: ``VALUE_TB_WIN_IN_MAX_PLY - 1``: Stockfish's static evaluation stays within +-31506.
-EVALUATE_LIMIT = 31506
-
-
-def uses_small_net(board: chess.Board) -> bool:
-    """Whether Stockfish 17.1 / 18 try their small net first: ``|simple_eval| > 962``, the
-    side to move's material minus the opponent's (pawn 208, N 781, B 825, R 1276, Q 2538)."""
-    simple = sum(value * (chess.popcount(board.pieces_mask(piece, board.turn))
-                          - chess.popcount(board.pieces_mask(piece, not board.turn)))
-                 for piece, value in SIMPLE_VALUES.items())
-    return abs(simple) > 962
-
-
-def small_net_kept(psqt: int, positional: int, version: str) -> bool:
-    """Whether 17.1 / 18 keep the small net's terms (:data:`SMALL_NET_KEEP`)."""
-    return abs(tdiv(wrap_int32(125 * psqt + 131 * positional), 128)) >= SMALL_NET_KEEP[version]
-
-
-def stockfish_evaluate(psqt: int, positional: int, board: chess.Board, version: str) -> int:
-    """Stockfish's static evaluation (``Eval::evaluate``, optimism 0) from one net's terms.
-
-    Parameters
-    ----------
-    psqt, positional : int
-        The used bucket's PSQT and positional terms of the net that version evaluates with,
-        each divided by OutputScale (``tdiv(Trace.psqt[bucket], 16)``): internal units, side to
-        move's point of view.
-    board : chess.Board
-        The position (its pawns and non-pawn material, its half-move clock).
-    version : str
-        ``"17.1"``, ``"18"`` or ``"19"``.
-
-    Returns
-    -------
-    int
-        Internal units, side to move's point of view, within +-31506: ``n`` = the blend
-        (``(125 psqt + 131 positional) / 128``; 19: ``psqt + positional``) less
-        ``n * |psqt - positional| / complexity``, times ``(base + material) / base`` with
-        material = pawn weight * pawns + non-pawn material, less ``v * rule50 / divisor``;
-        C integer divisions, 32-bit products where that version's are (:data:`EVALUATE`).
-
-    Raises
-    ------
-    ValueError
-        For another version (15.1's and 16's add a classical evaluation nnue-infer does not have).
-    """
-    if version not in EVALUATE:
-        raise ValueError(f"Stockfish {version}'s final evaluation is not computed from the networks alone; "
-                         f"versions with one: {', '.join(EVALUATE)}")
-    weights, complexity_div, pawn, base, rule50_div, wide = EVALUATE[version]
-    narrow = (lambda x: x) if wide else wrap_int32
-    nnue = psqt + positional if weights is None else tdiv(wrap_int32(weights[0] * psqt + weights[1] * positional), 128)
-    nnue -= tdiv(narrow(nnue * abs(psqt - positional)), complexity_div)
-    npm = sum(SIMPLE_VALUES[p] * chess.popcount(board.pieces_mask(p, chess.WHITE) | board.pieces_mask(p, chess.BLACK))
-              for p in (chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN))
-    v = tdiv(narrow(nnue * (base + pawn * chess.popcount(board.pawns) + npm)), base)
-    v = wrap_int32(v)
-    v -= tdiv(wrap_int32(v * board.halfmove_clock), rule50_div)
-    return max(min(v, EVALUATE_LIMIT), -EVALUATE_LIMIT)
 
 
 @dataclass(frozen=True)
@@ -413,107 +323,3 @@ def _value_colour(t: float) -> str:
     a = min(1.0, abs(t))
     r, g, b = (round(255 + (c - 255) * a) for c in target)
     return f"#{r:02x}{g:02x}{b:02x}e6"
-
-
-class Activations:
-    """Every intermediate array of a network's evaluation of one position or a batch, as exact integers.
-
-    Made by :meth:`nnue_infer.Evaluator.activations` (one position: no leading axis) and
-    :meth:`nnue_infer.Evaluator.activations_batch` (a leading ``N`` axis, written below).  Read
-    the arrays as attributes (``acts.fc_0``) or with :meth:`to_dict`; :attr:`names` lists them in
-    order.  Integer layers only: a float hidden layer and those after it are not recorded.
-
-    Arrays
-    ------
-    accumulator : int16[N, 2, L1]
-        The feature transformer's accumulators, row 0 White's perspective, row 1 Black's
-        (Stockfish's ``accumulation[WHITE]``, ``accumulation[BLACK]``), threat and pawn-pair rows
-        included (Stockfish 18/19).
-    psqt : int32[N, 2, P]
-        The PSQT accumulators, same rows.
-    ft_output : uint8[N, F] (int8 for the signed activations glu, bilinear, hswish_glu, lut_glu)
-        The feature-transformer activation's output, side to move's half first: ``F = L1`` for
-        pairwise multiplication and the gated activations, ``2 * L1`` for crelu/screlu.
-    bucket : int32[N]
-        The layer stack used, ``(pieces - 1) // 4`` for 8 stacks.
-    fc_0 : int32[N, L2 + 1]
-        The first dense layer's sums before activation (Stockfish 15.1-18: 16; 19: 32).
-    fc_0_activated : uint8[N, 2 * L2]
-        Its activation: Stockfish 15.1-18 SqrClippedReLU of the first 15 sums then ClippedReLU
-        of the same 15 (Stockfish 17.1's ``ac_sqr_0`` then ``ac_0``, 30 bytes; the 16th sum is the
-        forward skip); Stockfish 19 both of all 32 (64 bytes).
-    fc_1 : int32[N, L3]
-        The second dense layer's sums (32).
-    fc_1_activated : uint8[N, ...]
-        Its activation: ClippedReLU (Stockfish 15.1-18, ``ac_1``, 32 bytes); Stockfish 19
-        SqrClippedReLU then ClippedReLU of all 32 (64 bytes, which with fc_0's 64 make the 128
-        inputs of its fc_2).  Further hidden layers continue as ``fc_2``, ``fc_2_activated``, ...
-    output : int32[N]
-        The output layer's sum (``fc_2`` in Stockfish 15.1-19), before the forward skip.
-    positional : int32[N]
-        The layer stack's result with the forward skip (Stockfish's ``positional``), internal
-        units x OutputScale, side to move's view.
-    value : int32[N]
-        The network's value, :meth:`nnue_infer.Evaluator.evaluate`: internal units, side to move's view.
-
-    With ``buckets="all"`` every layer's array and ``output`` / ``positional`` gain a bucket
-    axis after ``N`` (``fc_0`` int32[N, B, L2 + 1], ``output`` int32[N, B]); ``bucket`` and
-    ``value`` stay those of the used stack.
-    """
-
-    def __init__(self, arrays: dict, batched: bool) -> None:
-        self._arrays = arrays
-        self.batched = batched
-
-    @property
-    def names(self) -> list[str]:
-        """The arrays' names, in data-flow order."""
-        return list(self._arrays)
-
-    def __getattr__(self, name: str):
-        arrays = self.__dict__.get("_arrays", {})
-        if name in arrays:
-            return arrays[name]
-        raise AttributeError(f"no array {name!r}; this network's arrays: {', '.join(arrays)}")
-
-    def __len__(self) -> int:
-        """Number of positions."""
-        return len(self._arrays["value"]) if self.batched else 1
-
-    def __repr__(self) -> str:
-        shapes = ", ".join(f"{k}={v.dtype}{list(v.shape)}" for k, v in self._arrays.items())
-        return f"Activations({shapes})"
-
-    def to_dict(self) -> dict:
-        """``{name: numpy array}``, the arrays themselves (not copies), in :attr:`names` order."""
-        return dict(self._arrays)
-
-    def to_arrow(self):
-        """A ``pyarrow.Table`` with one row per position and one column per array: integer
-        columns for per-position scalars, fixed-size lists (nested for 2-D rows) otherwise,
-        values as the arrays' dtypes; an axis of length 0 (``psqt`` of a network without PSQT)
-        as variable-size lists, all empty.
-
-        Raises
-        ------
-        ImportError
-            pyarrow is not installed, naming the extra to install (``pip install 'nnue-infer[parquet]'``).
-        """
-        try:
-            import pyarrow as pa
-        except ImportError as exc:  # a bare ModuleNotFoundError named no extra (fresh-user trial)
-            raise ImportError("Activations.to_arrow() needs pyarrow: pip install 'nnue-infer[parquet]'") from exc
-
-        columns = {}
-        for name, arr in self._arrays.items():
-            rows = arr if self.batched else arr[np.newaxis]
-            column = pa.array(np.ascontiguousarray(rows).reshape(-1))
-            for level in range(rows.ndim - 1, 0, -1):
-                width = rows.shape[level]
-                if width:
-                    column = pa.FixedSizeListArray.from_arrays(column, width)
-                else:  # Arrow has no fixed-size list of size 0 (psqt of a network without PSQT): empty lists
-                    lists = int(np.prod(rows.shape[:level]))
-                    column = pa.ListArray.from_arrays(pa.array(np.zeros(lists + 1, np.int32)), column)
-            columns[name] = column
-        return pa.table(columns)

@@ -128,9 +128,13 @@ def test_no_import_circle_between_modules():
             visit(m)
 
 
-def test_at_most_sixteen_core_modules_at_the_top():
+def test_at_most_eighteen_core_modules_at_the_top():
+    """The core stays small enough to read as a list (design.md's first row); a concept that grows
+    several modules gets a room of its own.  18: the 16 of the first layout, then the per-layer
+    outputs (``layer_outputs``) and Stockfish's static evaluation (``static_evaluation``) taken out
+    of ``trace``, one concept each."""
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert len(top) <= 16, top
+    assert len(top) <= 18, top
 
 
 # -- kernel families ---------------------------------------------------------------------------------------------

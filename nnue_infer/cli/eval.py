@@ -512,7 +512,7 @@ def _eval_moves(ev, positions: list, as_json: bool, out: Output) -> int:
     import chess
 
     from ..errors import clip, quote
-    from ..trace import tdiv
+    from ..normalisation import tdiv
 
     per_pawn = ev.network.architecture.units_per_pawn
     status = int(None in positions)  # a position that did not parse was reported then

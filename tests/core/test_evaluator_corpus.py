@@ -13,7 +13,8 @@ import chess
 import pytest
 
 import nnue_infer
-from nnue_infer.trace import format_cp_aligned, format_cp_compact, tdiv
+from nnue_infer.normalisation import tdiv
+from nnue_infer.trace import format_cp_aligned, format_cp_compact
 from stockfish_uci import INFO_LINE, nnue_part
 import sys
 from pathlib import Path

@@ -27,7 +27,7 @@ import pytest
 import nnue_infer
 from nnue_infer.errors import NetworkNotFoundError
 from nnue_infer.normalisation import material, to_cp
-from nnue_infer.trace import tdiv
+from nnue_infer.normalisation import tdiv
 from nnue_infer.resources import known_network
 
 from node_engines import NodeEngine, generated_positions, threat_positions, unpacked
@@ -98,7 +98,7 @@ def test_final_evaluation_branches(engine, big, small):
     ``8 N`` playouts and random placements); half-move clocks from 0 up to 99 (rule-50
     damping).  Where the small net decides, the big net's final must differ in most positions,
     so the test sees which net was used."""
-    from nnue_infer.trace import small_net_kept, uses_small_net
+    from nnue_infer.static_evaluation import small_net_kept, uses_small_net
 
     net_big, net_small = _net(big), _net(small)
     sf = _engine(engine)
