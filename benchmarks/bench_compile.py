@@ -132,7 +132,8 @@ exec(%(code)r)
 t3 = time.process_time()
 with open(sys.argv[1], "w") as f:
     json.dump({"import": t2 - t1, "base_import": t1 - t0, "total": t3 - t0, "target_init": init[0],
-               "compiles": [r for r in records if r[4] == "compile"], "loads": [r for r in records if r[4] == "load"]}, f)
+               "compiles": [r for r in records if r[4] == "compile"],
+               "loads": [r for r in records if r[4] == "load"]}, f)
 """
 
 
