@@ -126,7 +126,8 @@ def main() -> int:
     ap.add_argument("--tools", default=os.environ.get("STOCKFISH_TOOLS"),
                     help="Stockfish built from the tools branch (for the .plain comparison).")
     ap.add_argument("--compile", action="store_true", help="Also measure the kernels' first-use compile time.")
-    ap.add_argument("--json", metavar="FILE", help="Also write the figures to FILE for benchmarks/manual.py.")
+    ap.add_argument("--json", metavar="FILE", type=common.output_file,
+                    help="Also write the figures to FILE for benchmarks/manual.py.")
     args = ap.parse_args()
     records = []
     numba.set_num_threads(1)

@@ -295,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--step", type=int, default=20, help="every STEP-th dev position (3,298 in all)")
     ap.add_argument("--games-step", type=int, default=16, help="every STEP-th dev game (264 in all) for the game walk")
     ap.add_argument("--limits", type=Path, default=shared_dir() / "limits", help="the shared/limits directory")
-    ap.add_argument("--json", metavar="FILE", help="also write the figures to FILE for benchmarks/manual.py")
+    ap.add_argument("--json", metavar="FILE", type=common.output_file,
+                    help="also write the figures to FILE for benchmarks/manual.py")
     args = ap.parse_args(argv)
     numba.set_num_threads(1)
     with open(shared_dir() / "data" / "positions-dev.jsonl") as f:

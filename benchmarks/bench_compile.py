@@ -193,6 +193,14 @@ def main() -> None:
     parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
     records = []
+    if args.json:  # checked before the cases run (minutes) so that their figures are not lost at the end
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import common
+
+        try:
+            common.output_file(args.json)
+        except argparse.ArgumentTypeError as exc:
+            parser.error(f"argument --json: {exc}")
     if args.list:
         print("\n".join(CASES))
         return
@@ -213,8 +221,6 @@ def main() -> None:
             except RuntimeError as e:
                 print(e, flush=True)
     if args.json:
-        import common
-
         common.write_json(args.json, "startup", records, f"process CPU time (user + sys), a fresh process and an "
                           f"empty NUMBA_CACHE_DIR per case{after}")
 

@@ -38,6 +38,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import datagen_baseline
+import common
 from common import data_dir, machine, print_rates
 
 import nnue_infer
@@ -67,7 +68,8 @@ def main(argv=None) -> int:
     ap.add_argument("--nodes", type=int, default=400, help="nodes per move of the engine games")
     ap.add_argument("--search-share", type=float, default=0.1,
                     help="positions of the engine games per round, as a share of --positions")
-    ap.add_argument("--json", metavar="FILE", help="also write the figures and raw rates to FILE for benchmarks/manual.py")
+    ap.add_argument("--json", metavar="FILE", type=common.output_file,
+                    help="also write the figures and raw rates to FILE for benchmarks/manual.py")
     a = ap.parse_args(argv)
     numba.set_num_threads(1)
     d = data_dir()
@@ -109,8 +111,6 @@ def main(argv=None) -> int:
                 same_n[name].append(make_up(data if scale == 1 else fn(a.positions, 100 + r)))
     same_n = {k: v for k, v in same_n.items() if v}
     if a.json:
-        import common
-
         base = statistics.median(rates["python-chess"])
         common.write_json(a.json, "training", [
             common.row(f"training-data generation, {name} (labels included), per CPU second",

@@ -179,7 +179,8 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=15, help="functions listed from the profile")
     parser.add_argument("--net", default="stockfish")
     parser.add_argument("--out", help="also write the report to this file")
-    parser.add_argument("--json", metavar="FILE", help="also write the main figures to FILE for benchmarks/manual.py")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the main figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
     records = []
     import dask

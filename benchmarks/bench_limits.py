@@ -333,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=int(os.environ.get("ROUNDS", "3")))
     ap.add_argument("--limits", type=Path, default=shared_dir() / "limits", help="the shared/limits directory")
-    ap.add_argument("--json", metavar="FILE", help="also write the table to FILE for benchmarks/manual.py")
+    ap.add_argument("--json", metavar="FILE", type=common.output_file,
+                    help="also write the table to FILE for benchmarks/manual.py")
     args = ap.parse_args(argv)
     numba.set_num_threads(1)
     with tempfile.TemporaryDirectory(prefix="nnue-limits-") as tmp:

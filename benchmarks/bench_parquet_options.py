@@ -35,7 +35,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--net", default="stockfish")
     parser.add_argument("--out", help="also write the report to this file")
-    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE for benchmarks/manual.py")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
     import pyarrow as pa
     import pyarrow.parquet as pq

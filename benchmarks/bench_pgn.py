@@ -114,7 +114,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=4, help="times the 264 dev games are repeated (default 4)")
     parser.add_argument("--net", default="stockfish", help="network (default: stockfish, Stockfish 15.1's)")
-    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE for benchmarks/manual.py")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
     numba.set_num_threads(1)
     ev = nnue_infer.Evaluator(nnue_infer.network_from_spec(args.net))

@@ -34,6 +34,7 @@ from pathlib import Path
 import chess
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 from common import machine  # noqa: E402
 
 STOCKFISH = "/usr/games/stockfish"
@@ -100,7 +101,8 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=9, help="nnue-infer's depth per position")
     parser.add_argument("--sf-depth", type=int, default=13, help="Stockfish bench depth (13: its default)")
     parser.add_argument("--out", type=Path, help="also write the report to this file")
-    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE for benchmarks/manual.py")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
     boards = bench_positions()
     sf_nodes, sf_cpu, sf_wall = stockfish_bench(args.sf_depth)
@@ -128,8 +130,6 @@ def main() -> None:
     if args.out:
         args.out.write_text(report + "\n")
     if args.json:
-        import common
-
         common.write_json(args.json, "search", [
             common.row(f"nnue-infer search (Stockfish 15.1's net), depth {args.depth}, nodes per CPU second",
                        f"{rate:,.0f} nodes/s", f"Debian Stockfish 15.1 bench depth {args.sf_depth}: {sf_rate:,.0f} nodes/s",

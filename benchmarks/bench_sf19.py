@@ -97,7 +97,8 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--engine", type=int, default=200, help="positions sent to each live engine (0: none)")
-    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE for benchmarks/manual.py")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
     records = []
     boards = [chess.Board(f) for f in common.positions()][: args.positions]

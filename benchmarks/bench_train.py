@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 from common import machine, positions, print_rates  # noqa: E402
 
 from nnue_infer.features import board_bitboards  # noqa: E402
@@ -92,7 +93,8 @@ def main() -> None:
     ap.add_argument("--activation", default="pairwise")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--json", metavar="FILE", help="also write the figures to FILE for benchmarks/manual.py")
+    ap.add_argument("--json", metavar="FILE", type=common.output_file,
+                    help="also write the figures to FILE for benchmarks/manual.py")
     a = ap.parse_args()
     torch.set_num_threads(1)
     numba.set_num_threads(1)
@@ -120,8 +122,6 @@ def main() -> None:
     print_rates(rates, "reference b1024", "trainer", "positions/s")
     if a.json:
         import statistics
-
-        import common
 
         base = statistics.median(rates["reference b1024"])
         common.write_json(a.json, "training", [

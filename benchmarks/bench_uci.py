@@ -87,7 +87,8 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=10000, help="the first search's node limit")
     parser.add_argument("--depth", type=int, default=5, help="perft depth on Kiwipete")
     parser.add_argument("--cold", action="store_true", help="also nnue-infer's first search on an empty kernel cache")
-    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE for benchmarks/manual.py")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args()
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     ours = [sys.executable, "-m", "nnue_infer", "uci", "--net", args.net]

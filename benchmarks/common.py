@@ -190,10 +190,46 @@ def commit() -> str:
     import subprocess
 
     def git(*args):
-        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True).stdout.strip()
+        try:
+            return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True).stdout.strip()
+        except OSError:  # no git on this machine: the commit is unknown, the run's figures still written
+            return ""
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
     return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no", "--", "nnue_infer") else "")
+
+
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages, or None where the system has none (``os.getloadavg``
+    raises or is missing; benchmarks/manual.py then writes "load average not recorded")."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
+
+
+def output_file(text: str) -> Path:
+    """argparse type of ``--json FILE``: the path, checked before the run so that a run of minutes or hours
+    does not end in a traceback with its figures lost.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        ``text`` names a directory, a file in a directory that does not exist, or one this process may not
+        write (the message names it).
+    """
+    import argparse
+
+    path = Path(text)
+    parent = path.parent
+    if not text or path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory, not a file to write")
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: there is no directory {parent}")
+    if not os.access(path if path.exists() else parent, os.W_OK):
+        what = "the file" if path.exists() else f"the directory {parent}"
+        raise argparse.ArgumentTypeError(f"{text}: {what} is not writable")
+    return path
 
 
 def write_json(path, area: str, rows: list[dict], settings: str = "", argv: list[str] | None = None,
@@ -217,7 +253,7 @@ def write_json(path, area: str, rows: list[dict], settings: str = "", argv: list
         "machine": machine(),
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
-        "load": [round(x, 2) for x in os.getloadavg()],
+        "load": load_average(),
         "rows": rows,
     }
     if raw is not None:

@@ -13,6 +13,10 @@ set.  Playing strength is read from ``bench_strength.py``'s match results (dated
 benchmarks/results/README.md lists every kept file with the pages citing it: a page cites a file
 when it names it (or a ``benchmarks/results/...*`` pattern matching it), or names the commit in
 the file's name in the same paragraph as the file's area (the name's first word, e.g. ``children``).
+
+A result file that cannot be read (not JSON, a field missing or mistyped, a script or area no section
+shows) is named with its problem on stderr (exit status 2) and nothing is written or removed; a
+``--prune`` git refuses (exit status 1) leaves the pages and the results as they were.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ RESULTS = REPO / "benchmarks" / "results"
 PAGE = REPO / "docs" / "benchmarks.md"
 INDEX = RESULTS / "README.md"
 #: The pages whose citations keep a result (research/ included: its reports cite runs too).
-CITING = ("README.md", "docs/*.md", "research/*.md")
+CITING = ("*.md", "docs/**/*.md", "research/**/*.md", "weights/**/*.md")
 
 
 @dataclass(frozen=True)
@@ -174,17 +178,79 @@ update an area, run its command with `--json benchmarks/results/<script>-<commit
 """
 
 
+class ResultError(Exception):
+    """A file of benchmarks/results/ this script cannot read: the message names the file and the field."""
+
+
+#: The fields of a run's record (``common.write_json``) and their types; ``settings``, ``cpu``, ``load``
+#: and ``raw`` are optional.
+FIELDS = {"area": str, "command": str, "date": str, "commit": str, "machine": str, "cores": int, "rows": list}
+
+
+def _json(path: Path):
+    """A result file's JSON value; ResultError naming the file when it cannot be read or parsed."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ResultError(f"benchmarks/results/{path.name}: cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise ResultError(f"benchmarks/results/{path.name}: not valid JSON ({exc})") from None
+
+
+def _script(path: Path, record: dict) -> str:
+    """The benchmark script of a run's record, checked: its fields, its area and rows known to a section
+    of docs/benchmarks.md (a run no section shows would be left out of the page and pruned, silently)."""
+    where = f"benchmarks/results/{path.name}"
+    for field, kind in FIELDS.items():
+        if field not in record:
+            raise ResultError(f"{where}: no {field!r} field (common.write_json writes it)")
+        if not isinstance(record[field], kind) or isinstance(record[field], bool):
+            raise ResultError(f"{where}: {field!r} is {record[field]!r}, not a {kind.__name__}")
+    if not isinstance(record.get("settings", ""), str):
+        raise ResultError(f"{where}: 'settings' is {record['settings']!r}, not text")
+    if not re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", record["date"]):
+        raise ResultError(f"{where}: 'date' is {record['date']!r}, not YYYY-MM-DD HH:MM UTC")
+    load = record.get("load")
+    if load not in (None, []) and not (isinstance(load, list) and len(load) == 3
+                                       and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in load)):
+        raise ResultError(f"{where}: 'load' is {load!r}, not the three load averages (1, 5, 15 min)")
+    words = record["command"].split()
+    if len(words) < 2 or not words[1].endswith(".py"):
+        raise ResultError(f"{where}: 'command' is {record['command']!r}, not python benchmarks/SCRIPT.py ...")
+    script = Path(words[1]).name
+    areas = {a.key: a for a in AREAS if a.scripts}
+    showing = [a.key for a in AREAS if script in a.scripts]
+    if not showing:
+        raise ResultError(f"{where}: {script} is in no section of docs/benchmarks.md (scripts of AREAS in "
+                          f"benchmarks/manual.py: {', '.join(sorted({s for a in AREAS for s in a.scripts}))})")
+    if not record["rows"]:
+        raise ResultError(f"{where}: 'rows' is empty")
+    for i, row in enumerate(record["rows"], start=1):
+        if not isinstance(row, dict) or not (isinstance(row.get("figure"), str) and row["figure"]) \
+                or not all(isinstance(row.get(k, ""), str) for k in ("value", "baseline", "ratio", "target", "area")):
+            raise ResultError(f"{where}: row {i} is {row!r}, not a row of common.row (a figure, and text fields)")
+        area = row.get("area") or record["area"]
+        if area not in areas:
+            raise ResultError(f"{where}: row {i} ({row['figure']!r}) is in area {area!r}, not an area of "
+                              f"docs/benchmarks.md ({', '.join(areas)})")
+        if area not in showing:
+            raise ResultError(f"{where}: row {i} ({row['figure']!r}) is in area {area!r}, whose section does not "
+                              f"show {script}'s runs (its sections: {', '.join(showing)})")
+    return script
+
+
 def _runs() -> dict[str, tuple[Path, dict]]:
-    """The newest run of each script: script name -> (file, record)."""
+    """The newest run of each script: script name -> (file, record).  Other JSON objects (a match's
+    results: no ``rows`` nor ``command``) are skipped; ResultError for a file that is not JSON, not an
+    object, or a run's record that is incomplete or for no section of the page."""
     newest: dict[str, tuple[Path, dict]] = {}
     for path in sorted(RESULTS.glob("*.json")):
-        try:
-            record = json.loads(path.read_text())
-        except (ValueError, OSError):
+        record = _json(path)
+        if not isinstance(record, dict):
+            raise ResultError(f"benchmarks/results/{path.name}: a JSON {type(record).__name__}, not an object")
+        if "rows" not in record and "command" not in record:
             continue
-        if not isinstance(record, dict) or "rows" not in record or "command" not in record:
-            continue
-        script = Path(record["command"].split()[1]).name
+        script = _script(path, record)
         if script not in newest or (record["date"], path.name) > (newest[script][1]["date"], newest[script][0].name):
             newest[script] = (path, record)
     return newest
@@ -192,7 +258,7 @@ def _runs() -> dict[str, tuple[Path, dict]]:
 
 def _command(record: dict) -> str:
     """The run's command without its ``--json FILE``."""
-    return re.sub(r"\s--json\s+\S+", "", record["command"])
+    return re.sub(r"\s--json(?:=|\s+)\S+", "", record["command"])
 
 
 def _cell(text: str) -> str:
@@ -211,11 +277,12 @@ def _table(rows: list[dict]) -> list[str]:
 
 
 def _run_line(path: Path, record: dict) -> str:
-    load = ", ".join(f"{x:.2f}" for x in record["load"])
-    settings = record.get("settings", "").rstrip(".")
+    load = ", ".join(f"{x:.2f}" for x in record.get("load") or [])
+    load = f"load average {load} (1, 5, 15 min, at the end; {record['cores']} cores)" if load \
+        else f"load average not recorded ({record['cores']} cores)"
+    settings = (record.get("settings") or "").rstrip(".")
     settings = f" {settings[:1].upper()}{settings[1:]}." if settings else ""
-    return (f"Run {record['date']}, commit `{record['commit']}`, {record['machine']}; load average {load} "
-            f"(1, 5, 15 min, at the end; {record['cores']} cores).{settings} Raw: "
+    return (f"Run {record['date']}, commit `{record['commit']}`, {record['machine']}; {load}.{settings} Raw: "
             f"[{path.name}](../benchmarks/results/{path.name}).")
 
 
@@ -231,13 +298,31 @@ def _loads(log: Path) -> str:
     return f"load average {found[0][0]} at the start, {found[-1][0]} at the end" if found else "load average not logged"
 
 
+#: The fields the strength section reads from bench_strength.py's results: a levels fit, one level's
+#: match, a nets match.
+FIT_FIELDS = ("tc", "levels", "games", "rating", "rating_error95")
+LEVEL_FIELDS = ("games", "wins", "draws", "losses", "elo", "elo_error95")
+NETS_FIELDS = ("players", "games", "wins", "draws", "losses", "pentanomial", "elo", "elo_error95", "nelo", "nelo_error95")
+
+
+def _match(path: Path, fields: tuple[str, ...]) -> dict:
+    """A bench_strength.py result with ``fields``; ResultError naming the file and the first field missing."""
+    record = _json(path)
+    missing = [f for f in fields if not isinstance(record, dict) or f not in record]
+    if missing:
+        raise ResultError(f"benchmarks/results/{path.name}: no {missing[0]!r} field (bench_strength.py writes it)")
+    if "levels" in fields and not (isinstance(record["levels"], list) and record["levels"]):
+        raise ResultError(f"benchmarks/results/{path.name}: 'levels' is {record['levels']!r}, not a list of levels")
+    return record
+
+
 def _strength() -> list[str]:
     lines: list[str] = []
     fits = sorted(RESULTS.glob("strength-levels-*-fit.json"),
-                  key=lambda p: (_games_date(p.with_name(p.name.replace("-fit.json", f"-{json.loads(p.read_text())['levels'][0]}.pgn"))), p.name))
+                  key=lambda p: (_games_date(p.with_name(p.name.replace("-fit.json", f"-{_match(p, FIT_FIELDS)['levels'][0]}.pgn"))), p.name))
     if fits:
         fit_path = fits[-1]
-        fit = json.loads(fit_path.read_text())
+        fit = _match(fit_path, FIT_FIELDS)
         label = fit_path.name[len("strength-levels-"):-len("-fit.json")]
         log = RESULTS / f"strength-levels-{label}.log"
         date = _games_date(RESULTS / f"strength-levels-{label}-{fit['levels'][0]}.pgn")
@@ -250,17 +335,19 @@ def _strength() -> list[str]:
                   "|---|---|---|---|"]
         for level in fit["levels"]:
             match = RESULTS / f"strength-levels-{label}-{level}.json"
-            if match.is_file():
-                m = json.loads(match.read_text())
-                lines.append(f"| `UCI_Elo={level}` ([{match.name}](../benchmarks/results/{match.name})) | {m['games']} | "
-                             f"{m['wins']} / {m['draws']} / {m['losses']} | {m['elo']:+.0f} +- {m['elo_error95']:.0f} |")
+            if not match.is_file():  # the fit counts its games: a table without them would not add up
+                raise ResultError(f"benchmarks/results/{fit_path.name}: fitted from UCI_Elo={level}, whose match "
+                                  f"result benchmarks/results/{match.name} is missing")
+            m = _match(match, LEVEL_FIELDS)
+            lines.append(f"| `UCI_Elo={level}` ([{match.name}](../benchmarks/results/{match.name})) | {m['games']} | "
+                         f"{m['wins']} / {m['draws']} / {m['losses']} | {m['elo']:+.0f} +- {m['elo_error95']:.0f} |")
         lines += ["", f"Fitted rating of nnue-infer's search with Stockfish 15.1's network at {fit['tc']}: "
                   f"**{fit['rating']:.0f} +- {fit['rating_error95']:.0f}** on the UCI_Elo scale "
                   f"({sum(fit['games'])} games).", ""]
     nets = sorted(RESULTS.glob("strength-nets-*.json"), key=lambda p: (_games_date(p.with_suffix(".pgn")), p.name))
     if nets:
         path = nets[-1]
-        m = json.loads(path.read_text())
+        m = _match(path, NETS_FIELDS)
         label = path.name[len("strength-nets-"):-len(".json")]
         log = RESULTS / f"strength-nets-{label}.log"
         date = _games_date(path.with_suffix(".pgn"))
@@ -358,13 +445,31 @@ def index_page() -> tuple[str, list[str]]:
     return text, uncited
 
 
+def _prune(names: list[str]) -> None:
+    """Remove result files: ``git rm`` the tracked ones, delete the others; CalledProcessError when git refuses
+    (a tracked file changed since its commit), before anything is removed."""
+    listed = subprocess.run(["git", "-C", str(RESULTS), "ls-files", "-z", "--", "."], capture_output=True,
+                            text=True, check=True).stdout
+    tracked = {Path(n).name for n in listed.split("\0") if n and "/" not in n}
+    if tracked & set(names):
+        subprocess.run(["git", "-C", str(REPO), "rm", "-q", "--", *(str(RESULTS / n) for n in names if n in tracked)],
+                       capture_output=True, text=True, check=True)
+    for name in set(names) - tracked:
+        (RESULTS / name).unlink()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="only check that both pages are what the results give")
-    ap.add_argument("--prune", action="store_true", help="git rm the result files no page cites")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="only check that both pages are what the results give")
+    mode.add_argument("--prune", action="store_true", help="git rm the result files no page cites")
     args = ap.parse_args(argv)
-    page = benchmarks_page()
-    index, uncited = index_page()
+    try:
+        page = benchmarks_page()
+        index, uncited = index_page()
+    except ResultError as exc:  # nothing written: the pages stay as they were
+        print(f"benchmarks/manual.py: {exc}", file=sys.stderr)
+        return 2
     stale = [p for p, text in ((PAGE, page), (INDEX, index)) if not p.is_file() or p.read_text(encoding="utf-8") != text]
     if args.check:
         for p in stale:
@@ -372,18 +477,17 @@ def main(argv: list[str] | None = None) -> int:
         if uncited:
             print(f"results no page cites: {', '.join(uncited)} (python benchmarks/manual.py --prune)", file=sys.stderr)
         return 1 if stale or uncited else 0
-    PAGE.write_text(page, encoding="utf-8")
-    INDEX.write_text(index, encoding="utf-8")
     if uncited and args.prune:
-        tracked = set(subprocess.run(["git", "-C", str(RESULTS), "ls-files", "--", "."], capture_output=True, text=True,
-                                     check=True).stdout.split())
-        if tracked & set(uncited):
-            subprocess.run(["git", "-C", str(REPO), "rm", "-q", "--",
-                            *(str(RESULTS / n) for n in uncited if n in tracked)], check=True)
-        for name in set(uncited) - tracked:
-            (RESULTS / name).unlink()
+        try:
+            _prune(uncited)
+        except (subprocess.CalledProcessError, OSError) as exc:  # before the pages are written: nothing changed
+            reason = (getattr(exc, "stderr", None) or str(exc)).strip()
+            print(f"benchmarks/manual.py: --prune could not remove {', '.join(uncited)}: {reason}", file=sys.stderr)
+            return 1
     elif uncited:
         print(f"results no page cites ({len(uncited)}): {', '.join(uncited)}; --prune removes them", file=sys.stderr)
+    PAGE.write_text(page, encoding="utf-8")
+    INDEX.write_text(index, encoding="utf-8")
     return 0
 
 

@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer positions and repetitions")
     parser.add_argument("--no-cold", action="store_true", help="skip the cold-JIT CLI run")
-    parser.add_argument("--json", metavar="FILE", help="also write the figures to FILE for benchmarks/manual.py")
+    parser.add_argument("--json", metavar="FILE", type=common.output_file,
+                        help="also write the figures to FILE for benchmarks/manual.py")
     args = parser.parse_args(argv)
     k = 1 if args.quick else 3
 

@@ -263,19 +263,36 @@ def _generate(path: Path, n: int, seed: int, split: str, cfg: Config, exclude: s
     os.replace(str(path) + ".tmp.npz", path)
 
 
+#: Seconds an empty lock file may stay empty: its creator writes its process id right after creating it,
+#: so an older empty lock is one whose creator died in between.
+LOCK_WRITE_SECONDS = 30
+
+
 def _try_lock(lock: Path) -> bool:
     """Create ``lock`` holding this process's id; ``False`` if another live process holds it (a lock
-    whose process is gone is taken over)."""
+    whose process is gone, or that stayed empty or unreadable longer than :data:`LOCK_WRITE_SECONDS`,
+    is taken over)."""
     while True:
         try:
             fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         except FileExistsError:
             try:
-                os.kill(int(lock.read_text() or 0), 0)
-                return False
-            except (ValueError, ProcessLookupError, FileNotFoundError):
-                lock.unlink(missing_ok=True)  # stale
+                text, age = lock.read_text(), time.time() - lock.stat().st_mtime
+            except FileNotFoundError:  # released meanwhile
                 continue
+            pid = int(text) if text.strip().isdigit() else 0
+            if pid > 0:
+                try:
+                    os.kill(pid, 0)
+                    return False
+                except PermissionError:  # alive, another user's process
+                    return False
+                except ProcessLookupError:
+                    pass
+            elif age < LOCK_WRITE_SECONDS:  # (os.kill(0) would test this process's own group)
+                return False
+            lock.unlink(missing_ok=True)  # stale
+            continue
         os.write(fd, str(os.getpid()).encode())
         os.close(fd)
         return True

@@ -138,6 +138,26 @@ def load_config(out: Path, cfg: Config | None = None) -> Config:
     return V2.load_config(out, cfg, Config)
 
 
+def study_config(out: Path) -> Config:
+    """The configuration of the study in ``out``, for the commands that read a study (``elo``, ``collect``);
+    SystemExit naming ``out`` when none is there (a mistyped ``--out`` would otherwise start a new study)."""
+    if not (out / "config.json").is_file():
+        raise SystemExit(f"{out}: no study there (no config.json); `run --out {out}` starts one")
+    return load_config(out)
+
+
+def cell_arg(text: str) -> tuple[int, int]:
+    """``elo --cell WIDTH,POSITIONS`` as a cell ``(width, positions)``; argparse's error naming the text
+    when it is not two positive integers."""
+    try:
+        width, positions = (int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not WIDTH,POSITIONS (two integers, e.g. 1024,10000000)") from None
+    if width < 1 or positions < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: the width and the positions must be positive")
+    return width, positions
+
+
 # -- data ----------------------------------------------------------------------------------------
 
 SPLIT_CODES = {"val": 1, "test": 2, "train": 3}
@@ -752,7 +772,8 @@ def main(argv=None) -> int:
     r = sub.add_parser("run", help="sweeps and runs, data as needed (resumes)")
     dp = sub.add_parser("data", help="validation, test and training chunks ahead (resumes)")
     el = sub.add_parser("elo", help="the Elo stage: matches of the largest cell's seed-median networks")
-    el.add_argument("--cell", default=None, help="WIDTH,POSITIONS of another finished cell (an interim result)")
+    el.add_argument("--cell", type=cell_arg, default=None,
+                    help="WIDTH,POSITIONS of another finished cell (an interim result)")
     co = sub.add_parser("collect", help="results.json from the finished runs")
     for p in (r, dp, el, co):
         p.add_argument("--out", type=Path, required=True, help="working directory (data, runs, checkpoints)")
@@ -780,10 +801,9 @@ def main(argv=None) -> int:
         cfg = load_config(a.out)
         ensure_data(a.out, cfg, math.ceil((a.positions or cfg.max_budget) / cfg.chunk_positions))
     elif a.command == "elo":
-        elo_stage(a.out, load_config(a.out), a.results,
-                  tuple(int(x) for x in a.cell.split(",")) if a.cell else None)
+        elo_stage(a.out, study_config(a.out), a.results, a.cell)
     elif a.command == "collect":
-        collect(a.out, load_config(a.out), a.results)
+        collect(a.out, study_config(a.out), a.results)
     elif a.command == "measure-training":
         result = measure_training_speed(tuple(int(x) for x in a.widths.split(",")), tuple(a.variants.split(",")),
                                         steps=a.steps, rounds=a.rounds)

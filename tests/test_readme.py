@@ -3,11 +3,14 @@ doctests, so the documented output is real."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import doctest
 import importlib
 import importlib.util
+import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -135,9 +138,8 @@ def test_links_to_files_and_headings_resolve(page):
     assert not dead, f"{page.relative_to(ROOT)} links what does not exist: {dead}"
 
 
-def test_benchmarks_page_and_results_index_are_written_from_the_results():
-    """docs/benchmarks.md and benchmarks/results/README.md are what ``benchmarks/manual.py`` writes from the
-    raw results (no figure typed by hand), and every kept result is cited by a page."""
+def _manual():
+    """benchmarks/manual.py as a module (benchmarks/ is no package)."""
     spec = importlib.util.spec_from_file_location("benchmarks_manual", ROOT / "benchmarks" / "manual.py")
     manual = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = manual  # its dataclasses look their module up
@@ -145,4 +147,201 @@ def test_benchmarks_page_and_results_index_are_written_from_the_results():
         spec.loader.exec_module(manual)
     finally:
         del sys.modules[spec.name]
-    assert manual.main(["--check"]) == 0, "run python benchmarks/manual.py (--prune) and commit its pages"
+    return manual
+
+
+def test_benchmarks_page_and_results_index_are_written_from_the_results():
+    """docs/benchmarks.md and benchmarks/results/README.md are what ``benchmarks/manual.py`` writes from the
+    raw results (no figure typed by hand), and every kept result is cited by a page."""
+    assert _manual().main(["--check"]) == 0, "run python benchmarks/manual.py (--prune) and commit its pages"
+
+
+@pytest.fixture
+def results_copy(tmp_path, monkeypatch):
+    """benchmarks/manual.py on a git checkout in tmp_path holding copies of the pages and of benchmarks/results."""
+    manual = _manual()
+    for pattern in ("README.md", "docs/*.md", "research/*.md", "benchmarks/results/*"):
+        for path in ROOT.glob(pattern):
+            target = tmp_path / path.relative_to(ROOT)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "results"]):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+    monkeypatch.setattr(manual, "REPO", tmp_path)
+    monkeypatch.setattr(manual, "RESULTS", tmp_path / "benchmarks" / "results")
+    monkeypatch.setattr(manual, "PAGE", tmp_path / "docs" / "benchmarks.md")
+    monkeypatch.setattr(manual, "INDEX", tmp_path / "benchmarks" / "results" / "README.md")
+    return manual
+
+
+def _newer_run(results: Path, name: str, change) -> Path:
+    """A copy of the newest bench_uci.py run, dated later, changed by ``change(record)`` (or replaced by the
+    text it returns), as ``name``."""
+    record = json.loads((results / "uci-1916461.json").read_text())
+    record["date"] = "2099-01-01 00:00 UTC"
+    text = change(record)  # text: the file's whole content instead of the record
+    path = results / name
+    path.write_text(text if isinstance(text, str) else json.dumps(record))
+    return path
+
+
+def _pop(key):
+    return lambda r: r.pop(key) and None
+
+
+def _set(**fields):
+    return lambda r: r.update(fields)
+
+
+def _rows_in(area):
+    return lambda r: [row.update(area=area) for row in r["rows"]]
+
+
+@pytest.mark.parametrize("name, change, problem", [
+    ("uci-x.json", lambda r: "{", "not valid JSON"),
+    ("uci-x.json", lambda r: "[1, 2]", "a JSON list, not an object"),
+    ("uci-x.json", _pop("date"), "no 'date' field"),
+    ("uci-x.json", _set(date="yesterday"), "'date' is 'yesterday'"),
+    ("uci-x.json", _set(load="high"), "'load' is 'high'"),
+    ("uci-x.json", _set(command="python"), "'command' is 'python'"),
+    ("uci-x.json", _set(rows=[]), "'rows' is empty"),
+    ("uci-x.json", _set(rows=["fast"]), "row 1 is 'fast'"),
+    ("gpu-x.json", _set(command="python benchmarks/bench_gpu.py --json gpu-x.json"),
+     "bench_gpu.py is in no section of docs/benchmarks.md"),
+    ("uci-x.json", _rows_in("gpu"), "is in area 'gpu', not an area of docs/benchmarks.md"),
+    ("uci-x.json", _rows_in("children"), "is in area 'children', whose section does not show bench_uci.py's runs"),
+])
+def test_benchmarks_manual_names_a_bad_result_file_and_changes_nothing(results_copy, capsys, name, change, problem):
+    """A result file the page cannot be written from (not JSON, a field missing or mistyped, an area or script
+    no section shows) is named with its problem; neither page is written and --prune deletes nothing (skipped,
+    or with its rows dropped, the run would be pruned as uncited and an older one shown)."""
+    manual = results_copy
+    path = _newer_run(manual.RESULTS, name, change)
+    before = {p.name: p.read_bytes() for p in (manual.PAGE, manual.INDEX)}
+    assert manual.main(["--prune"]) == 2
+    err = capsys.readouterr().err
+    assert f"benchmarks/results/{name}" in err and problem in err, err
+    assert path.exists() and (manual.RESULTS / "uci-1916461.json").exists()
+    assert {p.name: p.read_bytes() for p in (manual.PAGE, manual.INDEX)} == before
+    assert manual.main(["--check"]) == 2
+
+
+FIT = "benchmarks/results/strength-levels-10+0.1-fit.json"
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("strength-levels-10+0.1-fit.json", "{}", f"{FIT}: no 'tc' field"),
+    ("strength-nets-25000n.json", '{"games": 2}', "benchmarks/results/strength-nets-25000n.json: no 'players' field"),
+    ("strength-levels-10+0.1-2200.json", "{", "benchmarks/results/strength-levels-10+0.1-2200.json: not valid JSON"),
+    ("strength-levels-10+0.1-2200.json", None,
+     f"{FIT}: fitted from UCI_Elo=2200, whose match result benchmarks/results/strength-levels-10+0.1-2200.json is missing"),
+])
+def test_benchmarks_manual_names_a_bad_or_missing_match_result(results_copy, capsys, name, text, message):
+    """bench_strength.py's results (None: the file deleted) are read by name too: a field missing or a level the
+    fit counts without its match is named instead of a traceback or a table whose games do not add up."""
+    manual = results_copy
+    if text is None:
+        (manual.RESULTS / name).unlink()
+    else:
+        (manual.RESULTS / name).write_text(text)
+    assert manual.main([]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+
+
+def test_benchmarks_manual_says_when_a_run_recorded_no_load_average(results_copy):
+    manual = results_copy
+    for name, change in (("uci-x.json", _pop("load")), ("uci-y.json", _set(load=[]))):
+        _newer_run(manual.RESULTS, name, change)
+        assert manual.main([]) == 0
+        line = next(x for x in manual.PAGE.read_text().splitlines() if f"[{name}]" in x)
+        assert "load average not recorded (2 cores)" in line and "load average  (" not in line, line
+
+
+def test_benchmarks_manual_prune_keeps_a_result_a_page_in_a_subfolder_cites(results_copy):
+    manual = results_copy
+    cited = manual.REPO / "docs" / "guide" / "search.md"
+    cited.parent.mkdir()
+    cited.write_text("Measured in `benchmarks/results/search-nps-2.txt`.\n")
+    playing = manual.REPO / "docs" / "playing-strength.md"
+    playing.write_text(playing.read_text().replace("search-nps-2.txt", "search-nps-3.txt"))
+    assert manual.main(["--prune"]) == 0
+    assert (manual.RESULTS / "search-nps-2.txt").exists()
+    assert "| [search-nps-2.txt](search-nps-2.txt) | docs/guide/search.md |" in manual.INDEX.read_text()
+
+
+def test_benchmarks_manual_prune_that_git_refuses_changes_nothing(results_copy, capsys):
+    """A cited-no-more file changed since its commit: git rm refuses; the message says why and neither the
+    pages nor the other results change."""
+    manual = results_copy
+    playing = manual.REPO / "docs" / "playing-strength.md"
+    playing.write_text(playing.read_text().replace("search-nps-2.txt", "search-nps-3.txt"))
+    (manual.RESULTS / "search-nps-2.txt").write_text("edited\n")
+    before = {p.name: p.read_bytes() for p in (manual.PAGE, manual.INDEX)}
+    assert manual.main(["--prune"]) == 1
+    err = capsys.readouterr().err
+    assert "--prune could not remove search-nps-2.txt" in err and "local modifications" in err, err
+    assert {p.name: p.read_bytes() for p in (manual.PAGE, manual.INDEX)} == before
+    assert (manual.RESULTS / "search-nps-2.txt").read_text() == "edited\n"
+
+
+def test_benchmarks_manual_check_and_prune_together_are_refused(results_copy, capsys):
+    with pytest.raises(SystemExit) as exc:
+        results_copy.main(["--check", "--prune"])
+    assert exc.value.code == 2 and "not allowed with argument --check" in capsys.readouterr().err
+
+
+def _benchmarks_common():
+    spec = importlib.util.spec_from_file_location("benchmarks_common", ROOT / "benchmarks" / "common.py")
+    common = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(common)
+    return common
+
+
+@pytest.mark.parametrize("target, problem", [("missing/run.json", "there is no directory"),
+                                             (".", "is a directory, not a file to write")])
+def test_benchmark_json_file_that_cannot_be_written_is_refused_before_the_run(tmp_path, target, problem):
+    """``--json FILE`` of every benchmark script is checked when the arguments are read: a run of minutes or
+    hours does not end in a traceback with its figures lost."""
+    common = _benchmarks_common()
+    with pytest.raises(argparse.ArgumentTypeError, match=problem):
+        common.output_file(str(tmp_path / target))
+    assert common.output_file(str(tmp_path / "run.json")) == tmp_path / "run.json"
+    scripts = [p for p in sorted((ROOT / "benchmarks").glob("*.py"))
+               if 'add_argument("--json", metavar="FILE"' in p.read_text(encoding="utf-8")]
+    unchecked = [p.name for p in scripts if "output_file" not in p.read_text(encoding="utf-8")]
+    assert len(scripts) >= 10 and not unchecked, unchecked
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_uci.py"), "--json", str(tmp_path / target)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and "argument --json: " in run.stderr and problem in run.stderr, run.stderr
+
+
+def test_benchmarks_page_shows_a_runs_command_without_its_json_file(results_copy):
+    manual = results_copy
+    for option in ("--json /tmp/x/uci-x.json", "--json=/tmp/x/uci-x.json"):
+        _newer_run(manual.RESULTS, "uci-x.json", _set(command=f"python benchmarks/bench_uci.py --runs 3 {option} --cold"))
+        assert manual.main([]) == 0
+        assert "### `python benchmarks/bench_uci.py --runs 3 --cold`" in manual.PAGE.read_text()
+
+
+def test_benchmark_run_is_written_without_git_or_load_average_and_shown(results_copy, monkeypatch):
+    """A run on a machine without git or load averages still writes its figures (commit "unknown", load
+    null), and the page shows it with "load average not recorded"."""
+    common, manual = _benchmarks_common(), results_copy
+    monkeypatch.setenv("PATH", "")  # no git
+
+    def no_load():
+        raise OSError("no load average here")
+
+    monkeypatch.setattr(common.os, "getloadavg", no_load)
+    path = manual.RESULTS / "uci-x.json"
+    common.write_json(path, "uci", [common.row("UCI start to readyok", "0.5 s")],
+                      argv=["--runs", "1", "--json", str(path)])
+    record = json.loads(path.read_text())
+    assert record["commit"] == "unknown" and record["load"] is None
+    record["date"] = "2099-01-01 00:00 UTC"  # the newest run of bench_uci.py
+    record["command"] = record["command"].replace(record["command"].split()[1], "benchmarks/bench_uci.py")
+    path.write_text(json.dumps(record))
+    assert manual.main([]) == 0
+    line = next(x for x in manual.PAGE.read_text().splitlines() if "[uci-x.json]" in x)
+    assert "commit `unknown`" in line and "load average not recorded" in line, line

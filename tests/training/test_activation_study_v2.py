@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import chess
@@ -285,3 +288,28 @@ def test_runner_on_a_toy_budget(tmp_path, data_dir, monkeypatch):
     assert [len(t) for t in speed["us_per_position"].values()] == [2, 2]
     assert speed["median_ratio_to_pairwise"]["pairwise"] == 1.0 and speed["median_ratio_to_pairwise"]["glu"] > 0
     assert json.loads((out / "speed.json").read_text()) == json.loads(json.dumps(speed))
+
+
+@pytest.mark.parametrize("content, age, taken", [
+    ("", 3600, True),  # its creator died between creating it and writing its id: no one would ever free it
+    ("", 0, False),  # its creator is writing its id
+    ("-1", 3600, True),  # (os.kill(-1, 0) would find every process alive)
+    ("not a pid", 3600, True),
+    ("PARENT", 3600, False),  # a live process holds it
+    ("DEAD", 0, True),  # its process is gone
+])
+def test_lock_is_taken_over_only_from_no_live_holder(tmp_path, content, age, taken):
+    """A data lock (``_try_lock``, taken per file by study v3's ``ensure_data``) left empty or unreadable by a
+    process that died is taken over instead of waited for forever; a live holder's lock is left alone."""
+    import activation_study_v2 as V2
+
+    if content == "DEAD":
+        child = subprocess.Popen([sys.executable, "-c", "pass"])
+        child.wait()
+        content = str(child.pid)
+    content = str(os.getppid()) if content == "PARENT" else content
+    lock = tmp_path / "data.lock"
+    lock.write_text(content)
+    os.utime(lock, (time.time() - age, time.time() - age))
+    assert V2._try_lock(lock) is taken
+    assert lock.read_text() == (str(os.getpid()) if taken else content)

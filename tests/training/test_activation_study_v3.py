@@ -94,6 +94,28 @@ def test_elo_stage_at_a_finished_cell_before_the_largest_is_an_amendment(tmp_pat
         assert [a["changed"] for a in amendments] == [{"elo_cell": list(small)}]
 
 
+@pytest.mark.parametrize("cell, problem", [("abc", "'abc' is not WIDTH,POSITIONS"),
+                                           ("1024", "'1024' is not WIDTH,POSITIONS"),
+                                           ("16,2000,5", "'16,2000,5' is not WIDTH,POSITIONS"),
+                                           ("", "'' is not WIDTH,POSITIONS"),
+                                           ("16,-1", "'16,-1': the width and the positions must be positive")])
+def test_elo_cell_that_is_not_width_and_positions_is_refused_by_name(tmp_path, capsys, cell, problem):
+    S.load_config(tmp_path, S.Config())
+    with pytest.raises(SystemExit) as exc:
+        S.main(["elo", "--out", str(tmp_path), "--results", str(tmp_path / "results.json"), "--cell", cell])
+    assert exc.value.code == 2
+    assert f"argument --cell: {problem}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["elo", "collect"])
+def test_elo_and_collect_refuse_a_directory_without_a_study(tmp_path, command):
+    """A mistyped --out is named; no study (config.json) is started there."""
+    out = tmp_path / "no-study"
+    with pytest.raises(SystemExit, match=f"{out}: no study there"):
+        S.main([command, "--out", str(out), "--results", str(tmp_path / "results.json")])
+    assert not out.exists() and not (tmp_path / "results.json").exists()
+
+
 def test_data_is_the_same_for_the_same_configuration(tmp_path, data_dir, monkeypatch):
     from nnue_infer.training.datagen import load_positions
 
