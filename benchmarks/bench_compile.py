@@ -4,7 +4,13 @@ Each case runs in a fresh subprocess with its own empty ``NUMBA_CACHE_DIR``; the
 that process's CPU time (user + sys, ``time.process_time``), so other jobs on a shared machine
 move them little.  Per case: the import of ``nnue_infer`` beyond ``numpy, numba, chess``, the
 whole case, and every ``Dispatcher.compile`` (kernel and signature) with its own time (its
-callees' compiles excluded); ``--warm`` repeats each case on the cache the first run filled.
+callees' compiles excluded), told apart as Numba's dispatcher counts them: a *compile* (a cache
+miss: the kernel is typed and lowered in the process; Numba's own uncached helpers included), a
+*load* (a cache hit: the machine code read from the cache and linked) or neither (an overload
+the process already holds, not counted).  The first load or compile of a process also pays
+Numba's one-time initialisation of its CPU target (``BaseContext.refresh``: its registries of
+implementations, ``numba.np.linalg``'s check for SciPy's BLAS), shown apart as ``target init``.
+``--warm`` repeats each case on the cache the first run filled: a warm case should compile nothing.
 
     python benchmarks/bench_compile.py                   # every case, cold
     python benchmarks/bench_compile.py cli-eval --warm   # one case, cold then warm
@@ -78,12 +84,26 @@ import json, sys, time
 t0 = time.process_time()
 import numpy, numba, chess
 t1 = time.process_time()
-from numba.core import dispatcher
-records, stack = [], []
+from numba.core import base, dispatcher
+records, stack, init = [], [], [0.0, 0]
 _compile = dispatcher.Dispatcher.compile
+_refresh = base.BaseContext.refresh
+def _refreshed(self):  # Numba's target initialisation (its first call is the cost; later ones add new registries)
+    init[1] += 1
+    start = time.process_time()
+    try:
+        return _refresh(self)
+    finally:
+        init[1] -= 1
+        if not init[1]:
+            init[0] += time.process_time() - start
+base.BaseContext.refresh = _refreshed
+def _count(self, which):
+    return sum(getattr(self, which).values())
 def _timed(self, sig):
     start = time.process_time()
     stack.append(0.0)
+    misses, hits = _count(self, "_cache_misses"), _count(self, "_cache_hits")
     try:
         return _compile(self, sig)
     finally:
@@ -91,6 +111,8 @@ def _timed(self, sig):
         inner = stack.pop()
         if stack:
             stack[-1] += total
+        kind = ("compile" if _count(self, "_cache_misses") > misses else
+                "load" if _count(self, "_cache_hits") > hits else None)  # None: an overload already held
         f = self.py_func
         passes = {}
         if total - inner > 5:  # where a long compile went: Numba's passes (lowering includes LLVM)
@@ -99,7 +121,8 @@ def _timed(self, sig):
             for pipeline in times.values():
                 for name, t in pipeline.items():
                     passes[name.split("_", 1)[-1]] = round(t.init + t.run + t.finalize, 2)
-        records.append((f.__module__ + "." + f.__qualname__, str(sig), round(total - inner, 3), passes))
+        if kind:
+            records.append((f.__module__ + "." + f.__qualname__, str(sig), round(total - inner, 3), passes, kind))
 dispatcher.Dispatcher.compile = _timed
 import nnue_infer
 t2 = time.process_time()
@@ -108,7 +131,9 @@ EPD, OUT, PLAIN = sys.argv[2], sys.argv[3], sys.argv[4]
 exec(%(code)r)
 t3 = time.process_time()
 with open(sys.argv[1], "w") as f:
-    json.dump({"import": t2 - t1, "base_import": t1 - t0, "total": t3 - t0, "compiles": records}, f)
+    json.dump({"import": t2 - t1, "base_import": t1 - t0, "total": t3 - t0, "target_init": init[0],
+               "compiles": [r for r in records if r[4] == "compile"],
+               "loads": [r for r in records if r[4] == "load"]}, f)
 """
 
 
@@ -132,21 +157,25 @@ def run_case(name: str, cache_dir: str) -> dict:
 
 
 def report(name: str, label: str, result: dict, top: int, records: list | None = None) -> None:
-    compiles = sorted(result["compiles"], key=lambda r: -r[2])
-    spent = sum(r[2] for r in compiles)
+    compiles = sorted(result["compiles"] + result["loads"], key=lambda r: -r[2])
+    spent = sum(r[2] for r in result["compiles"])
+    loading = sum(r[2] for r in result["loads"])
+    counts = (f"{spent:.2f} s compiling in {len(result['compiles'])} compiles, {loading:.2f} s loading in "
+              f"{len(result['loads'])} loads, of which {result['target_init']:.2f} s Numba's target init")
     if records is not None:
         target = TARGETS.get(name, (None, None))[label == "warm"] if label in ("cold", "warm") else None
         figure, seconds = ((f"import nnue_infer beyond numpy, numba, chess ({label} cache)", result["import"])
                            if name == "import" else (f"case {name}, {label} cache: whole process", result["total"]))
         records.append(common_row(figure, f"{seconds:.3f} s CPU" if name == "import" else
-                                  f"{seconds:.2f} s CPU ({spent:.2f} s compiling, {len(compiles)} compiles)",
+                                  f"{seconds:.2f} s CPU ({counts})",
                                   target=f"<= {target} s" if target else "",
                                   met=seconds <= target if target else None))
     print(f"{name:14s} {label:5s} total {result['total']:7.2f} s CPU  import {result['import']:5.2f} s  "
-          f"compiling {spent:7.2f} s in {len(compiles)} compiles", flush=True)
-    for kernel, sig, seconds, passes in compiles[:top]:
+          f"compiling {spent:7.2f} s in {len(result['compiles'])} compiles  loading {loading:5.2f} s in "
+          f"{len(result['loads'])} loads  target init {result['target_init']:5.2f} s", flush=True)
+    for kernel, sig, seconds, passes, kind in compiles[:top]:
         if seconds >= 0.05:
-            print(f"    {seconds:7.2f} s  {kernel}{sig if len(sig) < 90 else sig[:87] + '...'}", flush=True)
+            print(f"    {seconds:7.2f} s  {kind:7s}  {kernel}{sig if len(sig) < 80 else sig[:77] + '...'}", flush=True)
         slow = sorted(passes.items(), key=lambda kv: -kv[1])[:4]
         if slow:
             shown = ", ".join(f"{k} {v:.1f}" for k, v in slow)

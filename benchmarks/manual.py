@@ -86,8 +86,9 @@ the compiled call. [children.md](children.md) describes the path.""", ("bench_ch
 `NUMBA_CACHE_DIR` and reports process CPU time (user + sys): the import of `nnue_infer` beyond
 numpy, numba and chess (`import`), the README's one-FEN `nnue-infer eval` with the default network
 (`cli-eval`), a first Python session with Stockfish 15.1's network (`sf15-session`); `--warm` runs
-each case again on the cache it filled, and every `Dispatcher.compile` is printed with its own time
-(`--list` names the other cases). The targets are issue 19's. The test suite's own compiles:
+each case again on the cache it filled, and every `Dispatcher.compile` is printed with its own time,
+as a compile (a cache miss) or a load (a cache hit), with Numba's one-time target initialisation
+apart (`--list` names the other cases): a warm case compiles nothing. The targets are issue 19's. The test suite's own compiles:
 `NNUE_INFER_COMPILE_LOG=FILE python -m pytest ...` appends one JSON line per kernel compile
 (`tests/conftest.py`).""", ("report.py", "bench_compile.py")),
     Area("big-nets", "Stockfish 18 and 19 networks", """

@@ -729,3 +729,68 @@ print(popcount(np.int64(0x0F0F)), sum(popcount.stats.cache_hits.values()))
     finally:
         for path in [tmp_path, *tmp_path.rglob("*")]:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+#: Run in a subprocess: the one-FEN command line, a session with Stockfish 15.1's network (``sys.argv[1]``)
+#: pushing and popping moves and evaluating a batch, and a short search; prints their results and, on
+#: stderr, every kernel compiled (Numba's ``numba:compile`` event: a cache miss, Numba's own helpers
+#: included; a load from the cache sends none).
+WARM_PATHS = """
+import json, sys
+import chess
+from numba.core import event
+compiled = []
+class Compiles(event.Listener):
+    def on_start(self, ev):
+        f = ev.data["dispatcher"].py_func
+        compiled.append(f.__module__ + "." + f.__qualname__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Compiles())
+import nnue_infer
+from nnue_infer.cli import main
+from nnue_infer.search import Engine
+FEN = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"
+assert main(["eval", FEN]) == 0
+network = nnue_infer.load(sys.argv[1])
+ev = nnue_infer.Evaluator(network)
+board = chess.Board(FEN)
+values = [ev.evaluate(board)]
+ev.set_position(board)
+for uci in ("f1b5", "a7a6", "b5c6"):
+    ev.push(chess.Move.from_uci(uci))
+    values.append(ev.evaluate())
+for _ in range(3):
+    ev.pop()
+values.append(ev.evaluate())
+values += ev.evaluate_batch([FEN, chess.STARTING_FEN]).tolist()  # a parallel kernel (its threads started on load)
+found = Engine(network, hash_mb=1).search(board, depth=2)
+print(json.dumps({"values": values, "move": found.move.uci(), "score": found.score_cp, "nodes": found.nodes}))
+print("COMPILED " + json.dumps(compiled), file=sys.stderr)
+"""
+
+
+def test_a_second_process_on_the_same_cache_compiles_nothing(tmp_path, network_path):
+    """The entry kernels are closures made per network configuration; their cache entries are keyed
+    by their configuration's values (``_index_key``), not by anything made afresh in each process, so
+    a second process with the same kernel cache loads every kernel of the command line, of a session
+    with Stockfish 15.1's network and of the search, and compiles none; its results are the compiling
+    process's."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run_paths() -> tuple[list[str], str]:
+        proc = subprocess.run([sys.executable, "-c", WARM_PATHS, str(network_path)], capture_output=True, text=True,
+                              env=env)
+        assert proc.returncode == 0, proc.stderr
+        record = [line for line in proc.stderr.splitlines() if line.startswith("COMPILED ")]
+        assert len(record) == 1, proc.stderr
+        return json.loads(record[0][9:]), proc.stdout
+
+    cold, first = run_paths()
+    assert {"nnue_infer.kernels.nnue.arena.kernels.<locals>.evaluate_board",
+            "nnue_infer.kernels.nnue.arena.kernels.<locals>.evaluate_ply"} <= set(cold), cold  # the counter counts
+    assert any(name.startswith("nnue_infer.kernels.search.") for name in cold), cold
+    warm, second = run_paths()
+    assert warm == [] and second == first, (warm, first, second)
+    values = json.loads(first.splitlines()[-1])["values"]
+    assert values[0] == values[4] == values[5] and len(set(values)) > 1, values  # popped back; moves counted
