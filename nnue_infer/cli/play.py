@@ -30,8 +30,7 @@ def uci(net):
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
-    session = UciSession(network, write)
-    session.values["EvalFile"] = net or "default"  # (the spec, not the loaded network, as EvalFile shows it)
+    session = UciSession(network, write, name=net or "default")
     if sys.stdin is None:
         return
     session.run(iter(sys.stdin.buffer.readline, b""))

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import chess
 import numpy as np
@@ -92,8 +92,11 @@ class Option:
         return value
 
 
+#: ``EvalFile``'s value for the bundled network, as Stockfish writes an empty string option (``SyzygyPath``).
+EMPTY = "<empty>"
+
 #: The options ``uci`` announces, in order.  ``EvalFile`` takes any network ``--net`` takes (a file or a
-#: name: ``default``, ``stockfish``, ``sf16`` ...; an empty value is ``default``).
+#: name: ``default``, ``stockfish``, ``sf16`` ...; an empty value or ``<empty>`` is ``default``).
 OPTIONS = (
     Option("Hash", "spin", 16, 1, MAX_HASH_MB),
     Option("Threads", "spin", 1, 1, 1),
@@ -175,6 +178,9 @@ class UciSession:
     engine_factory : callable, optional
         ``engine_factory(network, hash_mb=..., chess960=...)`` makes the search engine (default:
         :class:`nnue_infer.search.Engine`), on the first ``go``.
+    name : str, optional
+        The ``--net`` spec a given :class:`~nnue_infer.network.Network` was loaded from: ``EvalFile``'s value
+        and announced default (``<empty>`` for the bundled network; ``(given)`` when no name comes with it).
 
     Raises
     ------
@@ -182,7 +188,8 @@ class UciSession:
         ``network`` is a spec that names no loadable network.
     """
 
-    def __init__(self, network=None, write: Callable[[str], None] = print, engine_factory=None) -> None:
+    def __init__(self, network=None, write: Callable[[str], None] = print, engine_factory=None,
+                 name: str | None = None) -> None:
         from ..network import Network
         from ..resources import network_from_spec
 
@@ -192,7 +199,15 @@ class UciSession:
         self._engine_factory = engine_factory
         self.engine = None
         self.values = {o.name: o.default for o in OPTIONS}
-        self.values["EvalFile"] = network if isinstance(network, str) else "default" if network is None else "(given)"
+        spec = network if isinstance(network, str) or network is None else name
+        if spec is None and network is not None:
+            start = "(given)"
+        elif spec in (None, "", "default", EMPTY):
+            start = EMPTY  # ``default`` is a word of the option line itself: python-chess would read it as ''
+        else:
+            start = spec
+        self.values["EvalFile"] = start
+        self._announced = tuple(replace(o, default=start) if o.name == "EvalFile" else o for o in OPTIONS)
         self.board = chess.Board()
         self.position_given = False
         self._worker: threading.Thread | None = None
@@ -297,7 +312,7 @@ class UciSession:
     def _uci(self, words: list[str]) -> None:
         self.send(f"id name {NAME}")
         self.send(f"id author {AUTHOR}")
-        for option in OPTIONS:
+        for option in self._announced:
             self.send(option.announce())
         self.send("uciok")
         if self.engine is None and self._preparing is None:
@@ -348,7 +363,7 @@ class UciSession:
         parsed = option.parse(value if option.kind != "string" else (value or ""))
         self._refuse_while_searching(f"setoption name {option.name}")
         if option.name == "EvalFile":
-            self._set_network(parsed or "default")
+            self._set_network(parsed if parsed not in ("", EMPTY) else "default")
             return
         if option.name == "Clear Hash":
             if self.engine is not None:
@@ -381,7 +396,7 @@ class UciSession:
         if self.engine is not None:
             self.engine.network = network
         self.network = network
-        self.values["EvalFile"] = spec
+        self.values["EvalFile"] = EMPTY if spec == "default" else spec
         self.say(f"network {spec} loaded")
 
     def _position(self, words: list[str]) -> None:

@@ -439,6 +439,20 @@ def test_the_summary_never_prints_a_negative_zero():
     assert "LLR: 0.00 (-2.94,2.94) [0.00,2.00]" in text
 
 
+def test_the_summary_says_a_perfect_score_gives_a_clamped_bound():
+    """All games won (or lost): the printed Elo is the clamp's, and the summary says so; a mixed result says nothing."""
+    from nnue_infer.search.match import MatchResult
+
+    for wins, losses, pentanomial, word in ((4, 0, [0, 0, 0, 0, 2], "won"), (0, 4, [2, 0, 0, 0, 0], "lost")):
+        result = MatchResult(["a", "b"], games=4, wins=wins, losses=losses, pentanomial=pentanomial)
+        result._estimate()
+        assert f"every game {word}: the Elo and nElo above come from the score clamped" in result.summary()
+        assert abs(result.elo) > 1000  # the clamp's value, as the line says
+    mixed = MatchResult(["a", "b"], games=4, wins=3, losses=1, pentanomial=[0, 0, 1, 0, 1])
+    mixed._estimate()
+    assert "clamped" not in mixed.summary()
+
+
 def test_the_command_lines_manual_names_every_match_option():
     """docs/command-line.md's synopsis of ``match`` keeps up with the options ``match --help`` lists."""
     from nnue_infer.cli.match import match_cmd

@@ -321,6 +321,19 @@ def test_python_chess_reads_the_options(client):
     client.ping()
 
 
+def test_evalfile_announces_the_starting_network_as_a_value_python_chess_reads(client, session, stockfish_binary):
+    """``default`` is a word of the option line itself: the bundled network is announced as ``<empty>`` (as
+    Stockfish announces an empty SyzygyPath), which python-chess reads back and the engine takes; a network
+    named at start is announced by its name."""
+    assert client.options["EvalFile"].default == "<empty>"
+    assert "option name EvalFile type string default <empty>" in session.send("uci")
+    named = Session("stockfish")
+    assert "option name EvalFile type string default stockfish" in named.send("uci")
+    assert repr(named.uci.network) != repr(session.uci.network)
+    assert named.send("setoption name EvalFile value <empty>") == ["info string network default loaded"]
+    assert named.uci.values["EvalFile"] == "<empty>" and repr(named.uci.network) == repr(session.uci.network)
+
+
 def test_python_chess_plays_a_full_game_against_stockfish(client, stockfish_binary):
     """A whole game (to its end, or the 160th ply) against Debian's Stockfish 15.1 at its weakest limited
     strength, both at small node counts: every move legal."""

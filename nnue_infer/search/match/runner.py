@@ -102,6 +102,9 @@ class MatchResult:
                  f"L {self.losses} (score {self._score():.1%})",
                  "Ptnml(0-2): " + ", ".join(map(str, self.pentanomial)),
                  f"Elo: {f2(self.elo)} +- {err} (95%) LOS: {self.los:.1%}   nElo: {f2(self.nelo)} +- {nerr} (95%)"]
+        if self.games and self.draws == 0 and 0 in (self.wins, self.losses):
+            lines.append(f"every game {'won' if self.wins else 'lost'}: the Elo and nElo above come from the score "
+                         "clamped to 0.001..0.999 (docs/playing-strength.md), a bound, not an estimate")
         if self.sprt is not None:
             s = self.sprt
             lines.append(f"LLR: {f2(self.llr)} ({f2(self.lower)},{f2(self.upper)}) [{f2(s['elo0'])},{f2(s['elo1'])}] "
