@@ -177,6 +177,17 @@ def test_report_primary_analysis_on_a_toy_study(tmp_path):
     assert (tmp_path / "activation-study-v3" / "differences.png").stat().st_size > 1000
 
 
+def test_interim_primary_verdicts_adjust_over_the_whole_planned_family():
+    """With one of two cells run, Holm steps down over all four planned tests (the missing ones at p = 1)."""
+    import activation_study_v3_report as R
+
+    raw = _toy_results()
+    raw["runs"] = [r for r in raw["runs"] if r["budget"] == 1000]
+    rows = R.primary(R.main_runs(raw), R.config_of(raw))
+    assert len(rows) == 2
+    assert [c["p_holm"] for c in rows] == pytest.approx(R2.holm([c["p"] for c in rows] + [1.0, 1.0])[:2])
+
+
 def test_elo_hook_plays_a_match_with_the_issues_fields(tmp_path):
     """The Elo stage's hook against the real match runner: one game pair at 50 nodes."""
     net = Path(__file__).resolve().parents[2] / "weights" / "nnue-infer-default.safetensors"
