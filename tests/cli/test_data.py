@@ -249,8 +249,14 @@ def test_a_convert_stopped_by_a_signal_removes_its_temporary_file(bp, tmp_path, 
         pytest.importorskip("pyarrow")
     out = tmp_path / output
     out.write_bytes(b"earlier output")  # the temporary file is made at once beside a file it replaces
-    proc = subprocess.Popen([sys.executable, "-m", "nnue_infer", "data", "convert", "-q", "-", str(out), "--from",
-                             "plain"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # The command keeps a signal its parent ignores (as under nohup, whose SIGHUP every child inherits ignored):
+    # the child starts with the default disposition, which it then handles
+    inherited = signal.signal(signum, signal.SIG_DFL)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "nnue_infer", "data", "convert", "-q", "-", str(out), "--from",
+                                 "plain"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    finally:
+        signal.signal(signum, inherited)
     try:
         proc.stdin.write((bp / "dev-games.plain").read_bytes()[:100_000])  # less than a chunk: it waits for more
         proc.stdin.flush()
