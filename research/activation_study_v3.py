@@ -557,7 +557,8 @@ def play_match(net_a: Path, net_b: Path, cfg: Config, pgn: Path | None = None) -
     eval| <= 100 cp, seed 38), up to ``elo_game_pairs`` pairs with an SPRT (elo0 0, elo1 10, alpha =
     beta = 0.05, normalized Elo) that stops the match at its decision.  Returns ``games``,
     ``pentanomial`` (pairs by ``a``'s points: LL, LD, WL+DD, WD, WW), ``elo`` and ``elo_error95``
-    (logistic, from the pentanomial), and the SPRT's ``sprt`` (``result``, ``llr``, bounds)."""
+    (logistic, from the pentanomial), and the SPRT's ``sprt`` (``result``, ``llr``, bounds).  With ``pgn``, the
+    standing so far is kept in ``PGN.progress.json`` after every pair."""
     from nnue_infer.search import match as M
     from nnue_infer.search.statistics import SPRT
 
@@ -565,8 +566,16 @@ def play_match(net_a: Path, net_b: Path, cfg: Config, pgn: Path | None = None) -
     specs = [M.PlayerSpec(limits, network=str(net_a), name=Path(net_a).stem),
              M.PlayerSpec(limits, network=str(net_b), name=Path(net_b).stem)]
     openings = M.generate_openings(cfg.elo_game_pairs, plies=8, seed=38, network=str(net_b))
+    progress = Path(str(pgn) + ".progress.json") if pgn is not None else None
+
+    def standing(pair, result) -> None:  # the unfinished match's standing, rewritten after every pair
+        tmp = Path(f"{progress}.tmp")
+        tmp.write_text(json.dumps(result.to_dict(), indent=1))
+        os.replace(tmp, progress)
+
     result = M.play_match(specs, games=2 * cfg.elo_game_pairs, openings=openings, pgn=pgn,
-                          sprt=SPRT(0.0, 10.0, 0.05, 0.05), concurrency=max(1, (os.cpu_count() or 2) // 2))
+                          sprt=SPRT(0.0, 10.0, 0.05, 0.05), concurrency=max(1, (os.cpu_count() or 2) // 2),
+                          on_pair=standing if progress is not None else None)
     r = result.to_dict()
     return {"games": r["games"], "pentanomial": r["pentanomial"], "elo": r["elo"], "elo_error95": r["elo_error95"],
             "sprt": {"result": r["sprt_result"], "llr": r["llr"], "lower": r["lower"], "upper": r["upper"],

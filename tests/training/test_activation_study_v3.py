@@ -195,3 +195,5 @@ def test_elo_hook_plays_a_match_with_the_issues_fields(tmp_path):
     assert set(S.MATCH_FIELDS) - {"a", "b"} <= set(result)
     assert result["games"] == 2 and sum(result["pentanomial"]) == 1 and len(result["pentanomial"]) == 5
     assert result["sprt"]["settings"]["elo1"] == 10.0 and (tmp_path / "m.pgn").read_text().count("[Result ") == 2
+    standing = json.loads((tmp_path / "m.pgn.progress.json").read_text())  # kept after every pair
+    assert standing["games"] == 2 and standing["pentanomial"] == result["pentanomial"]
