@@ -636,7 +636,10 @@ def collect(out: Path, cfg: Config, results: Path) -> dict:
         if not p.name.endswith("-features.npz") and ".tmp" not in p.name:  # finished data files only
             with np.load(p) as z:
                 data[p.name] = json.loads(str(z["meta"]))
-    raw = {"config": dataclasses.asdict(cfg), "runs": runs, "data": data,
+    config = dataclasses.asdict(cfg)
+    if (out / "config.json").exists():  # amendments another process wrote since this one started
+        config["amendments"] = json.loads((out / "config.json").read_text()).get("amendments", [])
+    raw = {"config": config, "runs": runs, "data": data,
            "matches": json.loads((out / "matches.json").read_text()) if (out / "matches.json").exists() else []}
     results.parent.mkdir(parents=True, exist_ok=True)
     tmp = results.with_suffix(f".{os.getpid()}.tmp")

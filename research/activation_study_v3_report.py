@@ -201,6 +201,8 @@ def tables(raw: dict) -> dict:
     out["status"] = (f"{len(runs)} of {n_main} main runs and {sum(r['role'] == 'sweep' for r in raw['runs'])} sweep "
                      f"runs finished; {cpu / 3600:.2f} core-hours of training (process CPU, one thread).{made}")
     out["verdict"] = summary_sentences(prim, matches, cfg)
+    out["amendments"] = "\n".join(f"- {a['utc']}: {json.dumps(a['changed'])}: {a['reason']}"
+                                   for a in raw["config"].get("amendments") or []) or "None."
     return out
 
 
@@ -279,7 +281,7 @@ that file.  The plan and the analysis were fixed before the runs in
 
 {status} {distinct}
 
-## Primary metric: quantised test MAE against Stockfish 15.1 (Holm over these tests only)
+## Primary metric: quantised test MAE against Stockfish 15.1 (Holm over the plan's family; tests not run yet at p = 1)
 
 {primary_table}
 
@@ -304,6 +306,10 @@ Effect sizes in doublings of data: {doubling}
 ## Playing strength
 
 {elo_table}
+
+## Amendments to the plan
+
+{amendments}
 """
 
 
