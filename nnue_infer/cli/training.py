@@ -6,6 +6,7 @@ import json
 
 import click
 
+from ..network import FT_ACTIVATIONS
 from .common import (FiniteFloatRange, check_output_dir, example, json_option, progress_option, quiet_option, set_threads,
                      show_progress, threads_option)
 
@@ -161,6 +162,8 @@ def _search_datagen(output, n, seed, net, games, exclude, holdout_fraction, endg
 @click.option("--arch", default="default", show_default=True,
               help="Architecture: a preset (default, stockfish-15.1) or a JSON file (Architecture.to_json).")
 @click.option("--ft-width", type=click.IntRange(min=2), help="Override the feature-transformer width.")
+@click.option("--ft-activation", type=click.Choice(list(FT_ACTIVATIONS)),
+              help="Override the feature transformer's activation (the bundled network: bilinear).")
 @click.option("--epochs", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=16384, show_default=True)
 @click.option("--lr", type=FiniteFloatRange(0, min_open=True), default=1e-3, show_default=True, help="Initial Adam learning rate (cosine decay).")
@@ -176,7 +179,7 @@ def _search_datagen(output, n, seed, net, games, exclude, holdout_fraction, endg
 @click.option("--resume", is_flag=True, help="Continue from OUTPUT/checkpoint.pt.")
 @progress_option
 @quiet_option
-def train(data, out_dir, arch, ft_width, epochs, batch_size, lr, lr_final, val_fraction, sigmoid_scale, seed, threads,
+def train(data, out_dir, arch, ft_width, ft_activation, epochs, batch_size, lr, lr_final, val_fraction, sigmoid_scale, seed, threads,
           eval_positions, resume, progress, quiet):
     """Distil: train a float network on positions files (nnue-infer datagen), quantise it, check it.
 
@@ -196,7 +199,7 @@ def train(data, out_dir, arch, ft_width, epochs, batch_size, lr, lr_final, val_f
 
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        architecture = T.architecture_from_spec(arch, ft_width)
+        architecture = T.architecture_from_spec(arch, ft_width, ft_activation)
         config = T.TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, lr_final_fraction=lr_final,
                                val_fraction=val_fraction, sigmoid_scale_cp=sigmoid_scale, seed=seed, threads=threads)
         summary = T.run(list(data), out_dir, architecture, config, eval_positions, resume, progress=show_progress(progress, quiet),

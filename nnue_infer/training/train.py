@@ -357,15 +357,19 @@ def default_architecture(ft_width: int = 256) -> Architecture:
     )
 
 
-def architecture_from_spec(spec: str, ft_width: int | None = None) -> Architecture:
+def architecture_from_spec(spec: str, ft_width: int | None = None, ft_activation: str | None = None) -> Architecture:
     """An architecture from a preset name (``default``, ``stockfish-15.1``) or a JSON file
-    (:meth:`Architecture.to_json`); ``ft_width`` overrides the width.
+    (:meth:`Architecture.to_json`); ``ft_width`` overrides the width, ``ft_activation`` the feature
+    transformer's activation (a name of :data:`nnue_infer.network.FT_ACTIVATIONS`; the bundled default
+    network is ``default`` with width 512 and ``bilinear``).
 
-    Raises :class:`TrainingError` for an unknown preset or unreadable file.
+    Raises :class:`TrainingError` for an unknown preset or activation, or an unreadable file.
     """
-    from ..network import stockfish_15_1_architecture
+    from ..network import FT_ACTIVATIONS, stockfish_15_1_architecture
 
     presets = {"default": default_architecture, "stockfish-15.1": stockfish_15_1_architecture}
+    if ft_activation is not None and ft_activation not in FT_ACTIVATIONS:
+        raise TrainingError(f"ft_activation {ft_activation!r}: not one of {', '.join(FT_ACTIVATIONS)}")
     if spec in presets:
         arch = presets[spec]()
     else:
@@ -373,7 +377,8 @@ def architecture_from_spec(spec: str, ft_width: int | None = None) -> Architectu
             arch = Architecture.from_json(Path(spec).read_text())
         except OSError as exc:
             raise TrainingError(f"architecture {spec!r}: not a preset ({', '.join(presets)}) and not readable: {exc}") from exc
-    return dataclasses.replace(arch, ft_width=ft_width) if ft_width else arch
+    changes = {"ft_width": ft_width, "ft_activation": ft_activation}
+    return dataclasses.replace(arch, **{k: v for k, v in changes.items() if v})
 
 
 #: The file a failed run that kept its checkpoint leaves in its directory (:func:`run`).

@@ -227,6 +227,23 @@ def test_architecture_presets_and_json(tmp_path):
     assert isinstance(Architecture.from_json(path.read_text()), Architecture)
 
 
+def test_architecture_activation_override_and_an_unknown_one_named():
+    """``--ft-activation`` (the bundled network: ``default`` at width 512 with ``bilinear``) changes the
+    activation alone; a name that is no feature-transformer activation is refused with the known ones."""
+    base = T.architecture_from_spec("default", ft_width=64)
+    arch = T.architecture_from_spec("default", ft_width=64, ft_activation="bilinear")
+    assert arch.ft_activation == "bilinear" and base.ft_activation == "pairwise"
+    assert dataclasses.replace(arch, ft_activation="pairwise") == base
+    with pytest.raises(T.TrainingError, match="ft_activation 'swish': not one of .*bilinear"):
+        T.architecture_from_spec("default", ft_activation="swish")
+
+
+def test_cli_train_refuses_an_unknown_activation_before_reading_data(tmp_path, capsys):
+    missing_dir = tmp_path / "run"
+    assert main(["train", str(tmp_path / "none.npz"), "-o", str(missing_dir), "--ft-activation", "swish"]) == 2
+    assert "'--ft-activation': 'swish' is not one of" in capsys.readouterr().err and not missing_dir.exists()
+
+
 def test_cli_train_writes_network_plot_and_summary(positions_file, tmp_path, data_dir, capsys):
     out = tmp_path / "run"
     argv = ["train", str(positions_file), str(positions_file), "-o", str(out), "--ft-width", "32", "--epochs", "2", "--batch-size", "512",
