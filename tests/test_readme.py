@@ -160,7 +160,7 @@ def test_benchmarks_page_and_results_index_are_written_from_the_results():
 def results_copy(tmp_path, monkeypatch):
     """benchmarks/manual.py on a git checkout in tmp_path holding copies of the pages and of benchmarks/results."""
     manual = _manual()
-    for pattern in ("README.md", "docs/*.md", "research/*.md", "benchmarks/results/*"):
+    for pattern in (*manual.CITING, "benchmarks/results/*"):  # every page that may cite a result
         for path in ROOT.glob(pattern):
             target = tmp_path / path.relative_to(ROOT)
             target.parent.mkdir(parents=True, exist_ok=True)

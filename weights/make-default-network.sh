@@ -4,7 +4,7 @@
 #   bash weights/make-default-network.sh [WORKDIR]
 #
 # Needs: pip install -e '.[train]' (PyTorch 2.13.0, CPU), Debian's stockfish package (the teacher,
-# Stockfish 15.1's network), and the project's shared/data beside the checkout
+# Stockfish 15.1's network), about 16 GB of memory for training, and the project's shared/data beside the checkout
 # ($NNUE_INFER_SHARED overrides). Single process, single thread; deterministic for the seeds below.
 # Writes WORKDIR (default: distil-run/) and replaces weights/nnue-infer-default.safetensors.
 set -euo pipefail
@@ -27,9 +27,15 @@ for seed in 12 13 14; do
         "${GAMES[@]}" --threads 1 --quiet > "$WORK/selfplay-$seed.json"
 done
 
-time nnue-infer train "$WORK"/positions-{1,2,3}.npz "$WORK"/selfplay-{12,13,14}.npz -o "$WORK/train" --arch default \
-    --epochs 6 --batch-size 16384 --lr 8e-3 --lr-final 0.05 --val-fraction 0.01 --sigmoid-scale 600 --seed 1 \
-    --threads 1 --eval-positions "$SHARED/data/positions-dev.jsonl" --quiet > "$WORK/train.json"
+# ... and 16M distinct positions of activation study v3's engine-made mix (47.5 % walk, 47.5 % teacher
+# self-play, 5 % games of the compiled search; research/activation-study-v3-plan.md): its chunks 0-63.
+time python research/activation_study_v3.py data --out "$WORK/study" --positions 16000000
+
+time nnue-infer train "$WORK"/positions-{1,2,3}.npz "$WORK"/selfplay-{12,13,14}.npz \
+    "$WORK"/study/data/train-00{0,1,2,3,4,5}[0-9].npz "$WORK"/study/data/train-006[0-3].npz -o "$WORK/train" \
+    --arch default --ft-width 512 --ft-activation bilinear --epochs 4 --batch-size 16384 --lr 8e-3 --lr-final 0.05 \
+    --val-fraction 0.002 --sigmoid-scale 600 --seed 1 --threads 1 --eval-positions "$SHARED/data/positions-dev.jsonl" \
+    --quiet > "$WORK/train.json"
 
 cp "$WORK/train/network.safetensors" weights/nnue-infer-default.safetensors
 cat "$WORK/train.json"

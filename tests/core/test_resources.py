@@ -37,7 +37,7 @@ def test_bundled_file_is_small_and_described(default):
     assert path.stat().st_size <= 4 * 2**20
     assert path.resolve() == (REPO / "weights" / resources.DEFAULT_NETWORK_FILE).resolve()  # source checkout
     arch = default.architecture
-    assert (arch.feature_set, arch.ft_activation, arch.output_buckets, arch.mirror) == ("Chess768", "pairwise", 8, "e-h")
+    assert (arch.feature_set, arch.ft_activation, arch.output_buckets, arch.mirror) == ("Chess768", "bilinear", 8, "e-h")
     assert arch.units_per_pawn == 361  # Stockfish 15.1's units: values compare directly
     card = (REPO / "weights" / "README.md").read_text()
     for needle in ("make-default-network.sh", "Licence", "sign agreement", resources.DEFAULT_NETWORK_FILE):
@@ -67,15 +67,15 @@ def test_missing_default_network_says_what_to_do(monkeypatch):
 
 
 #: Issue 5's targets on the whole dev corpus, stated here rather than read from the code under test
-#: (measured: 37.1 cp, 99.1 %; weights/README.md): mean absolute error at most 50 cp over positions
+#: (measured: 34.9 cp, 99.5 %; weights/README.md): mean absolute error at most 50 cp over positions
 #: with |Stockfish| <= 1000 cp, sign agreement at least 95 % over positions with |Stockfish| >= 100 cp.
 MAE_BOUND_CP = 50.0
 MAE_WINDOW_CP = 1000.0
 SIGN_BOUND = 0.95
 SIGN_MIN_CP = 100.0
-#: Positions not derived from training data miss the MAE target (measured 61.8 cp, 97.3 %):
+#: Positions not derived from training data miss the MAE target (measured 57.7 cp, 98.5 %):
 #: this bound only guards against regressions of the shipped network.
-HELD_OUT_MAE_BOUND_CP = 65.0
+HELD_OUT_MAE_BOUND_CP = 60.0
 
 
 def test_accuracy_against_stockfish_on_the_dev_corpus(default, data_dir):
