@@ -340,7 +340,8 @@ def default_king_buckets() -> tuple[int, ...]:
 
 
 def default_architecture(ft_width: int = 256) -> Architecture:
-    """The bundled default network's architecture (see ``weights/README.md``).
+    """The ``default`` preset: the bundled network's architecture at width 256 with ``pairwise``
+    (the bundled network itself is this preset at width 512 with ``bilinear``, see ``weights/README.md``).
 
     Chess768 with :func:`default_king_buckets` and horizontal mirroring (own king on files e-h)
     -> 2 x ``ft_width`` feature transformer with pairwise multiplication (+8 PSQT) -> 8 layer
@@ -361,11 +362,16 @@ def architecture_from_spec(spec: str, ft_width: int | None = None, ft_activation
     """An architecture from a preset name (``default``, ``stockfish-15.1``) or a JSON file
     (:meth:`Architecture.to_json`); ``ft_width`` overrides the width, ``ft_activation`` the feature
     transformer's activation (a name of :data:`nnue_infer.network.FT_ACTIVATIONS`; the bundled default
-    network is ``default`` with width 512 and ``bilinear``).
+    network is ``default`` with width 512 and ``bilinear``).  A changed activation gets the
+    feature-transformer shift the quantiser gives it at the architecture's QA
+    (:meth:`nnue_infer.quantisation.QuantisationScheme.shift_for`: at QA = 127, 0 for crelu, 7 for
+    pairwise and bilinear, 14 for hswish_glu, 21 for pairwise_screlu), since the preset's shift is
+    its own activation's.
 
     Raises :class:`TrainingError` for an unknown preset or activation, or an unreadable file.
     """
     from ..network import FT_ACTIVATIONS, stockfish_15_1_architecture
+    from ..quantisation import QuantisationScheme
 
     presets = {"default": default_architecture, "stockfish-15.1": stockfish_15_1_architecture}
     if ft_activation is not None and ft_activation not in FT_ACTIVATIONS:
@@ -378,7 +384,9 @@ def architecture_from_spec(spec: str, ft_width: int | None = None, ft_activation
         except OSError as exc:
             raise TrainingError(f"architecture {spec!r}: not a preset ({', '.join(presets)}) and not readable: {exc}") from exc
     changes = {"ft_width": ft_width, "ft_activation": ft_activation}
-    return dataclasses.replace(arch, **{k: v for k, v in changes.items() if v})
+    if ft_activation:
+        changes["ft_shift"] = QuantisationScheme(qa=arch.ft_clamp).shift_for(ft_activation)
+    return dataclasses.replace(arch, **{k: v for k, v in changes.items() if v is not None})
 
 
 #: The file a failed run that kept its checkpoint leaves in its directory (:func:`run`).

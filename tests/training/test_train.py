@@ -20,7 +20,8 @@ from nnue_infer.training import datagen, model as M, train as T  # noqa: E402
 from nnue_infer.cli import main  # noqa: E402
 from nnue_infer.training.crosscheck import crosscheck  # noqa: E402
 from nnue_infer.float_network import forward_float  # noqa: E402
-from nnue_infer.network import Architecture  # noqa: E402
+from nnue_infer.float_network import FloatNetwork  # noqa: E402
+from nnue_infer.network import FT_ACTIVATIONS, Architecture  # noqa: E402
 from nnue_infer.quantisation import quantise_with_report  # noqa: E402
 
 SMALL = T.default_architecture(ft_width=32)
@@ -236,6 +237,33 @@ def test_architecture_activation_override_and_an_unknown_one_named():
     assert dataclasses.replace(arch, ft_activation="pairwise") == base
     with pytest.raises(T.TrainingError, match="ft_activation 'swish': not one of .*bilinear"):
         T.architecture_from_spec("default", ft_activation="swish")
+
+
+@pytest.mark.parametrize("spec", ["default", "stockfish-15.1"])
+@pytest.mark.parametrize("activation", list(FT_ACTIVATIONS))
+def test_architecture_activation_override_takes_the_quantisers_shift(spec, activation):
+    """Every ``--ft-activation`` choice makes a valid architecture whose feature-transformer shift is
+    the one the quantiser gives that activation, whatever the preset's own activation needed."""
+    arch = T.architecture_from_spec(spec, ft_width=16, ft_activation=activation)
+    qnet = nnue_infer.quantise(FloatNetwork.random(arch, seed=1))
+    assert arch.ft_activation == activation and qnet.architecture.ft_activation == activation
+    assert arch.ft_shift == qnet.architecture.ft_shift
+    assert 0 < arch.ft_clamp ** arch.ft.degree >> arch.ft_shift <= arch.ft.max_output
+
+
+@pytest.mark.parametrize("activation", ["hswish_glu", "pairwise_screlu"])
+def test_cli_train_with_a_higher_degree_activation_writes_a_network(positions_file, tmp_path, activation):
+    """Activations of degree 3 and 4 need a larger shift than the preset's pairwise one: the run
+    trains, quantises and writes a network of that activation which evaluates."""
+    out = tmp_path / "run"
+    status = main(["train", str(positions_file), "-o", str(out), "--epochs", "1", "--ft-width", "16",
+                   "--batch-size", "512", "--val-fraction", "0.1", "--quiet", "--ft-activation", activation])
+    assert status == 0
+    net = nnue_infer.load(out / "network.safetensors")
+    assert net.architecture.ft_activation == activation
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["crosscheck_float_vs_quantised"]["mae_cp"] < 10
+    assert isinstance(nnue_infer.evaluate("8/8/8/4k3/8/3QK3/8/8 w - - 0 1", net), int)
 
 
 def test_cli_train_refuses_an_unknown_activation_before_reading_data(tmp_path, capsys):
