@@ -128,8 +128,7 @@ def default_network() -> Network:
 
     A small network (2 x 512, bilinear activation) distilled from Stockfish 15.1's (see
     ``weights/README.md``); values are in Stockfish 15.1's internal units (361 per pawn), side to
-    move's point of view.  Use
-    :func:`stockfish_15_1_network` for Stockfish 15.1's own network.
+    move's point of view.  Use :func:`stockfish_15_1_network` for Stockfish 15.1's own network.
 
     Raises :class:`NetworkNotFoundError` when the package data is missing.
     """
