@@ -3,7 +3,8 @@
 Data flow: board -> validated bitboards -> feature indices per perspective ->
 accumulators (int16 ``[2, L1]`` + int32 PSQT ``[2, P]``) -> feature-transformer activation
 (pairwise: uint8 ``[L1]``; bilinear and the other signed ones: int8; side to move first) ->
-layer stack of the position's bucket -> int value (internal units, side to move's point of view) -> centipawns at the edge only.
+layer stack of the position's bucket -> int value (internal units, side to move's point of
+view) -> centipawns at the edge only.
 
 Incremental evaluation (:meth:`Evaluator.push` / :meth:`Evaluator.pop` /
 :meth:`Evaluator.evaluate`) keeps one accumulator pair per ply and a refresh cache; see
