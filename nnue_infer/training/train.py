@@ -389,6 +389,23 @@ def architecture_from_spec(spec: str, ft_width: int | None = None, ft_activation
     return dataclasses.replace(arch, **{k: v for k, v in changes.items() if v is not None})
 
 
+def describe_seeds(seed) -> str:
+    """The data's seeds for a network's description: ``seed 3``; for concatenated files (a list,
+    :func:`nnue_infer.training.datagen.concatenate`, nested one level) each distinct seed once, in
+    order, and how many files carry none (training-data files, a study's chunks): ``seeds 1, 2 and 64 files without one``.
+    """
+    if not isinstance(seed, list):
+        return "no seed" if seed is None else f"seed {seed}"
+    seed = [s for item in seed for s in (item if isinstance(item, list) else [item])]  # files of files
+    known = list(dict.fromkeys(s for s in seed if s is not None))
+    missing = len(seed) - sum(s is not None for s in seed)
+    parts = [f"seed{'s' if len(known) > 1 else ''} {', '.join(map(str, known))}"] if known else []
+    if missing:
+        parts.append(f"{missing} file{'s' if missing > 1 else ''} without one" if known
+                     else f"{missing} file{'s' if missing > 1 else ''} without a seed")
+    return " and ".join(parts) or "no seed"
+
+
 #: The file a failed run that kept its checkpoint leaves in its directory (:func:`run`).
 FAILED = "failed.json"
 
@@ -450,8 +467,8 @@ def run(data_path, out_dir, arch: Architecture, config: TrainConfig, eval_positi
         trainer.fit(lambda r: log(json.dumps({k: round(v, 6) if isinstance(v, float) else v for k, v in r.items()})))
         train_seconds = time.perf_counter() - t_train
         stage = "export"
-        description = (f"nnue-infer distilled network: {len(data['value'])} positions (seed {data['meta'].get('seed')}), "
-                       f"{config.epochs} epochs")
+        description = (f"nnue-infer distilled network: {len(data['value'])} positions "
+                       f"({describe_seeds(data['meta'].get('seed'))}), {config.epochs} epochs")
         fnet = trainer.float_network(description)
         save(fnet, out_dir / "float.safetensors")
         qnet, report = quantise_with_report(fnet, SCHEMES["stockfish"])

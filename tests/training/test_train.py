@@ -266,6 +266,24 @@ def test_cli_train_with_a_higher_degree_activation_writes_a_network(positions_fi
     assert isinstance(nnue_infer.evaluate("8/8/8/4k3/8/3QK3/8/8 w - - 0 1", net), int)
 
 
+def test_network_description_names_each_seed_once_and_counts_files_without_one(positions, tmp_path):
+    """Concatenated files give a list of seeds (None for files without one, such as a study's chunks):
+    the description lists each seed once and counts the rest, not a list of every file's."""
+    assert T.describe_seeds(3) == "seed 3" and T.describe_seeds(None) == "no seed"
+    assert T.describe_seeds([1, 2, 1] + [None] * 64) == "seeds 1, 2 and 64 files without one"
+    assert T.describe_seeds([[1, 2], None, 3]) == "seeds 1, 2, 3 and 1 file without one"
+    assert T.describe_seeds([None, None]) == "2 files without a seed"
+    seeded, unseeded = tmp_path / "seeded.npz", tmp_path / "unseeded.npz"
+    datagen.save(seeded, positions)
+    meta = json.loads(str(positions["meta"]))
+    datagen.save(unseeded, {**positions, "meta": np.array(json.dumps({k: v for k, v in meta.items() if k != "seed"}))})
+    out = tmp_path / "run"
+    assert main(["train", str(seeded), str(seeded), str(unseeded), "-o", str(out), "--epochs", "1", "--ft-width", "16",
+                 "--batch-size", "512", "--val-fraction", "0.1", "--quiet"]) == 0
+    description = nnue_infer.load(out / "network.safetensors").description
+    assert f"9000 positions (seed {meta['seed']} and 1 file without one)" in description
+
+
 def test_cli_train_refuses_an_unknown_activation_before_reading_data(tmp_path, capsys):
     missing_dir = tmp_path / "run"
     assert main(["train", str(tmp_path / "none.npz"), "-o", str(missing_dir), "--ft-activation", "swish"]) == 2
