@@ -4,7 +4,7 @@ Quick start::
 
     import chess, nnue_infer
     board = chess.Board("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1")
-    nnue_infer.evaluate(board)          # -7: internal units, side to move (361 = 1 pawn)
+    nnue_infer.evaluate(board)          # -36: internal units, side to move (361 = 1 pawn)
     nnue_infer.evaluate(board, nnue_infer.stockfish_15_1_network())   # -52: Stockfish 15.1's net
 
 Without a network argument the bundled default network is used (:func:`default_network`: small,
