@@ -63,7 +63,7 @@ def test_tiny_run_loss_falls_and_quantises_cleanly(positions, tmp_path):
     assert cc["mae_cp"] < 5 and cc["correlation"] > 0.999
 
 
-@pytest.mark.parametrize("activation", ["pairwise", "crelu", "screlu", "glu"])
+@pytest.mark.parametrize("activation", ["pairwise", "crelu", "screlu", "glu", "bilinear"])
 def test_model_computes_the_float_semantics(positions, activation):
     """The PyTorch model and nnue_infer.float_network.forward_float agree on every position."""
     arch = dataclasses.replace(SMALL, ft_activation=activation, ft_shift=0 if activation == "crelu" else 7)
