@@ -362,7 +362,7 @@ def architecture_from_spec(spec: str, ft_width: int | None = None, ft_activation
     """An architecture from a preset name (``default``, ``stockfish-15.1``) or a JSON file
     (:meth:`Architecture.to_json`); ``ft_width`` overrides the width, ``ft_activation`` the feature
     transformer's activation (a name of :data:`nnue_infer.network.FT_ACTIVATIONS`; the bundled default
-    network is ``default`` with width 512 and ``bilinear``).  A changed activation gets the
+    network is ``default`` with width 512 and ``bilinear``).  A different activation gets the
     feature-transformer shift the quantiser gives it at the architecture's QA
     (:meth:`nnue_infer.quantisation.QuantisationScheme.shift_for`: at QA = 127, 0 for crelu, 7 for
     pairwise and bilinear, 14 for hswish_glu, 21 for pairwise_screlu), since the preset's shift is
@@ -384,7 +384,7 @@ def architecture_from_spec(spec: str, ft_width: int | None = None, ft_activation
         except OSError as exc:
             raise TrainingError(f"architecture {spec!r}: not a preset ({', '.join(presets)}) and not readable: {exc}") from exc
     changes = {"ft_width": ft_width, "ft_activation": ft_activation}
-    if ft_activation:
+    if ft_activation and ft_activation != arch.ft_activation:
         changes["ft_shift"] = QuantisationScheme(qa=arch.ft_clamp).shift_for(ft_activation)
     return dataclasses.replace(arch, **{k: v for k, v in changes.items() if v is not None})
 
@@ -392,7 +392,8 @@ def architecture_from_spec(spec: str, ft_width: int | None = None, ft_activation
 def describe_seeds(seed) -> str:
     """The data's seeds for a network's description: ``seed 3``; for concatenated files (a list,
     :func:`nnue_infer.training.datagen.concatenate`, nested one level) each distinct seed once, in
-    order, and how many files carry none (training-data files, a study's chunks): ``seeds 1, 2 and 64 files without one``.
+    order, and how many files carry none (training-data files, a study's chunks):
+    ``seeds 1, 2 and 64 files without one``.
     """
     if not isinstance(seed, list):
         return "no seed" if seed is None else f"seed {seed}"
