@@ -602,6 +602,26 @@ def _leb128_block(values: np.ndarray) -> bytes:
     return LEB128_MAGIC + struct.pack("<I", len(out)) + out.tobytes()
 
 
+def _unwritable_part(arch: Architecture) -> str:
+    """What keeps ``arch`` out of the ``.nnue`` format, for the error of :func:`stockfish_bytes`:
+    the header version, the feature set, the feature transformer's activation, clamp or shift (the
+    file holds none of them: Stockfish's pairwise multiplication and the version's QA and shift are
+    implied), or else the layer stack."""
+    if arch.file_version not in VERSIONS:
+        return f"header version 0x{arch.file_version:08X} is none of Stockfish's"
+    if _feature_of(arch) is None:
+        return (f"feature set {arch.feature_set} (king buckets {'yes' if arch.king_buckets else 'none'}, "
+                f"mirror {arch.mirror or 'none'}) is neither")
+    clamp, shift = (255, 9) if arch.file_version == VERSION_SF19 else (C.FT_CLAMP, C.FT_SHIFT)
+    if arch.ft_activation != "pairwise":
+        return (f"feature-transformer activation is {arch.ft_activation!r}; a .nnue file stores none and "
+                "Stockfish multiplies pairwise")
+    if (arch.ft_clamp, arch.ft_shift) != (clamp, shift):
+        return (f"feature-transformer clamp {arch.ft_clamp} and shift {arch.ft_shift} are not the {clamp} and {shift} "
+                "its header version implies")
+    return "layer stack is not one of Stockfish's"
+
+
 def stockfish_bytes(network: Network) -> bytes:
     """The ``.nnue`` bytes of ``network`` (see :func:`write_stockfish`)."""
     arch = network.architecture
@@ -609,7 +629,8 @@ def stockfish_bytes(network: Network) -> bytes:
     geometry = _stack_geometry(arch)
     if arch.file_version not in VERSIONS or feature is None or geometry is None:
         raise ValueError("only Stockfish architectures (HalfKAv2_hm or P_hm feature transformer, a Stockfish 12-19 "
-                         "layer stack, see formats.stockfish.stockfish_architecture) can be written as .nnue")
+                         "layer stack, see formats.stockfish.stockfish_architecture) can be written as .nnue; "
+                         f"this network's {_unwritable_part(arch)}")
     _, fth, sh = network_hashes(arch)
     desc = network.description.encode("utf-8", "surrogateescape")
     parts = [struct.pack("<III", arch.file_version, fth ^ sh, len(desc)), desc, struct.pack("<I", fth)]

@@ -8,6 +8,7 @@ patched in place and undone, truncations cut one copy shorter and shorter.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import struct
@@ -304,3 +305,25 @@ def test_nan_in_a_quantised_files_float_layer_is_refused_at_load(tmp_path, tenso
     bad.write_bytes(st_save(tensors, metadata=read_metadata(good)))
     with pytest.raises(NetworkFormatError, match=f"tensor '{tensor}': 1 value\\(s\\) NaN or infinity"):
         load(bad)
+
+
+@pytest.mark.parametrize("change, reason", [
+    (dict(ft_activation="bilinear"), "feature-transformer activation is 'bilinear'; a .nnue file stores none"),
+    (dict(ft_shift=8), "feature-transformer clamp 127 and shift 8 are not the 127 and 7 its header version implies"),
+])
+def test_writing_a_non_stockfish_feature_transformer_names_what_differs(tmp_path, change, reason):
+    """A HalfKAv2_hm network with a Stockfish layer stack but another activation or shift has no .nnue
+    form (the file implies pairwise, QA 127 and shift 7): the error names that part, and no file is written."""
+    arch = dataclasses.replace(nnue_infer.stockfish_15_1_architecture(32), **change)
+    net = quantise(FloatNetwork.random(arch, seed=3), nnue_infer.QuantisationScheme(ft_shift=arch.ft_shift))
+    assert net.architecture.ft_activation == arch.ft_activation and net.architecture.ft_shift == arch.ft_shift
+    with pytest.raises(ValueError, match=f"can be written as .nnue; this network's {reason}"):
+        save(net, tmp_path / "net.nnue")
+    assert not (tmp_path / "net.nnue").exists()
+
+
+def test_writing_the_bundled_network_as_nnue_names_its_feature_set(tmp_path):
+    """The bundled network (Chess768 with king buckets) is no Stockfish feature set: the error says so."""
+    with pytest.raises(ValueError, match=r"this network's feature set Chess768 \(king buckets yes, mirror e-h\) is neither"):
+        save(nnue_infer.default_network(), tmp_path / "default.nnue")
+    assert not (tmp_path / "default.nnue").exists()
