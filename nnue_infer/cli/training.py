@@ -168,7 +168,7 @@ def _search_datagen(output, n, seed, net, games, exclude, holdout_fraction, endg
 @click.option("--batch-size", type=click.IntRange(min=1), default=16384, show_default=True)
 @click.option("--lr", type=FiniteFloatRange(0, min_open=True), default=1e-3, show_default=True, help="Initial Adam learning rate (cosine decay).")
 @click.option("--lr-final", type=FiniteFloatRange(0, 1), default=0.02, show_default=True, help="Final learning rate as a fraction of --lr.")
-@click.option("--val-fraction", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True, help="Share of positions for validation (at least 2 of them, and 1 left for training).")
+@click.option("--val-fraction", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True, help="Share of positions for validation (at least 2 of them, at most 50,000, and 1 left for training).")
 @click.option("--sigmoid-scale", type=FiniteFloatRange(0, min_open=True), default=400.0, show_default=True,
               help="S of the loss: win probability = sigmoid(cp / S).")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True)

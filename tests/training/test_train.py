@@ -244,6 +244,12 @@ def test_cli_train_refuses_an_unknown_activation_before_reading_data(tmp_path, c
     assert "'--ft-activation': 'swish' is not one of" in capsys.readouterr().err and not missing_dir.exists()
 
 
+def test_cli_train_help_states_the_validation_cap_the_trainer_applies(capsys):
+    """``--val-fraction`` of a large file is capped at ``TrainConfig.max_val`` positions: the help says so."""
+    assert main(["train", "--help"]) == 0
+    assert f"at most {T.TrainConfig().max_val:,}" in " ".join(capsys.readouterr().out.split())
+
+
 def test_cli_train_writes_network_plot_and_summary(positions_file, tmp_path, data_dir, capsys):
     out = tmp_path / "run"
     argv = ["train", str(positions_file), str(positions_file), "-o", str(out), "--ft-width", "32", "--epochs", "2", "--batch-size", "512",
