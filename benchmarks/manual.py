@@ -153,7 +153,7 @@ a phase shorter than a tick reads as one.""", ("bench_uci.py",)),
     Area("strength", "Playing strength", """
 `benchmarks/bench_strength.py` plays matches with `nnue_infer.search.match`; a run takes hours, so
 this page reads the newest runs kept in `benchmarks/results/` (dated by their games). `nets`: the
-bundled default network against Stockfish 15.1's network, both searched by nnue-infer at fixed
+default network bundled at the run's commit against Stockfish 15.1's network, both searched by nnue-infer at fixed
 nodes from generated openings: Elo with its 95 % interval (pentanomial). `levels`: nnue-infer's search with Stockfish 15.1's network against Debian's
 Stockfish 15.1 with `UCI_LimitStrength` at several `UCI_Elo` levels at a clock; one rating on the
 UCI_Elo scale is fitted across the levels by maximum likelihood (Stockfish anchors UCI_Elo at

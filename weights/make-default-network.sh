@@ -4,7 +4,7 @@
 #   bash weights/make-default-network.sh [WORKDIR]
 #
 # Needs: pip install -e '.[train]' (PyTorch 2.13.0, CPU), Debian's stockfish package (the teacher,
-# Stockfish 15.1's network), about 16 GB of memory for training, and the project's shared/data beside the checkout
+# Stockfish 15.1's network), about 12 GB of memory for training, and the project's shared/data beside the checkout
 # ($NNUE_INFER_SHARED overrides). Single process, single thread; deterministic for the seeds below.
 # Writes WORKDIR (default: distil-run/) and replaces weights/nnue-infer-default.safetensors.
 set -euo pipefail

@@ -6,7 +6,6 @@ import json
 
 import click
 
-from ..network import FT_ACTIVATIONS
 from .common import (FiniteFloatRange, check_output_dir, example, json_option, progress_option, quiet_option, set_threads,
                      show_progress, threads_option)
 
@@ -162,13 +161,14 @@ def _search_datagen(output, n, seed, net, games, exclude, holdout_fraction, endg
 @click.option("--arch", default="default", show_default=True,
               help="Architecture: a preset (default, stockfish-15.1) or a JSON file (Architecture.to_json).")
 @click.option("--ft-width", type=click.IntRange(min=2), help="Override the feature-transformer width.")
-@click.option("--ft-activation", type=click.Choice(list(FT_ACTIVATIONS)),
-              help="Override the feature transformer's activation (the bundled network: bilinear).")
+@click.option("--ft-activation", metavar="NAME",
+              help="Override the feature transformer's activation: crelu, screlu, pairwise, pairwise_screlu, glu, "
+                   "bilinear, hswish_glu or lut_glu (the bundled network: bilinear).")
 @click.option("--epochs", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=16384, show_default=True)
 @click.option("--lr", type=FiniteFloatRange(0, min_open=True), default=1e-3, show_default=True, help="Initial Adam learning rate (cosine decay).")
 @click.option("--lr-final", type=FiniteFloatRange(0, 1), default=0.02, show_default=True, help="Final learning rate as a fraction of --lr.")
-@click.option("--val-fraction", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True, help="Share of positions for validation (at least 2 of them, and 1 left for training).")
+@click.option("--val-fraction", type=FiniteFloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True, help="Share of positions for validation (at least 2 of them, at most 50,000, and 1 left for training).")
 @click.option("--sigmoid-scale", type=FiniteFloatRange(0, min_open=True), default=400.0, show_default=True,
               help="S of the loss: win probability = sigmoid(cp / S).")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, show_default=True)
@@ -205,8 +205,8 @@ def train(data, out_dir, arch, ft_width, ft_activation, epochs, batch_size, lr, 
         summary = T.run(list(data), out_dir, architecture, config, eval_positions, resume, progress=show_progress(progress, quiet),
                         log=(lambda m: None) if quiet else (lambda m: click.echo(m, err=True)))
     except T.TrainingError as exc:
-        if exc.field == "val_fraction":
-            raise click.BadParameter(str(exc), param_hint=["--val-fraction"]) from exc
+        if exc.field in ("val_fraction", "ft_activation"):
+            raise click.BadParameter(str(exc), param_hint=["--" + exc.field.replace("_", "-")]) from exc
         raise click.ClickException(T.failure_message(out_dir, exc)) from exc
     except (NnueError, OSError, ValueError) as exc:
         raise click.ClickException(T.failure_message(out_dir, exc)) from exc

@@ -375,7 +375,8 @@ def architecture_from_spec(spec: str, ft_width: int | None = None, ft_activation
 
     presets = {"default": default_architecture, "stockfish-15.1": stockfish_15_1_architecture}
     if ft_activation is not None and ft_activation not in FT_ACTIVATIONS:
-        raise TrainingError(f"ft_activation {ft_activation!r}: not one of {', '.join(FT_ACTIVATIONS)}")
+        raise TrainingError(f"ft_activation {ft_activation!r}: not one of {', '.join(FT_ACTIVATIONS)}",
+                            field="ft_activation")
     if spec in presets:
         arch = presets[spec]()
     else:

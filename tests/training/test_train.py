@@ -285,9 +285,25 @@ def test_network_description_names_each_seed_once_and_counts_files_without_one(p
 
 
 def test_cli_train_refuses_an_unknown_activation_before_reading_data(tmp_path, capsys):
+    """An unknown ``--ft-activation`` is a usage error naming the option and the known activations, raised
+    before the data (here not a positions file at all) is read and before anything is written."""
+    from nnue_infer.network import FT_ACTIVATIONS
+
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"not a positions file")
     missing_dir = tmp_path / "run"
-    assert main(["train", str(tmp_path / "none.npz"), "-o", str(missing_dir), "--ft-activation", "swish"]) == 2
-    assert "'--ft-activation': 'swish' is not one of" in capsys.readouterr().err and not missing_dir.exists()
+    assert main(["train", str(junk), "-o", str(missing_dir), "--ft-activation", "swish"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "--ft-activation" in err and "'swish': not one of" in err and not missing_dir.exists()
+    assert main(["train", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert all(name in help_text for name in FT_ACTIVATIONS)  # the help lists every activation there is
+
+
+def test_cli_train_help_states_the_validation_cap_the_trainer_applies(capsys):
+    """``--val-fraction`` of a large file is capped at ``TrainConfig.max_val`` positions: the help says so."""
+    assert main(["train", "--help"]) == 0
+    assert f"at most {T.TrainConfig().max_val:,}" in " ".join(capsys.readouterr().out.split())
 
 
 def test_cli_train_writes_network_plot_and_summary(positions_file, tmp_path, data_dir, capsys):
