@@ -174,10 +174,17 @@ def results_copy(tmp_path, monkeypatch):
     return manual
 
 
+def _newest_uci_run(results: Path) -> Path:
+    """The kept bench_uci.py run (the manual keeps the newest one of each script; it is named for its commit),
+    not the runs a test adds."""
+    (path,) = (p for p in results.glob("uci-*.json") if re.fullmatch(r"uci-[0-9a-f]{7,40}\.json", p.name))
+    return path
+
+
 def _newer_run(results: Path, name: str, change) -> Path:
     """A copy of the newest bench_uci.py run, dated later, changed by ``change(record)`` (or replaced by the
     text it returns), as ``name``."""
-    record = json.loads((results / "uci-1916461.json").read_text())
+    record = json.loads(_newest_uci_run(results).read_text())
     record["date"] = "2099-01-01 00:00 UTC"
     text = change(record)  # text: the file's whole content instead of the record
     path = results / name
@@ -216,12 +223,13 @@ def test_benchmarks_manual_names_a_bad_result_file_and_changes_nothing(results_c
     no section shows) is named with its problem; neither page is written and --prune deletes nothing (skipped,
     or with its rows dropped, the run would be pruned as uncited and an older one shown)."""
     manual = results_copy
+    kept = _newest_uci_run(manual.RESULTS)
     path = _newer_run(manual.RESULTS, name, change)
     before = {p.name: p.read_bytes() for p in (manual.PAGE, manual.INDEX)}
     assert manual.main(["--prune"]) == 2
     err = capsys.readouterr().err
     assert f"benchmarks/results/{name}" in err and problem in err, err
-    assert path.exists() and (manual.RESULTS / "uci-1916461.json").exists()
+    assert path.exists() and kept.exists()
     assert {p.name: p.read_bytes() for p in (manual.PAGE, manual.INDEX)} == before
     assert manual.main(["--check"]) == 2
 
