@@ -612,7 +612,8 @@ def _unwritable_part(arch: Architecture) -> str:
     if _feature_of(arch) is None:
         return (f"feature set {arch.feature_set} (king buckets {'yes' if arch.king_buckets else 'none'}, "
                 f"mirror {arch.mirror or 'none'}) is neither")
-    clamp, shift = (255, 9) if arch.file_version == VERSION_SF19 else (C.FT_CLAMP, C.FT_SHIFT)
+    implied = stockfish_architecture(arch.ft_width, version=arch.file_version)
+    clamp, shift = implied.ft_clamp, implied.ft_shift
     if arch.ft_activation != "pairwise":
         return (f"feature-transformer activation is {arch.ft_activation!r}; a .nnue file stores none and "
                 "Stockfish multiplies pairwise")

@@ -95,6 +95,12 @@ class Option:
 #: ``EvalFile``'s value for the bundled network, as Stockfish writes an empty string option (``SyzygyPath``).
 EMPTY = "<empty>"
 
+def _eval_file_value(spec: str) -> str:
+    """``EvalFile``'s shown value for a network spec: :data:`EMPTY` for the bundled network (``default`` is a word
+    of the option line itself: python-chess would read it as '')."""
+    return EMPTY if spec in ("", "default", EMPTY) else spec
+
+
 #: The options ``uci`` announces, in order.  ``EvalFile`` takes any network ``--net`` takes (a file or a
 #: name: ``default``, ``stockfish``, ``sf16`` ...; an empty value or ``<empty>`` is ``default``).
 OPTIONS = (
@@ -200,12 +206,7 @@ class UciSession:
         self.engine = None
         self.values = {o.name: o.default for o in OPTIONS}
         spec = network if isinstance(network, str) or network is None else name
-        if spec is None and network is not None:
-            start = "(given)"
-        elif spec in (None, "", "default", EMPTY):
-            start = EMPTY  # ``default`` is a word of the option line itself: python-chess would read it as ''
-        else:
-            start = spec
+        start = "(given)" if spec is None and network is not None else _eval_file_value(spec or "default")
         self.values["EvalFile"] = start
         self._announced = tuple(replace(o, default=start) if o.name == "EvalFile" else o for o in OPTIONS)
         self.board = chess.Board()
@@ -396,7 +397,7 @@ class UciSession:
         if self.engine is not None:
             self.engine.network = network
         self.network = network
-        self.values["EvalFile"] = EMPTY if spec == "default" else spec
+        self.values["EvalFile"] = _eval_file_value(spec)
         self.say(f"network {spec} loaded")
 
     def _position(self, words: list[str]) -> None:

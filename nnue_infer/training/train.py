@@ -400,11 +400,10 @@ def describe_seeds(seed) -> str:
         return "no seed" if seed is None else f"seed {seed}"
     seed = [s for item in seed for s in (item if isinstance(item, list) else [item])]  # files of files
     known = list(dict.fromkeys(s for s in seed if s is not None))
-    missing = len(seed) - sum(s is not None for s in seed)
+    missing = seed.count(None)
     parts = [f"seed{'s' if len(known) > 1 else ''} {', '.join(map(str, known))}"] if known else []
     if missing:
-        parts.append(f"{missing} file{'s' if missing > 1 else ''} without one" if known
-                     else f"{missing} file{'s' if missing > 1 else ''} without a seed")
+        parts.append(f"{missing} file{'s' if missing > 1 else ''} without {'one' if known else 'a seed'}")
     return " and ".join(parts) or "no seed"
 
 
