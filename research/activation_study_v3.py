@@ -567,15 +567,10 @@ def play_match(net_a: Path, net_b: Path, cfg: Config, pgn: Path | None = None) -
              M.PlayerSpec(limits, network=str(net_b), name=Path(net_b).stem)]
     openings = M.generate_openings(cfg.elo_game_pairs, plies=8, seed=38, network=str(net_b))
     progress = Path(str(pgn) + ".progress.json") if pgn is not None else None
-
-    def standing(pair, result) -> None:  # the unfinished match's standing, rewritten after every pair
-        tmp = Path(f"{progress}.tmp")
-        tmp.write_text(json.dumps(result.to_dict(), indent=1))
-        os.replace(tmp, progress)
-
+    standing = (lambda pair, result: M.write_json(result, progress)) if progress is not None else None  # after every pair
     result = M.play_match(specs, games=2 * cfg.elo_game_pairs, openings=openings, pgn=pgn,
                           sprt=SPRT(0.0, 10.0, 0.05, 0.05), concurrency=max(1, (os.cpu_count() or 2) // 2),
-                          on_pair=standing if progress is not None else None)
+                          on_pair=standing)
     r = result.to_dict()
     return {"games": r["games"], "pentanomial": r["pentanomial"], "elo": r["elo"], "elo_error95": r["elo_error95"],
             "sprt": {"result": r["sprt_result"], "llr": r["llr"], "lower": r["lower"], "upper": r["upper"],
